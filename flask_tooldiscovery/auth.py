@@ -1,0 +1,142 @@
+"""Server authentication shared by the dialects: bearer tokens, JWT (HS256), API keys, and the
+explorer's auth hook. Comparisons of secrets are constant-time; no secret is ever logged."""
+
+from __future__ import annotations
+
+import hmac
+import inspect
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
+from typing import Any, Callable, Iterable, Mapping
+
+from asgiref.sync import async_to_sync
+from flask import Request
+
+
+class AuthError(Exception):
+    """Credentials are missing or wrong. ``reason`` is for the log, never for the client."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def secrets_equal(given: str | None, expected: str) -> bool:
+    """Constant-time comparison of a presented secret with the configured one."""
+    if given is None:
+        return False
+    return hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8"))
+
+
+def bearer_token(request: Request) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header, or ``None``."""
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token.strip()
+
+
+def require_bearer(request: Request, expected: str) -> None:
+    """Raise :class:`AuthError` unless the request carries ``Bearer <expected>``."""
+    token = bearer_token(request)
+    if token is None:
+        raise AuthError("missing bearer token")
+    if not secrets_equal(token, expected):
+        raise AuthError("wrong bearer token")
+
+
+def verify_jwt(
+    token: str,
+    secret: str,
+    *,
+    audience: str | Iterable[str] | None = None,
+    require_exp: bool = True,
+    claims: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Verify an HS256 JWT and return its claims; raise :class:`AuthError` otherwise.
+
+    Only HS256 is accepted (``alg: none`` and every other algorithm are refused). ``exp`` is
+    required unless ``require_exp`` is false; ``aud`` must match ``audience`` when given; each of
+    ``claims`` must be present with exactly that value.
+    """
+    try:
+        import jwt
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise RuntimeError(
+            "JWT authentication needs PyJWT: pip install 'flask-tooldiscovery[jwt]'"
+        ) from exc
+    options: dict[str, Any] = {"require": ["exp"] if require_exp else [], "verify_aud": audience is not None}
+    aud: Any = audience
+    if audience is not None and not isinstance(audience, str):
+        aud = list(audience)
+    try:
+        payload = jwt.decode(token, secret, algorithms=["HS256"], audience=aud, options=options)
+    except jwt.ExpiredSignatureError:
+        raise AuthError("token expired") from None
+    except jwt.MissingRequiredClaimError as exc:
+        raise AuthError(f"token lacks claim {exc.claim}") from None
+    except jwt.InvalidAudienceError:
+        raise AuthError("token audience not accepted") from None
+    except jwt.InvalidAlgorithmError:
+        raise AuthError("token algorithm not accepted") from None
+    except jwt.PyJWTError as exc:
+        raise AuthError(f"invalid token: {type(exc).__name__}") from None
+    for name, value in (claims or {}).items():
+        if payload.get(name) != value:
+            raise AuthError(f"claim {name} missing or not accepted")
+    return payload
+
+
+AuthHook = Callable[[Request], Any]
+
+
+class HookCall:
+    """Runs a call inside an auth hook's context manager (sync or async), as F4 specifies.
+
+    The hook is given the request and returns a context manager (or an async one, or an
+    awaitable of one); raising, on entry or in the hook itself, rejects the request.
+    """
+
+    def __init__(self, hook: AuthHook, request: Request) -> None:
+        self.hook = hook
+        self.request = request
+
+    def run(self, call: Callable[[], Any]) -> Any:
+        try:
+            manager = self.hook(self.request)
+            if inspect.isawaitable(manager):
+                awaitable = manager
+
+                async def resolve() -> Any:
+                    return await awaitable
+
+                manager = async_to_sync(resolve, force_new_loop=True)()
+        except Exception as exc:  # noqa: BLE001 - the hook said no
+            raise AuthError(f"auth hook rejected the request: {exc}") from exc
+        if isinstance(manager, AbstractAsyncContextManager) or hasattr(manager, "__aenter__"):
+            try:
+                async_to_sync(manager.__aenter__, force_new_loop=True)()
+            except Exception as exc:  # noqa: BLE001
+                raise AuthError(f"auth hook rejected the request: {exc}") from exc
+            try:
+                result = call()
+            except BaseException as exc:
+                async_to_sync(manager.__aexit__, force_new_loop=True)(type(exc), exc, exc.__traceback__)
+                raise
+            async_to_sync(manager.__aexit__, force_new_loop=True)(None, None, None)
+            return result
+        if isinstance(manager, AbstractContextManager) or hasattr(manager, "__enter__"):
+            try:
+                manager.__enter__()
+            except Exception as exc:  # noqa: BLE001
+                raise AuthError(f"auth hook rejected the request: {exc}") from exc
+            try:
+                result = call()
+            except BaseException as exc:
+                if not manager.__exit__(type(exc), exc, exc.__traceback__):
+                    raise
+                return None
+            manager.__exit__(None, None, None)
+            return result
+        # A hook that returned nothing and did not raise accepts the request.
+        return call()

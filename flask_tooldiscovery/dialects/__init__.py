@@ -1,0 +1,54 @@
+"""The dialect table: each wire protocol is one module with ``make_blueprint(ext)``.
+
+A new dialect is one module and one line in :data:`DIALECTS` (or :func:`register_dialect` for a
+dialect that lives outside this package).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+from flask import Blueprint
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..extension import ToolDiscovery
+
+BlueprintFactory = Callable[["ToolDiscovery"], Blueprint]
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """A wire protocol: its name, how to build its blueprint, and where it mounts by default."""
+
+    name: str
+    #: ``"package.module"`` (whose ``make_blueprint`` is used) or the factory itself.
+    factory: str | BlueprintFactory
+    #: Used when the config has no ``TOOLDISCOVERY_<NAME>_URL_PREFIX`` (the built-in
+    #: dialects' prefixes are defaulted in :mod:`flask_tooldiscovery.config`).
+    default_prefix: str = ""
+
+    def make_blueprint(self, ext: "ToolDiscovery") -> Blueprint:
+        factory = self.factory
+        if isinstance(factory, str):
+            factory = importlib.import_module(factory).make_blueprint
+        return factory(ext)
+
+
+DIALECTS: dict[str, Dialect] = {
+    "explorer": Dialect("explorer", "flask_tooldiscovery.dialects.explorer"),
+    "opal": Dialect("opal", "flask_tooldiscovery.dialects.opal"),
+    "oxp": Dialect("oxp", "flask_tooldiscovery.dialects.oxp"),
+    "tdp": Dialect("tdp", "flask_tooldiscovery.dialects.tdp"),
+    "mcp": Dialect("mcp", "flask_tooldiscovery.dialects.mcp"),
+}
+
+
+def register_dialect(name: str, factory: str | BlueprintFactory, default_prefix: str = "") -> Dialect:
+    """Add a dialect to the table so ``TOOLDISCOVERY_DIALECTS`` can name it."""
+    if not name.isidentifier():
+        raise ValueError(f"dialect name {name!r} must be an identifier")
+    dialect = Dialect(name, factory, default_prefix)
+    DIALECTS[name] = dialect
+    return dialect

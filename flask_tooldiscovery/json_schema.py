@@ -1,0 +1,173 @@
+"""Reading and checking JSON Schema documents: compiled validators (cached), per-parameter
+validation errors with JSON pointers, and helpers dialects use to read a property's type."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Iterable
+
+import jsonschema
+from jsonschema.exceptions import SchemaError
+from jsonschema.protocols import Validator
+from jsonschema.validators import Draft202012Validator, validator_for
+
+JSON_TYPES = ("string", "integer", "number", "boolean", "array", "object", "null")
+
+
+class InvalidSchemaError(ValueError):
+    """A tool's input or output schema is not a valid JSON Schema."""
+
+
+@dataclass(frozen=True)
+class ArgumentError:
+    """One way the arguments fail the input schema."""
+
+    #: JSON Pointer to the offending value ("" is the arguments object itself).
+    path: str
+    #: The top-level parameter concerned, or ``None`` for the arguments object as a whole.
+    parameter: str | None
+    message: str
+    #: The JSON Schema keyword that failed (``required``, ``type``, ``enum``...).
+    keyword: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"path": self.path, "message": self.message, "keyword": self.keyword}
+
+
+def _canonical(schema: Any) -> str:
+    return json.dumps(schema, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def check_schema(schema: Any, *, what: str = "schema") -> None:
+    """Raise :class:`InvalidSchemaError` unless ``schema`` is a valid JSON Schema."""
+    if not isinstance(schema, (dict, bool)):
+        raise InvalidSchemaError(f"{what} must be a JSON object, not {type(schema).__name__}")
+    try:
+        compile_validator(_canonical(schema))
+    except SchemaError as exc:
+        where = "/".join(str(p) for p in exc.path)
+        raise InvalidSchemaError(
+            f"{what} is not a valid JSON Schema: {exc.message}" + (f" (at /{where})" if where else "")
+        ) from None
+
+
+@lru_cache(maxsize=1024)
+def compile_validator(canonical_schema: str) -> Validator:
+    """A validator for a schema given as canonical JSON text (cached: compiled once per schema).
+
+    Draft 2020-12 unless the schema's ``$schema`` names another draft; formats are checked.
+    """
+    schema = json.loads(canonical_schema)
+    cls = validator_for(schema, default=Draft202012Validator)
+    cls.check_schema(schema)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+def validator_for_schema(schema: dict[str, Any] | None) -> Validator:
+    """The cached validator of ``schema`` (``None`` accepts everything)."""
+    return compile_validator(_canonical(schema if schema is not None else {}))
+
+
+def _pointer(parts: Iterable[Any]) -> str:
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def _errors_of(error: jsonschema.ValidationError) -> list[ArgumentError]:
+    path = list(error.absolute_path)
+    if error.validator == "required" and isinstance(error.instance, dict):
+        missing = [n for n in error.validator_value if n not in error.instance]
+        return [
+            ArgumentError(
+                _pointer(path + [n]),
+                str(path[0]) if path else n,
+                "Missing required parameter." if not path else f"Missing required property {n!r}.",
+                "required",
+            )
+            for n in missing
+        ]
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        known = set((error.schema.get("properties") or {}).keys())
+        extras = [k for k in error.instance if k not in known]
+        if extras and not error.schema.get("patternProperties"):
+            return [
+                ArgumentError(
+                    _pointer(path + [k]),
+                    str(path[0]) if path else k,
+                    "Unexpected parameter." if not path else f"Unexpected property {k!r}.",
+                    "additionalProperties",
+                )
+                for k in extras
+            ]
+    if error.context and error.validator in ("anyOf", "oneOf"):
+        # Prefer the message of the branch that came closest over "... is not valid under any".
+        best = jsonschema.exceptions.best_match(error.context)
+        if best is not None and best.validator != "type":
+            return _errors_of(best)
+    return [
+        ArgumentError(
+            _pointer(path), str(path[0]) if path else None, error.message, str(error.validator)
+        )
+    ]
+
+
+def validate_arguments(schema: dict[str, Any] | None, arguments: Any) -> list[ArgumentError]:
+    """Every way ``arguments`` fails ``schema``, sorted by path; empty when valid."""
+    validator = validator_for_schema(schema)
+    seen: set[tuple[str, str]] = set()
+    out: list[ArgumentError] = []
+    for error in validator.iter_errors(arguments):
+        for item in _errors_of(error):
+            key = (item.path, item.message)
+            if key not in seen:
+                seen.add(key)
+                out.append(item)
+    out.sort(key=lambda e: e.path)
+    return out
+
+
+def parameter_errors(errors: Iterable[ArgumentError]) -> dict[str, str]:
+    """``{parameter: message}``; errors about the object as a whole go under ``""``... joined."""
+    out: dict[str, str] = {}
+    for err in errors:
+        key = err.parameter if err.parameter is not None else ""
+        out[key] = f"{out[key]} {err.message}" if key in out else err.message
+    return out
+
+
+def split_nullable(schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """(the non-null schema, nullable?) for ``anyOf: [X, {type: null}]`` and ``type: [X, null]``."""
+    if not isinstance(schema, dict):
+        return {}, False
+    variants = schema.get("anyOf") or schema.get("oneOf")
+    if isinstance(variants, list):
+        non_null = [v for v in variants if not (isinstance(v, dict) and v.get("type") == "null")]
+        if len(non_null) == 1 and len(non_null) < len(variants):
+            merged = {k: v for k, v in schema.items() if k not in ("anyOf", "oneOf")}
+            merged.update({k: v for k, v in non_null[0].items() if k not in merged})
+            return merged, True
+    stype = schema.get("type")
+    if isinstance(stype, list) and "null" in stype:
+        rest = [t for t in stype if t != "null"]
+        if len(rest) == 1:
+            return {**schema, "type": rest[0]}, True
+    return schema, False
+
+
+def primary_type(schema: dict[str, Any], default: str = "string") -> str:
+    """The one JSON type a client should assume for ``schema`` (after removing ``null``)."""
+    inner, _ = split_nullable(schema)
+    stype = inner.get("type")
+    if isinstance(stype, list):
+        stype = next((t for t in stype if t != "null"), None)
+    if isinstance(stype, str) and stype in JSON_TYPES:
+        return stype
+    if "enum" in inner and inner["enum"]:
+        first = inner["enum"][0]
+        return {bool: "boolean", int: "integer", float: "number", str: "string"}.get(type(first), default)
+    if "properties" in inner:
+        return "object"
+    if "items" in inner or "prefixItems" in inner:
+        return "array"
+    return default

@@ -1,0 +1,317 @@
+"""The tool registry: decorated functions and tools providers, kept in registration order.
+
+A provider (F2 "ToolsProvider") is a list, a sync callable or an async callable returning tool
+objects: dicts, objects with attributes, or pydantic v2 / v1 models. Callables are resolved on
+every request; the library never caches their answer.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator, Mapping
+
+from asgiref.sync import async_to_sync
+
+from .json_schema import InvalidSchemaError, check_schema
+from .schema_sources import resolve_input_schema, resolve_output_schema
+from .signature import describe_function
+from .tool import METADATA_OPTIONS, Tool, parse_version
+
+log = logging.getLogger("flask_tooldiscovery")
+
+ToolsProvider = list[Any] | Callable[[], Any]
+
+#: Every keyword ``@discovery.tool(...)`` accepts.
+TOOL_OPTIONS = (
+    "name", "description", "title", "input_schema", "output_schema", "annotations", "category",
+    "tags", "version", "toolkit", "examples", "requirements", "timeout", *METADATA_OPTIONS,
+)
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-/]{0,127}$")
+_REQUIREMENT_KEYS = {"authorization", "secrets", "user_id"}
+
+
+class RegistrationError(ValueError):
+    """A tool cannot be registered (bad option, duplicate name and version, bad schema)."""
+
+
+class ProviderError(RuntimeError):
+    """A tools provider raised or returned something that is not a list of tools."""
+
+
+def _check_options(label: str, options: Mapping[str, Any]) -> None:
+    unknown = sorted(set(options) - set(TOOL_OPTIONS))
+    if unknown:
+        raise RegistrationError(
+            f"{label}: unknown option(s) {', '.join(unknown)}; known: {', '.join(TOOL_OPTIONS)}"
+        )
+    if options.get("version") is not None:
+        try:
+            parse_version(options["version"])
+        except ValueError as exc:
+            raise RegistrationError(f"{label}: {exc}") from None
+    req = options.get("requirements")
+    if req is not None:
+        if not isinstance(req, Mapping) or set(req) - _REQUIREMENT_KEYS:
+            raise RegistrationError(
+                f"{label}: requirements must be a dict with keys among "
+                f"{sorted(_REQUIREMENT_KEYS)}"
+            )
+    timeout = options.get("timeout")
+    if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
+        raise RegistrationError(f"{label}: timeout must be a positive number of seconds")
+    for key in ("tags",):
+        if options.get(key) is not None and not all(isinstance(t, str) for t in options[key]):
+            raise RegistrationError(f"{label}: {key} must be a list of strings")
+
+
+def _normalize_requirements(req: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Requirements as OXP writes them: ``authorization``/``secrets`` as lists of ``{"id"}``."""
+    if not req:
+        return None
+    out: dict[str, Any] = {}
+    for key in ("authorization", "secrets"):
+        items = req.get(key)
+        if items:
+            out[key] = [{"id": i} if isinstance(i, str) else dict(i) for i in items]
+    if req.get("user_id"):
+        out["user_id"] = True
+    return out or None
+
+
+def tool_from_function(func: Callable[..., Any], options: Mapping[str, Any]) -> Tool:
+    """Build a :class:`Tool` from a decorated function and its ``@tool(...)`` options."""
+    label = f"tool {options.get('name') or getattr(func, '__name__', func)!r}"
+    _check_options(label, options)
+    desc = describe_function(func, name=options.get("name"))
+    name = desc.name
+    label = f"tool {name!r}"
+    if not _NAME.match(name):
+        raise RegistrationError(
+            f"{label}: a tool name is 1-128 characters of letters, digits, '_', '-', '.', '/'"
+        )
+    input_schema, load = desc.input_schema, desc.load_arguments
+    try:
+        if options.get("input_schema") is not None:
+            input_schema, explicit_load = resolve_input_schema(
+                options["input_schema"], what=f"{label}: input_schema"
+            )
+            load = explicit_load or (lambda args: dict(args))
+        output_schema = (
+            resolve_output_schema(options["output_schema"], what=f"{label}: output_schema")
+            if options.get("output_schema") is not None
+            else desc.output_schema
+        )
+        check_schema(input_schema, what=f"{label}: input_schema")
+    except InvalidSchemaError as exc:
+        raise RegistrationError(str(exc)) from None
+
+    metadata = {k: options[k] for k in METADATA_OPTIONS if options.get(k) is not None}
+    description = options.get("description") or desc.description
+    return Tool(
+        name=name,
+        description=description.strip(),
+        input_schema=input_schema,
+        output_schema=output_schema,
+        title=options.get("title"),
+        annotations=dict(options["annotations"]) if options.get("annotations") else None,
+        version=str(options.get("version") or "1.0.0"),
+        toolkit=options.get("toolkit"),
+        category=options.get("category"),
+        tags=list(options.get("tags") or []),
+        examples=list(options.get("examples") or []),
+        requirements=_normalize_requirements(options.get("requirements")),
+        timeout=options.get("timeout"),
+        metadata=metadata,
+        func=func,
+        is_async=desc.is_async,
+        context_params=desc.context_params,
+        load_arguments=load,
+        source="decorator",
+    )
+
+
+def _plain(obj: Any) -> Any:
+    """F2's serialization rules: pydantic v2, then v1, then dicts recursively, else as is."""
+    if hasattr(obj, "model_dump") and callable(obj.model_dump):
+        return _plain(obj.model_dump(exclude_none=True, by_alias=True))
+    if hasattr(obj, "dict") and callable(obj.dict) and hasattr(obj, "__fields__"):
+        return _plain(obj.dict(exclude_none=True, by_alias=True))
+    if isinstance(obj, Mapping):
+        return {k: _plain(v) for k, v in obj.items() if v is not None}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    return obj
+
+
+def _read(obj: Any, *keys: str) -> Any:
+    for key in keys:
+        value = obj.get(key) if isinstance(obj, Mapping) else getattr(obj, key, None)
+        if value is not None:
+            return _plain(value)
+    return None
+
+
+def tool_from_object(obj: Any) -> Tool:
+    """Read a provider's tool object (dict keys or attributes; pydantic models dumped first)."""
+    if isinstance(obj, Tool):
+        return obj
+    data = _plain(obj) if not isinstance(obj, Mapping) and hasattr(obj, "model_dump") else obj
+    if hasattr(obj, "dict") and hasattr(obj, "__fields__") and not hasattr(obj, "model_dump"):
+        data = _plain(obj)
+    name = _read(data, "name")
+    if not isinstance(name, str) or not name:
+        raise ProviderError(f"a provided tool has no name: {type(obj).__name__}")
+    schema = _read(data, "inputSchema", "input_schema", "parameters")
+    annotations = _read(data, "annotations")
+    metadata = {k: v for k in METADATA_OPTIONS if (v := _read(data, k)) is not None}
+    version = _read(data, "version") or "1.0.0"
+    try:
+        parse_version(version)
+    except ValueError:
+        version = "1.0.0"
+    return Tool(
+        name=name,
+        description=str(_read(data, "description") or ""),
+        input_schema=schema if isinstance(schema, dict) else {"type": "object"},
+        output_schema=_read(data, "outputSchema", "output_schema"),
+        title=_read(data, "title"),
+        annotations=annotations if isinstance(annotations, dict) and annotations else None,
+        version=str(version),
+        toolkit=_read(data, "toolkit"),
+        category=_read(data, "category"),
+        tags=list(_read(data, "tags") or []),
+        examples=list(_read(data, "examples") or []),
+        requirements=_normalize_requirements(_read(data, "requirements")),
+        timeout=_read(data, "timeout"),
+        metadata=metadata,
+        source="provider",
+    )
+
+
+def resolve_provider(provider: Any) -> list[Any]:
+    """F2's resolution: a list is used as is; otherwise call it, awaiting an awaitable result."""
+    if isinstance(provider, (list, tuple)):
+        return list(provider)
+    if inspect.iscoroutinefunction(provider):
+        result = async_to_sync(provider)()
+    else:
+        result = provider()
+        if inspect.isawaitable(result):
+            awaitable = result
+
+            async def _await() -> Any:
+                return await awaitable
+
+            result = async_to_sync(_await)()
+    if result is None:
+        return []
+    if not isinstance(result, Iterable) or isinstance(result, (str, bytes, Mapping)):
+        raise ProviderError(f"tools provider returned {type(result).__name__}, not a list")
+    return list(result)
+
+
+@dataclass
+class ToolSet:
+    """The tools in force for one request, all versions, in registration order."""
+
+    tools: list[Tool] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._by_name: dict[str, list[Tool]] = {}
+        for tool in self.tools:
+            self._by_name.setdefault(tool.name, []).append(tool)
+        for versions in self._by_name.values():
+            versions.sort(key=lambda t: t.version_tuple)
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self.tools)
+
+    def __len__(self) -> int:
+        return len(self.tools)
+
+    def latest(self) -> list[Tool]:
+        """One tool per name (its highest version), in the order names were first registered."""
+        return [self._by_name[name][-1] for name in self._by_name]
+
+    def versions(self, name: str) -> list[Tool]:
+        """Every version of ``name``, lowest first."""
+        return list(self._by_name.get(name, ()))
+
+    def get(self, name: str, version: str | None = None) -> Tool | None:
+        """The tool ``name`` at ``version`` (exact ``x.y.z``), or its latest version."""
+        versions = self._by_name.get(name)
+        if not versions:
+            return None
+        if version is None:
+            return versions[-1]
+        try:
+            wanted = parse_version(version)
+        except ValueError:
+            return None
+        return next((t for t in versions if t.version_tuple == wanted), None)
+
+
+class ToolRegistry:
+    """Decorated tools and providers, in the order they were registered."""
+
+    def __init__(self) -> None:
+        self._entries: list[tuple[str, Any]] = []
+        self._keys: set[tuple[str, tuple[int, int, int]]] = set()
+        self._has_providers = False
+        self._static: ToolSet | None = None
+
+    def add_tool(self, tool: Tool) -> Tool:
+        key = (tool.name, tool.version_tuple)
+        if key in self._keys:
+            raise RegistrationError(
+                f"tool {tool.name!r} version {tool.version} is already registered; give the new "
+                f"one another name or another version="
+            )
+        self._keys.add(key)
+        self._entries.append(("tool", tool))
+        self._static = None
+        return tool
+
+    def add_provider(self, provider: ToolsProvider) -> None:
+        if not (isinstance(provider, (list, tuple)) or callable(provider)):
+            raise RegistrationError(
+                "a tools provider is a list, a sync callable or an async callable, not "
+                f"{type(provider).__name__}"
+            )
+        self._entries.append(("provider", provider))
+        self._has_providers = True
+        self._static = None
+
+    @property
+    def has_providers(self) -> bool:
+        return self._has_providers
+
+    def resolve(self) -> ToolSet:
+        """The tools in force now. Providers are called (their errors raise ProviderError)."""
+        if not self._has_providers:
+            if self._static is None:
+                self._static = ToolSet([t for _, t in self._entries])
+            return self._static
+        tools: list[Tool] = []
+        seen: set[tuple[str, tuple[int, int, int]]] = set()
+        for kind, entry in self._entries:
+            if kind == "tool":
+                candidates = [entry]
+            else:
+                try:
+                    candidates = [tool_from_object(o) for o in resolve_provider(entry)]
+                except ProviderError:
+                    raise
+                except Exception as exc:
+                    raise ProviderError(f"tools provider {entry!r} failed: {exc}") from exc
+            for tool in candidates:
+                key = (tool.name, tool.version_tuple)
+                if key in seen:
+                    log.warning("duplicate tool %s@%s from a provider ignored", tool.name, tool.version)
+                    continue
+                seen.add(key)
+                tools.append(tool)
+        return ToolSet(tools)

@@ -1,0 +1,146 @@
+"""The canonical tool model: :class:`Tool`, :class:`ToolContext` and :class:`ToolError`.
+
+Every dialect translates from these; none of them knows a wire format.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+if TYPE_CHECKING:  # pragma: no cover
+    from flask import Request
+
+#: The tool options that only some dialects read (TDP metadata and the like).
+METADATA_OPTIONS = (
+    "enabled_by_default",
+    "requires_approval",
+    "rate_limit_per_minute",
+    "cost_estimate",
+    "long_running",
+    "idempotent",
+    "modifies_state",
+    "sensitive_output",
+    "auth_requirements",
+)
+
+_SEMVER = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
+
+
+def parse_version(version: str) -> tuple[int, int, int]:
+    """Parse ``x.y.z`` (or ``x`` / ``x.y``, padded with zeros) into a sortable tuple."""
+    parts = str(version).split(".")
+    if not 1 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
+        raise ValueError(f"version {version!r} is not of the form x.y.z")
+    nums = [int(p) for p in parts] + [0] * (3 - len(parts))
+    return nums[0], nums[1], nums[2]
+
+
+class ToolError(Exception):
+    """The error a tool raises on purpose.
+
+    Its ``message`` is shown to the user or the model; ``developer_message`` is logged and sent
+    only by dialects whose wire format has a field for it (OXP). Any other exception a tool
+    raises is reported with a generic message and its traceback goes to the app logger only.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        developer_message: str | None = None,
+        can_retry: bool = False,
+        retry_after_ms: int | None = None,
+        additional_prompt_content: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = str(message)
+        self.developer_message = developer_message
+        self.can_retry = bool(can_retry)
+        self.retry_after_ms = retry_after_ms
+        self.additional_prompt_content = additional_prompt_content
+
+
+@dataclass
+class ToolContext:
+    """What a tool may know about the call it serves.
+
+    Annotate a parameter with ``ToolContext`` and it is filled in at call time; it never appears
+    in an input schema.
+    """
+
+    call_id: str
+    dialect: str | None = None
+    trace_id: str | None = None
+    user_id: str | None = None
+    #: Secrets sent with the call, by id (OXP ``context.secrets``).
+    secrets: dict[str, str] = field(default_factory=dict)
+    #: Authorization tokens sent with the call, by provider id (OXP ``context.authorization``).
+    authorization: dict[str, str] = field(default_factory=dict)
+    #: Dialect-specific data: Opal's ``auth``, ``environment`` and ``x-opal-*`` headers, MCP ``_meta``...
+    extra: dict[str, Any] = field(default_factory=dict)
+    #: The Flask request the call arrived on, or ``None`` (CLI calls).
+    request: "Request | None" = None
+
+    def secret(self, secret_id: str, default: str | None = None) -> str | None:
+        """The value of the secret ``secret_id``, or ``default``."""
+        return self.secrets.get(secret_id, default)
+
+    def token(self, provider_id: str, default: str | None = None) -> str | None:
+        """The authorization token for ``provider_id``, or ``default``."""
+        return self.authorization.get(provider_id, default)
+
+    def __repr__(self) -> str:  # secrets and tokens never end up in logs through repr()
+        return (
+            f"ToolContext(call_id={self.call_id!r}, dialect={self.dialect!r}, "
+            f"trace_id={self.trace_id!r}, user_id={self.user_id!r}, "
+            f"secrets=<{len(self.secrets)}>, authorization=<{len(self.authorization)}>)"
+        )
+
+
+@dataclass(eq=False)
+class Tool:
+    """One tool as every dialect sees it.
+
+    Decorated functions and tools read from providers both become ``Tool`` objects. ``func`` is the
+    Python callable for decorated tools; provider tools are run by the extension's
+    ``call_handler``.
+    """
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any] | None = None
+    title: str | None = None
+    annotations: dict[str, Any] | None = None
+    version: str = "1.0.0"
+    toolkit: str | None = None
+    category: str | None = None
+    tags: list[str] = field(default_factory=list)
+    examples: list[dict[str, Any]] = field(default_factory=list)
+    requirements: dict[str, Any] | None = None
+    timeout: float | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    func: Callable[..., Any] | None = None
+    is_async: bool = False
+    #: Names of parameters that receive the :class:`ToolContext`.
+    context_params: tuple[str, ...] = ()
+    #: Turns validated JSON arguments into the Python values the function expects.
+    load_arguments: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
+    #: "decorator" or "provider".
+    source: str = "decorator"
+
+    @property
+    def version_tuple(self) -> tuple[int, int, int]:
+        return parse_version(self.version)
+
+    def hint(self, name: str, default: bool | None = None) -> bool | None:
+        """An MCP annotation hint (``readOnlyHint``...), or ``default`` when the tool has none."""
+        if not self.annotations:
+            return default
+        value = self.annotations.get(name)
+        return default if value is None else bool(value)
+
+    def __repr__(self) -> str:
+        return f"<Tool {self.name}@{self.version} ({self.source})>"

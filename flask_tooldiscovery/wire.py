@@ -1,0 +1,99 @@
+"""What every dialect's wire layer shares: a marshmallow base for wire schemas, JSON responses
+and errors, and reading a JSON request body without ever answering 500 for a client's mistake."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Iterable, Mapping
+
+from flask import Blueprint, Response, current_app, request
+from marshmallow import Schema, post_dump
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+
+JSON_MIMETYPE = "application/json"
+
+
+class WireSchema(Schema):
+    """Base of every dialect's dump schema: ``None`` values are left out of the output.
+
+    Keys named in ``keep_none`` are kept even when ``None`` (a wire format that needs an explicit
+    ``null``, such as OXP's ``output_schema``).
+    """
+
+    keep_none: tuple[str, ...] = ()
+
+    @post_dump
+    def _drop_none(self, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        return {k: v for k, v in data.items() if v is not None or k in self.keep_none}
+
+
+def json_response(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
+    """A JSON response, serialized by the app's JSON provider (so app settings apply)."""
+    text = current_app.json.dumps(body)
+    response = current_app.response_class(text, status=status, mimetype=JSON_MIMETYPE)
+    for name, value in (headers or {}).items():
+        response.headers[name] = value
+    return response
+
+
+class WireError(HTTPException):
+    """An HTTP error whose body is a ready JSON document (raise it from a dialect view)."""
+
+    def __init__(self, status: int, body: Any, headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(description=str(body))
+        self.code = status
+        self.body = body
+        self.extra_headers = dict(headers or {})
+
+    def get_response(self, environ: Any = None, scope: Any = None) -> Response:  # type: ignore[override]
+        return json_response(self.body, self.code or 500, self.extra_headers)
+
+
+def read_json_body(
+    error: Callable[[str], WireError], *, allow_empty: bool = True
+) -> Any:
+    """The request body parsed as JSON. Malformed JSON raises ``error(message)``.
+
+    The body size was already limited by ``TOOLDISCOVERY_MAX_CONTENT_LENGTH`` (413).
+    """
+    raw = request.get_data(cache=True)
+    if not raw.strip():
+        if allow_empty:
+            return None
+        raise error("The request body is empty; a JSON object was expected.")
+    try:
+        return json.loads(raw)
+    except UnicodeDecodeError:
+        raise error("The request body is not UTF-8 text.") from None
+    except ValueError as exc:
+        raise error(f"Malformed JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).") from None
+
+
+def limit_body_size() -> None:
+    """``before_request`` hook: apply TOOLDISCOVERY_MAX_CONTENT_LENGTH to this blueprint."""
+    limit = current_app.config.get("TOOLDISCOVERY_MAX_CONTENT_LENGTH")
+    if limit:
+        request.max_content_length = int(limit)
+        if request.content_length is not None and request.content_length > int(limit):
+            raise RequestEntityTooLarge()
+
+
+def method_guard(
+    bp: Blueprint, rule: str, allowed: Iterable[str], endpoint: str,
+) -> None:
+    """Answer every other method on ``rule`` inside the blueprint, so its JSON error handler
+    (not Flask's app-wide HTML page) replies 405 with an ``Allow`` header."""
+    methods = {m.upper() for m in allowed} | {"OPTIONS"}
+    if "GET" in methods:
+        methods.add("HEAD")
+    allowed = sorted(methods)
+    others = [m for m in ("GET", "POST", "PUT", "PATCH", "DELETE") if m not in allowed]
+    if not others:
+        return
+
+    def not_allowed(**_: Any) -> Response:
+        from werkzeug.exceptions import MethodNotAllowed
+
+        raise MethodNotAllowed(valid_methods=allowed)
+
+    bp.add_url_rule(rule, endpoint=endpoint, view_func=not_allowed, methods=others)
