@@ -171,3 +171,31 @@ def primary_type(schema: dict[str, Any], default: str = "string") -> str:
     if "items" in inner or "prefixItems" in inner:
         return "array"
     return default
+
+
+def inline_refs(schema: Any, *, max_depth: int = 32) -> Any:
+    """A copy of ``schema`` with local ``$ref``s (``#/$defs/...``, ``#/definitions/...``)
+    replaced by what they point to and the definitions removed; recursion stops at
+    ``max_depth`` with an unconstrained ``{}``. For wire formats that exclude ``$ref``."""
+    if not isinstance(schema, dict):
+        return schema
+    defs: dict[str, Any] = {}
+    for section in ("$defs", "definitions"):
+        for name, value in (schema.get(section) or {}).items():
+            defs[f"#/{section}/{name}"] = value
+
+    def walk(node: Any, depth: int) -> Any:
+        if isinstance(node, list):
+            return [walk(n, depth) for n in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref in defs:
+            if depth >= max_depth:
+                return {}
+            target = walk(defs[ref], depth + 1)
+            siblings = {k: walk(v, depth) for k, v in node.items() if k != "$ref"}
+            return {**target, **siblings} if isinstance(target, dict) else target
+        return {k: walk(v, depth) for k, v in node.items() if k not in ("$defs", "definitions")}
+
+    return walk(schema, 0)

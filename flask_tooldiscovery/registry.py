@@ -85,7 +85,8 @@ def tool_from_function(func: Callable[..., Any], options: Mapping[str, Any]) -> 
     """Build a :class:`Tool` from a decorated function and its ``@tool(...)`` options."""
     label = f"tool {options.get('name') or getattr(func, '__name__', func)!r}"
     _check_options(label, options)
-    desc = describe_function(func, name=options.get("name"))
+    explicit = options.get("input_schema") is not None
+    desc = describe_function(func, name=options.get("name"), derive_input=not explicit)
     name = desc.name
     label = f"tool {name!r}"
     if not _NAME.match(name):
@@ -94,7 +95,7 @@ def tool_from_function(func: Callable[..., Any], options: Mapping[str, Any]) -> 
         )
     input_schema, load = desc.input_schema, desc.load_arguments
     try:
-        if options.get("input_schema") is not None:
+        if explicit:
             input_schema, explicit_load = resolve_input_schema(
                 options["input_schema"], what=f"{label}: input_schema"
             )
@@ -133,11 +134,20 @@ def tool_from_function(func: Callable[..., Any], options: Mapping[str, Any]) -> 
     )
 
 
+def _is_v2_model(obj: Any) -> bool:
+    return not isinstance(obj, type) and callable(getattr(obj, "model_dump", None))
+
+
+def _is_v1_model(obj: Any) -> bool:
+    return (not isinstance(obj, type) and not _is_v2_model(obj)
+            and callable(getattr(obj, "dict", None)) and hasattr(type(obj), "__fields__"))
+
+
 def _plain(obj: Any) -> Any:
     """F2's serialization rules: pydantic v2, then v1, then dicts recursively, else as is."""
-    if hasattr(obj, "model_dump") and callable(obj.model_dump):
+    if _is_v2_model(obj):
         return _plain(obj.model_dump(exclude_none=True, by_alias=True))
-    if hasattr(obj, "dict") and callable(obj.dict) and hasattr(obj, "__fields__"):
+    if _is_v1_model(obj):
         return _plain(obj.dict(exclude_none=True, by_alias=True))
     if isinstance(obj, Mapping):
         return {k: _plain(v) for k, v in obj.items() if v is not None}
@@ -158,9 +168,7 @@ def tool_from_object(obj: Any) -> Tool:
     """Read a provider's tool object (dict keys or attributes; pydantic models dumped first)."""
     if isinstance(obj, Tool):
         return obj
-    data = _plain(obj) if not isinstance(obj, Mapping) and hasattr(obj, "model_dump") else obj
-    if hasattr(obj, "dict") and hasattr(obj, "__fields__") and not hasattr(obj, "model_dump"):
-        data = _plain(obj)
+    data = _plain(obj) if _is_v2_model(obj) or _is_v1_model(obj) else obj
     name = _read(data, "name")
     if not isinstance(name, str) or not name:
         raise ProviderError(f"a provided tool has no name: {type(obj).__name__}")

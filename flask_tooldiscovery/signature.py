@@ -339,9 +339,13 @@ def schema_for_annotation(annotation: Any) -> dict[str, Any]:
 
 
 def describe_function(
-    func: Callable[..., Any], *, name: str | None = None, describe_params: bool = True
+    func: Callable[..., Any], *, name: str | None = None, derive_input: bool = True
 ) -> FunctionDescription:
-    """Read ``func`` once: its input and output schemas, context parameters and argument loader."""
+    """Read ``func`` once: its input and output schemas, context parameters and argument loader.
+
+    With ``derive_input=False`` (an explicit input schema replaces derivation) parameters are not
+    turned into a schema and ``**kwargs`` is allowed; context parameters are still found.
+    """
     tool_name = name or getattr(func, "__name__", None) or type(func).__name__
     label = f"tool {tool_name!r} (function {getattr(func, '__qualname__', tool_name)})"
     try:
@@ -360,6 +364,10 @@ def describe_function(
     converters: dict[str, Callable[[Any], Any]] = {}
     context_params: list[str] = []
     for pname, param in signature.parameters.items():
+        if not derive_input:
+            if _is_context(hints.get(pname, param.annotation)):
+                context_params.append(pname)
+            continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             star = "*" if param.kind is param.VAR_POSITIONAL else "**"
             raise SignatureError(
@@ -381,7 +389,7 @@ def describe_function(
                 f"expressed as JSON Schema ({exc})"
             ) from None
         schema = dict(schema)
-        if describe_params and pname in param_docs and "description" not in schema:
+        if pname in param_docs and "description" not in schema:
             schema["description"] = param_docs[pname]
         if param.default is param.empty:
             required.append(pname)

@@ -97,3 +97,27 @@ def method_guard(
         raise MethodNotAllowed(valid_methods=allowed)
 
     bp.add_url_rule(rule, endpoint=endpoint, view_func=not_allowed, methods=others)
+
+
+def register_json_errors(
+    bp: Blueprint, body: Callable[[int, str], Any], headers: Mapping[str, str] | None = None
+) -> None:
+    """Answer every HTTP error raised inside ``bp`` (404, 405, 413...) as JSON.
+
+    ``body(status, message)`` builds the dialect's error document; a :class:`WireError` is sent
+    as it is. ``headers`` go on every error response (CORS, for instance).
+    """
+
+    @bp.errorhandler(HTTPException)
+    def _http_error(exc: HTTPException) -> Response:
+        if isinstance(exc, WireError):
+            response = exc.get_response()
+        else:
+            status = exc.code or 500
+            response = json_response(body(status, exc.description or exc.name), status)
+            valid = getattr(exc, "valid_methods", None)
+            if valid:
+                response.headers["Allow"] = ", ".join(valid)
+        for name, value in (headers or {}).items():
+            response.headers.setdefault(name, value)
+        return response

@@ -1,0 +1,163 @@
+"""A realistic app offering a handful of tools through every dialect.
+
+Run it with ``flask --app example_app run`` or ``gunicorn "example_app:create_app()"``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Annotated, Literal, TypedDict
+
+from flask import Flask
+
+from flask_tooldiscovery import ToolContext, ToolDiscovery, ToolError
+
+discovery = ToolDiscovery()
+discovery.category("math", "Math", "Arithmetic and statistics", icon="calculator")
+discovery.category("weather", "Weather", "Forecasts and conditions", icon="cloud")
+discovery.category("orders", "Orders", "The shop's order book", icon="package")
+
+
+class Priority(enum.Enum):
+    LOW = "low"
+    NORMAL = "normal"
+    HIGH = "high"
+
+
+@dataclass
+class Address:
+    """A postal address.
+
+    Args:
+        street: Street and number.
+        city: City.
+        country: ISO 3166-1 alpha-2 country code.
+    """
+
+    street: str
+    city: str
+    country: str = "DE"
+
+
+class Forecast(TypedDict):
+    city: str
+    units: str
+    temperature: float
+    conditions: str
+
+
+_CITIES = {"berlin": 11.5, "paris": 14.0, "lisbon": 19.5, "oslo": 3.0}
+
+
+@discovery.tool(annotations={"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},
+                category="math", tags=["math"], examples=[{"description": "Two plus three", "input": {"a": 2, "b": 3}}])
+def add(a: float, b: float) -> float:
+    """Add two numbers.
+
+    Args:
+        a: First addend.
+        b: Second addend.
+    """
+    return a + b
+
+
+@discovery.tool(annotations={"readOnlyHint": True}, category="math", tags=["math", "statistics"])
+def mean(values: list[float], round_to: int | None = None) -> float:
+    """Arithmetic mean of a list of numbers.
+
+    Args:
+        values: The numbers; at least one.
+        round_to: Round the result to this many decimals.
+    """
+    if not values:
+        raise ToolError("Give at least one value.", can_retry=True,
+                        additional_prompt_content="Pass a non-empty list of numbers.")
+    result = sum(values) / len(values)
+    return round(result, round_to) if round_to is not None else result
+
+
+@discovery.tool(annotations={"readOnlyHint": True, "openWorldHint": True}, category="weather",
+                tags=["weather"], version="1.2.0", timeout=5, cost_estimate="low")
+async def get_weather(city: Annotated[str, "City name"],
+                      units: Literal["metric", "imperial"] = "metric",
+                      ctx: ToolContext = None) -> Forecast:
+    """Fetch current weather for a city."""
+    await asyncio.sleep(0.01)
+    celsius = _CITIES.get(city.strip().lower())
+    if celsius is None:
+        raise ToolError(f"Unknown city: {city}", can_retry=False,
+                        developer_message=f"city {city!r} not in the demo table")
+    temp = celsius if units == "metric" else round(celsius * 9 / 5 + 32, 1)
+    return {"city": city, "units": units, "temperature": temp, "conditions": "partly cloudy"}
+
+
+@discovery.tool(annotations={"destructiveHint": True, "idempotentHint": False}, category="orders",
+                requires_approval=True, tags=["orders"])
+def create_order(
+    items: Annotated[list[str], "Product SKUs"],
+    ship_to: Address,
+    priority: Priority = Priority.NORMAL,
+    gift_note: str | None = None,
+    ctx: ToolContext = None,
+) -> dict:
+    """Place an order for the given products.
+
+    Args:
+        items: Product SKUs, at least one.
+        ship_to: The delivery address.
+        priority: How fast to ship.
+        gift_note: Printed on the packing slip.
+    """
+    if not items:
+        raise ToolError("An order needs at least one item.")
+    return {
+        "order_id": f"ord-{abs(hash((tuple(items), ship_to.city))) % 100000:05d}",
+        "items": items,
+        "ship_to": ship_to,
+        "priority": priority,
+        "gift_note": gift_note,
+        "placed_by": ctx.user_id if ctx else None,
+    }
+
+
+@discovery.tool(annotations={"readOnlyHint": True}, category="orders")
+def order_status(order_id: str, include_history: bool = False) -> dict:
+    """Look up the status of an order.
+
+    :param order_id: The id returned by create_order.
+    :param include_history: Include every status change.
+    """
+    status = {"order_id": order_id, "status": "shipped"}
+    if include_history:
+        status["history"] = ["placed", "packed", "shipped"]
+    return status
+
+
+def create_app(config: dict | None = None) -> Flask:
+    """The example app with every dialect mounted and the explorer allowed to execute."""
+    app = Flask(__name__)
+    app.config.update(
+        TOOLDISCOVERY_TITLE="Example tools",
+        TOOLDISCOVERY_ALLOW_EXECUTE=True,
+        TOOLDISCOVERY_SERVER_NAME="example-tools",
+        TOOLDISCOVERY_SERVER_DESCRIPTION="Demo tools: math, weather and a small order book.",
+    )
+    for key, value in os.environ.items():  # TOOLDISCOVERY_* from the environment, JSON-parsed
+        if key.startswith("TOOLDISCOVERY_"):
+            try:
+                app.config[key] = json.loads(value)
+            except ValueError:
+                app.config[key] = value
+    app.config.update(config or {})
+    discovery.init_app(app)
+
+    @app.get("/")
+    def index() -> dict:
+        return {"explorer": "/explorer/", "opal": "/opal/discovery", "oxp": "/oxp/tools",
+                "tdp": "/api/v1/tools", "mcp": "/mcp"}
+
+    return app

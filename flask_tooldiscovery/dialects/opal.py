@@ -1,0 +1,219 @@
+"""Dialect ``opal``: Optimizely Opal tool discovery and execution.
+
+``GET <prefix>/discovery`` (and ``/discovery/``) lists the tools as Opal "functions";
+``POST <prefix>/tools/<name>`` (and ``<prefix>/discovery/tools/<name>``) runs one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Response, current_app, request
+from marshmallow import fields
+
+from ..auth import AuthError, require_bearer
+from ..json_schema import inline_refs, primary_type, split_nullable
+from ..registry import ProviderError
+from ..tool import Tool
+from ..wire import (
+    WireError, WireSchema, json_response, limit_body_size, method_guard, read_json_body,
+    register_json_errors,
+)
+
+DIALECT = "opal"
+NO_CACHE = {"Cache-Control": "no-cache, no-store, must-revalidate"}
+OPAL_TYPES = {"string", "integer", "number", "boolean", "array", "object"}
+
+
+def describe_parameter(name: str, schema: dict[str, Any]) -> str:
+    """A parameter's description, always a non-empty string; enum values and the default are
+    written into it since Opal parameters carry no ``enum`` or ``default`` keys."""
+    inner, _ = split_nullable(schema)
+    text = str(inner.get("description") or schema.get("description") or "").strip()
+    if not text:
+        text = f"The {name.replace('_', ' ')} parameter."
+    enum = inner.get("enum")
+    if isinstance(enum, list) and enum:
+        text = f"{text.rstrip('.')}. One of: {', '.join(str(v) for v in enum)}."
+    if "default" in schema and schema["default"] is not None:
+        text = f"{text.rstrip('.')}. Defaults to {schema['default']}."
+    return text
+
+
+class OpalParameterSchema(WireSchema):
+    name = fields.String(required=True)
+    type = fields.String(required=True)
+    description = fields.String(required=True)
+    required = fields.Boolean(required=True)
+    in_context = fields.Boolean(dump_default=False)
+    schema = fields.Dict()
+
+
+class OpalAuthRequirementSchema(WireSchema):
+    provider = fields.String(required=True)
+    scope_bundle = fields.String()
+    required = fields.Boolean(dump_default=True)
+
+
+class OpalFunctionSchema(WireSchema):
+    """A registry :class:`Tool` dumped as an Opal function."""
+
+    name = fields.String(required=True)
+    description = fields.Method("get_description")
+    parameters = fields.Method("get_parameters")
+    endpoint = fields.Method("get_endpoint")
+    http_method = fields.Constant("POST")
+    auth_requirements = fields.Method("get_auth_requirements")
+    hints = fields.Method("get_hints")
+
+    def get_description(self, tool: Tool) -> str:
+        return (tool.description or "").strip() or (tool.title or f"The {tool.name} tool.")
+
+    def get_endpoint(self, tool: Tool) -> str:
+        return f"/tools/{tool.name}"
+
+    def get_parameters(self, tool: Tool) -> list[dict[str, Any]]:
+        schema = inline_refs(tool.input_schema or {})
+        required = set(schema.get("required") or ())
+        params = []
+        for name, prop in (schema.get("properties") or {}).items():
+            prop = prop if isinstance(prop, dict) else {}
+            ptype = primary_type(prop)
+            ptype = ptype if ptype in OPAL_TYPES else "string"
+            param: dict[str, Any] = {
+                "name": name,
+                "type": ptype,
+                "description": describe_parameter(name, prop),
+                "required": name in required,
+                "in_context": False,
+            }
+            if ptype in ("array", "object"):
+                param["schema"] = split_nullable(prop)[0]
+            params.append(param)
+        return OpalParameterSchema(many=True).dump(params)
+
+    def get_auth_requirements(self, tool: Tool) -> list[dict[str, Any]] | None:
+        reqs = tool.metadata.get("auth_requirements")
+        return OpalAuthRequirementSchema(many=True).dump(reqs) if reqs else None
+
+    def get_hints(self, tool: Tool) -> list[str] | None:
+        if not tool.annotations:
+            return None
+        hints = set()
+        if tool.hint("idempotentHint"):
+            hints.add("idempotent")
+        if tool.hint("openWorldHint"):
+            hints.add("open_world")
+        if tool.hint("readOnlyHint") is False or tool.hint("destructiveHint"):
+            hints.add("write")
+        return sorted(hints)
+
+
+class OpalDiscoverySchema(WireSchema):
+    functions = fields.List(fields.Nested(OpalFunctionSchema), required=True)
+    name = fields.String()
+    description = fields.String()
+    version = fields.String()
+
+
+def _error(status: int, message: str, **extra: Any) -> WireError:
+    # "detail" mirrors the official SDK's error key; "error" is the readable message.
+    body = {"error": message, "detail": message, **extra}
+    headers = {"WWW-Authenticate": 'Bearer realm="opal"'} if status == 401 else None
+    return WireError(status, body, headers)
+
+
+def make_blueprint(ext: Any) -> Blueprint:
+    bp = Blueprint("tooldiscovery_opal", __name__)
+    bp.before_request(limit_body_size)
+
+    @bp.after_request
+    def cors(response: Response) -> Response:
+        response.headers["Access-Control-Allow-Origin"] = "*"
+        if request.method == "OPTIONS":
+            response.headers["Access-Control-Allow-Methods"] = "GET, POST, OPTIONS"
+            response.headers["Access-Control-Allow-Headers"] = (
+                "Authorization, Content-Type, x-opal-thread-id, "
+                "x-opal-workflow-execution-id, x-opal-agent-execution-id"
+            )
+            response.headers["Access-Control-Max-Age"] = "600"
+        return response
+
+    register_json_errors(bp, lambda status, message: {"error": message, "detail": message})
+
+    def discovery() -> Response:
+        try:
+            tools = ext.tools().latest()
+        except ProviderError:
+            current_app.logger.exception("opal discovery: a tools provider failed")
+            raise _error(503, "The tool list is unavailable right now.") from None
+        doc = OpalDiscoverySchema().dump({
+            "functions": tools,
+            "name": ext.setting("SERVER_NAME"),
+            "description": ext.setting("SERVER_DESCRIPTION") or None,
+            "version": ext.setting("SERVER_VERSION"),
+        })
+        return json_response(doc, 200, NO_CACHE)
+
+    for rule in ("/discovery", "/discovery/"):
+        bp.add_url_rule(rule, endpoint="discovery" if rule == "/discovery" else "discovery_slash",
+                        view_func=discovery, methods=["GET"], strict_slashes=True)
+        method_guard(bp, rule, ["GET"], endpoint=f"discovery_guard{rule.count('/')}")
+
+    def call_tool(name: str) -> Response:
+        token = ext.setting("OPAL_BEARER_TOKEN")
+        if token:
+            try:
+                require_bearer(request, token)
+            except AuthError as exc:
+                current_app.logger.info("opal call to %s refused: %s", name, exc.reason)
+                raise _error(401, "Unauthorized: a valid bearer token is required.") from None
+        try:
+            tool = ext.tools().get(name)
+        except ProviderError:
+            current_app.logger.exception("opal call: a tools provider failed")
+            raise _error(503, "The tool list is unavailable right now.") from None
+        if tool is None:
+            raise _error(404, f"Tool not found: {name}")
+        body = read_json_body(lambda msg: _error(400, msg))
+        if body is None:
+            body = {}
+        if not isinstance(body, dict):
+            raise _error(400, "The request body must be a JSON object.")
+        if "parameters" in body:
+            parameters = body["parameters"]
+            if parameters is None:
+                parameters = {}
+            if not isinstance(parameters, dict):
+                raise _error(400, "'parameters' must be a JSON object.")
+        else:
+            parameters = body
+        auth = body.get("auth") if isinstance(body.get("auth"), dict) else None
+        environment = body.get("environment") if isinstance(body.get("environment"), dict) else None
+        credentials = (auth or {}).get("credentials") if isinstance((auth or {}).get("credentials"), dict) else {}
+        provider = (auth or {}).get("provider")
+        context = ext.make_context(
+            DIALECT,
+            user_id=credentials.get("user_id"),
+            authorization={str(provider): credentials["access_token"]}
+            if provider and credentials.get("access_token") else {},
+            extra={
+                "auth": auth,
+                "environment": environment,
+                "headers": {k.lower(): v for k, v in request.headers.items() if k.lower().startswith("x-opal-")},
+            },
+        )
+        outcome = ext.call(tool, parameters, context, coerce=True)
+        if outcome.status == "invalid":
+            raise _error(400, outcome.error_message, parameter_errors=outcome.parameter_errors)
+        if outcome.status == "failure":
+            extra = {"can_retry": True} if outcome.failure and outcome.failure.can_retry else {}
+            raise _error(500, outcome.error_message, **extra)
+        return json_response(outcome.value, 200, NO_CACHE)
+
+    for rule in ("/tools/<path:name>", "/discovery/tools/<path:name>"):
+        endpoint = "call" if rule.startswith("/tools") else "call_under_discovery"
+        bp.add_url_rule(rule, endpoint=endpoint, view_func=call_tool, methods=["POST"])
+        method_guard(bp, rule, ["POST"], endpoint=endpoint + "_guard")
+    return bp
+
