@@ -1,0 +1,242 @@
+"""Dialect opal: the seed's validation checklist, the SDK's keys, execution and errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Literal
+
+import pytest
+import requests
+
+from flask_tooldiscovery import ToolContext, ToolDiscovery, ToolError
+
+from .conftest import live_server
+
+FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "opal_sdk_discovery.json").read_text())
+TOKEN = "opal-secret-token"
+
+
+@pytest.fixture
+def discovery() -> ToolDiscovery:
+    d = ToolDiscovery()
+
+    @d.tool(annotations={"readOnlyHint": True, "idempotentHint": True, "openWorldHint": True})
+    async def get_weather(city: Annotated[str, "City name"],
+                          units: Literal["metric", "imperial"] = "metric",
+                          days: int = 1) -> dict:
+        """Fetch current weather for a city."""
+        if city == "Atlantis":
+            raise ToolError("Unknown city", can_retry=False)
+        return {"city": city, "units": units, "days": days}
+
+    @d.tool(annotations={"readOnlyHint": False, "idempotentHint": True})
+    def tag_items(tags: Annotated[list[str], "Tags to attach"], weight: float,
+                  dry_run: bool = False) -> dict:
+        """Attach tags."""
+        return {"tags": tags, "weight": weight, "dry_run": dry_run}
+
+    @d.tool(auth_requirements=[{"provider": "OptiID", "scope_bundle": "shipping", "required": True}])
+    def ship(address: dict[str, str], note: str | None = None, ctx: ToolContext = None) -> dict:
+        """Ship a parcel."""
+        return {"address": address, "note": note, "user": ctx.user_id,
+                "token": ctx.token("OptiID"), "extra": ctx.extra}
+
+    @d.tool
+    def undocumented(x):
+        return x
+
+    @d.tool
+    def crash() -> None:
+        """Crash."""
+        raise KeyError("internal detail /etc/passwd")
+
+    @d.tool
+    def echo_list() -> list:
+        """A list."""
+        return [1, "two"]
+
+    return d
+
+
+@pytest.fixture
+def client(discovery, make_app):
+    return make_app(discovery, TOOLDISCOVERY_DIALECTS=["opal"], TOOLDISCOVERY_SERVER_NAME="acme",
+                    TOOLDISCOVERY_SERVER_DESCRIPTION="Acme tools",
+                    TOOLDISCOVERY_SERVER_VERSION="2.0.0").test_client()
+
+
+def test_validation_checklist(client) -> None:
+    r = client.get("/opal/discovery")
+    # Response format
+    assert r.status_code == 200
+    assert r.mimetype == "application/json"
+    doc = r.get_json()
+    assert isinstance(doc["functions"], list) and doc["functions"]
+    assert (doc["name"], doc["description"], doc["version"]) == ("acme", "Acme tools", "2.0.0")
+    for fn in doc["functions"]:
+        assert {"name", "description", "parameters", "endpoint", "http_method"} <= set(fn)
+        assert isinstance(fn["parameters"], list)
+        assert fn["endpoint"] == f"/tools/{fn['name']}"
+        assert fn["http_method"] == "POST"
+        assert isinstance(fn["description"], str) and fn["description"]
+        for p in fn["parameters"]:
+            assert {"name", "type", "description", "required"} <= set(p)
+            assert not {"default", "enum", "examples", "items"} & set(p)
+            assert isinstance(p["required"], bool)
+            assert isinstance(p["description"], str) and p["description"]
+            assert p["type"] in {"string", "integer", "number", "boolean", "array", "object"}
+            assert p["in_context"] is False
+            assert ("schema" in p) == (p["type"] in ("array", "object"))
+    # Authentication and caching
+    assert r.headers["Cache-Control"] == "no-cache, no-store, must-revalidate"
+    assert r.headers["Access-Control-Allow-Origin"] == "*"
+
+
+def test_parameter_mapping(client) -> None:
+    fns = {f["name"]: f for f in client.get("/opal/discovery").get_json()["functions"]}
+    weather = {p["name"]: p for p in fns["get_weather"]["parameters"]}
+    assert weather["city"] == {"name": "city", "type": "string", "description": "City name",
+                               "required": True, "in_context": False}
+    assert weather["units"]["description"].startswith("The units parameter. One of: metric, imperial.")
+    assert "Defaults to metric" in weather["units"]["description"]
+    assert weather["days"]["type"] == "integer" and weather["days"]["required"] is False
+    tags = {p["name"]: p for p in fns["tag_items"]["parameters"]}
+    assert tags["tags"]["schema"] == {"type": "array", "items": {"type": "string"},
+                                      "description": "Tags to attach"}
+    ship = {p["name"]: p for p in fns["ship"]["parameters"]}
+    assert ship["address"]["type"] == "object"
+    assert ship["note"]["type"] == "string"  # int | None style optionals keep their real type
+    assert fns["ship"]["auth_requirements"] == [
+        {"provider": "OptiID", "scope_bundle": "shipping", "required": True}]
+    assert fns["get_weather"]["hints"] == ["idempotent", "open_world"]
+    assert fns["tag_items"]["hints"] == ["idempotent", "write"]
+    assert "hints" not in fns["ship"]
+    assert fns["undocumented"]["description"] == "The undocumented tool."
+    assert fns["undocumented"]["parameters"][0]["description"] == "The x parameter."
+
+
+def test_keys_match_the_official_sdk(client) -> None:
+    ours = {f["name"]: f for f in client.get("/opal/discovery").get_json()["functions"]}
+    for theirs in FIXTURE["functions"]:
+        mine = ours[theirs["name"]]
+        assert set(theirs) <= set(mine), theirs["name"]
+        assert set(mine) - set(theirs) <= {"hints", "auth_requirements"}
+        their_params = {p["name"]: p for p in theirs["parameters"]}
+        my_params = {p["name"]: p for p in mine["parameters"]}
+        assert set(their_params) == set(my_params)
+        for pname, tp in their_params.items():
+            assert set(tp) == set(my_params[pname]), (theirs["name"], pname)
+            assert tp["type"] == my_params[pname]["type"]
+            assert tp["required"] == my_params[pname]["required"]
+
+
+def test_trailing_slash_and_preflight(client) -> None:
+    assert client.get("/opal/discovery/").get_json() == client.get("/opal/discovery").get_json()
+    assert client.get("/opal/discovery/").status_code == 200
+    pre = client.options("/opal/tools/get_weather", headers={
+        "Origin": "https://opal.optimizely.com", "Access-Control-Request-Method": "POST"})
+    assert pre.status_code == 200
+    assert pre.headers["Access-Control-Allow-Origin"] == "*"
+    assert "POST" in pre.headers["Access-Control-Allow-Methods"]
+    assert "Authorization" in pre.headers["Access-Control-Allow-Headers"]
+    assert client.options("/opal/discovery").status_code == 200
+
+
+def test_execution_wrapped_and_bare_and_under_discovery(client) -> None:
+    r = client.post("/opal/tools/get_weather", json={"parameters": {"city": "Oslo"}})
+    assert r.status_code == 200 and r.get_json() == {"city": "Oslo", "units": "metric", "days": 1}
+    r = client.post("/opal/tools/get_weather", json={"city": "Rome", "days": 3})
+    assert r.get_json() == {"city": "Rome", "units": "metric", "days": 3}
+    r = client.post("/opal/discovery/tools/get_weather", json={"parameters": {"city": "Nice"}})
+    assert r.status_code == 200 and r.get_json()["city"] == "Nice"
+    assert client.post("/opal/tools/echo_list", json={}).get_json() == [1, "two"]
+
+
+def test_strings_are_coerced(client) -> None:
+    r = client.post("/opal/tools/tag_items", json={"parameters": {
+        "tags": "['a', 'b']", "weight": "2.5", "dry_run": "True"}})
+    assert r.status_code == 200, r.get_json()
+    assert r.get_json() == {"tags": ["a", "b"], "weight": 2.5, "dry_run": True}
+    r = client.post("/opal/tools/get_weather", json={"parameters": {"city": "Oslo", "days": "4"}})
+    assert r.get_json()["days"] == 4
+
+
+def test_auth_environment_and_headers_reach_the_tool(client) -> None:
+    r = client.post("/opal/tools/ship", json={
+        "parameters": {"address": {"street": "Main"}},
+        "auth": {"provider": "OptiID", "credentials": {"access_token": "at-1", "user_id": "u-9"}},
+        "environment": {"execution_mode": "headless"},
+    }, headers={"x-opal-thread-id": "th-1", "x-opal-workflow-execution-id": "wf-2"})
+    body = r.get_json()
+    assert r.status_code == 200
+    assert body["user"] == "u-9" and body["token"] == "at-1"
+    assert body["extra"]["environment"] == {"execution_mode": "headless"}
+    assert body["extra"]["headers"] == {"x-opal-thread-id": "th-1", "x-opal-workflow-execution-id": "wf-2"}
+
+
+@pytest.mark.parametrize("kwargs, status, fragment", [
+    ({"data": "{not json", "content_type": "application/json"}, 400, "Malformed JSON"),
+    ({"json": [1, 2]}, 400, "must be a JSON object"),
+    ({"json": {"parameters": "city=Oslo"}}, 400, "'parameters' must be a JSON object"),
+    ({"json": {"parameters": {"units": "kelvin"}}}, 400, "Invalid arguments"),
+])
+def test_bad_requests(client, kwargs, status, fragment) -> None:
+    r = client.post("/opal/tools/get_weather", **kwargs)
+    assert r.status_code == status
+    assert r.mimetype == "application/json"
+    assert fragment in r.get_json()["error"]
+
+
+def test_invalid_parameters_listed(client) -> None:
+    r = client.post("/opal/tools/get_weather", json={"parameters": {"units": "kelvin"}})
+    assert set(r.get_json()["parameter_errors"]) == {"city", "units"}
+
+
+def test_unknown_tool_wrong_method_too_large(client, discovery, make_app) -> None:
+    r = client.post("/opal/tools/nope", json={})
+    assert r.status_code == 404 and r.get_json()["error"] == "Tool not found: nope"
+    r = client.get("/opal/tools/get_weather")
+    assert r.status_code == 405 and r.mimetype == "application/json"
+    assert "POST" in r.headers["Allow"]
+    r = client.delete("/opal/discovery")
+    assert r.status_code == 405 and r.mimetype == "application/json"
+    small = make_app(ToolDiscovery(), TOOLDISCOVERY_DIALECTS=["opal"],
+                     TOOLDISCOVERY_MAX_CONTENT_LENGTH=100).test_client()
+    r = small.post("/opal/tools/x", json={"parameters": {"city": "x" * 500}})
+    assert r.status_code == 413 and r.mimetype == "application/json"
+
+
+def test_tool_failures_are_500_without_traceback(client) -> None:
+    r = client.post("/opal/tools/get_weather", json={"parameters": {"city": "Atlantis"}})
+    assert r.status_code == 500 and r.get_json()["error"] == "Unknown city"
+    r = client.post("/opal/tools/crash", json={})
+    assert r.status_code == 500
+    text = r.get_data(as_text=True)
+    assert "passwd" not in text and "Traceback" not in text and "KeyError" not in text
+
+
+def test_bearer_token_on_calls_not_discovery(discovery, make_app) -> None:
+    app = make_app(discovery, TOOLDISCOVERY_DIALECTS=["opal"], TOOLDISCOVERY_OPAL_BEARER_TOKEN=TOKEN)
+    with live_server(app) as base:
+        assert requests.get(f"{base}/opal/discovery").status_code == 200
+        url = f"{base}/opal/tools/get_weather"
+        body = {"parameters": {"city": "Oslo"}}
+        r = requests.post(url, json=body)
+        assert r.status_code == 401 and r.headers["WWW-Authenticate"].startswith("Bearer")
+        assert TOKEN not in r.text
+        assert requests.post(url, json=body, headers={"Authorization": "Bearer wrong"}).status_code == 401
+        assert requests.post(url, json=body, headers={"Authorization": f"Basic {TOKEN}"}).status_code == 401
+        # An unknown tool is not revealed to an unauthenticated caller.
+        assert requests.post(f"{base}/opal/tools/nope", json={}).status_code == 401
+        ok = requests.post(url, json=body, headers={"Authorization": f"Bearer {TOKEN}"})
+        assert ok.status_code == 200 and ok.json()["city"] == "Oslo"
+
+
+def test_failing_provider_is_503(make_app) -> None:
+    def broken():
+        raise RuntimeError("db down: password=hunter2")
+
+    app = make_app(ToolDiscovery(tools=broken), TOOLDISCOVERY_DIALECTS=["opal"])
+    r = app.test_client().get("/opal/discovery")
+    assert r.status_code == 503 and "hunter2" not in r.get_data(as_text=True)
