@@ -272,7 +272,7 @@ def invoke(
             ArgumentError("", None, "Arguments must be a JSON object.", "type"),
         ))
     if coerce:
-        arguments = coerce_value(arguments, {"type": "object", **(tool.input_schema or {})})
+        arguments = coerce_value(arguments, {"type": "object", **tool.resolved_input_schema})
     try:
         errors = validate_arguments(tool.input_schema, arguments)
     except SchemaError as exc:

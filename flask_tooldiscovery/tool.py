@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -134,6 +135,13 @@ class Tool:
     @property
     def version_tuple(self) -> tuple[int, int, int]:
         return parse_version(self.version)
+
+    @cached_property
+    def resolved_input_schema(self) -> dict[str, Any]:
+        """The input schema with local ``$ref``s inlined (computed once per tool object)."""
+        from .json_schema import inline_refs
+
+        return inline_refs(self.input_schema or {})
 
     def hint(self, name: str, default: bool | None = None) -> bool | None:
         """An MCP annotation hint (``readOnlyHint``...), or ``default`` when the tool has none."""

@@ -1,0 +1,376 @@
+"""Dialect tdp: the manifest in both wire forms, single tools, headers, statuses, execute."""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from flask_tooldiscovery import ToolDiscovery, ToolError
+
+# A JSON Schema written from the seed document's tables (spec form), closed at every level.
+PARAM = {
+    "type": "object",
+    "properties": {
+        "type": {"enum": ["string", "number", "integer", "boolean", "array", "object"]},
+        "description": {"type": "string"},
+        "enum": {"type": "array", "items": {"type": "string"}},
+        "default": {},
+        "items": {"$ref": "#/$defs/param"},
+        "properties": {"type": "object", "additionalProperties": {"$ref": "#/$defs/param"}},
+        "required": {"type": "array", "items": {"type": "string"}},
+        "minimum": {"type": "number"}, "maximum": {"type": "number"},
+        "minLength": {"type": "integer"}, "maxLength": {"type": "integer"},
+        "pattern": {"type": "string"}, "format": {"type": "string"},
+    },
+    "required": ["type"],
+    "additionalProperties": False,
+}
+TOOL = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "pattern": "^[A-Za-z0-9_]+$"},
+        "description": {"type": "string", "minLength": 1},
+        "category": {"type": "string"},
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "type": {"const": "object"},
+                "properties": {"type": "object", "additionalProperties": {"$ref": "#/$defs/param"}},
+                "required": {"type": "array", "items": {"type": "string"}},
+                "additionalProperties": {"type": "boolean"},
+            },
+            "required": ["type", "properties"],
+            "additionalProperties": False,
+        },
+        "metadata": {
+            "type": "object",
+            "properties": {
+                "enabled_by_default": {"type": "boolean"},
+                "requires_approval": {"type": "boolean"},
+                "timeout_seconds": {"type": "integer"},
+                "rate_limit_per_minute": {"type": "integer"},
+                "cost_estimate": {"enum": ["low", "medium", "high", "variable"]},
+                "long_running": {"type": "boolean"},
+                "idempotent": {"type": "boolean"},
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "examples": {"type": "array", "items": {
+                    "type": "object",
+                    "properties": {"description": {"type": "string"}, "input": {"type": "object"},
+                                   "expected_output": {}},
+                    "additionalProperties": False}},
+            },
+            "required": ["enabled_by_default", "requires_approval"],
+            "additionalProperties": False,
+        },
+    },
+    "required": ["name", "description", "parameters", "metadata"],
+    "additionalProperties": False,
+}
+MANIFEST = {
+    "$defs": {"param": PARAM, "tool": TOOL},
+    "type": "object",
+    "properties": {
+        "protocol_version": {"const": "1.0"},
+        "scenario": {
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "version": {"type": "string"},
+                           "description": {"type": "string"}, "base_url": {"type": "string"}},
+            "required": ["name", "version", "description"],
+            "additionalProperties": False,
+        },
+        "tools": {"type": "array", "items": {"$ref": "#/$defs/tool"}},
+        "categories": {"type": "array", "items": {
+            "type": "object",
+            "properties": {"id": {"type": "string"}, "name": {"type": "string"},
+                           "description": {"type": "string"}, "icon": {"type": "string"}},
+            "required": ["id", "name"], "additionalProperties": False}},
+        "generated_at": {"type": "string", "pattern": r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$"},
+    },
+    "required": ["protocol_version", "scenario", "tools", "categories", "generated_at"],
+    "additionalProperties": False,
+}
+TOOL_SCHEMA = {**TOOL, "$defs": {"param": PARAM}}
+
+
+class Color(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+@dataclass
+class Box:
+    width: float
+    height: float = 1.0
+
+
+@pytest.fixture
+def discovery() -> ToolDiscovery:
+    d = ToolDiscovery()
+    d.category("agent_lifecycle", "Agent Lifecycle", "Spawning and stopping agents", icon="play",
+               display_order=2)
+
+    @d.tool(category="agent_lifecycle", timeout=30, rate_limit_per_minute=10, cost_estimate="high",
+            long_running=True, tags=["coding", "agent"],
+            examples=[{"description": "Fix a bug", "input": {"task": "Fix login", "retries": 2,
+                                                             "ratio": 0.5, "dry": False,
+                                                             "labels": ["a"], "opts": {"x": None}}}])
+    def spawn_coding_agent(
+        task: Annotated[str, "Clear description of the coding task"],
+        runner_type: Literal["claude-code", "codex", "opencode"] = "claude-code",
+        retries: int = 0, ratio: float = 0.5, dry: bool = False,
+        labels: list[str] | None = None, opts: dict[str, int] | None = None,
+    ) -> dict:
+        """Spawn a coding agent to execute a software engineering task."""
+        return {"task": task, "runner": runner_type, "retries": retries}
+
+    @d.tool(annotations={"idempotentHint": True}, enabled_by_default=False, requires_approval=True,
+            input_schema={"type": "object", "title": "Weird", "$defs": {"Lvl": {"enum": [1, 2]}},
+                          "properties": {
+                              "level": {"$ref": "#/$defs/Lvl", "title": "Level"},
+                              "mode": {"type": ["string", "null"], "minLength": 1, "maxLength": 5},
+                              "color": {"const": "red"},
+                              "box": {"type": "object", "additionalProperties": False,
+                                      "properties": {"w": {"type": "number", "exclusiveMinimum": 0}}},
+                              "pair": {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "integer"}]},
+                              "anything": {},
+                          }})
+    def odd(level=1, mode=None, color="red", box=None, pair=None, anything=None) -> int:
+        """Odd schema features."""
+        return level
+
+    @d.tool
+    def typed(color: Color, box: Box, boxes: list[Box] = ()) -> list:
+        """Typed params."""
+        return [color.value, box.width]
+
+    @d.tool
+    def fail() -> None:
+        """Fails."""
+        raise ToolError("nope")
+
+    return d
+
+
+@pytest.fixture
+def app(discovery, make_app):
+    return make_app(discovery, TOOLDISCOVERY_DIALECTS=["tdp"], TOOLDISCOVERY_SERVER_NAME="agent-manager",
+                    TOOLDISCOVERY_SERVER_DESCRIPTION="Manages agents",
+                    TOOLDISCOVERY_TDP_BASE_URL="http://localhost:15000")
+
+
+def _validate(schema, doc):
+    errors = [f"{list(e.absolute_path)}: {e.message}" for e in Draft202012Validator(schema).iter_errors(doc)]
+    assert not errors, errors
+
+
+def test_spec_form_manifest(app) -> None:
+    r = app.test_client().get("/api/v1/tools")
+    assert r.status_code == 200 and r.mimetype == "application/json"
+    assert r.headers["Cache-Control"] == "public, max-age=60"
+    doc = r.get_json()
+    _validate(MANIFEST, doc)
+    assert doc["scenario"] == {"name": "agent-manager", "version": "1.0.0",
+                               "description": "Manages agents", "base_url": "http://localhost:15000"}
+    assert doc["categories"] == [{"id": "agent_lifecycle", "name": "Agent Lifecycle",
+                                  "description": "Spawning and stopping agents", "icon": "play"}]
+    tools = {t["name"]: t for t in doc["tools"]}
+    spawn = tools["spawn_coding_agent"]
+    assert spawn["category"] == "agent_lifecycle"
+    assert spawn["parameters"]["properties"]["runner_type"] == {
+        "type": "string", "enum": ["claude-code", "codex", "opencode"], "default": "claude-code"}
+    assert spawn["parameters"]["required"] == ["task"]
+    assert spawn["metadata"] == {
+        "enabled_by_default": True, "requires_approval": False, "timeout_seconds": 30,
+        "rate_limit_per_minute": 10, "cost_estimate": "high", "long_running": True,
+        "tags": ["coding", "agent"],
+        "examples": [{"description": "Fix a bug", "input": {"task": "Fix login", "retries": 2,
+                                                            "ratio": 0.5, "dry": False,
+                                                            "labels": ["a"], "opts": {"x": None}}}]}
+    odd = tools["odd"]
+    assert odd["metadata"]["idempotent"] is True and odd["metadata"]["enabled_by_default"] is False
+    props = odd["parameters"]["properties"]
+    assert props["level"] == {"type": "integer", "enum": ["1", "2"]}
+    assert props["mode"] == {"type": "string", "minLength": 1, "maxLength": 5}
+    assert props["color"] == {"type": "string", "enum": ["red"]}
+    assert props["box"] == {"type": "object", "properties": {"w": {"type": "number"}}}
+    assert props["pair"] == {"type": "array", "items": {"type": "integer"}}
+    assert props["anything"] == {"type": "string"}
+    assert tools["typed"]["parameters"]["properties"]["boxes"]["items"]["properties"]["height"] == {
+        "type": "number", "default": 1.0}
+
+
+PROTO_KEYS = {
+    "manifest": {"protocolVersion", "scenario", "tools", "categories", "generatedAt", "capabilities"},
+    "scenario": {"name", "version", "description", "baseUrl", "healthEndpoint", "executeEndpointTemplate"},
+    "tool": {"name", "description", "category", "parameters", "metadata"},
+    "parameters": {"type", "properties", "required", "additionalProperties"},
+    "property": {"type", "description", "enum", "default", "items", "properties", "required", "format",
+                 "minimum", "maximum", "minLength", "maxLength", "pattern"},
+    "metadata": {"enabledByDefault", "requiresApproval", "timeoutSeconds", "rateLimitPerMinute",
+                 "costEstimate", "longRunning", "idempotent", "tags", "examples", "asyncBehavior",
+                 "modifiesState", "sensitiveOutput"},
+    "example": {"description", "input", "expectedOutput"},
+    "category": {"id", "name", "description", "icon", "displayOrder"},
+}
+VALUE_KINDS = {"boolValue", "intValue", "doubleValue", "stringValue", "objectValue", "listValue", "nullValue"}
+
+
+def assert_no_zero(obj, where):
+    assert obj not in (None, False, "", 0, [], {}) or isinstance(obj, bool) and obj, where
+
+
+def check_value(v, where):
+    assert isinstance(v, dict) and len(v) == 1 and set(v) <= VALUE_KINDS, where
+    kind, inner = next(iter(v.items()))
+    if kind == "intValue":
+        assert isinstance(inner, str) and re.fullmatch(r"-?\d+", inner), where
+    if kind == "objectValue":
+        assert set(inner) == {"fields"}
+        for k, x in inner["fields"].items():
+            check_value(x, f"{where}.{k}")
+    if kind == "listValue":
+        assert set(inner) == {"values"}
+        for x in inner["values"]:
+            check_value(x, where)
+    if kind == "nullValue":
+        assert inner == "NULL_VALUE"
+
+
+def check_level(obj, level, where):
+    assert isinstance(obj, dict), where
+    assert set(obj) <= PROTO_KEYS[level], (where, set(obj) - PROTO_KEYS[level])
+    for key, value in obj.items():
+        if key != "default":
+            assert value not in (None, False, "", 0, [], {}), f"zero value at {where}.{key}"
+
+
+def check_property(p, where):
+    check_level(p, "property", where)
+    assert isinstance(p["type"], str)
+    if "enum" in p:
+        assert all(isinstance(e, str) for e in p["enum"]), where
+    if "default" in p:
+        check_value(p["default"], f"{where}.default")
+    if "items" in p:
+        check_property(p["items"], f"{where}.items")
+    for k, sub in (p.get("properties") or {}).items():
+        check_property(sub, f"{where}.{k}")
+
+
+def check_tool(t, where):
+    check_level(t, "tool", where)
+    check_level(t["parameters"], "parameters", f"{where}.parameters")
+    for k, p in t["parameters"].get("properties", {}).items():
+        check_property(p, f"{where}.{k}")
+    check_level(t["metadata"], "metadata", f"{where}.metadata")
+    for ex in t["metadata"].get("examples", []):
+        check_level(ex, "example", f"{where}.example")
+        assert set(ex["input"]) == {"fields"}
+        for k, v in ex["input"]["fields"].items():
+            check_value(v, f"{where}.example.{k}")
+
+
+def test_protojson_form(discovery, make_app) -> None:
+    app = make_app(discovery, TOOLDISCOVERY_DIALECTS=["tdp"], TOOLDISCOVERY_TDP_WIRE="protojson",
+                   TOOLDISCOVERY_SERVER_DESCRIPTION="Manages agents")
+    doc = app.test_client().get("/api/v1/tools").get_json()
+    check_level(doc, "manifest", "manifest")
+    assert doc["protocolVersion"] == "1.0"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", doc["generatedAt"])
+    check_level(doc["scenario"], "scenario", "scenario")
+    for c in doc["categories"]:
+        check_level(c, "category", "category")
+    assert doc["categories"][0]["displayOrder"] == 2
+    for t in doc["tools"]:
+        check_tool(t, t["name"])
+    tools = {t["name"]: t for t in doc["tools"]}
+    spawn = tools["spawn_coding_agent"]
+    props = spawn["parameters"]["properties"]
+    assert props["runner_type"]["default"] == {"stringValue": "claude-code"}
+    assert props["retries"]["default"] == {"intValue": "0"}
+    assert props["ratio"]["default"] == {"doubleValue": 0.5}
+    assert props["dry"]["default"] == {"boolValue": False}
+    assert props["labels"]["default"] == {"nullValue": "NULL_VALUE"}
+    assert spawn["metadata"]["enabledByDefault"] is True
+    assert "requiresApproval" not in spawn["metadata"]  # false is a zero value
+    assert spawn["metadata"]["examples"][0]["input"]["fields"] == {
+        "task": {"stringValue": "Fix login"}, "retries": {"intValue": "2"},
+        "ratio": {"doubleValue": 0.5}, "dry": {"boolValue": False},
+        "labels": {"listValue": {"values": [{"stringValue": "a"}]}},
+        "opts": {"objectValue": {"fields": {"x": {"nullValue": "NULL_VALUE"}}}}}
+    assert "enabledByDefault" not in tools["odd"]["metadata"]
+    assert tools["odd"]["metadata"]["requiresApproval"] is True
+    assert "additionalProperties" not in spawn["parameters"]  # false is omitted
+    one = app.test_client().get("/api/v1/tools/spawn_coding_agent").get_json()
+    assert one == spawn
+
+
+def test_single_tool_and_errors(app) -> None:
+    c = app.test_client()
+    r = c.get("/api/v1/tools/odd")
+    assert r.status_code == 200 and r.headers["Cache-Control"] == "public, max-age=60"
+    _validate(TOOL_SCHEMA, r.get_json())
+    r = c.get("/api/v1/tools/nope")
+    assert r.status_code == 404
+    assert r.get_json() == {"error": "Not Found", "message": "tool not found: nope"}
+    r = c.get("/api/v1/tools/")
+    assert r.status_code == 400
+    assert r.get_json() == {"error": "Bad Request", "message": "tool name is required"}
+    for path in ("/api/v1/tools", "/api/v1/tools/odd"):
+        r = c.options(path)
+        assert r.status_code == 204 and r.data == b""
+    assert c.options("/api/v1/tools/execute").status_code == 200
+    r = c.delete("/api/v1/tools")
+    assert r.status_code == 405 and r.mimetype == "application/json"
+
+
+def test_failing_provider_is_503(make_app) -> None:
+    def broken():
+        raise RuntimeError("secret")
+
+    app = make_app(ToolDiscovery(tools=broken), TOOLDISCOVERY_DIALECTS=["tdp"])
+    r = app.test_client().get("/api/v1/tools")
+    assert r.status_code == 503 and r.mimetype == "application/json"
+    assert "secret" not in r.get_data(as_text=True)
+
+
+def test_execute(app) -> None:
+    c = app.test_client()
+    r = c.post("/api/v1/tools/execute", json={"tool_name": "spawn_coding_agent",
+                                              "arguments": {"task": "x", "retries": "3"}})
+    assert r.status_code == 200
+    assert r.get_json() == {"success": True, "is_async": False,
+                            "result": {"task": "x", "runner": "claude-code", "retries": 3}}
+    # A non-object return value is wrapped; string-typed enums map back to the declared type.
+    r = c.post("/api/v1/tools/execute", json={"tool_name": "odd", "arguments": {"level": "2"}})
+    assert r.get_json()["result"] == {"value": 2}
+    r = c.post("/api/v1/tools/execute", json={"tool_name": "typed",
+                                              "arguments": {"color": "blue", "box": {"width": 2}}})
+    assert r.get_json()["result"] == {"value": ["blue", 2.0]}
+
+
+@pytest.mark.parametrize("body, status, code", [
+    ({"tool_name": "spawn_coding_agent", "arguments": {}}, 400, "invalid_args"),
+    ({"tool_name": "spawn_coding_agent", "arguments": {"task": 1}}, 400, "invalid_args"),
+    ({"tool_name": "spawn_coding_agent", "arguments": [1]}, 400, "invalid_args"),
+    ({"arguments": {}}, 400, "invalid_args"),
+    ([1, 2], 400, "invalid_args"),
+    ({"tool_name": "nope", "arguments": {}}, 404, "unknown_tool"),
+    ({"tool_name": "fail", "arguments": {}}, 500, "internal_error"),
+])
+def test_execute_errors(app, body, status, code) -> None:
+    r = app.test_client().post("/api/v1/tools/execute", json=body)
+    assert r.status_code == status
+    doc = r.get_json()
+    assert doc["success"] is False and doc["is_async"] is False and doc["code"] == code
+    assert isinstance(doc["error"], str) and doc["error"]
+
+
+def test_execute_malformed_json(app) -> None:
+    r = app.test_client().post("/api/v1/tools/execute", data="{x", content_type="application/json")
+    assert r.status_code == 400 and r.get_json()["code"] == "invalid_args"
