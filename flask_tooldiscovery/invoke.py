@@ -237,6 +237,21 @@ def _loader_errors(exc: Exception) -> tuple[ArgumentError, ...]:
     return (ArgumentError("", None, str(exc).splitlines()[0] if str(exc) else type(exc).__name__, "load"),)
 
 
+def check_arguments(tool: Tool, arguments: Any, logger: logging.Logger | None = None) -> list[ArgumentError]:
+    """How ``arguments`` fail ``tool``'s input schema (empty when valid).
+
+    A schema that cannot be compiled is reported as one error with keyword ``schema``: nothing
+    validates against it, and nothing raises.
+    """
+    if not isinstance(arguments, dict):
+        return [ArgumentError("", None, "Arguments must be a JSON object.", "type")]
+    try:
+        return validate_arguments(tool.input_schema, arguments)
+    except SchemaError as exc:
+        (logger or log).error("tool %s has an invalid input schema: %s", tool.name, exc.message)
+        return [ArgumentError("", None, "The tool's input schema is not a valid JSON Schema.", "schema")]
+
+
 def invoke(
     tool: Tool,
     arguments: Any,
@@ -273,13 +288,7 @@ def invoke(
         ))
     if coerce:
         arguments = coerce_value(arguments, {"type": "object", **tool.resolved_input_schema})
-    try:
-        errors = validate_arguments(tool.input_schema, arguments)
-    except SchemaError as exc:
-        logger.error("tool %s has an invalid input schema: %s", tool.name, exc.message)
-        return done("invalid", errors=(
-            ArgumentError("", None, "The tool's input schema is not a valid JSON Schema.", "schema"),
-        ))
+    errors = check_arguments(tool, arguments, logger)
     if errors:
         return done("invalid", errors=tuple(errors))
 

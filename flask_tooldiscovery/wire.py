@@ -28,8 +28,9 @@ class WireSchema(Schema):
 
 
 def json_response(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
-    """A JSON response, serialized by the app's JSON provider (so app settings apply)."""
-    text = current_app.json.dumps(body)
+    """A JSON response, serialized by the app's JSON provider, keys in the order the wire
+    schemas and the tools declared them (a schema's property order is what clients show)."""
+    text = current_app.json.dumps(body, sort_keys=False)
     response = current_app.response_class(text, status=status, mimetype=JSON_MIMETYPE)
     for name, value in (headers or {}).items():
         response.headers[name] = value

@@ -1,0 +1,513 @@
+/* flask-tooldiscovery explorer page: lists tools, builds a form from each input schema, validates,
+   runs tools and keeps a per-tool history. No framework, no CDN; every text is inserted with
+   textContent, never as HTML. */
+(function () {
+  "use strict";
+
+  var config = JSON.parse(document.getElementById("td-config").textContent);
+  var base = location.pathname.replace(/[^/]*$/, "");  // the explorer's prefix, e.g. /explorer/
+  var $ = function (id) { return document.getElementById(id); };
+  var state = { tools: [], current: null, detail: null, mode: "form" };
+  var HISTORY_LIMIT = 20;
+
+  function el(tag, attrs, children) {
+    var node = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (key) {
+      var value = attrs[key];
+      if (value === undefined || value === null || value === false) return;
+      if (key === "text") node.textContent = value;
+      else if (key === "className") node.className = value;
+      else if (key.slice(0, 2) === "on") node.addEventListener(key.slice(2), value);
+      else node.setAttribute(key, value === true ? "" : String(value));
+    });
+    (children || []).forEach(function (child) { if (child) node.appendChild(child); });
+    return node;
+  }
+
+  function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
+  function pretty(value) { return JSON.stringify(value, null, 2); }
+  function toolUrl(name, suffix) {
+    return base + "tools/" + name.split("/").map(encodeURIComponent).join("/") + (suffix || "");
+  }
+
+  /* ---------- theme ---------- */
+  function applyTheme(theme) {
+    document.documentElement.setAttribute("data-theme", theme);
+    $("td-theme").setAttribute("aria-pressed", theme === "dark" ? "true" : "false");
+    $("td-theme").textContent = theme === "dark" ? "Light mode" : "Dark mode";
+  }
+  var savedTheme = null;
+  try { savedTheme = localStorage.getItem("tooldiscovery:theme"); } catch (e) { /* private mode */ }
+  applyTheme(savedTheme || (window.matchMedia && matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light"));
+  $("td-theme").addEventListener("click", function () {
+    var next = document.documentElement.getAttribute("data-theme") === "dark" ? "light" : "dark";
+    applyTheme(next);
+    try { localStorage.setItem("tooldiscovery:theme", next); } catch (e) { /* ignore */ }
+  });
+
+  /* ---------- HTTP ---------- */
+  function headers(json) {
+    var h = { "Accept": "application/json" };
+    if (json) h["Content-Type"] = "application/json";
+    var token = $("td-token").value.trim();
+    if (token) h["Authorization"] = "Bearer " + token;
+    return h;
+  }
+  function request(method, url, body) {
+    return fetch(url, { method: method, headers: headers(body !== undefined), body: body === undefined ? undefined : JSON.stringify(body) })
+      .then(function (response) {
+        return response.text().then(function (text) {
+          var data = null;
+          try { data = text ? JSON.parse(text) : null; } catch (e) { data = { error: text }; }
+          return { status: response.status, ok: response.ok, data: data };
+        });
+      });
+  }
+
+  /* ---------- tool list ---------- */
+  function badgesFor(annotations) {
+    var out = [];
+    annotations = annotations || {};
+    if (annotations.readOnlyHint) out.push(["read-only", "readonly"]);
+    if (annotations.destructiveHint) out.push(["destructive", "destructive"]);
+    if (annotations.idempotentHint) out.push(["idempotent", ""]);
+    if (annotations.openWorldHint === false) out.push(["closed-world", ""]);
+    return out.map(function (b) { return el("span", { className: "badge " + b[1], text: b[0] }); });
+  }
+
+  function renderList() {
+    var query = $("td-filter").value.trim().toLowerCase();
+    var list = $("td-list");
+    clear(list);
+    var shown = state.tools.filter(function (tool) {
+      return !query || tool.name.toLowerCase().indexOf(query) >= 0 ||
+        (tool.description || "").toLowerCase().indexOf(query) >= 0;
+    });
+    shown.forEach(function (tool) {
+      var button = el("button", {
+        type: "button", "data-tool": tool.name,
+        "aria-current": state.current === tool.name ? "true" : "false",
+        onclick: function () { selectTool(tool.name, true); }
+      }, [
+        el("span", { className: "tool-name", text: tool.name }),
+        el("span", { className: "tool-desc", text: (tool.description || "").split("\n")[0] }),
+        el("span", { className: "badges" }, badgesFor(tool.annotations))
+      ]);
+      list.appendChild(el("li", {}, [button]));
+    });
+    $("td-count").textContent = shown.length + " of " + state.tools.length + " tools";
+  }
+
+  /* ---------- schema form ---------- */
+  function unwrap(schema) {
+    schema = schema || {};
+    var variants = schema.anyOf || schema.oneOf;
+    if (Array.isArray(variants)) {
+      var nonNull = variants.filter(function (v) { return !(v && v.type === "null"); });
+      if (nonNull.length === 1) {
+        var merged = Object.assign({}, nonNull[0]);
+        ["description", "default", "title"].forEach(function (k) { if (k in schema && !(k in merged)) merged[k] = schema[k]; });
+        merged.nullable = true;
+        return merged;
+      }
+    }
+    if (Array.isArray(schema.type)) {
+      var types = schema.type.filter(function (t) { return t !== "null"; });
+      if (types.length === 1) return Object.assign({}, schema, { type: types[0], nullable: true });
+    }
+    return schema;
+  }
+  function kindOf(schema) {
+    if (Array.isArray(schema.enum)) return "enum";
+    if (schema.type === "object" && schema.properties) return "object";
+    if (schema.type === "array" && schema.items && typeof schema.items === "object") return "array";
+    if (["string", "integer", "number", "boolean"].indexOf(schema.type) >= 0) return schema.type;
+    return "json";
+  }
+
+  // Each field builder returns {node, get(): value|undefined, set(value)}.
+  function buildField(schema, path, label, required) {
+    schema = unwrap(schema);
+    var kind = kindOf(schema);
+    var id = "f" + path.replace(/[^A-Za-z0-9_-]/g, "_");
+    var hintText = [schema.description, "default" in schema ? "Default: " + JSON.stringify(schema["default"]) : null]
+      .filter(Boolean).join(" \u2014 ");
+    var error = el("span", { className: "field-error", "data-error-for": path, hidden: true });
+    var labelNode = el(kind === "object" ? "legend" : "label", kind === "object" ? {} : { "for": id }, [
+      document.createTextNode(label),
+      required ? el("span", { className: "req", text: "*", title: "required", "aria-hidden": "true" }) : null
+    ]);
+    var hint = hintText ? el("span", { className: "hint", id: id + "-hint", text: hintText }) : null;
+
+    if (kind === "object") {
+      var children = {};
+      var requiredSet = schema.required || [];
+      var fieldset = el("fieldset", { "data-path": path }, [labelNode, hint]);
+      Object.keys(schema.properties).forEach(function (key) {
+        var child = buildField(schema.properties[key], path + "/" + key, key, requiredSet.indexOf(key) >= 0);
+        children[key] = child;
+        fieldset.appendChild(child.node);
+      });
+      fieldset.appendChild(error);
+      return {
+        node: fieldset,
+        get: function () {
+          var out = {}, any = false;
+          Object.keys(children).forEach(function (key) {
+            var value = children[key].get();
+            if (value !== undefined) { out[key] = value; any = true; }
+          });
+          return any || required ? out : undefined;
+        },
+        set: function (value) {
+          Object.keys(children).forEach(function (key) {
+            children[key].set(value && typeof value === "object" ? value[key] : undefined);
+          });
+        }
+      };
+    }
+
+    if (kind === "array") {
+      var items = [];
+      var holder = el("div", { className: "list-items" });
+      var wrap = el("div", { className: "field", "data-path": path }, [labelNode, hint, holder]);
+      var addItem = function (value) {
+        var index = items.length;
+        var item = buildField(schema.items, path + "/" + index, label + " #" + (index + 1), true);
+        var row = el("div", { className: "list-item" }, [item.node]);
+        var entry = { field: item, row: row };
+        row.appendChild(el("button", { type: "button", text: "Remove", "aria-label": "Remove " + label + " #" + (index + 1),
+          onclick: function () { holder.removeChild(row); items.splice(items.indexOf(entry), 1); syncJson(); } }));
+        items.push(entry);
+        holder.appendChild(row);
+        if (value !== undefined) item.set(value);
+      };
+      wrap.appendChild(el("button", { type: "button", text: "Add item", "data-add": path, onclick: function () { addItem(); syncJson(); } }));
+      wrap.appendChild(error);
+      labelNode.removeAttribute("for");
+      return {
+        node: wrap,
+        get: function () {
+          if (!items.length) return required ? [] : undefined;
+          return items.map(function (e) { var v = e.field.get(); return v === undefined ? null : v; });
+        },
+        set: function (value) {
+          items.splice(0, items.length);
+          clear(holder);
+          if (Array.isArray(value)) value.forEach(function (v) { addItem(v); });
+        }
+      };
+    }
+
+    var input;
+    if (kind === "enum") {
+      input = el("select", { id: id, "data-path": path }, [el("option", { value: "", text: required ? "\u2014 choose \u2014" : "(not set)" })]);
+      schema.enum.forEach(function (value, i) { input.appendChild(el("option", { value: String(i), text: String(value) })); });
+    } else if (kind === "boolean") {
+      input = el("input", { id: id, type: "checkbox", "data-path": path });
+    } else if (kind === "integer" || kind === "number") {
+      input = el("input", { id: id, type: "number", step: kind === "integer" ? "1" : "any", "data-path": path });
+    } else if (kind === "string") {
+      input = el("input", { id: id, type: "text", "data-path": path });
+    } else {
+      input = el("textarea", { id: id, rows: "3", className: "code", "data-path": path, placeholder: "JSON value" });
+    }
+    if (hint) input.setAttribute("aria-describedby", id + "-hint");
+    if (required) input.setAttribute("aria-required", "true");
+    input.addEventListener("input", syncJson);
+    input.addEventListener("change", syncJson);
+    var touched = false;
+    input.addEventListener("change", function () { touched = true; });
+    var field = el("div", { className: "field" }, [labelNode, input, hint, error]);
+    var api = {
+      node: field,
+      get: function () {
+        if (kind === "enum") return input.value === "" ? undefined : schema.enum[Number(input.value)];
+        if (kind === "boolean") return input.checked || touched || required || "default" in schema ? input.checked : undefined;
+        if (input.value === "") return undefined;
+        if (kind === "integer" || kind === "number") { var n = Number(input.value); return isNaN(n) ? input.value : n; }
+        if (kind === "string") return input.value;
+        try { return JSON.parse(input.value); } catch (e) { return input.value; }
+      },
+      set: function (value) {
+        if (kind === "enum") { var i = schema.enum.indexOf(value); input.value = i >= 0 ? String(i) : ""; }
+        else if (kind === "boolean") input.checked = value === true;
+        else if (value === undefined || value === null) input.value = "";
+        else if (kind === "json") input.value = JSON.stringify(value);
+        else input.value = String(value);
+      }
+    };
+    return api;
+  }
+
+  var form = null;
+  function initialArguments(schema) {
+    // The peer page pre-fills required keys with their default, else null; the form shows defaults.
+    var out = {};
+    var props = (schema && schema.properties) || {};
+    Object.keys(props).forEach(function (key) {
+      if ("default" in props[key]) out[key] = props[key]["default"];
+    });
+    return out;
+  }
+  function renderForm(values) {
+    var schema = state.detail.inputSchema || {};
+    var container = $("td-form");
+    clear(container);
+    form = buildField(Object.assign({ type: "object", properties: {} }, schema), "", "Arguments", true);
+    container.appendChild(form.node);
+    if (!Object.keys(schema.properties || {}).length) container.appendChild(el("p", { className: "muted", text: "This tool takes no arguments." }));
+    form.set(values);
+    syncJson();
+  }
+  function currentArguments() {
+    if (state.mode === "json") {
+      var text = $("td-json").value.trim();
+      if (!text) return {};
+      return JSON.parse(text);  // callers catch the SyntaxError
+    }
+    return form ? form.get() || {} : {};
+  }
+  function syncJson() {
+    if (state.mode !== "form" || !form) return;
+    $("td-json").value = pretty(form.get() || {});
+    updateCurl();
+  }
+  function setMode(mode) {
+    if (mode === state.mode) return;
+    if (mode === "form") {
+      var values;
+      try { values = JSON.parse($("td-json").value || "{}"); }
+      catch (e) { showRootErrors(["The JSON is not valid: " + e.message]); return; }
+      state.mode = "form";
+      form.set(values);
+    } else {
+      $("td-json").value = pretty(form.get() || {});
+      state.mode = "json";
+    }
+    $("td-form").hidden = mode !== "form";
+    $("td-json-wrap").hidden = mode !== "json";
+    $("td-tab-form").setAttribute("aria-selected", mode === "form" ? "true" : "false");
+    $("td-tab-json").setAttribute("aria-selected", mode === "json" ? "true" : "false");
+    updateCurl();
+  }
+  $("td-tab-form").addEventListener("click", function () { setMode("form"); });
+  $("td-tab-json").addEventListener("click", function () { setMode("json"); });
+  $("td-json").addEventListener("input", updateCurl);
+
+  /* ---------- errors, results ---------- */
+  function clearErrors() {
+    Array.prototype.forEach.call(document.querySelectorAll(".field-error"), function (node) { node.hidden = true; node.textContent = ""; });
+    $("td-root-errors").hidden = true;
+    clear($("td-root-errors"));
+  }
+  function showRootErrors(messages) {
+    var box = $("td-root-errors");
+    clear(box);
+    messages.forEach(function (m) { box.appendChild(el("div", { text: m })); });
+    box.hidden = !messages.length;
+  }
+  function showFieldErrors(errors) {
+    clearErrors();
+    var root = [];
+    errors.forEach(function (err) {
+      var target = state.mode === "form" ? document.querySelector('[data-error-for="' + cssEscape(err.path) + '"]') : null;
+      if (target && err.path !== "") { target.hidden = false; target.textContent = (target.textContent ? target.textContent + " " : "") + err.message; }
+      else root.push((err.path ? err.path + ": " : "") + err.message);
+    });
+    showRootErrors(root);
+  }
+  function cssEscape(text) { return window.CSS && CSS.escape ? CSS.escape(text) : text.replace(/["\\]/g, "\\$&"); }
+  function status(text, cls) { var node = $("td-status"); node.textContent = text; node.className = cls || ""; }
+
+  function showResult(data, httpStatus) {
+    var wrap = $("td-result-wrap"), out = $("td-result");
+    clear(out);
+    wrap.hidden = false;
+    if (httpStatus === 401) {
+      out.appendChild(el("p", { className: "error", text: "Unauthorized (401): enter a valid token in the \u201cBearer token\u201d field at the top and try again." }));
+      $("td-token").focus();
+    } else if (data && data.error && !data.content) {
+      out.appendChild(el("p", { className: "error", text: "Error " + httpStatus + ": " + data.error }));
+    }
+    ((data && data.content) || []).forEach(function (item) {
+      if (item.type === "text") {
+        var text = item.text, parsed = null;
+        try { parsed = JSON.parse(text); } catch (e) { /* plain text */ }
+        out.appendChild(el("pre", { className: "code" + (data.isError ? " error" : ""), text: parsed !== null && typeof parsed === "object" ? pretty(parsed) : text }));
+      } else if (item.type === "image" && /^image\/(png|jpeg|gif|webp)$/.test(item.mimeType || "")) {
+        out.appendChild(el("img", { className: "result-image", alt: "image result", src: "data:" + item.mimeType + ";base64," + item.data }));
+      } else {
+        out.appendChild(el("pre", { className: "code", text: pretty(item) }));
+      }
+    });
+    var structured = data && data.structuredContent;
+    $("td-structured-wrap").hidden = structured === undefined || structured === null;
+    $("td-structured").textContent = structured === undefined || structured === null ? "" : pretty(structured);
+    if (data && data.errors) showFieldErrors(data.errors);
+  }
+
+  /* ---------- validate / execute ---------- */
+  function argsOrReport() {
+    try { return currentArguments(); }
+    catch (e) { showRootErrors(["The JSON is not valid: " + e.message]); return undefined; }
+  }
+  function validate() {
+    clearErrors();
+    var args = argsOrReport();
+    if (args === undefined) return Promise.resolve(false);
+    return request("POST", toolUrl(state.current, "/validate"), args).then(function (r) {
+      if (r.data && r.data.valid) { status("Arguments are valid.", "ok"); return true; }
+      status("Arguments are not valid.", "error");
+      showFieldErrors((r.data && r.data.errors) || [{ path: "", message: "Validation failed (" + r.status + ")" }]);
+      return false;
+    });
+  }
+  function confirmDestructive() {
+    var annotations = (state.detail && state.detail.annotations) || {};
+    if (!annotations.destructiveHint) return Promise.resolve(true);
+    var dialog = $("td-confirm");
+    $("td-confirm-text").textContent = "\u201c" + state.current + "\u201d is marked destructive: it may delete or change data. Run it?";
+    return new Promise(function (resolve) {
+      var done = function () { dialog.removeEventListener("close", done); resolve(dialog.returnValue === "run"); };
+      dialog.addEventListener("close", done);
+      dialog.returnValue = "";
+      dialog.showModal();
+      $("td-confirm-cancel").focus();
+    });
+  }
+  function execute(argsOverride) {
+    if (!config.allow_execute) return;
+    clearErrors();
+    var args = argsOverride !== undefined ? argsOverride : argsOrReport();
+    if (args === undefined) return;
+    var name = state.current;
+    confirmDestructive().then(function (go) {
+      if (!go) { status("Cancelled.", ""); return; }
+      status("Running\u2026", "");
+      var started = performance.now();
+      request("POST", toolUrl(name, "/call"), args).then(function (r) {
+        var ms = Math.round(performance.now() - started);
+        $("td-elapsed").textContent = ms + " ms";
+        var ok = r.ok && r.data && r.data.isError === false;
+        status(ok ? "Done (HTTP " + r.status + ")." : "Failed (HTTP " + r.status + ").", ok ? "ok" : "error");
+        showResult(r.data, r.status);
+        addHistory(name, { at: new Date().toISOString(), args: args, ok: ok, ms: ms, status: r.status });
+      }, function (err) {
+        status("Request failed: " + err.message, "error");
+      });
+    });
+  }
+  $("td-validate").addEventListener("click", validate);
+  $("td-execute").addEventListener("click", function () { execute(); });
+  document.addEventListener("keydown", function (event) {
+    if ((event.ctrlKey || event.metaKey) && event.key === "Enter" && state.current) { event.preventDefault(); execute(); }
+  });
+
+  /* ---------- curl ---------- */
+  function shellQuote(text) { return "'" + String(text).replace(/'/g, "'\\''") + "'"; }
+  function updateCurl() {
+    if (!state.current) return;
+    var body;
+    try { body = JSON.stringify(currentArguments()); } catch (e) { body = $("td-json").value; }
+    var parts = ["curl -X POST " + shellQuote(location.origin + toolUrl(state.current, "/call")),
+      "  -H 'Content-Type: application/json'"];
+    var token = $("td-token").value.trim();
+    if (token) parts.push("  -H " + shellQuote("Authorization: Bearer " + token));
+    parts.push("  -d " + shellQuote(body));
+    $("td-curl").textContent = parts.join(" \\\n");
+  }
+  $("td-token").addEventListener("input", updateCurl);
+  $("td-copy-curl").addEventListener("click", function () {
+    var text = $("td-curl").textContent;
+    var done = function () { $("td-copy-curl").textContent = "Copied"; setTimeout(function () { $("td-copy-curl").textContent = "Copy"; }, 1500); };
+    if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(text).then(done, function () {});
+    else { var range = document.createRange(); range.selectNodeContents($("td-curl")); var sel = getSelection(); sel.removeAllRanges(); sel.addRange(range); try { document.execCommand("copy"); done(); } catch (e) { /* selected for manual copy */ } }
+  });
+
+  /* ---------- history ---------- */
+  function historyKey(name) { return "tooldiscovery:history:" + base + name; }
+  function loadHistory(name) {
+    try { return JSON.parse(localStorage.getItem(historyKey(name)) || "[]"); } catch (e) { return []; }
+  }
+  function addHistory(name, entry) {
+    var items = loadHistory(name);
+    items.unshift(entry);
+    try { localStorage.setItem(historyKey(name), JSON.stringify(items.slice(0, HISTORY_LIMIT))); } catch (e) { /* full */ }
+    if (name === state.current) renderHistory();
+  }
+  function renderHistory() {
+    var list = $("td-history");
+    clear(list);
+    var items = loadHistory(state.current);
+    items.forEach(function (entry) {
+      list.appendChild(el("li", {}, [
+        el("span", { className: entry.ok ? "ok" : "error", text: (entry.ok ? "\u2713 " : "\u2717 ") }),
+        el("code", { text: JSON.stringify(entry.args) }),
+        el("span", { className: "muted", text: " " + new Date(entry.at).toLocaleTimeString() + ", " + entry.ms + " ms" }),
+        el("button", { type: "button", text: "Load", onclick: function () { loadArgs(entry.args); } }),
+        config.allow_execute ? el("button", { type: "button", text: "Replay", onclick: function () { loadArgs(entry.args); execute(entry.args); } }) : null
+      ]));
+    });
+    if (!items.length) list.appendChild(el("li", { className: "muted", text: "No calls yet." }));
+  }
+  function loadArgs(args) {
+    if (state.mode === "form") form.set(args); else $("td-json").value = pretty(args);
+    syncJson();
+    updateCurl();
+  }
+  $("td-clear-history").addEventListener("click", function () {
+    try { localStorage.removeItem(historyKey(state.current)); } catch (e) { /* ignore */ }
+    renderHistory();
+  });
+
+  /* ---------- selecting a tool ---------- */
+  function selectTool(name, focus) {
+    state.current = name;
+    if (location.hash !== "#tool=" + encodeURIComponent(name)) history.replaceState(null, "", "#tool=" + encodeURIComponent(name));
+    renderList();
+    return request("GET", toolUrl(name)).then(function (r) {
+      if (!r.ok) { $("td-empty").hidden = false; $("td-empty").textContent = (r.data && r.data.error) || "Tool not found."; $("td-detail").hidden = true; return; }
+      state.detail = r.data;
+      $("td-empty").hidden = true;
+      $("td-detail").hidden = false;
+      $("td-name").textContent = r.data.name;
+      var badges = $("td-badges"); clear(badges); badgesFor(r.data.annotations).forEach(function (b) { badges.appendChild(b); });
+      $("td-description").textContent = r.data.description || "";
+      $("td-input-schema").textContent = pretty(r.data.inputSchema || {});
+      $("td-output-wrap").hidden = !r.data.outputSchema;
+      $("td-output-schema").textContent = r.data.outputSchema ? pretty(r.data.outputSchema) : "";
+      $("td-result-wrap").hidden = true;
+      $("td-elapsed").textContent = "";
+      status("", "");
+      clearErrors();
+      state.mode = "form";
+      $("td-form").hidden = false; $("td-json-wrap").hidden = true;
+      $("td-tab-form").setAttribute("aria-selected", "true"); $("td-tab-json").setAttribute("aria-selected", "false");
+      renderForm(initialArguments(r.data.inputSchema));
+      renderHistory();
+      updateCurl();
+      if (focus) $("td-main").focus();
+    });
+  }
+
+  $("td-filter").addEventListener("input", renderList);
+  $("td-execute").hidden = !config.allow_execute;
+  $("td-disabled").hidden = !!config.allow_execute;
+  $("td-curl-wrap").hidden = !config.allow_execute;
+
+  function fromHash() {
+    var match = /^#tool=(.+)$/.exec(location.hash);
+    return match ? decodeURIComponent(match[1]) : null;
+  }
+  window.addEventListener("hashchange", function () { var name = fromHash(); if (name && name !== state.current) selectTool(name); });
+
+  request("GET", base + "tools").then(function (r) {
+    if (!r.ok) { $("td-count").textContent = "Could not load tools (" + r.status + ")."; return; }
+    state.tools = r.data || [];
+    renderList();
+    var wanted = fromHash();
+    if (wanted) selectTool(wanted);
+    document.body.setAttribute("data-ready", "true");
+  });
+})();
