@@ -8,7 +8,7 @@ import inspect
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import Any, Callable, Iterable, Mapping
 
-from asgiref.sync import async_to_sync
+from asgiref.sync import async_to_sync, sync_to_async
 from flask import Request
 
 
@@ -114,17 +114,22 @@ class HookCall:
         except Exception as exc:  # noqa: BLE001 - the hook said no
             raise AuthError(f"auth hook rejected the request: {exc}") from exc
         if isinstance(manager, AbstractAsyncContextManager) or hasattr(manager, "__aenter__"):
+            # One event loop for enter, call and exit; the call itself runs back in this thread
+            # (asgiref's thread-sensitive sync_to_async), so Flask's request context holds.
+            entered = False
+
+            async def guarded() -> Any:
+                nonlocal entered
+                async with manager:
+                    entered = True
+                    return await sync_to_async(call, thread_sensitive=True)()
+
             try:
-                async_to_sync(manager.__aenter__, force_new_loop=True)()
-            except Exception as exc:  # noqa: BLE001
-                raise AuthError(f"auth hook rejected the request: {exc}") from exc
-            try:
-                result = call()
-            except BaseException as exc:
-                async_to_sync(manager.__aexit__, force_new_loop=True)(type(exc), exc, exc.__traceback__)
+                return async_to_sync(guarded, force_new_loop=True)()
+            except Exception as exc:
+                if not entered:
+                    raise AuthError(f"auth hook rejected the request: {exc}") from exc
                 raise
-            async_to_sync(manager.__aexit__, force_new_loop=True)(None, None, None)
-            return result
         if isinstance(manager, AbstractContextManager) or hasattr(manager, "__enter__"):
             try:
                 manager.__enter__()

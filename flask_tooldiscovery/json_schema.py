@@ -101,7 +101,18 @@ def _errors_of(error: jsonschema.ValidationError) -> list[ArgumentError]:
                 for k in extras
             ]
     if error.context and error.validator in ("anyOf", "oneOf"):
-        # Prefer the message of the branch that came closest over "... is not valid under any".
+        # Say what was expected rather than "... is not valid under any of the given schemas".
+        own = [e for e in error.context if not e.relative_path]
+        if own and all(e.validator == "type" for e in own):
+            wanted = []
+            for e in own:
+                for t in e.validator_value if isinstance(e.validator_value, list) else [e.validator_value]:
+                    if t not in wanted:
+                        wanted.append(t)
+            return [ArgumentError(
+                _pointer(path), str(path[0]) if path else None,
+                f"{error.instance!r} is not of type " + " or ".join(repr(t) for t in wanted), "type",
+            )]
         best = jsonschema.exceptions.best_match(error.context)
         if best is not None and best.validator != "type":
             return _errors_of(best)

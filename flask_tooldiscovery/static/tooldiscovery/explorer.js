@@ -230,6 +230,7 @@
         try { return JSON.parse(input.value); } catch (e) { return input.value; }
       },
       set: function (value) {
+        if (value === undefined && "default" in schema) value = schema["default"];  // shown, and sent
         if (kind === "enum") { var i = schema.enum.indexOf(value); input.value = i >= 0 ? String(i) : ""; }
         else if (kind === "boolean") input.checked = value === true;
         else if (value === undefined || value === null) input.value = "";
