@@ -8,7 +8,9 @@ import inspect
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import Any, Callable, Iterable, Mapping
 
-from asgiref.sync import async_to_sync, sync_to_async
+from asgiref.sync import sync_to_async
+
+from .async_bridge import await_sync, run_sync
 from flask import Request
 
 
@@ -105,12 +107,7 @@ class HookCall:
         try:
             manager = self.hook(self.request)
             if inspect.isawaitable(manager):
-                awaitable = manager
-
-                async def resolve() -> Any:
-                    return await awaitable
-
-                manager = async_to_sync(resolve, force_new_loop=True)()
+                manager = await_sync(manager)
         except Exception as exc:  # noqa: BLE001 - the hook said no
             raise AuthError(f"auth hook rejected the request: {exc}") from exc
         if isinstance(manager, AbstractAsyncContextManager) or hasattr(manager, "__aenter__"):
@@ -125,7 +122,7 @@ class HookCall:
                     return await sync_to_async(call, thread_sensitive=True)()
 
             try:
-                return async_to_sync(guarded, force_new_loop=True)()
+                return run_sync(guarded)
             except Exception as exc:
                 if not entered:
                     raise AuthError(f"auth hook rejected the request: {exc}") from exc

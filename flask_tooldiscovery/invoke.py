@@ -22,10 +22,10 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, Mapping
 
-from asgiref.sync import async_to_sync
 from jsonschema.exceptions import SchemaError
 from marshmallow import ValidationError as MarshmallowValidationError
 
+from .async_bridge import run_sync
 from .json_schema import ArgumentError, parameter_errors, split_nullable, primary_type, validate_arguments
 from .tool import Tool, ToolContext, ToolError
 
@@ -194,7 +194,7 @@ def _run_async(func: Callable[..., Any], kwargs: dict[str, Any], timeout: float 
             return await func(**kwargs)
         return await asyncio.wait_for(func(**kwargs), timeout)
 
-    return async_to_sync(runner, force_new_loop=True)()
+    return run_sync(runner)
 
 
 def _call(
@@ -223,7 +223,7 @@ def _call(
         async def wait() -> Any:
             return await (asyncio.wait_for(awaitable, tool.timeout) if tool.timeout else awaitable)
 
-        return async_to_sync(wait, force_new_loop=True)()
+        return run_sync(wait)
     return result
 
 

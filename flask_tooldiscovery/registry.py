@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from asgiref.sync import async_to_sync
 
+from .async_bridge import await_sync, run_sync
 from .json_schema import InvalidSchemaError, check_schema
 from .schema_sources import resolve_input_schema, resolve_output_schema
 from .signature import describe_function
@@ -204,16 +204,11 @@ def resolve_provider(provider: Any) -> list[Any]:
     if isinstance(provider, (list, tuple)):
         return list(provider)
     if inspect.iscoroutinefunction(provider):
-        result = async_to_sync(provider)()
+        result = run_sync(provider)
     else:
         result = provider()
         if inspect.isawaitable(result):
-            awaitable = result
-
-            async def _await() -> Any:
-                return await awaitable
-
-            result = async_to_sync(_await)()
+            result = await_sync(result)
     if result is None:
         return []
     if not isinstance(result, Iterable) or isinstance(result, (str, bytes, Mapping)):

@@ -205,3 +205,14 @@ def test_bad_value_for_python_type_is_invalid_not_crash(make_app) -> None:
         bad = d.call(d.tools().get("when"), {"day": "2026-02-30"}, d.make_context("t"))
     assert ok.value == "2026-02-03"
     assert bad.status == "invalid"
+
+
+def test_async_tool_called_from_code_with_a_running_loop(setup) -> None:
+    d, app = setup
+
+    async def inside_a_loop():
+        with app.test_request_context():
+            return d.call(d.tools().get("async_ok"), {"x": 9}, d.make_context("test"))
+
+    out = asyncio.run(inside_a_loop())
+    assert out.ok and out.value["x"] == 9

@@ -15,7 +15,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
 ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
     missing = None
     try:
