@@ -85,7 +85,11 @@ def mean(values: list[float], round_to: int | None = None) -> float:
 async def get_weather(city: Annotated[str, "City name"],
                       units: Literal["metric", "imperial"] = "metric",
                       ctx: ToolContext = None) -> Forecast:
-    """Fetch current weather for a city."""
+    """Fetch current weather for a city.
+
+    Args:
+        units: Metric (Celsius) or imperial (Fahrenheit).
+    """
     await asyncio.sleep(0.01)
     celsius = _CITIES.get(city.strip().lower())
     if celsius is None:

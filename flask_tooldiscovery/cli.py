@@ -1,4 +1,4 @@
-"""``flask tools ...``: list, show and call the app's tools from the command line."""
+"""``flask tools ...``: list, show, call, export and check the app's tools."""
 
 from __future__ import annotations
 
@@ -10,18 +10,22 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
-tools_cli = AppGroup("tools", help="List, inspect and call the tools of flask-tooldiscovery.")
+tools_cli = AppGroup("tools", help="List, inspect, call, export and lint the app's tools.")
 
 
 def _ext() -> Any:
     return current_app.extensions["tooldiscovery"]
 
 
+def _dump(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+
+
 @tools_cli.command("list")
 def list_tools() -> None:
-    """List every tool with its version and first line of description."""
+    """List every tool with its version and the first line of its description."""
     for tool in _ext().tools():
-        first = (tool.description or "").strip().splitlines()[0:1]
+        first = (tool.description or "").strip().splitlines()[:1]
         click.echo(f"{tool.name}@{tool.version}\t{first[0] if first else ''}")
 
 
@@ -32,16 +36,15 @@ def show_tool(name: str) -> None:
     tool = _ext().tools().get(name)
     if tool is None:
         raise click.ClickException(f"Tool not found: {name}")
-    click.echo(json.dumps({
-        "name": tool.name, "version": tool.version, "description": tool.description,
-        "annotations": tool.annotations, "input_schema": tool.input_schema,
-        "output_schema": tool.output_schema,
-    }, indent=2))
+    _dump({"name": tool.name, "version": tool.version, "description": tool.description,
+           "annotations": tool.annotations, "input_schema": tool.input_schema,
+           "output_schema": tool.output_schema})
 
 
 @tools_cli.command("call")
 @click.argument("name")
-@click.option("--input", "input_", default="{}", help="The arguments, as a JSON object.")
+@click.option("--input", "input_", default="{}", show_default=True,
+              help="The arguments, as a JSON object.")
 def call_tool(name: str, input_: str) -> None:
     """Call a tool through the same path as every dialect; exit 1 when it fails."""
     ext = _ext()
@@ -54,8 +57,43 @@ def call_tool(name: str, input_: str) -> None:
         raise click.ClickException(f"--input is not valid JSON: {exc}") from None
     outcome = ext.call(tool, arguments, ext.make_context("cli"))
     if outcome.ok:
-        click.echo(json.dumps(outcome.value, indent=2))
+        _dump(outcome.value)
         return
     click.echo(json.dumps({"status": outcome.status, "error": outcome.error_message,
                            "parameter_errors": outcome.parameter_errors or None}, indent=2), err=True)
+    sys.exit(1)
+
+
+@tools_cli.command("export")
+@click.argument("what")
+def export(what: str) -> None:
+    """Print a discovery document: a dialect's (opal, oxp, tdp, explorer, mcp), or ``openai``
+    (function-calling tools) or ``openapi`` (OpenAPI 3.1 of the execution endpoints)."""
+    from .dialects import DIALECTS
+    from .export import openai_tools, openapi_document
+
+    ext = _ext()
+    if what == "openai":
+        _dump(openai_tools(ext))
+    elif what == "openapi":
+        _dump(openapi_document(ext))
+    elif what in DIALECTS and DIALECTS[what].hook("export_document") is not None:
+        _dump(DIALECTS[what].hook("export_document")(ext))
+    else:
+        choices = sorted([*DIALECTS, "openai", "openapi"])
+        raise click.ClickException(f"Cannot export {what!r}; choose one of: {', '.join(choices)}")
+
+
+@tools_cli.command("check")
+def check() -> None:
+    """Lint every tool against every mounted dialect's rules; exit 1 when anything is found."""
+    from .export import lint
+
+    found = lint(_ext())
+    if not found:
+        click.echo(f"All {len(list(_ext().tools()))} tools pass the checks of every mounted dialect.")
+        return
+    for tool, dialect, problem in found:
+        click.echo(f"{tool}: [{dialect}] {problem}")
+    click.echo(f"{len(found)} problem(s) found.", err=True)
     sys.exit(1)

@@ -73,6 +73,12 @@ class ToolDiscovery:
             prefix = app.config.setdefault(cfg.url_prefix_key(name), dialect.default_prefix)
             blueprint = dialect.make_blueprint(self)
             app.register_blueprint(blueprint, url_prefix=(prefix or "").rstrip("/") or None)
+        if not (app.debug or app.testing):
+            for name in names:
+                warn = DIALECTS[name].hook("security_warning")
+                message = warn(app.config, self) if warn else None
+                if message:
+                    app.logger.warning("flask-tooldiscovery: %s", message)
         from .cli import tools_cli  # noqa: PLC0415 - keeps click out of import-time cost
 
         if "tools" not in app.cli.commands:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from flask import Blueprint
 
@@ -29,11 +29,21 @@ class Dialect:
     #: dialects' prefixes are defaulted in :mod:`flask_tooldiscovery.config`).
     default_prefix: str = ""
 
+    @property
+    def module(self) -> Any:
+        """The dialect's module (``None`` for a dialect given as a bare factory)."""
+        return importlib.import_module(self.factory) if isinstance(self.factory, str) else None
+
     def make_blueprint(self, ext: "ToolDiscovery") -> Blueprint:
-        factory = self.factory
-        if isinstance(factory, str):
-            factory = importlib.import_module(factory).make_blueprint
-        return factory(ext)
+        module = self.module
+        factory = module.make_blueprint if module is not None else self.factory
+        return factory(ext)  # type: ignore[operator]
+
+    def hook(self, name: str) -> Callable[..., Any] | None:
+        """An optional module-level function of the dialect (``export_document``,
+        ``security_warning``), or ``None``."""
+        module = self.module
+        return getattr(module, name, None) if module is not None else None
 
 
 DIALECTS: dict[str, Dialect] = {

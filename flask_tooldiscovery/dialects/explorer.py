@@ -48,6 +48,38 @@ class CallResultSchema(WireSchema):
     _meta = fields.Dict(data_key="_meta")
 
 
+def export_document(ext: Any) -> list[dict[str, Any]]:
+    """Every tool in F2's detail form."""
+    return ToolDetailSchema(many=True).dump(ext.tools().latest())
+
+
+def security_warning(config: Any, ext: Any) -> str | None:
+    if config.get("TOOLDISCOVERY_ALLOW_EXECUTE") and ext.current_auth_hook is None:
+        return ("explorer runs tools for anyone (TOOLDISCOVERY_ALLOW_EXECUTE is on and no auth hook "
+                "is set): set one with @discovery.auth_hook")
+    return None
+
+
+def openapi_paths(ext: Any, prefix: str) -> dict[str, Any]:
+    paths: dict[str, Any] = {}
+    for tool in ext.tools().latest():
+        body = {"required": False, "content": {"application/json": {"schema": tool.input_schema or {}}}}
+        paths[f"{prefix}/tools/{tool.name}/call"] = {"post": {
+            "operationId": f"explorer_call_{tool.name}".replace("/", "_"), "tags": ["explorer"],
+            "summary": (tool.description or tool.name).split("\n")[0], "requestBody": body,
+            "responses": {"200": {"description": "content, structuredContent, isError"},
+                          "400": {"description": "Malformed JSON or invalid arguments"},
+                          "401": {"description": "Rejected by the auth hook"},
+                          "403": {"description": "Execution disabled"},
+                          "404": {"description": "Unknown tool"},
+                          "500": {"description": "The tool failed"}}}}
+        paths[f"{prefix}/tools/{tool.name}/validate"] = {"post": {
+            "operationId": f"explorer_validate_{tool.name}".replace("/", "_"), "tags": ["explorer"],
+            "summary": "Validate arguments", "requestBody": body,
+            "responses": {"200": {"description": "valid, errors"}}}}
+    return paths
+
+
 def _error(status: int, message: str) -> WireError:
     return WireError(status, {"error": message})
 

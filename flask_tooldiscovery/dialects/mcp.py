@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -141,6 +142,39 @@ def _rpc_error_body(id_: Any, code: int, message: str, data: Any = None) -> dict
     if data is not None:
         error["data"] = data
     return {"jsonrpc": "2.0", "id": id_, "error": error}
+
+
+def export_document(ext: Any) -> dict[str, Any]:
+    """What ``tools/list`` answers, unpaginated."""
+    return {"tools": McpToolSchema(many=True).dump(ext.tools().latest())}
+
+
+def security_warning(config: Any, ext: Any) -> str | None:
+    if not config.get("TOOLDISCOVERY_MCP_BEARER_TOKEN"):
+        return "mcp runs tools without authentication: set TOOLDISCOVERY_MCP_BEARER_TOKEN"
+    return None
+
+
+_MCP_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+
+
+def lint_tool(tool: Tool) -> list[str]:
+    if not _MCP_NAME.match(tool.name):
+        return [f"name {tool.name!r} is outside MCP's recommended 1-128 of [A-Za-z0-9_.-]"]
+    return []
+
+
+def openapi_paths(ext: Any, prefix: str) -> dict[str, Any]:
+    return {prefix or "/": {"post": {
+        "operationId": "mcp_jsonrpc", "tags": ["mcp"],
+        "summary": "MCP JSON-RPC over streamable HTTP (tools/list, tools/call, ...)",
+        "requestBody": {"required": True, "content": {"application/json": {"schema": {
+            "type": "object", "properties": {"jsonrpc": {"const": "2.0"}, "id": {},
+                                             "method": {"type": "string"}, "params": {"type": "object"}},
+            "required": ["jsonrpc", "method"]}}}},
+        "responses": {"200": {"description": "A JSON-RPC response."},
+                      "202": {"description": "A notification or response was accepted."}},
+    }}}
 
 
 def make_blueprint(ext: Any) -> Blueprint:

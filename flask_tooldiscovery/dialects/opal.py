@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from flask import Blueprint, Response, current_app, request
@@ -123,6 +124,62 @@ def _error(status: int, message: str, **extra: Any) -> WireError:
     return WireError(status, body, headers)
 
 
+def discovery_document(ext: Any, tools: list[Tool] | None = None) -> dict[str, Any]:
+    """The discovery document for the current app (``tools``: already resolved tools)."""
+    return OpalDiscoverySchema().dump({
+        "functions": ext.tools().latest() if tools is None else tools,
+        "name": ext.setting("SERVER_NAME"),
+        "description": ext.setting("SERVER_DESCRIPTION") or None,
+        "version": ext.setting("SERVER_VERSION"),
+    })
+
+
+export_document = discovery_document
+
+
+def security_warning(config: Any, ext: Any) -> str | None:
+    """Why this dialect would run tools for anyone, or ``None``."""
+    if not config.get("TOOLDISCOVERY_OPAL_BEARER_TOKEN"):
+        return "opal runs tools without authentication: set TOOLDISCOVERY_OPAL_BEARER_TOKEN"
+    return None
+
+
+_OPAL_NAME = re.compile(r"^[A-Za-z0-9_]+$")
+
+
+def lint_tool(tool: Tool) -> list[str]:
+    """Problems Opal would have with ``tool``."""
+    problems = []
+    if not _OPAL_NAME.match(tool.name):
+        problems.append(f"name {tool.name!r} is not letters, digits and underscores")
+    schema = inline_refs(tool.input_schema or {})
+    for name, prop in (schema.get("properties") or {}).items():
+        inner, _ = split_nullable(prop if isinstance(prop, dict) else {})
+        if isinstance(inner.get("anyOf") or inner.get("oneOf"), list):
+            problems.append(f"parameter {name!r} is a union; Opal sees it as {primary_type(inner)!r}")
+    return problems
+
+
+def openapi_paths(ext: Any, prefix: str) -> dict[str, Any]:
+    paths: dict[str, Any] = {}
+    for tool in ext.tools().latest():
+        paths[f"{prefix}/tools/{tool.name}"] = {"post": {
+            "operationId": f"opal_{tool.name}", "summary": tool.description.split("\n")[0],
+            "tags": ["opal"],
+            "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                "type": "object", "properties": {"parameters": inline_refs(tool.input_schema),
+                                                 "auth": {"type": "object"},
+                                                 "environment": {"type": "object"}},
+                "required": ["parameters"]}}}},
+            "responses": {"200": {"description": "The tool's return value.",
+                                  "content": {"application/json": {"schema": inline_refs(tool.output_schema or {})}}},
+                          "400": {"description": "Malformed body or invalid parameters."},
+                          "401": {"description": "Bearer token missing or wrong."},
+                          "500": {"description": "The tool failed."}},
+        }}
+    return paths
+
+
 def make_blueprint(ext: Any) -> Blueprint:
     bp = Blueprint("tooldiscovery_opal", __name__)
     bp.before_request(limit_body_size)
@@ -147,13 +204,7 @@ def make_blueprint(ext: Any) -> Blueprint:
         except ProviderError:
             current_app.logger.exception("opal discovery: a tools provider failed")
             raise _error(503, "The tool list is unavailable right now.") from None
-        doc = OpalDiscoverySchema().dump({
-            "functions": tools,
-            "name": ext.setting("SERVER_NAME"),
-            "description": ext.setting("SERVER_DESCRIPTION") or None,
-            "version": ext.setting("SERVER_VERSION"),
-        })
-        return json_response(doc, 200, NO_CACHE)
+        return json_response(discovery_document(ext, tools), 200, NO_CACHE)
 
     for rule in ("/discovery", "/discovery/"):
         bp.add_url_rule(rule, endpoint="discovery" if rule == "/discovery" else "discovery_slash",

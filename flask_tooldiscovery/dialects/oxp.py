@@ -252,6 +252,55 @@ def missing_requirements(tool: Tool, context: dict[str, Any]) -> dict[str, Any]:
     return missing
 
 
+def list_document(tools: list[Tool]) -> dict[str, Any]:
+    """``GET /tools``'s body for ``tools`` (every version)."""
+    doc = ListToolsResponseSchema().dump({"items": tools})
+    if current_app.config.get("TOOLDISCOVERY_OXP_LEGACY_TOOLS_KEY"):
+        doc["tools"] = doc["items"]
+    return doc
+
+
+def export_document(ext: Any) -> dict[str, Any]:
+    return list_document(list(ext.tools()))
+
+
+def security_warning(config: Any, ext: Any) -> str | None:
+    if not (config.get("TOOLDISCOVERY_OXP_JWT_SECRET") or config.get("TOOLDISCOVERY_OXP_API_KEY")):
+        return ("oxp runs tools without authentication: set TOOLDISCOVERY_OXP_JWT_SECRET or "
+                "TOOLDISCOVERY_OXP_API_KEY")
+    return None
+
+
+def lint_tool(tool: Tool) -> list[str]:
+    problems = []
+    if sanitize(tool.name) != tool.name:
+        problems.append(f"name {tool.name!r} appears in OXP ids as {sanitize(tool.name)!r}")
+    if tool.toolkit and sanitize(tool.toolkit) != tool.toolkit:
+        problems.append(f"toolkit {tool.toolkit!r} appears in OXP ids as {sanitize(tool.toolkit)!r}")
+    return problems
+
+
+def openapi_paths(ext: Any, prefix: str) -> dict[str, Any]:
+    ids = [tool_id(t) for t in ext.tools()]
+    return {
+        f"{prefix}/tools/call": {"post": {
+            "operationId": "oxp_call_tool", "tags": ["oxp"], "summary": "Call a tool (OXP 1.0)",
+            "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                "type": "object", "properties": {
+                    "$schema": {"type": "string"},
+                    "request": {"type": "object", "properties": {
+                        "tool_id": {"type": "string", "enum": ids}, "call_id": {"type": "string"},
+                        "trace_id": {"type": "string"}, "input": {"type": "object"},
+                        "context": {"type": "object"}}, "required": ["tool_id"]}},
+                "required": ["request"]}}}},
+            "responses": {"200": {"description": "The call's result."},
+                          "400": {"description": "ServerErrorResponse"},
+                          "401": {"description": "Unauthorized."},
+                          "422": {"description": "ValidationErrorResponse"}},
+        }},
+    }
+
+
 def make_blueprint(ext: Any) -> Blueprint:
     bp = Blueprint("tooldiscovery_oxp", __name__)
     bp.before_request(limit_body_size)
@@ -283,10 +332,7 @@ def make_blueprint(ext: Any) -> Blueprint:
             data = read_json_body(lambda m: server_error(m))
             if isinstance(data, dict) and data.get("$schema") not in (None, *ACCEPTED_SCHEMAS):
                 raise server_error(f"Unsupported $schema: {data.get('$schema')!r}; this server speaks {SCHEMA_URN}.")
-        doc = ListToolsResponseSchema().dump({"items": all_tools()})
-        if current_app.config.get("TOOLDISCOVERY_OXP_LEGACY_TOOLS_KEY"):
-            doc["tools"] = doc["items"]
-        return json_response(doc)
+        return json_response(list_document(all_tools()))
 
     method_guard(bp, "/tools", ["GET"], endpoint="tools_guard")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+import re
 from typing import Any
 
 from flask import Blueprint, Response, current_app, request
@@ -277,6 +278,83 @@ def _wire() -> str:
     return wire
 
 
+def manifest_document(ext: Any, toolset: Any = None) -> dict[str, Any]:
+    """The manifest for the current app, in the configured wire form."""
+    cfg = current_app.config
+    toolset = ext.tools() if toolset is None else toolset
+    doc = ManifestSchema().dump({
+        "scenario": {
+            "name": cfg["TOOLDISCOVERY_SERVER_NAME"],
+            "version": cfg["TOOLDISCOVERY_SERVER_VERSION"],
+            "description": cfg["TOOLDISCOVERY_SERVER_DESCRIPTION"] or "",
+            "base_url": cfg.get("TOOLDISCOVERY_TDP_BASE_URL") or None,
+        },
+        "tools": toolset.latest(),
+        "categories": ext.categories(),
+        "generated_at": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    })
+    if _wire() == "protojson":
+        categories = {c["id"]: c for c in ext.categories()}
+        doc = to_protojson(doc)
+        for cat in doc.get("categories", []):  # displayOrder is a protojson-only key
+            order = categories.get(cat["id"], {}).get("display_order")
+            if order:
+                cat["displayOrder"] = int(order)
+    return doc
+
+
+export_document = manifest_document
+
+
+def security_warning(config: Any, ext: Any) -> str | None:
+    return ("tdp's POST /api/v1/tools/execute has no authentication of its own: keep it on a "
+            "private network or guard it in front of the app")
+
+
+_TDP_NAME = re.compile(r"^[A-Za-z0-9_]+$")
+
+
+def _lossy(schema: Any, where: str, out: list[str]) -> None:
+    if not isinstance(schema, dict):
+        return
+    inner, _ = split_nullable(schema)
+    if isinstance(inner.get("anyOf") or inner.get("oneOf"), list):
+        out.append(f"{where}: a union keeps only its first branch in TDP")
+    enum = inner.get("enum")
+    if isinstance(enum, list) and any(not isinstance(v, str) for v in enum if v is not None):
+        out.append(f"{where}: non-string enum values are sent as strings")
+    if isinstance(inner.get("type"), list) and len([t for t in inner["type"] if t != "null"]) > 1:
+        out.append(f"{where}: several types; TDP keeps one")
+    for key, sub in (inner.get("properties") or {}).items():
+        _lossy(sub, f"{where}.{key}", out)
+    if isinstance(inner.get("items"), dict):
+        _lossy(inner["items"], f"{where}[]", out)
+
+
+def lint_tool(tool: Tool) -> list[str]:
+    problems = []
+    if not _TDP_NAME.match(tool.name):
+        problems.append(f"name {tool.name!r} is not letters, digits and underscores")
+    schema = inline_refs(tool.input_schema or {})
+    for name, prop in (schema.get("properties") or {}).items():
+        _lossy(prop, f"parameter {name!r}", problems)
+    return problems
+
+
+def openapi_paths(ext: Any, prefix: str) -> dict[str, Any]:
+    names = [t.name for t in ext.tools().latest()]
+    return {f"{prefix}/api/v1/tools/execute": {"post": {
+        "operationId": "tdp_execute", "tags": ["tdp"], "summary": "Execute a tool (TDP)",
+        "requestBody": {"required": True, "content": {"application/json": {"schema": {
+            "type": "object", "properties": {"tool_name": {"type": "string", "enum": names},
+                                             "arguments": {"type": "object"}},
+            "required": ["tool_name"]}}}},
+        "responses": {"200": {"description": "success, result, is_async"},
+                      "400": {"description": "invalid_args"}, "404": {"description": "unknown_tool"},
+                      "500": {"description": "internal_error"}},
+    }}}
+
+
 def _error(status: int, message: str) -> WireError:
     names = {400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
              413: "Payload Too Large", 503: "Service Unavailable"}
@@ -301,33 +379,11 @@ def make_blueprint(ext: Any) -> Blueprint:
             current_app.logger.exception("tdp: a tools provider failed")
             raise _error(503, "scenario unavailable: the tool list could not be produced") from None
 
-    def manifest() -> dict[str, Any]:
-        cfg = current_app.config
-        doc = ManifestSchema().dump({
-            "scenario": {
-                "name": cfg["TOOLDISCOVERY_SERVER_NAME"],
-                "version": cfg["TOOLDISCOVERY_SERVER_VERSION"],
-                "description": cfg["TOOLDISCOVERY_SERVER_DESCRIPTION"] or "",
-                "base_url": cfg.get("TOOLDISCOVERY_TDP_BASE_URL") or None,
-            },
-            "tools": tools().latest(),
-            "categories": ext.categories(),
-            "generated_at": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        })
-        if _wire() == "protojson":
-            categories = {c["id"]: c for c in ext.categories()}
-            doc = to_protojson(doc)
-            for cat in doc.get("categories", []):  # displayOrder is a protojson-only key
-                order = categories.get(cat["id"], {}).get("display_order")
-                if order:
-                    cat["displayOrder"] = int(order)
-        return doc
-
     @bp.route("/api/v1/tools", methods=["GET", "OPTIONS"])
     def get_manifest() -> Response:
         if request.method == "OPTIONS":
             return Response(status=204)
-        return json_response(manifest(), 200, CACHE)
+        return json_response(manifest_document(ext, tools()), 200, CACHE)
 
     @bp.route("/api/v1/tools/", methods=["GET", "OPTIONS"])
     def no_name() -> Response:

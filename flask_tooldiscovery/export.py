@@ -1,0 +1,85 @@
+"""Documents that are not a dialect's own: an OpenAI function-calling tool list, an OpenAPI 3.1
+document of the mounted dialects' execution endpoints, and the lint behind ``flask tools check``."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from flask import current_app
+
+from . import config as cfg
+from .dialects import DIALECTS
+from .json_schema import InvalidSchemaError, check_schema, inline_refs
+
+_OPENAI_NAME = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def openai_tools(ext: Any) -> list[dict[str, Any]]:
+    """The tools as OpenAI's function-calling ``tools`` list."""
+    out = []
+    for tool in ext.tools().latest():
+        parameters = inline_refs(tool.input_schema or {"type": "object", "properties": {}})
+        parameters.setdefault("type", "object")
+        parameters.pop("$schema", None)
+        out.append({"type": "function", "function": {
+            "name": _OPENAI_NAME.sub("_", tool.name)[:64],
+            "description": tool.description or tool.title or tool.name,
+            "parameters": parameters,
+        }})
+    return out
+
+
+def _mounted(app: Any) -> list[tuple[str, str]]:
+    names = ext_names(app)
+    return [(n, (app.config.get(cfg.url_prefix_key(n)) or "").rstrip("/")) for n in names]
+
+
+def ext_names(app: Any) -> list[str]:
+    from .extension import ToolDiscovery
+
+    return ToolDiscovery.mounted_dialects(app)
+
+
+def openapi_document(ext: Any) -> dict[str, Any]:
+    """An OpenAPI 3.1 document of every mounted dialect's execution endpoints."""
+    app = current_app
+    paths: dict[str, Any] = {}
+    for name, prefix in _mounted(app):
+        build = DIALECTS[name].hook("openapi_paths")
+        if build is not None:
+            paths.update(build(ext, prefix))
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": str(app.config["TOOLDISCOVERY_SERVER_NAME"]),
+                 "version": str(app.config["TOOLDISCOVERY_SERVER_VERSION"]),
+                 "description": str(app.config.get("TOOLDISCOVERY_SERVER_DESCRIPTION") or "")},
+        "paths": paths,
+    }
+
+
+def lint(ext: Any) -> list[tuple[str, str, str]]:
+    """``(tool, dialect or "all", problem)`` for every tool and every mounted dialect."""
+    found: list[tuple[str, str, str]] = []
+    tools = list(ext.tools())
+    for tool in tools:
+        label = f"{tool.name}@{tool.version}"
+        if not (tool.description or "").strip():
+            found.append((label, "all", "no description"))
+        for what, schema in (("input schema", tool.input_schema), ("output schema", tool.output_schema)):
+            if schema is None:
+                continue
+            try:
+                check_schema(schema, what=what)
+            except InvalidSchemaError as exc:
+                found.append((label, "all", str(exc)))
+        props = (inline_refs(tool.input_schema or {}).get("properties") or {})
+        for pname, prop in props.items():
+            if isinstance(prop, dict) and not prop.get("description") and not any(
+                    isinstance(v, dict) and v.get("description") for v in prop.get("anyOf", [])):
+                found.append((label, "all", f"parameter {pname!r} has no description"))
+        for dialect, _prefix in _mounted(current_app):
+            check = DIALECTS[dialect].hook("lint_tool")
+            for problem in (check(tool) if check else []):
+                found.append((label, dialect, problem))
+    return found

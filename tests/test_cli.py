@@ -1,0 +1,131 @@
+"""``flask tools``: output and exit codes of every command."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from flask import Flask
+
+from example_app import create_app
+from flask_tooldiscovery import ToolDiscovery
+
+
+@pytest.fixture
+def runner():
+    return create_app({"TESTING": True}).test_cli_runner()
+
+
+def test_list(runner) -> None:
+    result = runner.invoke(args=["tools", "list"])
+    assert result.exit_code == 0
+    lines = result.output.strip().splitlines()
+    assert lines[0] == "add@1.0.0\tAdd two numbers."
+    assert "get_weather@1.2.0\tFetch current weather for a city." in lines
+
+
+def test_show(runner) -> None:
+    result = runner.invoke(args=["tools", "show", "add"])
+    assert result.exit_code == 0
+    doc = json.loads(result.output)
+    assert doc["input_schema"]["required"] == ["a", "b"]
+    missing = runner.invoke(args=["tools", "show", "nope"])
+    assert missing.exit_code == 1 and "Tool not found: nope" in missing.output
+
+
+def test_call(runner) -> None:
+    ok = runner.invoke(args=["tools", "call", "add", "--input", '{"a": 1, "b": 2}'])
+    assert ok.exit_code == 0 and json.loads(ok.output) == 3.0
+    asynchronous = runner.invoke(args=["tools", "call", "get_weather", "--input", '{"city": "Oslo"}'])
+    assert asynchronous.exit_code == 0 and json.loads(asynchronous.output)["city"] == "Oslo"
+    invalid = runner.invoke(args=["tools", "call", "add", "--input", '{"a": "x"}'])
+    assert invalid.exit_code == 1 and "parameter_errors" in invalid.output
+    failed = runner.invoke(args=["tools", "call", "get_weather", "--input", '{"city": "Atlantis"}'])
+    assert failed.exit_code == 1 and "Unknown city: Atlantis" in failed.output
+    bad_json = runner.invoke(args=["tools", "call", "add", "--input", "{"])
+    assert bad_json.exit_code == 1 and "not valid JSON" in bad_json.output
+
+
+@pytest.mark.parametrize("what, check", [
+    ("opal", lambda d: d["functions"][0]["endpoint"] == "/tools/add"),
+    ("oxp", lambda d: d["$schema"] == "urn:oxp:1.0" and d["items"][0]["id"] == "ExampleTools.add@1.0.0"),
+    ("tdp", lambda d: d["protocol_version"] == "1.0"),
+    ("explorer", lambda d: d[0]["name"] == "add" and "inputSchema" in d[0]),
+    ("mcp", lambda d: d["tools"][0]["name"] == "add"),
+    ("openai", lambda d: d[0] == {"type": "function", "function": {
+        "name": "add", "description": "Add two numbers.", "parameters": d[0]["function"]["parameters"]}}
+        and d[0]["function"]["parameters"]["required"] == ["a", "b"]),
+    ("openapi", lambda d: d["openapi"] == "3.1.0" and "/opal/tools/add" in d["paths"]
+        and "/oxp/tools/call" in d["paths"] and "/api/v1/tools/execute" in d["paths"]
+        and "/explorer/tools/add/call" in d["paths"] and "/mcp" in d["paths"]),
+])
+def test_export(runner, what, check) -> None:
+    result = runner.invoke(args=["tools", "export", what])
+    assert result.exit_code == 0, result.output
+    assert check(json.loads(result.output))
+
+
+def test_export_openapi_is_valid_openapi(runner) -> None:
+    from jsonschema import Draft202012Validator
+
+    doc = json.loads(runner.invoke(args=["tools", "export", "openapi"]).output)
+    for path, item in doc["paths"].items():
+        assert path.startswith("/")
+        for op in item.values():
+            schema = op.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
+            if schema is not None:
+                Draft202012Validator.check_schema(schema)
+
+
+def test_export_unknown(runner) -> None:
+    result = runner.invoke(args=["tools", "export", "soap"])
+    assert result.exit_code == 1 and "openapi" in result.output
+
+
+def test_check_passes_on_the_example(runner) -> None:
+    result = runner.invoke(args=["tools", "check"])
+    assert result.exit_code == 0, result.output
+    assert "pass the checks" in result.output
+
+
+def test_check_reports_problems() -> None:
+    d = ToolDiscovery(tools=[
+        {"name": "bad-name", "description": "", "inputSchema": {
+            "type": "object", "properties": {"x": {"type": 5}}}},
+        {"name": "ok_name", "description": "fine", "inputSchema": {
+            "type": "object", "properties": {"u": {"anyOf": [{"type": "integer"}, {"type": "string"}],
+                                               "description": "a union"},
+                                         "n": {"enum": [1, 2], "description": "numbers"}}}},
+    ])
+    app = Flask("lintapp")
+    app.config.update(TESTING=True, TOOLDISCOVERY_DIALECTS=["opal", "oxp", "tdp", "mcp"])
+    d.init_app(app)
+    result = app.test_cli_runner().invoke(args=["tools", "check"])
+    assert result.exit_code == 1
+    out = result.output
+    assert "bad-name@1.0.0: [all] no description" in out
+    assert "not a valid JSON Schema" in out
+    assert "[opal] name 'bad-name' is not letters, digits and underscores" in out
+    assert "[oxp] name 'bad-name' appears in OXP ids as 'bad_name'" in out
+    assert "ok_name@1.0.0: [opal] parameter 'u' is a union" in out
+    assert "ok_name@1.0.0: [tdp] parameter 'n': non-string enum values are sent as strings" in out
+    assert "problem(s) found" in out
+
+
+def test_safe_default_warning(caplog) -> None:
+    import logging
+
+    d = ToolDiscovery()
+    app = Flask("prod")
+    app.config.update(TOOLDISCOVERY_DIALECTS=["opal", "mcp"], TOOLDISCOVERY_MCP_BEARER_TOKEN="t")
+    with caplog.at_level(logging.WARNING):
+        d.init_app(app)
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("TOOLDISCOVERY_OPAL_BEARER_TOKEN" in m for m in messages)
+    assert not any("MCP_BEARER_TOKEN" in m for m in messages)
+    quiet = Flask("dev")
+    quiet.config.update(TESTING=True, TOOLDISCOVERY_DIALECTS=["opal"])
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        ToolDiscovery().init_app(quiet)
+    assert not caplog.records
