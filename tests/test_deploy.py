@@ -1,0 +1,153 @@
+"""Deployment end to end: gunicorn with two gthread workers serving every dialect, and a wheel and
+sdist built, installed into a fresh virtual environment and started from there."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+import requests
+
+from .conftest import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow
+
+
+def wait_until_up(url: str, proc: subprocess.Popen, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited early:\n{proc.stdout.read() if proc.stdout else ''}")
+        try:
+            requests.get(url, timeout=1)
+            return
+        except requests.ConnectionError:
+            time.sleep(0.2)
+    raise TimeoutError(f"{url} did not come up")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
+@pytest.fixture
+def gunicorn_server():
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "--workers", "2", "--worker-class", "gthread",
+         "--threads", "4", "--bind", f"127.0.0.1:{port}", "example_app.wsgi:app"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_up(base + "/", proc)
+        yield base
+    finally:
+        stop(proc)
+
+
+def test_gunicorn_serves_every_dialect(gunicorn_server) -> None:
+    base = gunicorn_server
+    # opal
+    doc = requests.get(f"{base}/opal/discovery").json()
+    assert any(f["name"] == "add" for f in doc["functions"])
+    assert requests.post(f"{base}/opal/tools/add", json={"parameters": {"a": "1", "b": 2}}).json() == 3.0
+    # oxp
+    items = requests.get(f"{base}/oxp/tools").json()["items"]
+    tool_id = next(t["id"] for t in items if t["name"].endswith("_add"))
+    r = requests.post(f"{base}/oxp/tools/call", json={"request": {"tool_id": tool_id, "input": {"a": 1, "b": 1}}})
+    assert r.json()["result"]["value"] == 2.0
+    # tdp
+    assert requests.get(f"{base}/api/v1/tools").json()["protocol_version"] == "1.0"
+    r = requests.post(f"{base}/api/v1/tools/execute", json={"tool_name": "get_weather", "arguments": {"city": "Paris"}})
+    assert r.json()["result"]["city"] == "Paris"
+    # explorer (the example allows execution) and its page with static files
+    assert requests.get(f"{base}/explorer/tools").json()[0]["name"] == "add"
+    called = requests.post(f"{base}/explorer/tools/add/call", json={"a": 2, "b": 2}).json()
+    assert called["content"] == [{"type": "text", "text": "4.0"}] and called["isError"] is False
+    assert "explorer.js" in requests.get(f"{base}/explorer/").text
+    assert requests.get(f"{base}/explorer/static/tooldiscovery/explorer.js").status_code == 200
+    # mcp, raw
+    r = requests.post(f"{base}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                           "params": {"name": "add", "arguments": {"a": 1, "b": 4}}},
+                      headers={"Accept": "application/json, text/event-stream"})
+    assert r.json()["result"]["structuredContent"] == {"result": 5.0}
+
+
+def test_official_mcp_client_against_two_workers(gunicorn_server) -> None:
+    from mcp import Client
+
+    async def run(mode: str):
+        async with Client(f"{gunicorn_server}/mcp", mode=mode) as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            results = [await client.call_tool("add", {"a": i, "b": 1}) for i in range(6)]
+            weather = await client.call_tool("get_weather", {"city": "Lisbon"})
+            return names, results, weather
+
+    for mode in ("legacy", "auto"):
+        names, results, weather = asyncio.run(run(mode))
+        assert "get_weather" in names
+        assert [r.structured_content["result"] for r in results] == [float(i + 1) for i in range(6)]
+        assert weather.structured_content["city"] == "Lisbon"
+
+
+def test_wheel_and_sdist_install_and_serve(tmp_path) -> None:
+    dist = tmp_path / "dist"
+    subprocess.run([sys.executable, "-m", "build", "--wheel", "--sdist", "--outdir", str(dist), str(ROOT)],
+                   check=True, capture_output=True, text=True)
+    wheel = next(dist.glob("*.whl"))
+    sdist = next(dist.glob("*.tar.gz"))
+    names = zipfile.ZipFile(wheel).namelist()
+    for needed in ("flask_tooldiscovery/templates/tooldiscovery/explorer.html",
+                   "flask_tooldiscovery/static/tooldiscovery/explorer.js",
+                   "flask_tooldiscovery/static/tooldiscovery/explorer.css",
+                   "flask_tooldiscovery/py.typed"):
+        assert needed in names, needed
+    assert not any(n.startswith(("tests/", "example_app/")) for n in names)
+    import tarfile
+
+    with tarfile.open(sdist) as tar:
+        members = tar.getnames()
+    assert any(m.endswith("flask_tooldiscovery/static/tooldiscovery/explorer.js") for m in members)
+
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True, system_site_packages=False).create(env_dir)
+    py = env_dir / "bin" / "python"
+    subprocess.run([str(py), "-m", "pip", "install", "--quiet", str(wheel)], check=True,
+                   capture_output=True, text=True)
+    # The example app is run from a copy outside the source tree, against the installed wheel.
+    app_dir = tmp_path / "app"
+    app_dir.mkdir()
+    (app_dir / "example_app").mkdir()
+    for f in (ROOT / "example_app").glob("*.py"):
+        (app_dir / "example_app" / f.name).write_text(f.read_text())
+    port = free_port()
+    proc = subprocess.Popen([str(py), "-m", "flask", "--app", "example_app", "run", "--port", str(port)],
+                            cwd=app_dir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)})
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_up(base + "/", proc)
+        located = subprocess.run([str(py), "-c", "import flask_tooldiscovery; print(flask_tooldiscovery.__file__)"],
+                                 cwd=app_dir, capture_output=True, text=True, check=True).stdout
+        assert str(env_dir) in located
+        page = requests.get(f"{base}/explorer/")
+        assert page.status_code == 200 and "Example tools" in page.text
+        for asset in ("explorer.js", "explorer.css"):
+            assert requests.get(f"{base}/explorer/static/tooldiscovery/{asset}").status_code == 200
+        assert requests.get(f"{base}/opal/discovery").status_code == 200
+    finally:
+        stop(proc)
