@@ -131,6 +131,16 @@ class Tool:
     load_arguments: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
     #: "decorator" or "provider".
     source: str = "decorator"
+    _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
+
+    def memo(self, key: Any, build: Callable[[], Any]) -> Any:
+        """``build()``'s result, computed once per ``key`` for this tool (wire translations of a
+        tool that does not change). The result is shared: callers must not mutate it."""
+        try:
+            return self._memo[key]
+        except KeyError:
+            value = self._memo[key] = build()
+            return value
 
     @property
     def version_tuple(self) -> tuple[int, int, int]:

@@ -7,7 +7,7 @@ import json
 from typing import Any, Callable, Iterable, Mapping
 
 from flask import Blueprint, Response, current_app, request
-from marshmallow import Schema, post_dump
+from marshmallow import Schema, fields, post_dump
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 JSON_MIMETYPE = "application/json"
@@ -25,6 +25,28 @@ class WireSchema(Schema):
     @post_dump
     def _drop_none(self, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         return {k: v for k, v in data.items() if v is not None or k in self.keep_none}
+
+
+class ToolList(fields.Field):
+    """A list of :class:`~flask_tooldiscovery.tool.Tool` dumped with ``schema``; each tool's dump
+    is computed once per ``key`` (a value, or a callable read at dump time when the dump depends
+    on config) and reused on later requests."""
+
+    def __init__(self, schema: Schema, key: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.tool_schema = schema
+        self.memo_key = key
+
+    def _serialize(self, value: Any, attr: Any, obj: Any, **kwargs: Any) -> Any:
+        if value is None:
+            return None
+        key = self.memo_key() if callable(self.memo_key) else self.memo_key
+        return [dump_tool(self.tool_schema, tool, key) for tool in value]
+
+
+def dump_tool(schema: Schema, tool: Any, key: Any) -> Any:
+    """``schema.dump(tool)``, memoized on the tool under ``key``."""
+    return tool.memo(key, lambda: schema.dump(tool))
 
 
 def json_response(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:

@@ -17,7 +17,7 @@ from ..auth import AuthError, HookCall
 from ..invoke import check_arguments
 from ..registry import ProviderError
 from ..tool import Tool
-from ..wire import WireError, WireSchema, json_response, limit_body_size, register_json_errors
+from ..wire import WireError, WireSchema, dump_tool, json_response, limit_body_size, register_json_errors
 
 DIALECT = "explorer"
 ANNOTATION_KEYS = ("title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
@@ -48,9 +48,14 @@ class CallResultSchema(WireSchema):
     _meta = fields.Dict(data_key="_meta")
 
 
+_SUMMARY = ToolSummarySchema()
+_DETAIL = ToolDetailSchema()
+_RESULT = CallResultSchema()
+
+
 def export_document(ext: Any) -> list[dict[str, Any]]:
     """Every tool in F2's detail form."""
-    return ToolDetailSchema(many=True).dump(ext.tools().latest())
+    return [dump_tool(_DETAIL, t, "explorer-detail") for t in ext.tools().latest()]
 
 
 def security_warning(config: Any, ext: Any) -> str | None:
@@ -114,11 +119,11 @@ def make_blueprint(ext: Any) -> Blueprint:
 
     @bp.get("/tools")
     def list_tools() -> Response:
-        return json_response(ToolSummarySchema(many=True).dump(tools().latest()))
+        return json_response([dump_tool(_SUMMARY, t, "explorer-summary") for t in tools().latest()])
 
     @bp.get("/tools/<path:name>")
     def tool_detail(name: str) -> Response:
-        return json_response(ToolDetailSchema().dump(find(name)))
+        return json_response(dump_tool(_DETAIL, find(name), "explorer-detail"))
 
     def read_arguments(malformed: Any) -> Any:
         raw = request.get_data(cache=True)
@@ -168,11 +173,11 @@ def make_blueprint(ext: Any) -> Blueprint:
             text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
             body = {"content": [{"type": "text", "text": text}], "isError": False, "_meta": meta,
                     "structuredContent": value if isinstance(value, (dict, list)) else None}
-            return json_response(CallResultSchema().dump(body))
+            return json_response(_RESULT.dump(body))
         body = {"content": [{"type": "text", "text": outcome.error_message}], "isError": True,
                 "_meta": meta,
                 "errors": [e.as_dict() for e in outcome.errors] if outcome.status == "invalid" else None}
         status = 400 if outcome.status == "invalid" else 500
-        return json_response(CallResultSchema().dump(body), status)
+        return json_response(_RESULT.dump(body), status)
 
     return bp

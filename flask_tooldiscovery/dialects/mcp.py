@@ -23,7 +23,7 @@ from ..auth import AuthError, require_bearer
 from ..invoke import Outcome
 from ..registry import ProviderError
 from ..tool import Tool
-from ..wire import WireSchema, json_response, limit_body_size
+from ..wire import WireSchema, dump_tool, json_response, limit_body_size
 
 DIALECT = "mcp"
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
@@ -82,6 +82,9 @@ class McpToolSchema(WireSchema):
 
     def get_annotations(self, tool: Tool) -> dict[str, Any] | None:
         return dict(tool.annotations) if tool.annotations else None
+
+
+_TOOL = McpToolSchema()
 
 
 def _encode_cursor(offset: int) -> str:
@@ -146,7 +149,7 @@ def _rpc_error_body(id_: Any, code: int, message: str, data: Any = None) -> dict
 
 def export_document(ext: Any) -> dict[str, Any]:
     """What ``tools/list`` answers, unpaginated."""
-    return {"tools": McpToolSchema(many=True).dump(ext.tools().latest())}
+    return {"tools": [dump_tool(_TOOL, t, "mcp") for t in ext.tools().latest()]}
 
 
 def security_warning(config: Any, ext: Any) -> str | None:
@@ -226,7 +229,7 @@ def make_blueprint(ext: Any) -> Blueprint:
         if start > len(tools):
             raise RpcError(INVALID_PARAMS, "Invalid cursor.")
         page = tools[start:start + size]
-        result: dict[str, Any] = {"tools": McpToolSchema(many=True).dump(page)}
+        result: dict[str, Any] = {"tools": [dump_tool(_TOOL, t, "mcp") for t in page]}
         if start + size < len(tools):
             result["nextCursor"] = _encode_cursor(start + size)
         return result

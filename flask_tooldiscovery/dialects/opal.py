@@ -18,7 +18,7 @@ from ..registry import ProviderError
 from ..tool import Tool
 from ..wire import (
     WireError, WireSchema, json_response, limit_body_size, method_guard, read_json_body,
-    register_json_errors,
+    ToolList, register_json_errors,
 )
 
 DIALECT = "opal"
@@ -74,7 +74,7 @@ class OpalFunctionSchema(WireSchema):
         return f"/tools/{tool.name}"
 
     def get_parameters(self, tool: Tool) -> list[dict[str, Any]]:
-        schema = inline_refs(tool.input_schema or {})
+        schema = tool.resolved_input_schema
         required = set(schema.get("required") or ())
         params = []
         for name, prop in (schema.get("properties") or {}).items():
@@ -91,11 +91,11 @@ class OpalFunctionSchema(WireSchema):
             if ptype in ("array", "object"):
                 param["schema"] = split_nullable(prop)[0]
             params.append(param)
-        return OpalParameterSchema(many=True).dump(params)
+        return _PARAMETERS.dump(params)
 
     def get_auth_requirements(self, tool: Tool) -> list[dict[str, Any]] | None:
         reqs = tool.metadata.get("auth_requirements")
-        return OpalAuthRequirementSchema(many=True).dump(reqs) if reqs else None
+        return _AUTH_REQUIREMENTS.dump(reqs) if reqs else None
 
     def get_hints(self, tool: Tool) -> list[str] | None:
         if not tool.annotations:
@@ -110,8 +110,12 @@ class OpalFunctionSchema(WireSchema):
         return sorted(hints)
 
 
+_PARAMETERS = OpalParameterSchema(many=True)
+_AUTH_REQUIREMENTS = OpalAuthRequirementSchema(many=True)
+
+
 class OpalDiscoverySchema(WireSchema):
-    functions = fields.List(fields.Nested(OpalFunctionSchema), required=True)
+    functions = ToolList(OpalFunctionSchema(), key="opal", required=True)
     name = fields.String()
     description = fields.String()
     version = fields.String()
@@ -124,9 +128,12 @@ def _error(status: int, message: str, **extra: Any) -> WireError:
     return WireError(status, body, headers)
 
 
+_DISCOVERY = OpalDiscoverySchema()
+
+
 def discovery_document(ext: Any, tools: list[Tool] | None = None) -> dict[str, Any]:
     """The discovery document for the current app (``tools``: already resolved tools)."""
-    return OpalDiscoverySchema().dump({
+    return _DISCOVERY.dump({
         "functions": ext.tools().latest() if tools is None else tools,
         "name": ext.setting("SERVER_NAME"),
         "description": ext.setting("SERVER_DESCRIPTION") or None,
@@ -152,7 +159,7 @@ def lint_tool(tool: Tool) -> list[str]:
     problems = []
     if not _OPAL_NAME.match(tool.name):
         problems.append(f"name {tool.name!r} is not letters, digits and underscores")
-    schema = inline_refs(tool.input_schema or {})
+    schema = tool.resolved_input_schema
     for name, prop in (schema.get("properties") or {}).items():
         inner, _ = split_nullable(prop if isinstance(prop, dict) else {})
         if isinstance(inner.get("anyOf") or inner.get("oneOf"), list):
@@ -167,7 +174,7 @@ def openapi_paths(ext: Any, prefix: str) -> dict[str, Any]:
             "operationId": f"opal_{tool.name}", "summary": tool.description.split("\n")[0],
             "tags": ["opal"],
             "requestBody": {"required": True, "content": {"application/json": {"schema": {
-                "type": "object", "properties": {"parameters": inline_refs(tool.input_schema),
+                "type": "object", "properties": {"parameters": tool.resolved_input_schema,
                                                  "auth": {"type": "object"},
                                                  "environment": {"type": "object"}},
                 "required": ["parameters"]}}}},

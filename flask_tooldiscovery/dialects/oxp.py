@@ -20,7 +20,7 @@ from ..registry import ProviderError
 from ..tool import Tool, parse_version
 from ..wire import (
     WireError, WireSchema, json_response, limit_body_size, method_guard, read_json_body,
-    register_json_errors,
+    ToolList, register_json_errors,
 )
 
 DIALECT = "oxp"
@@ -85,7 +85,7 @@ class ToolDefinitionSchema(WireSchema):
         return (tool.description or "").strip() or tool.title or f"The {tool.name} tool."
 
     def get_input_schema(self, tool: Tool) -> dict[str, Any]:
-        return inline_refs(tool.input_schema or {"type": "object"})
+        return tool.resolved_input_schema or {"type": "object"}
 
     def get_output_schema(self, tool: Tool) -> dict[str, Any] | None:
         return inline_refs(tool.output_schema) if tool.output_schema else None
@@ -93,7 +93,10 @@ class ToolDefinitionSchema(WireSchema):
 
 class ListToolsResponseSchema(WireSchema):
     schema = fields.String(data_key="$schema", dump_default=SCHEMA_URN)
-    items = fields.List(fields.Nested(ToolDefinitionSchema))
+    # A definition depends on the toolkit settings, so they are part of the memo key.
+    items = ToolList(ToolDefinitionSchema(), key=lambda: (
+        "oxp", current_app.config.get("TOOLDISCOVERY_OXP_TOOLKIT"),
+        current_app.config.get("TOOLDISCOVERY_SERVER_NAME")))
 
 
 class ToolErrorSchema(WireSchema):
@@ -163,6 +166,10 @@ class CallToolRequestSchema(Schema):
     context = fields.Nested(CallContextSchema)
 
 
+_CALL_REQUEST = CallToolRequestSchema()
+_CALL_RESPONSE = CallToolResponseSchema()
+
+
 # -- errors ---------------------------------------------------------------------------------
 
 
@@ -227,7 +234,10 @@ def resolve(tools: list[Tool], ident: str) -> Tool | None:
     if not match:
         return None
     toolkit, name, version = match.groups()
-    candidates = [t for t in tools if toolkit_of(t) == toolkit and sanitize(t.name) == name]
+    cfg = current_app.config
+    key = ("oxp-id", cfg.get("TOOLDISCOVERY_OXP_TOOLKIT"), cfg.get("TOOLDISCOVERY_SERVER_NAME"))
+    candidates = [t for t in tools
+                  if t.memo(key, lambda t=t: (toolkit_of(t), sanitize(t.name))) == (toolkit, name)]
     if not candidates:
         return None
     if version is None:
@@ -252,9 +262,12 @@ def missing_requirements(tool: Tool, context: dict[str, Any]) -> dict[str, Any]:
     return missing
 
 
+_LIST = ListToolsResponseSchema()
+
+
 def list_document(tools: list[Tool]) -> dict[str, Any]:
     """``GET /tools``'s body for ``tools`` (every version)."""
-    doc = ListToolsResponseSchema().dump({"items": tools})
+    doc = _LIST.dump({"items": tools})
     if current_app.config.get("TOOLDISCOVERY_OXP_LEGACY_TOOLS_KEY"):
         doc["tools"] = doc["items"]
     return doc
@@ -355,7 +368,7 @@ def make_blueprint(ext: Any) -> Blueprint:
         if not isinstance(raw, dict):
             raise server_error("'request' must be a JSON object.")
         try:
-            call = CallToolRequestSchema().load(raw)
+            call = _CALL_REQUEST.load(raw)
         except ValidationError as exc:
             raise server_error("Malformed call request: " + "; ".join(_flatten(exc.messages))) from None
         tool = resolve(all_tools(), call["tool_id"])
@@ -394,7 +407,7 @@ def make_blueprint(ext: Any) -> Blueprint:
                 "retry_after_ms": failure.retry_after_ms,
             },
         }
-        return json_response(CallToolResponseSchema().dump({"result": result}))
+        return json_response(_CALL_RESPONSE.dump({"result": result}))
 
     method_guard(bp, "/tools/call", ["POST"], endpoint="call_guard")
     return bp

@@ -17,12 +17,12 @@ from typing import Any
 from flask import Blueprint, Response, current_app, request
 from marshmallow import fields
 
-from ..json_schema import inline_refs, primary_type, split_nullable
+from ..json_schema import primary_type, split_nullable
 from ..registry import ProviderError
 from ..tool import Tool
 from ..wire import (
     WireError, WireSchema, json_response, limit_body_size, method_guard, read_json_body,
-    register_json_errors,
+    ToolList, dump_tool, register_json_errors,
 )
 
 DIALECT = "tdp"
@@ -147,7 +147,11 @@ class ToolMetadataSchema(WireSchema):
         return list(tool.tags) or None
 
     def get_examples(self, tool: Tool) -> list[dict[str, Any]] | None:
-        return ToolExampleSchema(many=True).dump(tool.examples) if tool.examples else None
+        return _EXAMPLES.dump(tool.examples) if tool.examples else None
+
+
+_EXAMPLES = ToolExampleSchema(many=True)
+_METADATA = ToolMetadataSchema()
 
 
 class TdpToolSchema(WireSchema):
@@ -155,13 +159,13 @@ class TdpToolSchema(WireSchema):
     description = fields.Method("get_description")
     category = fields.String()
     parameters = fields.Method("get_parameters")
-    metadata = fields.Function(lambda tool: ToolMetadataSchema().dump(tool))
+    metadata = fields.Function(lambda tool: _METADATA.dump(tool))
 
     def get_description(self, tool: Tool) -> str:
         return (tool.description or "").strip() or tool.title or f"The {tool.name} tool."
 
     def get_parameters(self, tool: Tool) -> dict[str, Any]:
-        schema = inline_refs(tool.input_schema or {})
+        schema = tool.resolved_input_schema
         props = {k: property_schema(v) for k, v in (schema.get("properties") or {}).items()}
         out: dict[str, Any] = {"type": "object", "properties": props}
         required = [r for r in schema.get("required") or () if r in props]
@@ -175,7 +179,7 @@ class TdpToolSchema(WireSchema):
 class ManifestSchema(WireSchema):
     protocol_version = fields.Constant(PROTOCOL_VERSION)
     scenario = fields.Nested(ScenarioSchema)
-    tools = fields.List(fields.Nested(TdpToolSchema))
+    tools = ToolList(TdpToolSchema(), key="tdp")
     categories = fields.List(fields.Nested(CategorySchema(exclude=("display_order",))))
     generated_at = fields.String()
 
@@ -278,11 +282,15 @@ def _wire() -> str:
     return wire
 
 
+_MANIFEST = ManifestSchema()
+_TOOL = TdpToolSchema()
+
+
 def manifest_document(ext: Any, toolset: Any = None) -> dict[str, Any]:
     """The manifest for the current app, in the configured wire form."""
     cfg = current_app.config
     toolset = ext.tools() if toolset is None else toolset
-    doc = ManifestSchema().dump({
+    doc = _MANIFEST.dump({
         "scenario": {
             "name": cfg["TOOLDISCOVERY_SERVER_NAME"],
             "version": cfg["TOOLDISCOVERY_SERVER_VERSION"],
@@ -335,7 +343,7 @@ def lint_tool(tool: Tool) -> list[str]:
     problems = []
     if not _TDP_NAME.match(tool.name):
         problems.append(f"name {tool.name!r} is not letters, digits and underscores")
-    schema = inline_refs(tool.input_schema or {})
+    schema = tool.resolved_input_schema
     for name, prop in (schema.get("properties") or {}).items():
         _lossy(prop, f"parameter {name!r}", problems)
     return problems
@@ -398,7 +406,7 @@ def make_blueprint(ext: Any) -> Blueprint:
         tool = tools().get(name)
         if tool is None:
             raise _error(404, f"tool not found: {name}")
-        doc = TdpToolSchema().dump(tool)
+        doc = dump_tool(_TOOL, tool, "tdp")
         if _wire() == "protojson":
             doc = _proto_tool(doc)
         return json_response(doc, 200, CACHE)
