@@ -13,14 +13,15 @@ import statistics
 import sys
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Callable, Literal
+from typing import Annotated, Literal
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from flask import Flask, jsonify, request  # noqa: E402
+from flask import Flask, jsonify, request
 
-from flask_tooldiscovery import ToolDiscovery  # noqa: E402
+from flask_tooldiscovery import ToolDiscovery
 
 N_TOOLS = 50
 ROUNDS = 5
@@ -82,6 +83,8 @@ def main() -> None:
     mcp_list = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
     mcp_call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                 "params": {"name": "forecast_7", "arguments": call_body}}
+    oxp_call = {"request": {"tool_id": "Bench.forecast_7", "input": call_body}}
+    tdp_call = {"tool_name": "forecast_7", "arguments": call_body}
     cases = [
         ("bare Flask: GET list (prebuilt JSON)", lambda: bare.get("/tools"), 500),
         ("explorer GET /tools", lambda: full.get("/explorer/tools"), 500),
@@ -92,8 +95,8 @@ def main() -> None:
         ("bare Flask: POST call", lambda: bare.post("/call", json=call_body), 1000),
         ("explorer POST call", lambda: full.post("/explorer/tools/forecast_7/call", json=call_body), 1000),
         ("opal POST call", lambda: full.post("/opal/tools/forecast_7", json={"parameters": call_body}), 1000),
-        ("oxp POST /tools/call", lambda: full.post("/oxp/tools/call", json={"request": {"tool_id": "Bench.forecast_7", "input": call_body}}), 1000),
-        ("tdp POST execute", lambda: full.post("/api/v1/tools/execute", json={"tool_name": "forecast_7", "arguments": call_body}), 1000),
+        ("oxp POST /tools/call", lambda: full.post("/oxp/tools/call", json=oxp_call), 1000),
+        ("tdp POST execute", lambda: full.post("/api/v1/tools/execute", json=tdp_call), 1000),
         ("mcp tools/call", lambda: full.post("/mcp", json=mcp_call), 1000),
     ]
     print(f"{N_TOOLS} tools, Python {sys.version.split()[0]}, median of {ROUNDS} rounds")

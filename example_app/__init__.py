@@ -9,7 +9,7 @@ import asyncio
 import enum
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated, Literal, TypedDict
 
 from flask import Flask

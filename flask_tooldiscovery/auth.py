@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import hmac
 import inspect
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from asgiref.sync import sync_to_async
+from flask import Request
 
 from .async_bridge import await_sync, run_sync
-from flask import Request
 
 
 class AuthError(Exception):
@@ -108,7 +109,7 @@ class HookCall:
             manager = self.hook(self.request)
             if inspect.isawaitable(manager):
                 manager = await_sync(manager)
-        except Exception as exc:  # noqa: BLE001 - the hook said no
+        except Exception as exc:
             raise AuthError(f"auth hook rejected the request: {exc}") from exc
         if isinstance(manager, AbstractAsyncContextManager) or hasattr(manager, "__aenter__"):
             # One event loop for enter, call and exit; the call itself runs back in this thread
@@ -130,7 +131,7 @@ class HookCall:
         if isinstance(manager, AbstractContextManager) or hasattr(manager, "__enter__"):
             try:
                 manager.__enter__()
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 raise AuthError(f"auth hook rejected the request: {exc}") from exc
             try:
                 result = call()

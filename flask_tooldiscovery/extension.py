@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any, Callable, Mapping, TypeVar, overload
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar, overload
 
-from flask import Flask, current_app, g, has_app_context, request
+from flask import Flask, current_app, g, has_app_context, has_request_context, request
 
 from . import config as cfg
 from .auth import AuthHook
@@ -79,7 +80,7 @@ class ToolDiscovery:
                 message = warn(app.config, self) if warn else None
                 if message:
                     app.logger.warning("flask-tooldiscovery: %s", message)
-        from .cli import tools_cli  # noqa: PLC0415 - keeps click out of import-time cost
+        from .cli import tools_cli
 
         if "tools" not in app.cli.commands:
             app.cli.add_command(tools_cli)
@@ -181,9 +182,8 @@ class ToolDiscovery:
         fields.setdefault("call_id", None)
         if not fields["call_id"]:
             fields["call_id"] = str(uuid.uuid4())
-        from flask import has_request_context  # noqa: PLC0415
-
-        return ToolContext(dialect=dialect, request=request._get_current_object() if has_request_context() else None, **fields)  # type: ignore[attr-defined]
+        current = request._get_current_object() if has_request_context() else None  # type: ignore[attr-defined]
+        return ToolContext(dialect=dialect, request=current, **fields)
 
     def call(self, tool: Tool, arguments: Any, context: ToolContext, *, coerce: bool | None = None) -> Outcome:
         """Run ``tool`` through the one invocation path (validation, coercion, timing, logging)."""
@@ -205,4 +205,4 @@ def page_settings(app_config: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-__all__ = ["ToolDiscovery", "ProviderError", "page_settings"]
+__all__ = ["ProviderError", "ToolDiscovery", "page_settings"]

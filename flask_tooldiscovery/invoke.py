@@ -19,14 +19,15 @@ import math
 import re
 import time
 import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Mapping
+from typing import Any, Literal
 
 from jsonschema.exceptions import SchemaError
 from marshmallow import ValidationError as MarshmallowValidationError
 
 from .async_bridge import run_sync
-from .json_schema import ArgumentError, parameter_errors, split_nullable, primary_type, validate_arguments
+from .json_schema import ArgumentError, parameter_errors, primary_type, split_nullable, validate_arguments
 from .tool import Tool, ToolContext, ToolError
 
 log = logging.getLogger("flask_tooldiscovery")
@@ -48,7 +49,7 @@ class Failure:
     expected: bool = True
 
     @classmethod
-    def from_tool_error(cls, exc: ToolError) -> "Failure":
+    def from_tool_error(cls, exc: ToolError) -> Failure:
         return cls(
             message=exc.message,
             developer_message=exc.developer_message,
@@ -295,7 +296,7 @@ def invoke(
     if tool.func is not None and tool.load_arguments is not None:
         try:  # into the Python values the function declared (enum members, dataclasses...)
             arguments = tool.load_arguments(arguments)
-        except Exception as exc:  # noqa: BLE001 - a value the schema let through but Python refuses
+        except Exception as exc:
             return done("invalid", errors=_loader_errors(exc))
     try:
         value = _call(tool, arguments, context, call_handler)
@@ -303,14 +304,14 @@ def invoke(
         if exc.developer_message:
             logger.info("tool %s raised ToolError: %s", tool.name, exc.developer_message)
         return done("failure", failure=Failure.from_tool_error(exc))
-    except (asyncio.TimeoutError, TimeoutError) as exc:
+    except TimeoutError as exc:
         if tool.timeout is None:
             return _unexpected(exc, tool, logger, done)
         return done("failure", failure=Failure(
             message=f"The tool did not finish within {tool.timeout:g} seconds.",
             can_retry=True, expected=False,
         ))
-    except Exception as exc:  # noqa: BLE001 - a tool's bug is reported, never raised
+    except Exception as exc:
         return _unexpected(exc, tool, logger, done)
     try:
         value = to_jsonable(value)

@@ -4,9 +4,10 @@ validation errors with JSON pointers, and helpers dialects use to read a propert
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Iterable
+from typing import Any
 
 import jsonschema
 from jsonschema.exceptions import SchemaError
@@ -80,7 +81,7 @@ def _errors_of(error: jsonschema.ValidationError) -> list[ArgumentError]:
         missing = [n for n in error.validator_value if n not in error.instance]
         return [
             ArgumentError(
-                _pointer(path + [n]),
+                _pointer([*path, n]),
                 str(path[0]) if path else n,
                 "Missing required parameter." if not path else f"Missing required property {n!r}.",
                 "required",
@@ -93,7 +94,7 @@ def _errors_of(error: jsonschema.ValidationError) -> list[ArgumentError]:
         if extras and not error.schema.get("patternProperties"):
             return [
                 ArgumentError(
-                    _pointer(path + [k]),
+                    _pointer([*path, k]),
                     str(path[0]) if path else k,
                     "Unexpected parameter." if not path else f"Unexpected property {k!r}.",
                     "additionalProperties",
@@ -174,7 +175,7 @@ def primary_type(schema: dict[str, Any], default: str = "string") -> str:
         stype = next((t for t in stype if t != "null"), None)
     if isinstance(stype, str) and stype in JSON_TYPES:
         return stype
-    if "enum" in inner and inner["enum"]:
+    if inner.get("enum"):
         first = inner["enum"][0]
         return {bool: "boolean", int: "integer", float: "number", str: "string"}.get(type(first), default)
     if "properties" in inner:

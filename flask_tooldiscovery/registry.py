@@ -10,9 +10,9 @@ from __future__ import annotations
 import inspect
 import logging
 import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Mapping
-
+from typing import Any
 
 from .async_bridge import await_sync, run_sync
 from .json_schema import InvalidSchemaError, check_schema
@@ -53,12 +53,10 @@ def _check_options(label: str, options: Mapping[str, Any]) -> None:
         except ValueError as exc:
             raise RegistrationError(f"{label}: {exc}") from None
     req = options.get("requirements")
-    if req is not None:
-        if not isinstance(req, Mapping) or set(req) - _REQUIREMENT_KEYS:
-            raise RegistrationError(
-                f"{label}: requirements must be a dict with keys among "
-                f"{sorted(_REQUIREMENT_KEYS)}"
-            )
+    if req is not None and (not isinstance(req, Mapping) or set(req) - _REQUIREMENT_KEYS):
+        raise RegistrationError(
+            f"{label}: requirements must be a dict with keys among {sorted(_REQUIREMENT_KEYS)}"
+        )
     timeout = options.get("timeout")
     if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
         raise RegistrationError(f"{label}: timeout must be a positive number of seconds")

@@ -4,7 +4,8 @@ pydantic happens to be installed) a pydantic model class, each turned into JSON 
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from marshmallow import Schema, fields, validate
 
@@ -99,9 +100,8 @@ def _field_schema(field: fields.Field) -> dict[str, Any]:
     if "title" in meta:
         schema["title"] = str(meta.pop("title"))
     default = field.load_default
-    if default is not None and not callable(default) and default.__class__.__name__ != "_Missing":
-        if isinstance(default, (str, int, float, bool, list, dict)):
-            schema["default"] = default
+    if default is not None and not callable(default) and isinstance(default, (str, int, float, bool, list, dict)):
+        schema["default"] = default
     return schema
 
 

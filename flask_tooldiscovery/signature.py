@@ -17,8 +17,9 @@ import types
 import typing
 import uuid
 from collections import abc
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Mapping, Union
+from typing import Any, Literal, Union
 
 import docstring_parser
 
@@ -63,8 +64,8 @@ def is_async_callable(func: Callable[..., Any]) -> bool:
     """True for ``async def`` functions, also behind ``functools.partial`` or ``__call__``."""
     while isinstance(func, functools.partial):
         func = func.func
-    return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
-        getattr(func, "__call__", None)
+    return inspect.iscoroutinefunction(func) or (
+        callable(func) and inspect.iscoroutinefunction(type(func).__call__)
     )
 
 
@@ -221,7 +222,7 @@ class _SchemaBuilder:
                     minItems=len(parts), maxItems=len(parts),
                 )
                 convs = [c for _, c in parts]
-                return schema, lambda v: tuple(c(x) if c else x for c, x in zip(convs, v))
+                return schema, lambda v: tuple(c(x) if c else x for c, x in zip(convs, v, strict=False))
             item_conv: Converter = None
             if args:
                 schema["items"], item_conv = self.build(args[0])
@@ -295,7 +296,8 @@ class _SchemaBuilder:
             if f.default_factory is not dataclasses.MISSING:
                 default = f.default_factory()
             desc = f.metadata.get("description") or docs.get(f.name)
-            fields.append((f.name, hints[f.name], not has_default, default if has_default else dataclasses.MISSING, desc))
+            fields.append((f.name, hints[f.name], not has_default,
+                           default if has_default else dataclasses.MISSING, desc))
         schema, convs = self._object(fields)
         schema = {"title": tp.__name__, **schema}
 

@@ -6,9 +6,10 @@ Every dialect translates from these; none of them knows a wire format.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from flask import Request
@@ -82,7 +83,7 @@ class ToolContext:
     #: Dialect-specific data: Opal's ``auth``, ``environment`` and ``x-opal-*`` headers, MCP ``_meta``...
     extra: dict[str, Any] = field(default_factory=dict)
     #: The Flask request the call arrived on, or ``None`` (CLI calls).
-    request: "Request | None" = None
+    request: Request | None = None
 
     def secret(self, secret_id: str, default: str | None = None) -> str | None:
         """The value of the secret ``secret_id``, or ``default``."""

@@ -4,7 +4,8 @@ and errors, and reading a JSON request body without ever answering 500 for a cli
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from flask import Blueprint, Response, current_app, request
 from marshmallow import Schema, fields, post_dump

@@ -13,7 +13,7 @@ from flask_tooldiscovery.dialects import DIALECTS
 def test_config_defaults_are_set_without_overriding(make_app) -> None:
     d = ToolDiscovery()
     app = make_app(d, TOOLDISCOVERY_TITLE="Mine", TOOLDISCOVERY_DIALECTS=[])
-    for key, value in DEFAULTS.items():
+    for key in DEFAULTS:
         assert key in app.config
     assert app.config["TOOLDISCOVERY_TITLE"] == "Mine"
     assert app.config["TOOLDISCOVERY_ALLOW_EXECUTE"] is False

@@ -96,7 +96,6 @@ def test_official_client_with_bearer(discovery, make_app) -> None:
 
     async def run(headers):
         import httpx2 as httpx  # the SDK's own HTTP client
-
         from mcp.client.streamable_http import streamable_http_client
 
         async with httpx.AsyncClient(headers=headers) as http:

@@ -179,13 +179,13 @@ def test_unknown_tool_or_version_is_400(client, tool_id) -> None:
 
 
 def test_success_shape_and_call_id(client) -> None:
-    r, doc = call(client, {"request": {"call_id": "abc", "tool_id": "DoorBells.ring@0.1.0",
+    _, doc = call(client, {"request": {"call_id": "abc", "tool_id": "DoorBells.ring@0.1.0",
                                        "input": {"doorbell_id": "d1"}}})
     check(doc, CALL_200)
     res = doc["result"]
     assert res["call_id"] == "abc" and res["success"] is True and "error" not in res
     assert res["value"] is None and isinstance(res["duration"], float)
-    r, doc = call(client, {"request": {"tool_id": "DoorBells.ring", "input": {"doorbell_id": "d"}}})
+    _, doc = call(client, {"request": {"tool_id": "DoorBells.ring", "input": {"doorbell_id": "d"}}})
     import uuid
     uuid.UUID(doc["result"]["call_id"])  # generated uuid4
 
@@ -308,7 +308,8 @@ def test_jwt_matrix(jwt_client, name, token, status) -> None:
     if status == 401:
         assert r.headers["WWW-Authenticate"].startswith("Bearer")
         assert r.get_json() == {"$schema": "urn:oxp:1.0", "message": "Unauthorized"}
-    r2 = jwt_client.post("/oxp/tools/call", json={"request": {"tool_id": "Calculator.Add@1", "input": {"a": 1, "b": 2}}}, headers=headers)
+    body = {"request": {"tool_id": "Calculator.Add@1", "input": {"a": 1, "b": 2}}}
+    r2 = jwt_client.post("/oxp/tools/call", json=body, headers=headers)
     assert r2.status_code == status, name
 
 

@@ -42,7 +42,7 @@ def test_duplicate_name_rejected_but_versions_kept(make_app) -> None:
     def search(q: str) -> str:
         return "v1"
 
-    with pytest.raises(RegistrationError, match="'search' version 1.0.0 is already registered"):
+    with pytest.raises(RegistrationError, match=r"'search' version 1\.0\.0 is already registered"):
         d.add_tool(search)
 
     @d.tool(name="search", version="2.0.0")

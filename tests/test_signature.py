@@ -6,7 +6,7 @@ import datetime as dt
 import enum
 import uuid
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, Optional, TypedDict
+from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
 
@@ -69,7 +69,7 @@ def test_scalars_and_required() -> None:
 
 
 def test_optional_and_union_defaults() -> None:
-    def f(a: Optional[int] = None, b: str | None = "x", c: int | str = 3) -> None: ...
+    def f(a: int | None = None, b: str | None = "x", c: int | str = 3) -> None: ...
 
     p = props(f)["properties"]
     assert p["a"] == {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": None}
@@ -156,7 +156,7 @@ def test_loader_builds_python_values() -> None:
 
 
 def test_context_parameter_is_hidden() -> None:
-    def f(city: str, ctx: ToolContext, other: Optional[ToolContext] = None) -> None: ...
+    def f(city: str, ctx: ToolContext, other: ToolContext | None = None) -> None: ...
 
     desc = describe_function(f)
     assert list(desc.input_schema["properties"]) == ["city"]
@@ -272,7 +272,7 @@ def test_rejected_signatures_name_function_and_parameter(source: str, fragment: 
 def test_recursive_dataclass_is_rejected() -> None:
     @dataclass
     class Node:
-        children: list["Node"]
+        children: list[Node]
 
     def f(node: Node) -> None: ...
 

@@ -221,7 +221,7 @@ VALUE_KINDS = {"boolValue", "intValue", "doubleValue", "stringValue", "objectVal
 
 
 def assert_no_zero(obj, where):
-    assert obj not in (None, False, "", 0, [], {}) or isinstance(obj, bool) and obj, where
+    assert obj not in (None, False, "", 0, [], {}) or (isinstance(obj, bool) and obj), where
 
 
 def check_value(v, where):

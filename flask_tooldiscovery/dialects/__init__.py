@@ -7,8 +7,9 @@ dialect that lives outside this package).
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from flask import Blueprint
 
@@ -34,7 +35,7 @@ class Dialect:
         """The dialect's module (``None`` for a dialect given as a bare factory)."""
         return importlib.import_module(self.factory) if isinstance(self.factory, str) else None
 
-    def make_blueprint(self, ext: "ToolDiscovery") -> Blueprint:
+    def make_blueprint(self, ext: ToolDiscovery) -> Blueprint:
         module = self.module
         factory = module.make_blueprint if module is not None else self.factory
         return factory(ext)  # type: ignore[operator]

@@ -245,8 +245,9 @@ def make_blueprint(ext: Any) -> Blueprint:
         if tool is None:
             raise RpcError(INVALID_PARAMS, f"Unknown tool: {name}")
         meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        traceparent = meta.get("traceparent")
         context = ext.make_context(DIALECT, extra={"meta": meta},
-                                   trace_id=meta.get("traceparent") if isinstance(meta.get("traceparent"), str) else None)
+                                   trace_id=traceparent if isinstance(traceparent, str) else None)
         return call_result(ext.call(tool, arguments or {}, context))
 
     methods = {
@@ -296,7 +297,7 @@ def make_blueprint(ext: Any) -> Blueprint:
             result = handler(params)
         except RpcError as exc:
             return _rpc_error_body(id_, exc.code, exc.message, exc.data)
-        except Exception:  # noqa: BLE001 - never a traceback on the wire
+        except Exception:
             current_app.logger.exception("mcp: %s failed", method)
             return _rpc_error_body(id_, INTERNAL_ERROR, "Internal error.")
         if modern:
@@ -357,7 +358,8 @@ def make_blueprint(ext: Any) -> Blueprint:
         if refused is not None:
             return refused
         # No server-to-client stream and no sessions: nothing to GET or DELETE.
-        response = json_response(_rpc_error_body(None, INVALID_REQUEST, "Method Not Allowed: POST JSON-RPC messages to this endpoint."), 405)
+        response = json_response(_rpc_error_body(
+            None, INVALID_REQUEST, "Method Not Allowed: POST JSON-RPC messages to this endpoint."), 405)
         response.headers["Allow"] = "POST, OPTIONS"
         return response
 

@@ -17,8 +17,14 @@ from ..json_schema import inline_refs, primary_type, split_nullable
 from ..registry import ProviderError
 from ..tool import Tool
 from ..wire import (
-    WireError, WireSchema, json_response, limit_body_size, method_guard, read_json_body,
-    ToolList, register_json_errors,
+    ToolList,
+    WireError,
+    WireSchema,
+    json_response,
+    limit_body_size,
+    method_guard,
+    read_json_body,
+    register_json_errors,
 )
 
 DIALECT = "opal"

@@ -13,14 +13,20 @@ from typing import Any
 from flask import Blueprint, Response, current_app, request
 from marshmallow import RAISE, Schema, ValidationError, fields, post_dump, validate
 
-from ..auth import AuthError, secrets_equal, bearer_token, verify_jwt
+from ..auth import AuthError, bearer_token, secrets_equal, verify_jwt
 from ..invoke import Outcome
 from ..json_schema import inline_refs
 from ..registry import ProviderError
 from ..tool import Tool, parse_version
 from ..wire import (
-    WireError, WireSchema, json_response, limit_body_size, method_guard, read_json_body,
-    ToolList, register_json_errors,
+    ToolList,
+    WireError,
+    WireSchema,
+    json_response,
+    limit_body_size,
+    method_guard,
+    read_json_body,
+    register_json_errors,
 )
 
 DIALECT = "oxp"
@@ -161,7 +167,8 @@ class CallToolRequestSchema(Schema):
 
     call_id = fields.String()
     trace_id = fields.String()
-    tool_id = fields.String(required=True, validate=validate.Regexp(TOOL_ID, error="Not a valid tool id (Toolkit.Tool[@version])."))
+    tool_id = fields.String(required=True, validate=validate.Regexp(
+        TOOL_ID, error="Not a valid tool id (Toolkit.Tool[@version])."))
     input = fields.Dict(keys=fields.String())
     context = fields.Nested(CallContextSchema)
 

@@ -21,8 +21,15 @@ from ..json_schema import primary_type, split_nullable
 from ..registry import ProviderError
 from ..tool import Tool
 from ..wire import (
-    WireError, WireSchema, json_response, limit_body_size, method_guard, read_json_body,
-    ToolList, dump_tool, register_json_errors,
+    ToolList,
+    WireError,
+    WireSchema,
+    dump_tool,
+    json_response,
+    limit_body_size,
+    method_guard,
+    read_json_body,
+    register_json_errors,
 )
 
 DIALECT = "tdp"
@@ -123,7 +130,7 @@ class ToolMetadataSchema(WireSchema):
         return bool(tool.metadata.get("requires_approval", False))
 
     def get_timeout_seconds(self, tool: Tool) -> int | None:
-        return int(math.ceil(tool.timeout)) if tool.timeout else None
+        return math.ceil(tool.timeout) if tool.timeout else None
 
     def get_rate_limit(self, tool: Tool) -> int | None:
         value = tool.metadata.get("rate_limit_per_minute")
@@ -299,7 +306,7 @@ def manifest_document(ext: Any, toolset: Any = None) -> dict[str, Any]:
         },
         "tools": toolset.latest(),
         "categories": ext.categories(),
-        "generated_at": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "generated_at": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     })
     if _wire() == "protojson":
         categories = {c["id"]: c for c in ext.categories()}

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 
-import pytest
 from flask import Flask
 from playwright.sync_api import expect
 
