@@ -173,6 +173,15 @@ class ToolDiscovery:
             return cache[id(self)]
         return self.registry.resolve()
 
+    def tools_or(self, error: Callable[[], Exception]) -> ToolSet:
+        """:meth:`tools`, or, when a provider fails, the failure logged (with its traceback) and
+        ``error()`` raised: what each dialect answers instead (503, a JSON-RPC error...)."""
+        try:
+            return self.tools()
+        except ProviderError:
+            current_app.logger.exception("flask-tooldiscovery: a tools provider failed")
+            raise error() from None
+
     def setting(self, name: str) -> Any:
         """The current app's value of ``TOOLDISCOVERY_<name>``."""
         return current_app.config.get(cfg.key(name))

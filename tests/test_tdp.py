@@ -374,3 +374,22 @@ def test_execute_errors(app, body, status, code) -> None:
 def test_execute_malformed_json(app) -> None:
     r = app.test_client().post("/api/v1/tools/execute", data="{x", content_type="application/json")
     assert r.status_code == 400 and r.get_json()["code"] == "invalid_args"
+
+
+def test_categories_from_the_setting_and_the_api(make_app) -> None:
+    d = ToolDiscovery()
+    d.category("math", "Math", icon="calculator")
+
+    @d.tool(category="text")
+    def upper(s: str) -> str:
+        """Upper-case."""
+        return s.upper()
+
+    app = make_app(d, TOOLDISCOVERY_DIALECTS=["tdp"], TOOLDISCOVERY_CATEGORIES=[
+        {"id": "text", "name": "Text", "description": "String tools"},
+        {"id": "math", "name": "Ignored: declared through the API first"}])
+    doc = app.test_client().get("/api/v1/tools").get_json()
+    assert doc["categories"] == [{"id": "math", "name": "Math", "icon": "calculator"},
+                                 {"id": "text", "name": "Text", "description": "String tools"}]
+    assert doc["tools"][0]["category"] == "text"
+    _validate(MANIFEST, doc)

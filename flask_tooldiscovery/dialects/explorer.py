@@ -15,7 +15,6 @@ from marshmallow import fields
 
 from ..auth import AuthError, HookCall
 from ..invoke import check_arguments
-from ..registry import ProviderError
 from ..tool import Tool
 from ..wire import WireError, WireSchema, dump_tool, json_response, limit_body_size, register_json_errors
 
@@ -96,11 +95,7 @@ def make_blueprint(ext: Any) -> Blueprint:
     register_json_errors(bp, lambda status, message: {"error": message})
 
     def tools():
-        try:
-            return ext.tools()
-        except ProviderError:
-            current_app.logger.exception("explorer: a tools provider failed")
-            raise _error(503, "The tool list is unavailable right now.") from None
+        return ext.tools_or(lambda: _error(503, "The tool list is unavailable right now."))
 
     def find(name: str) -> Tool:
         tool = tools().get(name)

@@ -21,7 +21,6 @@ from marshmallow import fields
 
 from ..auth import AuthError, require_bearer
 from ..invoke import Outcome
-from ..registry import ProviderError
 from ..tool import Tool
 from ..wire import WireSchema, dump_tool, json_response, limit_body_size
 
@@ -190,15 +189,15 @@ def make_blueprint(ext: Any) -> Blueprint:
                 "version": str(cfg["TOOLDISCOVERY_SERVER_VERSION"]),
                 "title": str(cfg.get("TOOLDISCOVERY_TITLE") or cfg["TOOLDISCOVERY_SERVER_NAME"])}
 
+    def with_instructions(result: dict[str, Any]) -> dict[str, Any]:
+        description = current_app.config.get("TOOLDISCOVERY_SERVER_DESCRIPTION")
+        return {**result, "instructions": description} if description else result
+
     def capabilities() -> dict[str, Any]:
         return {"tools": {"listChanged": False}}
 
     def all_tools():
-        try:
-            return ext.tools()
-        except ProviderError:
-            current_app.logger.exception("mcp: a tools provider failed")
-            raise RpcError(INTERNAL_ERROR, "The tool list is unavailable right now.") from None
+        return ext.tools_or(lambda: RpcError(INTERNAL_ERROR, "The tool list is unavailable right now."))
 
     # -- methods -----------------------------------------------------------------------------
 
@@ -207,20 +206,12 @@ def make_blueprint(ext: Any) -> Blueprint:
         if not isinstance(requested, str):
             raise RpcError(INVALID_PARAMS, "initialize needs params.protocolVersion (a string).")
         version = requested if requested in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
-        result: dict[str, Any] = {"protocolVersion": version, "capabilities": capabilities(),
-                                  "serverInfo": server_info()}
-        description = current_app.config.get("TOOLDISCOVERY_SERVER_DESCRIPTION")
-        if description:
-            result["instructions"] = description
-        return result
+        return with_instructions({"protocolVersion": version, "capabilities": capabilities(),
+                                  "serverInfo": server_info()})
 
     def discover(params: dict[str, Any]) -> dict[str, Any]:
-        result: dict[str, Any] = {"supportedVersions": list(ALL_VERSIONS),
-                                  "capabilities": capabilities()}
-        description = current_app.config.get("TOOLDISCOVERY_SERVER_DESCRIPTION")
-        if description:
-            result["instructions"] = description
-        return result
+        return with_instructions({"supportedVersions": list(ALL_VERSIONS),
+                                  "capabilities": capabilities()})
 
     def list_tools(params: dict[str, Any]) -> dict[str, Any]:
         tools = all_tools().latest()

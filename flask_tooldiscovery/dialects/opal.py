@@ -14,7 +14,6 @@ from marshmallow import fields
 
 from ..auth import AuthError, require_bearer
 from ..json_schema import inline_refs, primary_type, split_nullable
-from ..registry import ProviderError
 from ..tool import Tool
 from ..wire import (
     ToolList,
@@ -193,6 +192,10 @@ def openapi_paths(ext: Any, prefix: str) -> dict[str, Any]:
     return paths
 
 
+def unavailable() -> WireError:
+    return _error(503, "The tool list is unavailable right now.")
+
+
 def make_blueprint(ext: Any) -> Blueprint:
     bp = Blueprint("tooldiscovery_opal", __name__)
     bp.before_request(limit_body_size)
@@ -212,11 +215,7 @@ def make_blueprint(ext: Any) -> Blueprint:
     register_json_errors(bp, lambda status, message: {"error": message, "detail": message})
 
     def discovery() -> Response:
-        try:
-            tools = ext.tools().latest()
-        except ProviderError:
-            current_app.logger.exception("opal discovery: a tools provider failed")
-            raise _error(503, "The tool list is unavailable right now.") from None
+        tools = ext.tools_or(unavailable).latest()
         return json_response(discovery_document(ext, tools), 200, NO_CACHE)
 
     for rule in ("/discovery", "/discovery/"):
@@ -232,11 +231,7 @@ def make_blueprint(ext: Any) -> Blueprint:
             except AuthError as exc:
                 current_app.logger.info("opal call to %s refused: %s", name, exc.reason)
                 raise _error(401, "Unauthorized: a valid bearer token is required.") from None
-        try:
-            tool = ext.tools().get(name)
-        except ProviderError:
-            current_app.logger.exception("opal call: a tools provider failed")
-            raise _error(503, "The tool list is unavailable right now.") from None
+        tool = ext.tools_or(unavailable).get(name)
         if tool is None:
             raise _error(404, f"Tool not found: {name}")
         body = read_json_body(lambda msg: _error(400, msg))

@@ -16,7 +16,6 @@ from marshmallow import RAISE, Schema, ValidationError, fields, post_dump, valid
 from ..auth import AuthError, bearer_token, secrets_equal, verify_jwt
 from ..invoke import Outcome
 from ..json_schema import inline_refs
-from ..registry import ProviderError
 from ..tool import Tool, parse_version
 from ..wire import (
     ToolList,
@@ -327,19 +326,11 @@ def make_blueprint(ext: Any) -> Blueprint:
     register_json_errors(bp, lambda status, message: {"$schema": SCHEMA_URN, "message": message})
 
     def all_tools() -> list[Tool]:
-        try:
-            return list(ext.tools())
-        except ProviderError:
-            current_app.logger.exception("oxp: a tools provider failed")
-            raise server_error("The tool list is unavailable right now.", 503) from None
+        return list(ext.tools_or(lambda: server_error("The tool list is unavailable right now.", 503)))
 
     @bp.get("/health")
     def health() -> Response:
-        try:
-            ext.tools()
-        except ProviderError:
-            current_app.logger.exception("oxp health: a tools provider failed")
-            return json_response({"status": "unavailable", "message": "A tools provider failed."}, 503)
+        ext.tools_or(lambda: WireError(503, {"status": "unavailable", "message": "A tools provider failed."}))
         return json_response({"status": "ok"})
 
     method_guard(bp, "/health", ["GET"], endpoint="health_guard")

@@ -18,7 +18,6 @@ from flask import Blueprint, Response, current_app, request
 from marshmallow import fields
 
 from ..json_schema import primary_type, split_nullable
-from ..registry import ProviderError
 from ..tool import Tool
 from ..wire import (
     ToolList,
@@ -388,11 +387,7 @@ def make_blueprint(ext: Any) -> Blueprint:
         "message": message})
 
     def tools():
-        try:
-            return ext.tools()
-        except ProviderError:
-            current_app.logger.exception("tdp: a tools provider failed")
-            raise _error(503, "scenario unavailable: the tool list could not be produced") from None
+        return ext.tools_or(lambda: _error(503, "scenario unavailable: the tool list could not be produced"))
 
     @bp.route("/api/v1/tools", methods=["GET", "OPTIONS"])
     def get_manifest() -> Response:
@@ -433,11 +428,8 @@ def make_blueprint(ext: Any) -> Blueprint:
             arguments = {}
         if not isinstance(arguments, dict):
             raise _exec_error(400, "invalid_args", "'arguments' must be a JSON object.")
-        try:
-            tool = ext.tools().get(name)
-        except ProviderError:
-            current_app.logger.exception("tdp execute: a tools provider failed")
-            raise _exec_error(503, "internal_error", "The tool list is unavailable right now.") from None
+        tools = ext.tools_or(lambda: _exec_error(503, "internal_error", "The tool list is unavailable right now."))
+        tool = tools.get(name)
         if tool is None:
             raise _exec_error(404, "unknown_tool", f"unknown tool: {name}")
         # Enum values travel as strings in TDP, so string arguments are coerced to declared types.
