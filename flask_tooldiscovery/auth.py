@@ -105,6 +105,7 @@ class HookCall:
         self.request = request
 
     def run(self, call: Callable[[], Any]) -> Any:
+        """Run ``call`` inside the hook's context manager; raise :class:`AuthError` if the hook refuses."""
         try:
             manager = self.hook(self.request)
             if inspect.isawaitable(manager):

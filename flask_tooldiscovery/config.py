@@ -68,4 +68,5 @@ def key(name: str) -> str:
 
 
 def url_prefix_key(dialect: str) -> str:
+    """``"opal"`` -> ``"TOOLDISCOVERY_OPAL_URL_PREFIX"``."""
     return f"{PREFIX}{dialect.upper()}_URL_PREFIX"

@@ -36,6 +36,7 @@ def _mounted(app: Any) -> list[tuple[str, str]]:
 
 
 def ext_names(app: Any) -> list[str]:
+    """The dialects mounted on ``app``."""
     from .extension import ToolDiscovery
 
     return ToolDiscovery.mounted_dialects(app)

@@ -160,6 +160,7 @@ class ToolDiscovery:
 
     @property
     def current_auth_hook(self) -> AuthHook | None:
+        """The explorer's auth hook, or ``None``."""
         return self._auth_hook
 
     # -- per request ----------------------------------------------------------------------------

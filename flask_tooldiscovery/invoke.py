@@ -78,10 +78,12 @@ class Outcome:
 
     @property
     def ok(self) -> bool:
+        """True when the tool ran and succeeded."""
         return self.status == "success"
 
     @property
     def parameter_errors(self) -> dict[str, str]:
+        """``{parameter: message}`` for invalid arguments."""
         return parameter_errors(self.errors)
 
     @property

@@ -34,6 +34,7 @@ class ArgumentError:
     keyword: str
 
     def as_dict(self) -> dict[str, str]:
+        """``{path, message, keyword}`` as the explorer's F7 answer writes it."""
         return {"path": self.path, "message": self.message, "keyword": self.keyword}
 
 

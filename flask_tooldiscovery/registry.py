@@ -265,6 +265,7 @@ class ToolRegistry:
         self._static: ToolSet | None = None
 
     def add_tool(self, tool: Tool) -> Tool:
+        """Register a :class:`Tool`; a second one with the same name and version is refused."""
         key = (tool.name, tool.version_tuple)
         if key in self._keys:
             raise RegistrationError(
@@ -277,6 +278,7 @@ class ToolRegistry:
         return tool
 
     def add_provider(self, provider: ToolsProvider) -> None:
+        """Register a tools provider (list, sync or async callable)."""
         if not (isinstance(provider, (list, tuple)) or callable(provider)):
             raise RegistrationError(
                 "a tools provider is a list, a sync callable or an async callable, not "
@@ -288,6 +290,7 @@ class ToolRegistry:
 
     @property
     def has_providers(self) -> bool:
+        """True when any provider is registered (the tool set then changes per request)."""
         return self._has_providers
 
     def resolve(self) -> ToolSet:

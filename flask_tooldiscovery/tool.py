@@ -145,6 +145,7 @@ class Tool:
 
     @property
     def version_tuple(self) -> tuple[int, int, int]:
+        """The version as a sortable ``(major, minor, patch)``."""
         return parse_version(self.version)
 
     @cached_property

@@ -36,6 +36,7 @@ class Dialect:
         return importlib.import_module(self.factory) if isinstance(self.factory, str) else None
 
     def make_blueprint(self, ext: ToolDiscovery) -> Blueprint:
+        """A new blueprint of this dialect for ``ext`` (one per app)."""
         module = self.module
         factory = module.make_blueprint if module is not None else self.factory
         return factory(ext)  # type: ignore[operator]

@@ -58,6 +58,7 @@ def export_document(ext: Any) -> list[dict[str, Any]]:
 
 
 def security_warning(config: Any, ext: Any) -> str | None:
+    """Why this dialect would run tools for anyone, or ``None``."""
     if config.get("TOOLDISCOVERY_ALLOW_EXECUTE") and ext.current_auth_hook is None:
         return ("explorer runs tools for anyone (TOOLDISCOVERY_ALLOW_EXECUTE is on and no auth hook "
                 "is set): set one with @discovery.auth_hook")
@@ -65,6 +66,7 @@ def security_warning(config: Any, ext: Any) -> str | None:
 
 
 def openapi_paths(ext: Any, prefix: str) -> dict[str, Any]:
+    """OpenAPI path items of the per-tool call and validate endpoints."""
     paths: dict[str, Any] = {}
     for tool in ext.tools().latest():
         body = {"required": False, "content": {"application/json": {"schema": tool.input_schema or {}}}}
@@ -89,6 +91,7 @@ def _error(status: int, message: str) -> WireError:
 
 
 def make_blueprint(ext: Any) -> Blueprint:
+    """The explorer blueprint: the page, its static files and the F2/F3/F7 API."""
     bp = Blueprint("tooldiscovery_explorer", __name__, template_folder="../templates",
                    static_folder="../static", static_url_path="/static")
     bp.before_request(limit_body_size)

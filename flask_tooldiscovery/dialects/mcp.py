@@ -40,6 +40,7 @@ UNSUPPORTED_PROTOCOL_VERSION = -32022
 
 
 class RpcError(Exception):
+    """A JSON-RPC error to answer with (code, message, optional data)."""
     def __init__(self, code: int, message: str, data: Any = None) -> None:
         super().__init__(message)
         self.code = code
@@ -152,6 +153,7 @@ def export_document(ext: Any) -> dict[str, Any]:
 
 
 def security_warning(config: Any, ext: Any) -> str | None:
+    """Why this dialect would run tools for anyone, or ``None``."""
     if not config.get("TOOLDISCOVERY_MCP_BEARER_TOKEN"):
         return "mcp runs tools without authentication: set TOOLDISCOVERY_MCP_BEARER_TOKEN"
     return None
@@ -161,12 +163,14 @@ _MCP_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
 
 def lint_tool(tool: Tool) -> list[str]:
+    """Problems MCP clients would have with ``tool``."""
     if not _MCP_NAME.match(tool.name):
         return [f"name {tool.name!r} is outside MCP's recommended 1-128 of [A-Za-z0-9_.-]"]
     return []
 
 
 def openapi_paths(ext: Any, prefix: str) -> dict[str, Any]:
+    """The OpenAPI path item of the JSON-RPC endpoint."""
     return {prefix or "/": {"post": {
         "operationId": "mcp_jsonrpc", "tags": ["mcp"],
         "summary": "MCP JSON-RPC over streamable HTTP (tools/list, tools/call, ...)",
@@ -180,6 +184,7 @@ def openapi_paths(ext: Any, prefix: str) -> dict[str, Any]:
 
 
 def make_blueprint(ext: Any) -> Blueprint:
+    """The MCP blueprint: one streamable-HTTP endpoint."""
     bp = Blueprint("tooldiscovery_mcp", __name__)
     bp.before_request(limit_body_size)
 

@@ -47,6 +47,7 @@ def describe_parameter(name: str, schema: dict[str, Any]) -> str:
 
 
 class OpalParameterSchema(WireSchema):
+    """One entry of an Opal function's ``parameters`` array."""
     name = fields.String(required=True)
     type = fields.String(required=True)
     description = fields.String(required=True)
@@ -56,6 +57,7 @@ class OpalParameterSchema(WireSchema):
 
 
 class OpalAuthRequirementSchema(WireSchema):
+    """One of a function's ``auth_requirements`` (OAuth provider and scope bundle)."""
     provider = fields.String(required=True)
     scope_bundle = fields.String()
     required = fields.Boolean(dump_default=True)
@@ -120,6 +122,7 @@ _AUTH_REQUIREMENTS = OpalAuthRequirementSchema(many=True)
 
 
 class OpalDiscoverySchema(WireSchema):
+    """The discovery document: ``functions`` and the server identity."""
     functions = ToolList(OpalFunctionSchema(), key="opal", required=True)
     name = fields.String()
     description = fields.String()
@@ -173,6 +176,7 @@ def lint_tool(tool: Tool) -> list[str]:
 
 
 def openapi_paths(ext: Any, prefix: str) -> dict[str, Any]:
+    """OpenAPI path items of the per-tool execution endpoints."""
     paths: dict[str, Any] = {}
     for tool in ext.tools().latest():
         paths[f"{prefix}/tools/{tool.name}"] = {"post": {
@@ -193,10 +197,12 @@ def openapi_paths(ext: Any, prefix: str) -> dict[str, Any]:
 
 
 def unavailable() -> WireError:
+    """The answer when a tools provider fails."""
     return _error(503, "The tool list is unavailable right now.")
 
 
 def make_blueprint(ext: Any) -> Blueprint:
+    """The Opal blueprint: discovery and tool execution."""
     bp = Blueprint("tooldiscovery_opal", __name__)
     bp.before_request(limit_body_size)
 

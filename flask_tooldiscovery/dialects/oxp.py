@@ -53,6 +53,7 @@ def default_toolkit(server_name: str) -> str:
 
 
 def toolkit_of(tool: Tool) -> str:
+    """The sanitized toolkit of ``tool``: its own, the configured one, or one from SERVER_NAME."""
     configured = current_app.config.get("TOOLDISCOVERY_OXP_TOOLKIT")
     base = tool.toolkit or configured or default_toolkit(
         str(current_app.config.get("TOOLDISCOVERY_SERVER_NAME") or ""))
@@ -60,6 +61,7 @@ def toolkit_of(tool: Tool) -> str:
 
 
 def tool_id(tool: Tool, *, with_version: bool = True) -> str:
+    """``Toolkit.Tool@x.y.z`` (or without the version)."""
     ident = f"{toolkit_of(tool)}.{sanitize(tool.name)}"
     return f"{ident}@{tool.version}" if with_version else ident
 
@@ -97,6 +99,7 @@ class ToolDefinitionSchema(WireSchema):
 
 
 class ListToolsResponseSchema(WireSchema):
+    """``GET /tools``'s body: ``$schema`` and ``items``."""
     schema = fields.String(data_key="$schema", dump_default=SCHEMA_URN)
     # A definition depends on the toolkit settings, so they are part of the memo key.
     items = ToolList(ToolDefinitionSchema(), key=lambda: (
@@ -105,6 +108,7 @@ class ListToolsResponseSchema(WireSchema):
 
 
 class ToolErrorSchema(WireSchema):
+    """``ToolError``: why a tool that ran failed."""
     message = fields.String(required=True)
     developer_message = fields.String()
     can_retry = fields.Boolean()
@@ -130,6 +134,7 @@ class CallToolResultSchema(WireSchema):
 
 
 class CallToolResponseSchema(WireSchema):
+    """``POST /tools/call``'s body: ``$schema`` and ``result``."""
     schema = fields.String(data_key="$schema", dump_default=SCHEMA_URN)
     result = fields.Nested(CallToolResultSchema)
 
@@ -143,16 +148,19 @@ class _Open(Schema):
 
 
 class AuthorizationItemSchema(_Open):
+    """One ``context.authorization`` entry (provider id and token)."""
     id = fields.String(required=True)
     token = fields.String(required=True)
 
 
 class SecretItemSchema(_Open):
+    """One ``context.secrets`` entry (id and value)."""
     id = fields.String(required=True)
     value = fields.String(required=True)
 
 
 class CallContextSchema(_Open):
+    """A call's ``context``: authorization tokens, secrets, user id."""
     authorization = fields.List(fields.Nested(AuthorizationItemSchema))
     secrets = fields.List(fields.Nested(SecretItemSchema))
     user_id = fields.String()
@@ -253,6 +261,7 @@ def resolve(tools: list[Tool], ident: str) -> Tool | None:
 
 
 def missing_requirements(tool: Tool, context: dict[str, Any]) -> dict[str, Any]:
+    """The requirements ``tool`` declares that ``context`` lacks (empty when none)."""
     req = tool.requirements or {}
     missing: dict[str, Any] = {}
     tokens = {a["id"]: a.get("token") for a in context.get("authorization", [])}
@@ -280,10 +289,12 @@ def list_document(tools: list[Tool]) -> dict[str, Any]:
 
 
 def export_document(ext: Any) -> dict[str, Any]:
+    """What ``GET /tools`` answers now."""
     return list_document(list(ext.tools()))
 
 
 def security_warning(config: Any, ext: Any) -> str | None:
+    """Why this dialect would run tools for anyone, or ``None``."""
     if not (config.get("TOOLDISCOVERY_OXP_JWT_SECRET") or config.get("TOOLDISCOVERY_OXP_API_KEY")):
         return ("oxp runs tools without authentication: set TOOLDISCOVERY_OXP_JWT_SECRET or "
                 "TOOLDISCOVERY_OXP_API_KEY")
@@ -291,6 +302,7 @@ def security_warning(config: Any, ext: Any) -> str | None:
 
 
 def lint_tool(tool: Tool) -> list[str]:
+    """Where ``tool``'s names change on their way into OXP ids."""
     problems = []
     if sanitize(tool.name) != tool.name:
         problems.append(f"name {tool.name!r} appears in OXP ids as {sanitize(tool.name)!r}")
@@ -300,6 +312,7 @@ def lint_tool(tool: Tool) -> list[str]:
 
 
 def openapi_paths(ext: Any, prefix: str) -> dict[str, Any]:
+    """The OpenAPI path item of ``POST /tools/call``."""
     ids = [tool_id(t) for t in ext.tools()]
     return {
         f"{prefix}/tools/call": {"post": {
@@ -321,6 +334,7 @@ def openapi_paths(ext: Any, prefix: str) -> dict[str, Any]:
 
 
 def make_blueprint(ext: Any) -> Blueprint:
+    """The OXP blueprint: health, list and call."""
     bp = Blueprint("tooldiscovery_oxp", __name__)
     bp.before_request(limit_body_size)
     register_json_errors(bp, lambda status, message: {"$schema": SCHEMA_URN, "message": message})

@@ -89,6 +89,7 @@ def property_schema(schema: Any) -> dict[str, Any]:
 
 
 class ScenarioSchema(WireSchema):
+    """The manifest's ``scenario``: the server identity."""
     name = fields.String(required=True)
     version = fields.String(required=True)
     description = fields.String(required=True)
@@ -96,6 +97,7 @@ class ScenarioSchema(WireSchema):
 
 
 class CategorySchema(WireSchema):
+    """A tool category."""
     id = fields.String(required=True)
     name = fields.String(required=True)
     description = fields.String()
@@ -104,6 +106,7 @@ class CategorySchema(WireSchema):
 
 
 class ToolExampleSchema(WireSchema):
+    """A usage example: description, input, expected output."""
     description = fields.String()
     input = fields.Dict()
     expected_output = fields.Raw()
@@ -161,6 +164,7 @@ _METADATA = ToolMetadataSchema()
 
 
 class TdpToolSchema(WireSchema):
+    """A registry :class:`Tool` as a TDP ToolDefinition (spec form)."""
     name = fields.String(required=True)
     description = fields.Method("get_description")
     category = fields.String()
@@ -183,6 +187,7 @@ class TdpToolSchema(WireSchema):
 
 
 class ManifestSchema(WireSchema):
+    """The manifest (spec form)."""
     protocol_version = fields.Constant(PROTOCOL_VERSION)
     scenario = fields.Nested(ScenarioSchema)
     tools = ToolList(TdpToolSchema(), key="tdp")
@@ -321,6 +326,7 @@ export_document = manifest_document
 
 
 def security_warning(config: Any, ext: Any) -> str | None:
+    """TDP has no authentication: always a warning."""
     return ("tdp's POST /api/v1/tools/execute has no authentication of its own: keep it on a "
             "private network or guard it in front of the app")
 
@@ -346,6 +352,7 @@ def _lossy(schema: Any, where: str, out: list[str]) -> None:
 
 
 def lint_tool(tool: Tool) -> list[str]:
+    """Where ``tool`` loses information in TDP's restricted schema."""
     problems = []
     if not _TDP_NAME.match(tool.name):
         problems.append(f"name {tool.name!r} is not letters, digits and underscores")
@@ -356,6 +363,7 @@ def lint_tool(tool: Tool) -> list[str]:
 
 
 def openapi_paths(ext: Any, prefix: str) -> dict[str, Any]:
+    """The OpenAPI path item of the execute endpoint."""
     names = [t.name for t in ext.tools().latest()]
     return {f"{prefix}/api/v1/tools/execute": {"post": {
         "operationId": "tdp_execute", "tags": ["tdp"], "summary": "Execute a tool (TDP)",
@@ -380,6 +388,7 @@ def _exec_error(status: int, code: str, message: str) -> WireError:
 
 
 def make_blueprint(ext: Any) -> Blueprint:
+    """The TDP blueprint: manifest, single tool and execute."""
     bp = Blueprint("tooldiscovery_tdp", __name__)
     bp.before_request(limit_body_size)
     register_json_errors(bp, lambda status, message: {
