@@ -2,6 +2,15 @@
 
 A new dialect is one module and one line in :data:`DIALECTS` (or :func:`register_dialect` for a
 dialect that lives outside this package).
+
+Besides ``make_blueprint(ext)``, a dialect module may define, and the core then uses:
+
+- ``export_document(ext)``: its discovery document (``flask tools export <dialect>``);
+- ``security_warning(config, ext)``: why it would run tools for anyone, or ``None`` (logged by
+  ``init_app`` outside debug and testing);
+- ``lint_tool(tool)``: problems this protocol's clients would have with a tool (``flask tools check``);
+- ``openapi_paths(ext, prefix)``: OpenAPI path items of its execution endpoints
+  (``flask tools export openapi``).
 """
 
 from __future__ import annotations
