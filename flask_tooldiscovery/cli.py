@@ -10,6 +10,8 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
+from .wire import parse_json
+
 tools_cli = AppGroup("tools", help="List, inspect, call, export and lint the app's tools.")
 
 
@@ -52,7 +54,7 @@ def call_tool(name: str, input_: str) -> None:
     if tool is None:
         raise click.ClickException(f"Tool not found: {name}")
     try:
-        arguments = json.loads(input_)
+        arguments = parse_json(input_)
     except ValueError as exc:
         raise click.ClickException(f"--input is not valid JSON: {exc}") from None
     outcome = ext.call(tool, arguments, ext.make_context("cli"))

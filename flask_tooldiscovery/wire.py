@@ -73,6 +73,33 @@ class WireError(HTTPException):
         return json_response(self.body, self.code or 500, self.extra_headers)
 
 
+MAX_JSON_DEPTH = 64
+
+
+def parse_json(raw: bytes | str, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """Parse a request body; ``ValueError`` with a readable message for anything that is not
+    JSON, and for nesting deeper than ``max_depth`` (which would exhaust the stack later on)."""
+    try:
+        value = json.loads(raw)
+    except UnicodeDecodeError:
+        raise ValueError("The request body is not UTF-8 text.") from None
+    except RecursionError:
+        raise ValueError(f"JSON nested deeper than {max_depth} levels.") from None
+    except ValueError as exc:
+        if isinstance(exc, json.JSONDecodeError):
+            raise ValueError(f"{exc.msg} (line {exc.lineno}, column {exc.colno}).") from None
+        raise ValueError(str(exc)) from None
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (dict, list)):
+            if depth > max_depth:
+                raise ValueError(f"JSON nested deeper than {max_depth} levels.")
+            children = node.values() if isinstance(node, dict) else node
+            stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return value
+
+
 def read_json_body(
     error: Callable[[str], WireError], *, allow_empty: bool = True
 ) -> Any:
@@ -86,11 +113,9 @@ def read_json_body(
             return None
         raise error("The request body is empty; a JSON object was expected.")
     try:
-        return json.loads(raw)
-    except UnicodeDecodeError:
-        raise error("The request body is not UTF-8 text.") from None
+        return parse_json(raw)
     except ValueError as exc:
-        raise error(f"Malformed JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).") from None
+        raise error(f"Malformed JSON: {exc}") from None
 
 
 def limit_body_size() -> None:

@@ -16,7 +16,15 @@ from marshmallow import fields
 from ..auth import AuthError, HookCall
 from ..invoke import check_arguments
 from ..tool import Tool
-from ..wire import WireError, WireSchema, dump_tool, json_response, limit_body_size, register_json_errors
+from ..wire import (
+    WireError,
+    WireSchema,
+    dump_tool,
+    json_response,
+    limit_body_size,
+    parse_json,
+    register_json_errors,
+)
 
 DIALECT = "explorer"
 ANNOTATION_KEYS = ("title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
@@ -128,8 +136,8 @@ def make_blueprint(ext: Any) -> Blueprint:
         if not raw.strip():
             return {}
         try:
-            return json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
+            return parse_json(raw)
+        except ValueError as exc:
             raise malformed(f"Invalid JSON: {exc}") from None
 
     @bp.post("/tools/<path:name>/validate")

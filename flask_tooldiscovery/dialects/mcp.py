@@ -22,7 +22,7 @@ from marshmallow import fields
 from ..auth import AuthError, require_bearer
 from ..invoke import Outcome
 from ..tool import Tool
-from ..wire import WireSchema, dump_tool, json_response, limit_body_size
+from ..wire import WireSchema, dump_tool, json_response, limit_body_size, parse_json
 
 DIALECT = "mcp"
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
@@ -334,8 +334,8 @@ def make_blueprint(ext: Any) -> Blueprint:
             return refused
         raw = request.get_data(cache=True)
         try:
-            payload = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
+            payload = parse_json(raw)
+        except ValueError as exc:
             return json_response(_rpc_error_body(None, PARSE_ERROR, f"Parse error: {exc}"), 400)
         if isinstance(payload, list):  # a batch (2025-03-26)
             if not payload:

@@ -1,0 +1,45 @@
+"""No client mistake gets a 500 or a non-JSON answer, on any endpoint of any dialect."""
+
+from __future__ import annotations
+
+import pytest
+
+from example_app import create_app
+
+BODIES = [
+    b"", b"null", b"[]", b'"text"', b"42", b"{", b'{"a":', b"\xff\xfe\x00", b"{}" * 3,
+    b"[" * 100_000, b'{"a":' * 50_000, b'{"parameters": ' + b"[" * 5000 + b"]" * 5000 + b"}",
+    b'{"request": {"tool_id": "ExampleTools.add", "input": ' + b"[" * 3000 + b"]" * 3000 + b"}}",
+    b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "add", "arguments": "x"}}',
+]
+POSTS = ["/opal/tools/add", "/opal/discovery/tools/add", "/oxp/tools/call", "/api/v1/tools/execute",
+         "/explorer/tools/add/call", "/explorer/tools/add/validate", "/mcp"]
+
+
+@pytest.fixture(scope="module")
+def client():
+    return create_app({"TESTING": True}).test_client()
+
+
+@pytest.mark.parametrize("path", POSTS)
+@pytest.mark.parametrize("body", BODIES, ids=lambda b: repr(b[:20]))
+def test_bad_bodies(client, path, body) -> None:
+    r = client.post(path, data=body, content_type="application/json")
+    assert r.status_code < 500, (path, body[:30], r.status_code, r.get_data(as_text=True)[:200])
+    if r.status_code != 202:
+        assert r.mimetype == "application/json"
+        r.get_json()
+    assert "Traceback" not in r.get_data(as_text=True)
+
+
+@pytest.mark.parametrize("path", ["/opal/tools/add", "/oxp/tools/call", "/api/v1/tools/execute",
+                                  "/explorer/tools/add/call", "/mcp"])
+def test_wrong_content_type_is_still_json(client, path) -> None:
+    r = client.post(path, data="a=1&b=2", content_type="application/x-www-form-urlencoded")
+    assert r.status_code < 500 and r.mimetype == "application/json"
+
+
+@pytest.mark.parametrize("path", ["/opal/nope", "/oxp/nope", "/explorer/tools/nope", "/api/v1/tools/nope"])
+def test_unknown_paths_under_a_prefix(client, path) -> None:
+    r = client.get(path)
+    assert r.status_code == 404
