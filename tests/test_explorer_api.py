@@ -222,3 +222,25 @@ def test_page_escapes_title_and_injects_flag(discovery, make_app) -> None:
     assert "/explorer/static/tooldiscovery/explorer.js" in html
     assert app.test_client().get("/explorer/static/tooldiscovery/explorer.js").status_code == 200
     assert app.test_client().get("/explorer/static/tooldiscovery/explorer.css").status_code == 200
+
+
+def test_auth_hook_as_constructor_argument(make_app) -> None:
+    seen = []
+
+    def hook(request):
+        seen.append(request.path)
+        if request.headers.get("X-Key") != "k":
+            raise PermissionError("no key")
+        return contextlib.nullcontext()
+
+    d = ToolDiscovery(auth_hook=hook)
+
+    @d.tool
+    def ping() -> str:
+        """Ping."""
+        return "pong"
+
+    c = make_app(d, TOOLDISCOVERY_DIALECTS=["explorer"], TOOLDISCOVERY_ALLOW_EXECUTE=True).test_client()
+    assert c.post("/explorer/tools/ping/call", json={}).status_code == 401
+    assert c.post("/explorer/tools/ping/call", json={}, headers={"X-Key": "k"}).get_json()["content"][0]["text"] == "pong"
+    assert seen == ["/explorer/tools/ping/call"] * 2
