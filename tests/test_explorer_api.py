@@ -242,5 +242,6 @@ def test_auth_hook_as_constructor_argument(make_app) -> None:
 
     c = make_app(d, TOOLDISCOVERY_DIALECTS=["explorer"], TOOLDISCOVERY_ALLOW_EXECUTE=True).test_client()
     assert c.post("/explorer/tools/ping/call", json={}).status_code == 401
-    assert c.post("/explorer/tools/ping/call", json={}, headers={"X-Key": "k"}).get_json()["content"][0]["text"] == "pong"
+    ok = c.post("/explorer/tools/ping/call", json={}, headers={"X-Key": "k"})
+    assert ok.get_json()["content"][0]["text"] == "pong"
     assert seen == ["/explorer/tools/ping/call"] * 2

@@ -119,6 +119,9 @@ def test_health_503_when_provider_fails(make_app) -> None:
                    TOOLDISCOVERY_OXP_API_KEY=API_KEY)
     r = app.test_client().get("/oxp/health")  # no credentials: health is public
     assert r.status_code == 503 and r.get_json()["message"]
+    r = app.test_client().get("/oxp/tools", headers={"OXP-API-Key": API_KEY})
+    assert r.status_code == 503 and "down" not in r.get_data(as_text=True)
+    check(r.get_json(), SERVER_ERROR)
 
 
 def test_list_tools(client) -> None:
