@@ -43,20 +43,51 @@ def stop(proc: subprocess.Popen) -> None:
         proc.wait(5)
 
 
-@pytest.fixture
-def gunicorn_server():
+def start_gunicorn(workers: int) -> tuple[str, subprocess.Popen]:
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "--workers", "2", "--worker-class", "gthread",
+        [sys.executable, "-m", "gunicorn", "--workers", str(workers), "--worker-class", "gthread",
          "--threads", "4", "--bind", f"127.0.0.1:{port}", "example_app.wsgi:app"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     base = f"http://127.0.0.1:{port}"
     try:
         wait_until_up(base + "/", proc)
+    except Exception:
+        stop(proc)
+        raise
+    return base, proc
+
+
+@pytest.fixture
+def gunicorn_server():
+    base, proc = start_gunicorn(2)
+    try:
         yield base
     finally:
         stop(proc)
+
+
+def round_robin_proxy(backends: list[str]):
+    """A WSGI app sending each request to the next backend in turn, recording which got it."""
+    from werkzeug.wrappers import Request, Response
+
+    served: list[tuple[str, str]] = []
+    counter = iter(range(10**9))
+
+    @Request.application
+    def proxy(request: Request) -> Response:
+        backend = backends[next(counter) % len(backends)]
+        upstream = requests.request(
+            request.method, backend + request.full_path.rstrip("?"), data=request.get_data(),
+            headers={k: v for k, v in request.headers if k.lower() not in ("host", "content-length")},
+            timeout=30)
+        served.append((backend, request.path))
+        excluded = {"content-length", "transfer-encoding", "connection", "content-encoding"}
+        return Response(upstream.content, status=upstream.status_code,
+                        headers=[(k, v) for k, v in upstream.headers.items() if k.lower() not in excluded])
+
+    return proxy, served
 
 
 def test_gunicorn_serves_every_dialect(gunicorn_server) -> None:
@@ -102,6 +133,36 @@ def test_official_mcp_client_against_two_workers(gunicorn_server) -> None:
         assert "get_weather" in names
         assert [r.structured_content["result"] for r in results] == [float(i + 1) for i in range(6)]
         assert weather.structured_content["city"] == "Lisbon"
+
+
+def test_mcp_session_alternating_between_two_servers() -> None:
+    """Statelessness, shown deterministically: every request of one MCP client session goes to
+    another gunicorn server than the one before (initialize on one, the calls on the other)."""
+    from mcp import Client
+
+    from .conftest import live_server
+
+    (a, proc_a), (b, proc_b) = start_gunicorn(1), start_gunicorn(1)
+    try:
+        proxy, served = round_robin_proxy([a, b])
+
+        async def run(base: str, mode: str):
+            async with Client(f"{base}/mcp", mode=mode) as client:
+                await client.list_tools()
+                first = await client.call_tool("add", {"a": 1, "b": 2})
+                second = await client.call_tool("get_weather", {"city": "Oslo"})
+                return first, second
+
+        with live_server(proxy) as base:
+            for mode in ("legacy", "auto"):
+                first, second = asyncio.run(run(base, mode))
+                assert first.structured_content == {"result": 3.0}
+                assert second.structured_content["city"] == "Oslo"
+        assert {backend for backend, _ in served} == {a, b}
+        assert len(served) >= 8
+    finally:
+        stop(proc_a)
+        stop(proc_b)
 
 
 def test_wheel_and_sdist_install_and_serve(tmp_path) -> None:
