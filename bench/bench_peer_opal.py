@@ -33,9 +33,8 @@ def rate(fn, n: int) -> float:
 
 
 def ours():
-    from flask import Flask
-
     from bench_dialects import build
+    from flask import Flask
 
     app = Flask("bench")
     app.config.update(TESTING=True, TOOLDISCOVERY_DIALECTS=["opal"])
