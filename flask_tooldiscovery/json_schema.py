@@ -76,8 +76,26 @@ def _pointer(parts: Iterable[Any]) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
 
+def _as_json(value: Any, limit: int = 60) -> str:
+    """A value as JSON text (``null``, ``true``, ``"text"``), shortened: messages go to JSON
+    clients and models, who know JSON, not Python reprs."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _type_message(instance: Any, wanted: Iterable[Any]) -> str:
+    return f"{_as_json(instance)} is not of type " + " or ".join(f"'{t}'" for t in wanted)
+
+
 def _errors_of(error: jsonschema.ValidationError) -> list[ArgumentError]:
     path = list(error.absolute_path)
+    if error.validator == "type":
+        wanted = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
+        return [ArgumentError(_pointer(path), str(path[0]) if path else None,
+                              _type_message(error.instance, wanted), "type")]
     if error.validator == "required" and isinstance(error.instance, dict):
         missing = [n for n in error.validator_value if n not in error.instance]
         return [
@@ -112,8 +130,7 @@ def _errors_of(error: jsonschema.ValidationError) -> list[ArgumentError]:
                     if t not in wanted:
                         wanted.append(t)
             return [ArgumentError(
-                _pointer(path), str(path[0]) if path else None,
-                f"{error.instance!r} is not of type " + " or ".join(repr(t) for t in wanted), "type",
+                _pointer(path), str(path[0]) if path else None, _type_message(error.instance, wanted), "type",
             )]
         best = jsonschema.exceptions.best_match(error.context)
         if best is not None and best.validator != "type":

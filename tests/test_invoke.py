@@ -80,7 +80,9 @@ def test_validation_messages_per_parameter_with_pointers(setup) -> None:
     assert by_path["/flag"].keyword == "required"
     assert by_path["/flag"].message == "Missing required parameter."
     assert by_path["/extra"].keyword == "additionalProperties"
-    assert by_path["/tags"].message == "'nope' is not of type 'array'"
+    assert by_path["/tags"].message == '"nope" is not of type \'array\''
+    nulls = run(setup, "add", {"a": None})
+    assert nulls.errors[0].message == "null is not of type 'integer'"
     assert by_path["/mode"].keyword == "enum"
     assert set(out.parameter_errors) == {"tags", "opts", "mode", "flag", "extra"}
     assert "flag: Missing required parameter." in out.error_message

@@ -125,9 +125,13 @@ def test_execution_disabled_hides_execute(page) -> None:
         assert not page.is_visible("#td-execute")
         assert page.is_visible("#td-disabled")
         assert "disabled" in page.inner_text("#td-disabled")
+        # Like the peer console, the JSON starts with every required key, null until filled in.
+        assert json.loads(page.input_value("#td-json")) == {"a": None, "b": None}
         page.fill("[data-path='/a']", "1")
+        assert json.loads(page.input_value("#td-json")) == {"a": 1, "b": None}
         page.click("#td-validate")  # validation still works
         page.wait_for_selector("#td-status:has-text('not valid')")
+        assert page.inner_text("[data-error-for='/b']") == "null is not of type 'number'"
 
 
 def test_token_field_sends_authorization(page) -> None:

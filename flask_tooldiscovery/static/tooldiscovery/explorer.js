@@ -261,17 +261,26 @@
     form.set(values);
     syncJson();
   }
+  function formValue() {
+    // As the peer console does, required keys that have no value yet are sent as null, so the
+    // server names them (with the type they need) instead of the call silently lacking them.
+    var value = (form && form.get()) || {};
+    ((state.detail && state.detail.inputSchema && state.detail.inputSchema.required) || []).forEach(function (key) {
+      if (!(key in value)) value[key] = null;
+    });
+    return value;
+  }
   function currentArguments() {
     if (state.mode === "json") {
       var text = $("td-json").value.trim();
       if (!text) return {};
       return JSON.parse(text);  // callers catch the SyntaxError
     }
-    return form ? form.get() || {} : {};
+    return formValue();
   }
   function syncJson() {
     if (state.mode !== "form" || !form) return;
-    $("td-json").value = pretty(form.get() || {});
+    $("td-json").value = pretty(formValue());
     updateCurl();
   }
   function setMode(mode) {
@@ -283,7 +292,7 @@
       state.mode = "form";
       form.set(values);
     } else {
-      $("td-json").value = pretty(form.get() || {});
+      $("td-json").value = pretty(formValue());
       state.mode = "json";
     }
     $("td-form").hidden = mode !== "form";
