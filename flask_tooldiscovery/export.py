@@ -31,15 +31,11 @@ def openai_tools(ext: Any) -> list[dict[str, Any]]:
 
 
 def _mounted(app: Any) -> list[tuple[str, str]]:
-    names = ext_names(app)
-    return [(n, (app.config.get(cfg.url_prefix_key(n)) or "").rstrip("/")) for n in names]
-
-
-def ext_names(app: Any) -> list[str]:
-    """The dialects mounted on ``app``."""
+    """``(dialect, url prefix)`` for every dialect mounted on ``app``."""
     from .extension import ToolDiscovery
 
-    return ToolDiscovery.mounted_dialects(app)
+    return [(n, (app.config.get(cfg.url_prefix_key(n)) or "").rstrip("/"))
+            for n in ToolDiscovery.mounted_dialects(app)]
 
 
 def openapi_document(ext: Any) -> dict[str, Any]:
