@@ -245,3 +245,17 @@ def test_internal_error_when_a_provider_fails(make_app) -> None:
     assert r.status_code == 200
     assert r.get_json()["error"]["code"] == -32603
     assert "hunter2" not in r.get_data(as_text=True)
+
+
+def test_cors_for_allowed_browser_origins_only(app) -> None:
+    c = app.test_client()
+    pre = c.options("/mcp", headers={"Origin": "http://localhost:6274",
+                                     "Access-Control-Request-Method": "POST",
+                                     "Access-Control-Request-Headers": "content-type, mcp-protocol-version"})
+    assert pre.status_code == 200
+    assert pre.headers["Access-Control-Allow-Origin"] == "http://localhost:6274"
+    assert "MCP-Protocol-Version" in pre.headers["Access-Control-Allow-Headers"]
+    r = rpc(c, "ping", headers={"Origin": "http://localhost:6274"})
+    assert r.headers["Access-Control-Allow-Origin"] == "http://localhost:6274"
+    evil = c.options("/mcp", headers={"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"})
+    assert "Access-Control-Allow-Origin" not in evil.headers

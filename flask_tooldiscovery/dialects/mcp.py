@@ -327,6 +327,22 @@ def make_blueprint(ext: Any) -> Blueprint:
                 None, INVALID_REQUEST, f"Unsupported MCP-Protocol-Version: {version}"), 400)
         return None
 
+    @bp.after_request
+    def cors(response: Response) -> Response:
+        """Browser clients (MCP Inspector's direct mode) need CORS from allowed origins only."""
+        origin = request.headers.get("Origin")
+        if origin and _origin_allowed(origin):
+            response.headers["Access-Control-Allow-Origin"] = origin
+            response.headers["Vary"] = "Origin"
+            response.headers["Access-Control-Expose-Headers"] = "Mcp-Session-Id, WWW-Authenticate"
+            if request.method == "OPTIONS":
+                response.headers["Access-Control-Allow-Methods"] = "POST, GET, DELETE, OPTIONS"
+                response.headers["Access-Control-Allow-Headers"] = (
+                    "Authorization, Content-Type, Accept, MCP-Protocol-Version, Mcp-Session-Id, "
+                    "Last-Event-ID")
+                response.headers["Access-Control-Max-Age"] = "600"
+        return response
+
     @bp.route("", methods=["POST"], strict_slashes=False)
     def endpoint() -> Response:
         refused = guard()
