@@ -24,8 +24,13 @@ def run_sync(func: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any) -> 
     except RuntimeError:
         return async_to_sync(func, force_new_loop=True)(*args, **kwargs)
     context = contextvars.copy_context()
+    coroutine = func(*args, **kwargs)
+
+    def run_in_thread() -> Any:
+        return context.run(asyncio.run, coroutine)  # type: ignore[arg-type]
+
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tooldiscovery-async") as pool:
-        return pool.submit(context.run, asyncio.run, func(*args, **kwargs)).result()
+        return pool.submit(run_in_thread).result()
 
 
 def await_sync(awaitable: Awaitable[Any]) -> Any:

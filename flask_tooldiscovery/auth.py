@@ -68,7 +68,7 @@ def verify_jwt(
         raise RuntimeError(
             "JWT authentication needs PyJWT: pip install 'flask-tooldiscovery[jwt]'"
         ) from exc
-    options: dict[str, Any] = {"require": ["exp"] if require_exp else [], "verify_aud": audience is not None}
+    options: Any = {"require": ["exp"] if require_exp else [], "verify_aud": audience is not None}
     aud: Any = audience
     if audience is not None and not isinstance(audience, str):
         aud = list(audience)

@@ -79,8 +79,8 @@ def export(what: str) -> None:
         _dump(openai_tools(ext))
     elif what == "openapi":
         _dump(openapi_document(ext))
-    elif what in DIALECTS and DIALECTS[what].hook("export_document") is not None:
-        _dump(DIALECTS[what].hook("export_document")(ext))
+    elif what in DIALECTS and (document := DIALECTS[what].hook("export_document")) is not None:
+        _dump(document(ext))
     else:
         choices = sorted([*DIALECTS, "openai", "openapi"])
         raise click.ClickException(f"Cannot export {what!r}; choose one of: {', '.join(choices)}")

@@ -282,7 +282,7 @@ class _SchemaBuilder:
         ]
         schema, convs = self._object(fields)
         schema = {"title": tp.__name__, **schema}
-        return schema, (lambda v: {k: (convs[k](x) if k in convs else x) for k, x in v.items()})
+        return schema, lambda v: _apply(convs, v)
 
     def _dataclass(self, tp: Any) -> tuple[dict[str, Any], Converter]:
         hints = typing.get_type_hints(tp, include_extras=True)
@@ -304,9 +304,18 @@ class _SchemaBuilder:
         def load(value: Any) -> Any:
             if not isinstance(value, Mapping):
                 return value
-            return tp(**{k: (convs[k](x) if k in convs else x) for k, x in value.items()})
+            return tp(**_apply(convs, value))
 
         return schema, load
+
+
+def _apply(converters: dict[str, Converter], value: Mapping[str, Any]) -> dict[str, Any]:
+    """``value`` with each key's converter applied (keys without one are kept as they are)."""
+    out = {}
+    for key, item in value.items():
+        convert = converters.get(key)
+        out[key] = convert(item) if convert is not None else item
+    return out
 
 
 def _docstring_params(doc: str | None) -> dict[str, str]:

@@ -240,7 +240,7 @@ def make_blueprint(ext: Any) -> Blueprint:
         tool = all_tools().get(name)
         if tool is None:
             raise RpcError(INVALID_PARAMS, f"Unknown tool: {name}")
-        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        meta: dict[str, Any] = params["_meta"] if isinstance(params.get("_meta"), dict) else {}
         traceparent = meta.get("traceparent")
         context = ext.make_context(DIALECT, extra={"meta": meta},
                                    trace_id=traceparent if isinstance(traceparent, str) else None)
@@ -276,7 +276,7 @@ def make_blueprint(ext: Any) -> Blueprint:
             params = {}
         if not isinstance(params, dict):
             return _rpc_error_body(id_, INVALID_PARAMS, "Invalid params: 'params' must be an object.")
-        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        meta: dict[str, Any] = params["_meta"] if isinstance(params.get("_meta"), dict) else {}
         modern_version = meta.get(VERSION_META_KEY)
         modern = modern_version is not None
         try:

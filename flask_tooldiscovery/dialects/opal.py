@@ -253,9 +253,10 @@ def make_blueprint(ext: Any) -> Blueprint:
                 raise _error(400, "'parameters' must be a JSON object.")
         else:
             parameters = body
-        auth = body.get("auth") if isinstance(body.get("auth"), dict) else None
+        auth: dict[str, Any] | None = body["auth"] if isinstance(body.get("auth"), dict) else None
         environment = body.get("environment") if isinstance(body.get("environment"), dict) else None
-        credentials = (auth or {}).get("credentials") if isinstance((auth or {}).get("credentials"), dict) else {}
+        raw_credentials = (auth or {}).get("credentials")
+        credentials: dict[str, Any] = raw_credentials if isinstance(raw_credentials, dict) else {}
         provider = (auth or {}).get("provider")
         context = ext.make_context(
             DIALECT,

@@ -250,8 +250,11 @@ def resolve(tools: list[Tool], ident: str) -> Tool | None:
     toolkit, name, version = match.groups()
     cfg = current_app.config
     key = ("oxp-id", cfg.get("TOOLDISCOVERY_OXP_TOOLKIT"), cfg.get("TOOLDISCOVERY_SERVER_NAME"))
-    candidates = [t for t in tools
-                  if t.memo(key, lambda t=t: (toolkit_of(t), sanitize(t.name))) == (toolkit, name)]
+
+    def parts(tool: Tool) -> tuple[str, str]:
+        return tool.memo(key, lambda: (toolkit_of(tool), sanitize(tool.name)))
+
+    candidates = [t for t in tools if parts(t) == (toolkit, name)]
     if not candidates:
         return None
     if version is None:
