@@ -191,15 +191,6 @@ def coerce_value(value: Any, schema: Mapping[str, Any] | None) -> Any:
     return value
 
 
-def _run_async(func: Callable[..., Any], kwargs: dict[str, Any], timeout: float | None) -> Any:
-    async def runner() -> Any:
-        if timeout is None:
-            return await func(**kwargs)
-        return await asyncio.wait_for(func(**kwargs), timeout)
-
-    return run_sync(runner)
-
-
 def _call(
     tool: Tool, arguments: dict[str, Any], context: ToolContext,
     call_handler: Callable[..., Any] | None,
@@ -208,19 +199,15 @@ def _call(
         kwargs = dict(arguments)
         for name in tool.context_params:
             kwargs[name] = context
-        if tool.is_async:
-            return _run_async(tool.func, kwargs, tool.timeout)
         result = tool.func(**kwargs)
     elif call_handler is not None:
-        if inspect.iscoroutinefunction(call_handler):
-            return _run_async(lambda **kw: call_handler(tool.name, kw), dict(arguments), tool.timeout)
         result = call_handler(tool.name, dict(arguments))
     else:
         raise ToolError(
             f"Tool {tool.name!r} cannot be run here.",
             developer_message="the tool comes from a provider and the extension has no call_handler",
         )
-    if inspect.isawaitable(result):
+    if inspect.isawaitable(result):  # async tools and async call handlers; timeout enforced here
         awaitable = result
 
         async def wait() -> Any:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .async_bridge import await_sync, run_sync
+from .async_bridge import await_sync
 from .json_schema import InvalidSchemaError, check_schema
 from .schema_sources import resolve_input_schema, resolve_output_schema
 from .signature import describe_function
@@ -201,12 +201,9 @@ def resolve_provider(provider: Any) -> list[Any]:
     """F2's resolution: a list is used as is; otherwise call it, awaiting an awaitable result."""
     if isinstance(provider, (list, tuple)):
         return list(provider)
-    if inspect.iscoroutinefunction(provider):
-        result = run_sync(provider)
-    else:
-        result = provider()
-        if inspect.isawaitable(result):
-            result = await_sync(result)
+    result = provider()
+    if inspect.isawaitable(result):
+        result = await_sync(result)
     if result is None:
         return []
     if not isinstance(result, Iterable) or isinstance(result, (str, bytes, Mapping)):
@@ -287,11 +284,6 @@ class ToolRegistry:
         self._entries.append(("provider", provider))
         self._has_providers = True
         self._static = None
-
-    @property
-    def has_providers(self) -> bool:
-        """True when any provider is registered (the tool set then changes per request)."""
-        return self._has_providers
 
     def resolve(self) -> ToolSet:
         """The tools in force now. Providers are called (their errors raise ProviderError)."""

@@ -341,14 +341,6 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str], str | None]:
     return text.strip(), params, returns
 
 
-def schema_for_annotation(annotation: Any) -> dict[str, Any]:
-    """The JSON Schema of one type annotation (raises ``TypeError`` when it has none)."""
-    try:
-        return _SchemaBuilder().build(annotation)[0]
-    except _Unsupported as exc:
-        raise TypeError(f"cannot express {exc} as JSON Schema") from None
-
-
 def describe_function(
     func: Callable[..., Any], *, name: str | None = None, derive_input: bool = True
 ) -> FunctionDescription:

@@ -103,7 +103,7 @@ def make_blueprint(ext: Any) -> Blueprint:
     bp = Blueprint("tooldiscovery_explorer", __name__, template_folder="../templates",
                    static_folder="../static", static_url_path="/static")
     bp.before_request(limit_body_size)
-    register_json_errors(bp, lambda status, message: {"error": message})
+    register_json_errors(bp, lambda status, message: _error(status, message).body)
 
     def tools():
         return ext.tools_or(lambda: _error(503, "The tool list is unavailable right now."))

@@ -218,7 +218,7 @@ def make_blueprint(ext: Any) -> Blueprint:
             response.headers["Access-Control-Max-Age"] = "600"
         return response
 
-    register_json_errors(bp, lambda status, message: {"error": message, "detail": message})
+    register_json_errors(bp, lambda status, message: _error(status, message).body)
 
     def discovery() -> Response:
         tools = ext.tools_or(unavailable).latest()

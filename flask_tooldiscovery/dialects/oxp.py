@@ -340,7 +340,7 @@ def make_blueprint(ext: Any) -> Blueprint:
     """The OXP blueprint: health, list and call."""
     bp = Blueprint("tooldiscovery_oxp", __name__)
     bp.before_request(limit_body_size)
-    register_json_errors(bp, lambda status, message: {"$schema": SCHEMA_URN, "message": message})
+    register_json_errors(bp, lambda status, message: server_error(message, status).body)
 
     def all_tools() -> list[Tool]:
         return list(ext.tools_or(lambda: server_error("The tool list is unavailable right now.", 503)))

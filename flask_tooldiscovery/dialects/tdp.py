@@ -391,9 +391,7 @@ def make_blueprint(ext: Any) -> Blueprint:
     """The TDP blueprint: manifest, single tool and execute."""
     bp = Blueprint("tooldiscovery_tdp", __name__)
     bp.before_request(limit_body_size)
-    register_json_errors(bp, lambda status, message: {
-        "error": {404: "Not Found", 405: "Method Not Allowed", 413: "Payload Too Large"}.get(status, "Error"),
-        "message": message})
+    register_json_errors(bp, lambda status, message: _error(status, message).body)
 
     def tools():
         return ext.tools_or(lambda: _error(503, "scenario unavailable: the tool list could not be produced"))
