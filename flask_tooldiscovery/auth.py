@@ -1,5 +1,7 @@
-"""Server authentication shared by the dialects: bearer tokens, JWT (HS256), API keys, and the
-explorer's auth hook. Comparisons of secrets are constant-time; no secret is ever logged."""
+"""Who is calling: :class:`Identity`, the built-in verifiers (bearer token, API key, HS256 JWT)
+combined per dialect by an :class:`Authenticator`, and the explorer's auth hook.
+
+Comparisons of secrets are constant-time; no secret is ever logged."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import hmac
 import inspect
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
+from dataclasses import dataclass, field
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -90,6 +93,141 @@ def verify_jwt(
     return payload
 
 
+@dataclass(frozen=True)
+class Identity:
+    """Who is calling, as a verifier established it."""
+
+    subject: str | None = None
+    scopes: tuple[str, ...] = ()
+    claims: Mapping[str, Any] = field(default_factory=dict)
+    #: How: "bearer", "api_key", "jwt", "hook"...
+    method: str = ""
+
+
+class Verifier:
+    """Checks one kind of credential. ``verify`` returns an :class:`Identity` when the request
+    carries a valid credential of its kind, ``None`` when it carries none, and raises
+    :class:`AuthError` when it carries a wrong one."""
+
+    #: The ``WWW-Authenticate`` scheme and realm this verifier asks for.
+    scheme = "Bearer"
+
+    def __init__(self, realm: str) -> None:
+        self.realm = realm
+
+    def verify(self, request: Request) -> Identity | None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def challenge(self, request: Request) -> str:
+        """The ``WWW-Authenticate`` value to answer with when the request is refused."""
+        return f'{self.scheme} realm="{self.realm}"'
+
+
+class BearerVerifier(Verifier):
+    """A static bearer token (constant-time comparison)."""
+
+    def __init__(self, token: str, realm: str) -> None:
+        super().__init__(realm)
+        self._token = token
+
+    def verify(self, request: Request) -> Identity | None:
+        token = bearer_token(request)
+        if token is None:
+            return None
+        if not secrets_equal(token, self._token):
+            raise AuthError("wrong bearer token")
+        return Identity(method="bearer")
+
+    def challenge(self, request: Request) -> str:
+        value = super().challenge(request)
+        return value + (', error="invalid_token"' if request.headers.get("Authorization") else "")
+
+
+class ApiKeyVerifier(Verifier):
+    """A static API key in a header (OXP's ``OXP-API-Key``)."""
+
+    def __init__(self, key: str, header: str, realm: str) -> None:
+        super().__init__(realm)
+        self._key = key
+        self.header = header
+        self.scheme = header
+
+    def verify(self, request: Request) -> Identity | None:
+        presented = request.headers.get(self.header)
+        if presented is None:
+            return None
+        if not secrets_equal(presented, self._key):
+            raise AuthError("API key wrong")
+        return Identity(method="api_key")
+
+
+class JwtVerifier(Verifier):
+    """An HS256 JWT as a bearer token (see :func:`verify_jwt`)."""
+
+    def __init__(self, secret: str, realm: str, *, audience: str | Iterable[str] | None = None,
+                 require_exp: bool = True, claims: Mapping[str, Any] | None = None) -> None:
+        super().__init__(realm)
+        require_jwt()
+        self._secret = secret
+        self.audience = audience
+        self.require_exp = require_exp
+        self.claims = dict(claims or {})
+
+    def verify(self, request: Request) -> Identity | None:
+        token = bearer_token(request)
+        if token is None:
+            return None
+        payload = verify_jwt(token, self._secret, audience=self.audience, require_exp=self.require_exp,
+                             claims=self.claims or None)
+        scope = payload.get("scope")
+        return Identity(subject=str(payload["sub"]) if payload.get("sub") is not None else None,
+                        scopes=tuple(scope.split()) if isinstance(scope, str) else (),
+                        claims=payload, method="jwt")
+
+    def challenge(self, request: Request) -> str:
+        value = super().challenge(request)
+        return value + (', error="invalid_token"' if bearer_token(request) is not None else "")
+
+
+@dataclass(frozen=True)
+class Authenticator:
+    """A dialect's credentials: any one of ``verifiers`` lets the request in.
+
+    ``protect_discovery``: discovery routes need credentials too (OXP's list does).
+    """
+
+    verifiers: tuple[Verifier, ...]
+    protect_discovery: bool = False
+
+    def authenticate(self, request: Request) -> Identity:
+        """The caller's :class:`Identity`; :class:`AuthError` with every reason otherwise."""
+        reasons = []
+        for verifier in self.verifiers:
+            try:
+                identity = verifier.verify(request)
+            except AuthError as exc:
+                reasons.append(exc.reason)
+                continue
+            if identity is not None:
+                return identity
+            reasons.append(f"no {verifier.scheme} credential")
+        raise AuthError("; ".join(reasons) or "no credentials")
+
+    def challenge(self, request: Request) -> str:
+        """What to put in ``WWW-Authenticate``: the last verifier's (JWT before API key)."""
+        return self.verifiers[-1].challenge(request)
+
+
+def require_jwt() -> None:
+    """Fail now, with the install line, when PyJWT is missing."""
+    try:
+        import jwt  # noqa: F401
+    except ImportError:
+        raise RuntimeError(
+            "JWT authentication needs PyJWT: pip install 'flask-tooldiscovery[jwt]'"
+        ) from None
+
+
 AuthHook = Callable[[Request], Any]
 
 
@@ -111,7 +249,7 @@ class HookCall:
             if inspect.isawaitable(manager):
                 manager = await_sync(manager)
         except Exception as exc:
-            raise AuthError(f"auth hook rejected the request: {exc}") from exc
+            raise AuthError(f"auth hook rejected the request ({type(exc).__name__})") from None
         if isinstance(manager, AbstractAsyncContextManager) or hasattr(manager, "__aenter__"):
             # One event loop for enter, call and exit; the call itself runs back in this thread
             # (asgiref's thread-sensitive sync_to_async), so Flask's request context holds.
@@ -127,13 +265,13 @@ class HookCall:
                 return run_sync(guarded)
             except Exception as exc:
                 if not entered:
-                    raise AuthError(f"auth hook rejected the request: {exc}") from exc
+                    raise AuthError(f"auth hook rejected the request ({type(exc).__name__})") from None
                 raise
         if isinstance(manager, AbstractContextManager) or hasattr(manager, "__enter__"):
             try:
                 manager.__enter__()
             except Exception as exc:
-                raise AuthError(f"auth hook rejected the request: {exc}") from exc
+                raise AuthError(f"auth hook rejected the request ({type(exc).__name__})") from None
             try:
                 result = call()
             except BaseException as exc:

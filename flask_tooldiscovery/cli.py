@@ -10,6 +10,7 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
+from .export import lint, openai_tools, openapi_document
 from .wire import parse_json
 
 tools_cli = AppGroup("tools", help="List, inspect, call, export and lint the app's tools.")
@@ -71,26 +72,22 @@ def call_tool(name: str, input_: str) -> None:
 def export(what: str) -> None:
     """Print a discovery document: a dialect's (opal, oxp, tdp, explorer, mcp), or ``openai``
     (function-calling tools) or ``openapi`` (OpenAPI 3.1 of the execution endpoints)."""
-    from .dialects import DIALECTS
-    from .export import openai_tools, openapi_document
-
     ext = _ext()
+    exportable = [n for n in ext.dialect_names if ext.dialect(n).export_document is not None]
     if what == "openai":
         _dump(openai_tools(ext))
     elif what == "openapi":
         _dump(openapi_document(ext))
-    elif what in DIALECTS and (document := DIALECTS[what].hook("export_document")) is not None:
-        _dump(document(ext))
+    elif what in exportable:
+        _dump(ext.dialect(what).export_document(ext.pipeline(what)))
     else:
-        choices = sorted([*DIALECTS, "openai", "openapi"])
+        choices = sorted([*exportable, "openai", "openapi"])
         raise click.ClickException(f"Cannot export {what!r}; choose one of: {', '.join(choices)}")
 
 
 @tools_cli.command("check")
 def check() -> None:
     """Lint every tool against every mounted dialect's rules; exit 1 when anything is found."""
-    from .export import lint
-
     found = lint(_ext())
     if not found:
         click.echo(f"All {len(list(_ext().tools()))} tools pass the checks of every mounted dialect.")

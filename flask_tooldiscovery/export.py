@@ -6,10 +6,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from flask import current_app
-
-from . import config as cfg
-from .dialects import DIALECTS
 from .json_schema import InvalidSchemaError, check_schema, inline_refs
 
 _OPENAI_NAME = re.compile(r"[^A-Za-z0-9_-]+")
@@ -30,27 +26,18 @@ def openai_tools(ext: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _mounted(app: Any) -> list[tuple[str, str]]:
-    """``(dialect, url prefix)`` for every dialect mounted on ``app``."""
-    from .extension import ToolDiscovery
-
-    return [(n, (app.config.get(cfg.url_prefix_key(n)) or "").rstrip("/"))
-            for n in ToolDiscovery.mounted_dialects(app)]
-
-
 def openapi_document(ext: Any) -> dict[str, Any]:
     """An OpenAPI 3.1 document of every mounted dialect's execution endpoints."""
-    app = current_app
+    settings = ext.settings
     paths: dict[str, Any] = {}
-    for name, prefix in _mounted(app):
-        build = DIALECTS[name].hook("openapi_paths")
+    for name in settings.dialects:
+        build = ext.dialect(name).openapi_paths
         if build is not None:
-            paths.update(build(ext, prefix))
+            paths.update(build(ext.pipeline(name)))
     return {
         "openapi": "3.1.0",
-        "info": {"title": str(app.config["TOOLDISCOVERY_SERVER_NAME"]),
-                 "version": str(app.config["TOOLDISCOVERY_SERVER_VERSION"]),
-                 "description": str(app.config.get("TOOLDISCOVERY_SERVER_DESCRIPTION") or "")},
+        "info": {"title": settings.server_name, "version": settings.server_version,
+                 "description": settings.server_description},
         "paths": paths,
     }
 
@@ -75,8 +62,8 @@ def lint(ext: Any) -> list[tuple[str, str, str]]:
             if isinstance(prop, dict) and not prop.get("description") and not any(
                     isinstance(v, dict) and v.get("description") for v in prop.get("anyOf", [])):
                 found.append((label, "all", f"parameter {pname!r} has no description"))
-        for dialect, _prefix in _mounted(current_app):
-            check = DIALECTS[dialect].hook("lint_tool")
+        for dialect in ext.settings.dialects:
+            check = ext.dialect(dialect).lint_tool
             for problem in (check(tool) if check else []):
                 found.append((label, dialect, problem))
     return found

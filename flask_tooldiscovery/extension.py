@@ -4,21 +4,24 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar, overload
 
 from flask import Flask, current_app, g, has_app_context, has_request_context, request
 
-from . import config as cfg
+from . import settings as cfg
 from .auth import AuthHook
-from .dialects import DIALECTS
-from .invoke import Outcome, invoke
-from .registry import ProviderError, ToolRegistry, ToolSet, ToolsProvider, tool_from_function
+from .dialects import BUILTIN, Dialect, load
+from .invoke import HandOff, Outcome, invoke
+from .pipeline import AppState, Pipeline, Slots
+from .registry import ToolRegistry, ToolSet, ToolsProvider, tool_from_function
+from .settings import Settings
 from .tool import Tool, ToolContext
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 log = logging.getLogger("flask_tooldiscovery")
+STATE_KEY = "tooldiscovery.state"
 
 
 class ToolDiscovery:
@@ -27,7 +30,8 @@ class ToolDiscovery:
     ``tools`` is a tools provider (a list, a sync callable or an async callable returning tool
     objects); ``call_handler(name, arguments)`` runs the tools it provides. Decorate functions with
     :meth:`tool`. ``init_app`` mounts one blueprint per dialect named in
-    ``TOOLDISCOVERY_DIALECTS``. The extension keeps no app: one instance serves several apps.
+    ``TOOLDISCOVERY_DIALECTS``; ``dialects`` adds dialects of your own to the ones this package
+    ships. The extension keeps no app: one instance serves several apps.
     """
 
     def __init__(
@@ -37,66 +41,104 @@ class ToolDiscovery:
         tools: ToolsProvider | None = None,
         call_handler: Callable[..., Any] | None = None,
         auth_hook: AuthHook | None = None,
+        dialects: Iterable[Dialect] = (),
     ) -> None:
         self.registry = ToolRegistry()
         self.call_handler = call_handler
         self._auth_hook = auth_hook
         self._categories: dict[str, dict[str, Any]] = {}
+        self._dialects: dict[str, Dialect | str] = dict(BUILTIN)
+        for dialect in dialects:
+            self.add_dialect(dialect)
         if tools is not None:
             self.registry.add_provider(tools)
         if app is not None:
             self.init_app(app)
 
+    # -- dialects -------------------------------------------------------------------------------
+
+    def add_dialect(self, dialect: Dialect) -> Dialect:
+        """Add (or replace) a dialect in this extension's table, before ``init_app``."""
+        if not dialect.name.isidentifier():
+            raise ValueError(f"dialect name {dialect.name!r} must be an identifier")
+        self._dialects[dialect.name] = dialect
+        return dialect
+
+    def dialect(self, name: str) -> Dialect:
+        """The dialect ``name`` of this extension's table (``KeyError`` if unknown)."""
+        entry = self._dialects[name]
+        if isinstance(entry, str):
+            entry = self._dialects[name] = load(entry)
+        return entry
+
+    @property
+    def dialect_names(self) -> list[str]:
+        """Every dialect this extension can mount."""
+        return list(self._dialects)
+
     # -- app wiring ---------------------------------------------------------------------------
 
     def init_app(self, app: Flask) -> None:
-        """Apply config defaults, mount the dialect blueprints and register the template filter."""
+        """Check the settings, mount the dialect blueprints and register the template filter.
+
+        A wrong ``TOOLDISCOVERY_*`` value raises :class:`~.settings.SettingsError` here, naming the key.
+        """
         if "tooldiscovery" in app.extensions:
             raise RuntimeError(
                 "ToolDiscovery is already registered on this app. Call init_app once per app, "
                 "or use the ToolDiscovery instance in app.extensions['tooldiscovery']."
             )
-        for name, value in cfg.DEFAULTS.items():
-            app.config.setdefault(name, list(value) if isinstance(value, list) else value)
-        if not app.config["TOOLDISCOVERY_SERVER_NAME"]:
-            app.config["TOOLDISCOVERY_SERVER_NAME"] = app.name
-        names = self._dialect_names(app.config["TOOLDISCOVERY_DIALECTS"])
-        unknown = [n for n in names if n not in DIALECTS]
-        if unknown:
-            raise ValueError(
-                f"unknown dialect(s) in TOOLDISCOVERY_DIALECTS: {', '.join(unknown)}; "
-                f"known dialects: {', '.join(sorted(DIALECTS))}"
-            )
+        cfg.apply_defaults(app.config)
+        table = {name: self.dialect(name) for name in self._dialects}
+        defaults = {name: d.default_prefix for name, d in table.items()}
+        extra_keys = [cfg.key(k) for d in table.values() for k in d.config_keys]
+        settings = cfg.build_settings(app.config, app_name=app.name, default_prefixes=defaults,
+                                      known_keys=extra_keys)
+        slots = Slots(settings.max_concurrent_calls, settings.busy_retry_after)
+        pipelines = {}
+        for name in settings.dialects:
+            dialect = self.dialect(name)
+            pipeline = Pipeline(self, dialect, settings, slots, app.config.get("TRUSTED_HOSTS"))
+            if dialect.tool_key is not None:
+                self.registry.add_unique_key(f"{name} id", dialect.tool_key(settings))
+            pipelines[name] = pipeline
         app.extensions["tooldiscovery"] = self
+        app.extensions[STATE_KEY] = AppState(settings, slots, pipelines)
         app.add_template_filter(page_settings, "tooldiscovery_page")
-        for name in names:
-            dialect = DIALECTS[name]
-            prefix = app.config.setdefault(cfg.url_prefix_key(name), dialect.default_prefix)
-            blueprint = dialect.make_blueprint(self)
-            app.register_blueprint(blueprint, url_prefix=(prefix or "").rstrip("/") or None)
+        for pipeline in pipelines.values():
+            app.register_blueprint(pipeline.dialect.make_blueprint(pipeline), url_prefix=pipeline.prefix or None)
         if not (app.debug or app.testing):
-            for name in names:
-                warn = DIALECTS[name].hook("security_warning")
-                message = warn(app.config, self) if warn else None
-                if message:
-                    app.logger.warning("flask-tooldiscovery: %s", message)
+            warnings = [w for name in settings.dialects
+                        if (check := self.dialect(name).security_warning) and (w := check(settings, self))]
+            if warnings:
+                app.logger.warning("flask-tooldiscovery: %s", "; ".join(warnings))
         from .cli import tools_cli
 
         if "tools" not in app.cli.commands:
             app.cli.add_command(tools_cli)
 
     @staticmethod
-    def _dialect_names(value: Any) -> list[str]:
-        if isinstance(value, str):
-            value = value.split(",")
-        names = [str(v).strip().lower() for v in (value or ()) if str(v).strip()]
-        return list(dict.fromkeys(names))
+    def state(app: Flask | None = None) -> AppState:
+        """What ``init_app`` built for ``app`` (default: the current app)."""
+        app = app or current_app
+        return app.extensions[STATE_KEY]  # type: ignore[no-any-return]
+
+    @property
+    def settings(self) -> Settings:
+        """The current app's :class:`~.settings.Settings`."""
+        return self.state().settings
+
+    def pipeline(self, name: str, app: Flask | None = None) -> Pipeline:
+        """The current app's pipeline of dialect ``name`` (a detached one when it is not mounted)."""
+        state = self.state(app)
+        if name in state.pipelines:
+            return state.pipelines[name]
+        return Pipeline(self, self.dialect(name), state.settings, state.slots)
 
     @staticmethod
     def mounted_dialects(app: Flask | None = None) -> list[str]:
         """The dialects mounted on ``app`` (default: the current app)."""
-        app = app or current_app
-        return ToolDiscovery._dialect_names(app.config.get("TOOLDISCOVERY_DIALECTS"))
+        return list(ToolDiscovery.state(app).settings.dialects)
 
     # -- registering tools ---------------------------------------------------------------------
 
@@ -144,13 +186,13 @@ class ToolDiscovery:
             k: v for k, v in (("id", id), ("name", name), ("description", description),
                               ("icon", icon), ("display_order", display_order)) if v is not None
         }
+        self.registry.version += 1  # cached documents list categories
 
-    def categories(self) -> list[dict[str, Any]]:
+    def categories(self, settings: Settings | None = None) -> list[dict[str, Any]]:
         """Categories declared with :meth:`category` and ``TOOLDISCOVERY_CATEGORIES``."""
         merged = dict(self._categories)
-        for item in current_app.config.get("TOOLDISCOVERY_CATEGORIES") or ():
-            if isinstance(item, Mapping) and item.get("id"):
-                merged.setdefault(str(item["id"]), dict(item))
+        for item in (settings or self.settings).categories:
+            merged.setdefault(str(item["id"]), dict(item))
         return list(merged.values())
 
     def auth_hook(self, hook: AuthHook) -> AuthHook:
@@ -171,36 +213,25 @@ class ToolDiscovery:
             cache = g.setdefault("_tooldiscovery_toolsets", {})
             if id(self) not in cache:
                 cache[id(self)] = self.registry.resolve()
-            return cache[id(self)]
+            return cache[id(self)]  # type: ignore[no-any-return]
         return self.registry.resolve()
 
-    def tools_or(self, error: Callable[[], Exception]) -> ToolSet:
-        """:meth:`tools`, or, when a provider fails, the failure logged (with its traceback) and
-        ``error()`` raised: what each dialect answers instead (503, a JSON-RPC error...)."""
-        try:
-            return self.tools()
-        except ProviderError:
-            current_app.logger.exception("flask-tooldiscovery: a tools provider failed")
-            raise error() from None
-
-    def setting(self, name: str) -> Any:
-        """The current app's value of ``TOOLDISCOVERY_<name>``."""
-        return current_app.config.get(cfg.key(name))
-
     def make_context(self, dialect: str | None, **fields: Any) -> ToolContext:
-        """A :class:`ToolContext` for a call arriving now (call id generated unless given)."""
+        """A :class:`ToolContext` for a call made outside a dialect (the CLI, your own code)."""
         fields.setdefault("call_id", None)
         if not fields["call_id"]:
             fields["call_id"] = str(uuid.uuid4())
         current = request._get_current_object() if has_request_context() else None  # type: ignore[attr-defined]
         return ToolContext(dialect=dialect, request=current, **fields)
 
-    def call(self, tool: Tool, arguments: Any, context: ToolContext, *, coerce: bool | None = None) -> Outcome:
+    def call(self, tool: Tool, arguments: Any, context: ToolContext, *, coerce: bool | None = None,
+             hand_off: HandOff | None = None, max_errors: int | None = None) -> Outcome:
         """Run ``tool`` through the one invocation path (validation, coercion, timing, logging)."""
         if coerce is None:
-            coerce = bool(self.setting("COERCE_ARGUMENTS")) if has_app_context() else False
+            coerce = self.settings.coerce_arguments if has_app_context() else False
         logger = current_app.logger if has_app_context() else log
-        return invoke(tool, arguments, context, coerce=coerce, call_handler=self.call_handler, logger=logger)
+        return invoke(tool, arguments, context, coerce=coerce, call_handler=self.call_handler, logger=logger,
+                      hand_off=hand_off, max_errors=max_errors)
 
 
 def page_settings(app_config: Mapping[str, Any]) -> dict[str, Any]:
@@ -209,10 +240,13 @@ def page_settings(app_config: Mapping[str, Any]) -> dict[str, Any]:
     ``{% set page = config|tooldiscovery_page %}``; put ``page.title`` in HTML (autoescaped) and
     ``page|tojson`` in a script (``tojson`` escapes ``<``, so ``</script>`` in a title is inert).
     """
+    if has_app_context() and STATE_KEY in current_app.extensions:
+        return ToolDiscovery.state().settings.page
     return {
         "title": str(app_config.get("TOOLDISCOVERY_TITLE") or "Tool Explorer"),
-        "allow_execute": bool(app_config.get("TOOLDISCOVERY_ALLOW_EXECUTE")),
+        "allow_execute": cfg.parse_bool("TOOLDISCOVERY_ALLOW_EXECUTE",
+                                        app_config.get("TOOLDISCOVERY_ALLOW_EXECUTE", False)),
     }
 
 
-__all__ = ["ProviderError", "ToolDiscovery", "page_settings"]
+__all__ = ["ToolDiscovery", "page_settings"]

@@ -6,20 +6,13 @@
 
 from __future__ import annotations
 
-import ast
 import asyncio
-import dataclasses
-import datetime as _dt
-import decimal
-import enum
+import contextvars
 import inspect
-import json
 import logging
-import math
-import re
+import threading
 import time
-import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -27,13 +20,17 @@ from jsonschema.exceptions import SchemaError
 from marshmallow import ValidationError as MarshmallowValidationError
 
 from .async_bridge import run_sync
-from .json_schema import ArgumentError, parameter_errors, primary_type, split_nullable, validate_arguments
+from .coerce import coerce_value, to_jsonable
+from .json_schema import ArgumentError, parameter_errors, validate_arguments
 from .tool import Tool, ToolContext, ToolError
 
 log = logging.getLogger("flask_tooldiscovery")
 
 GENERIC_FAILURE = "The tool failed with an unexpected error."
-_INT = re.compile(r"^[+-]?\d+$")
+
+#: ``hand_off()`` is called when a timed-out sync tool is left running; it returns the function
+#: to call once that tool really ends (the caller's concurrency slot stays taken until then).
+HandOff = Callable[[], Callable[[], None]]
 
 
 @dataclass(frozen=True)
@@ -99,114 +96,60 @@ class Outcome:
         return ""
 
 
-def to_jsonable(value: Any) -> Any:
-    """Turn a tool's return value into JSON-ready data (dataclasses, enums, sets, dates...)."""
-    if value is None or isinstance(value, (str, bool, int)):
-        return value
-    if isinstance(value, float):
-        if math.isnan(value) or math.isinf(value):
-            raise TypeError("NaN and infinity cannot be sent as JSON")
-        return value
-    if isinstance(value, Mapping):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, enum.Enum):
-        return to_jsonable(value.value)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
-        return value.isoformat()
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    if isinstance(value, decimal.Decimal):
-        return float(value)
-    if hasattr(value, "model_dump"):
-        return to_jsonable(value.model_dump(mode="json"))
-    raise TypeError(f"a value of type {type(value).__name__} cannot be sent as JSON")
+def _run_sync_with_deadline(func: Callable[[], Any], timeout: float, hand_off: HandOff | None) -> Any:
+    """Run a sync tool in a helper thread and stop waiting after ``timeout`` seconds.
 
-
-def _parse_literal(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        pass
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return text
-
-
-def coerce_value(value: Any, schema: Mapping[str, Any] | None) -> Any:
-    """Best-effort: a string turned into the type ``schema`` declares, when it parses cleanly.
-
-    Strings that do not parse are returned unchanged so that validation reports them.
+    Python cannot stop a thread: a tool that overruns keeps running, and its call slot stays
+    taken until it ends (``hand_off``), so overrunning tools cannot pile up without bound.
     """
-    if not isinstance(schema, Mapping) or not schema:
-        return value
-    inner, nullable = split_nullable(dict(schema))
-    target = primary_type(inner, default="")
-    if isinstance(value, str):
-        text = value.strip()
-        if nullable and text in ("null", "None", ""):
-            return None
-        if target == "integer" and _INT.match(text):
-            return int(text)
-        if target == "number":
-            if _INT.match(text):
-                return int(text)
-            try:
-                number = float(text)
-            except ValueError:
-                return value
-            return number if math.isfinite(number) else value
-        if target == "boolean":
-            lowered = text.lower()
-            if lowered in ("true", "1", "yes"):
-                return True
-            if lowered in ("false", "0", "no"):
-                return False
-            return value
-        if target in ("array", "object"):
-            parsed = _parse_literal(text)
-            if isinstance(parsed, tuple):
-                parsed = list(parsed)
-            if target == "array" and isinstance(parsed, (set, frozenset)):
-                parsed = list(parsed)
-            if (target == "array" and isinstance(parsed, list)) or (
-                target == "object" and isinstance(parsed, dict)
-            ):
-                return coerce_value(parsed, inner)
-        return value
-    if isinstance(value, dict) and target == "object":
-        props = inner.get("properties") or {}
-        extra = inner.get("additionalProperties")
-        return {
-            k: coerce_value(v, props.get(k, extra if isinstance(extra, Mapping) else None))
-            for k, v in value.items()
-        }
-    if isinstance(value, list) and target == "array":
-        items = inner.get("items")
-        return [coerce_value(v, items if isinstance(items, Mapping) else None) for v in value]
-    return value
+    outcome: dict[str, Any] = {}
+    finished = threading.Event()
+    release: list[Callable[[], None]] = []
+    lock = threading.Lock()
+    context = contextvars.copy_context()
+
+    def target() -> None:
+        try:
+            outcome["value"] = context.run(func)
+        except BaseException as exc:
+            outcome["error"] = exc
+        finally:
+            with lock:
+                finished.set()
+                for free in release:
+                    free()
+
+    threading.Thread(target=target, name="tooldiscovery-tool", daemon=True).start()
+    if not finished.wait(timeout):
+        with lock:
+            if not finished.is_set():
+                if hand_off is not None:
+                    release.append(hand_off())
+                raise TimeoutError
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
 
 
 def _call(
     tool: Tool, arguments: dict[str, Any], context: ToolContext,
-    call_handler: Callable[..., Any] | None,
+    call_handler: Callable[..., Any] | None, hand_off: HandOff | None,
 ) -> Any:
-    if tool.func is not None:
-        kwargs = dict(arguments)
-        for name in tool.context_params:
-            kwargs[name] = context
-        result = tool.func(**kwargs)
-    elif call_handler is not None:
-        result = call_handler(tool.name, dict(arguments))
-    else:
+    def start() -> Any:
+        if tool.func is not None:
+            kwargs = dict(arguments)
+            for name in tool.context_params:
+                kwargs[name] = context
+            return tool.func(**kwargs)
+        if call_handler is not None:
+            return call_handler(tool.name, dict(arguments))
         raise ToolError(
             f"Tool {tool.name!r} cannot be run here.",
             developer_message="the tool comes from a provider and the extension has no call_handler",
         )
+
+    sync_deadline = tool.timeout if tool.timeout and not tool.is_async else None
+    result = _run_sync_with_deadline(start, sync_deadline, hand_off) if sync_deadline else start()
     if inspect.isawaitable(result):  # async tools and async call handlers; timeout enforced here
         awaitable = result
 
@@ -227,8 +170,12 @@ def _loader_errors(exc: Exception) -> tuple[ArgumentError, ...]:
     return (ArgumentError("", None, str(exc).splitlines()[0] if str(exc) else type(exc).__name__, "load"),)
 
 
-def check_arguments(tool: Tool, arguments: Any, logger: logging.Logger | None = None) -> list[ArgumentError]:
-    """How ``arguments`` fail ``tool``'s input schema (empty when valid).
+def check_arguments(
+    tool: Tool, arguments: Any, logger: logging.Logger | logging.LoggerAdapter[Any] | None = None,
+    *, max_errors: int | None = None,
+) -> list[ArgumentError]:
+    """How ``arguments`` fail ``tool``'s input schema (empty when valid), at most ``max_errors``
+    of them: past that, one last entry says how many more there were.
 
     A schema that cannot be compiled is reported as one error with keyword ``schema``: nothing
     validates against it, and nothing raises.
@@ -236,10 +183,11 @@ def check_arguments(tool: Tool, arguments: Any, logger: logging.Logger | None = 
     if not isinstance(arguments, dict):
         return [ArgumentError("", None, "Arguments must be a JSON object.", "type")]
     try:
-        return validate_arguments(tool.input_schema, arguments)
+        errors = validate_arguments(tool.input_schema, arguments, limit=max_errors)
     except SchemaError as exc:
         (logger or log).error("tool %s has an invalid input schema: %s", tool.name, exc.message)
         return [ArgumentError("", None, "The tool's input schema is not a valid JSON Schema.", "schema")]
+    return errors
 
 
 def invoke(
@@ -250,13 +198,19 @@ def invoke(
     coerce: bool = False,
     call_handler: Callable[..., Any] | None = None,
     logger: logging.Logger | None = None,
+    hand_off: HandOff | None = None,
+    max_errors: int | None = None,
 ) -> Outcome:
     """Validate ``arguments`` against ``tool``'s input schema and run it.
 
     ``coerce`` first turns string values into the declared types where they parse (for clients
-    that send everything as strings). Never raises for bad input or a failing tool.
+    that send everything as strings). Never raises for bad input or a failing tool. Every log
+    line names the call id and trace id.
     """
-    logger = logger or log
+    base = logger or log
+    call_log = logging.LoggerAdapter(base, {"tool": tool.name, "call_id": context.call_id,
+                                            "trace_id": context.trace_id})
+    ids = f"call_id={context.call_id} trace_id={context.trace_id}"
     started = time.perf_counter()
 
     def done(status: str, **fields: Any) -> Outcome:
@@ -264,11 +218,16 @@ def invoke(
             tool=tool, call_id=context.call_id, status=status,  # type: ignore[arg-type]
             duration_ms=(time.perf_counter() - started) * 1000.0, **fields,
         )
-        logger.info(
-            "tool call tool=%s version=%s dialect=%s call_id=%s outcome=%s duration_ms=%.2f",
-            tool.name, tool.version, context.dialect, context.call_id, status, outcome.duration_ms,
+        call_log.info(
+            "tool call tool=%s version=%s dialect=%s %s outcome=%s duration_ms=%.2f",
+            tool.name, tool.version, context.dialect, ids, status, outcome.duration_ms,
         )
         return outcome
+
+    def unexpected(exc: BaseException) -> Outcome:
+        call_log.error("tool %s failed with an unexpected error (%s)", tool.name, ids,
+                       exc_info=(type(exc), exc, exc.__traceback__))
+        return done("failure", failure=Failure(message=GENERIC_FAILURE, expected=False))
 
     if arguments is None:
         arguments = {}
@@ -278,7 +237,7 @@ def invoke(
         ))
     if coerce:
         arguments = coerce_value(arguments, {"type": "object", **tool.resolved_input_schema})
-    errors = check_arguments(tool, arguments, logger)
+    errors = check_arguments(tool, arguments, call_log, max_errors=max_errors)
     if errors:
         return done("invalid", errors=tuple(errors))
 
@@ -288,27 +247,22 @@ def invoke(
         except Exception as exc:
             return done("invalid", errors=_loader_errors(exc))
     try:
-        value = _call(tool, arguments, context, call_handler)
+        value = _call(tool, arguments, context, call_handler, hand_off)
     except ToolError as exc:
         if exc.developer_message:
-            logger.info("tool %s raised ToolError: %s", tool.name, exc.developer_message)
+            call_log.info("tool %s raised ToolError (%s): %s", tool.name, ids, exc.developer_message)
         return done("failure", failure=Failure.from_tool_error(exc))
     except TimeoutError as exc:
         if tool.timeout is None:
-            return _unexpected(exc, tool, logger, done)
+            return unexpected(exc)
         return done("failure", failure=Failure(
             message=f"The tool did not finish within {tool.timeout:g} seconds.",
             can_retry=True, expected=False,
         ))
     except Exception as exc:
-        return _unexpected(exc, tool, logger, done)
+        return unexpected(exc)
     try:
         value = to_jsonable(value)
     except TypeError as exc:
-        return _unexpected(exc, tool, logger, done)
+        return unexpected(exc)
     return done("success", value=value)
-
-
-def _unexpected(exc: BaseException, tool: Tool, logger: logging.Logger, done: Callable[..., Outcome]) -> Outcome:
-    logger.error("tool %s failed with an unexpected error", tool.name, exc_info=(type(exc), exc, exc.__traceback__))
-    return done("failure", failure=Failure(message=GENERIC_FAILURE, expected=False))

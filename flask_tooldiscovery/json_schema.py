@@ -142,19 +142,41 @@ def _errors_of(error: jsonschema.ValidationError) -> list[ArgumentError]:
     ]
 
 
-def validate_arguments(schema: dict[str, Any] | None, arguments: Any) -> list[ArgumentError]:
-    """Every way ``arguments`` fails ``schema``, sorted by path; empty when valid."""
+def validate_arguments(
+    schema: dict[str, Any] | None, arguments: Any, *, limit: int | None = None
+) -> list[ArgumentError]:
+    """Every way ``arguments`` fails ``schema``, sorted by path; empty when valid.
+
+    With ``limit``, at most that many are returned; one more entry (keyword ``limit``) says how
+    many were left out (counted up to :data:`MAX_COUNTED`), so a huge bad input gets a small answer.
+    """
     validator = validator_for_schema(schema)
     seen: set[tuple[str, str]] = set()
     out: list[ArgumentError] = []
+    more = 0
     for error in validator.iter_errors(arguments):
+        if limit is not None and len(out) >= limit:
+            more += 1
+            if more >= MAX_COUNTED:
+                break
+            continue
         for item in _errors_of(error):
             key = (item.path, item.message)
             if key not in seen:
                 seen.add(key)
                 out.append(item)
     out.sort(key=lambda e: e.path)
+    if limit is not None and len(out) > limit:
+        more += len(out) - limit
+        out = out[:limit]
+    if more:
+        count = f"{more}" if more < MAX_COUNTED else f"{MAX_COUNTED} or more"
+        out.append(ArgumentError("", None, f"... and {count} more errors not shown.", "limit"))
     return out
+
+
+#: How far errors past the limit are counted before counting stops.
+MAX_COUNTED = 10_000
 
 
 def parameter_errors(errors: Iterable[ArgumentError]) -> dict[str, str]:

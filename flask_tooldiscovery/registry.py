@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 import logging
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +29,14 @@ TOOL_OPTIONS = (
     "name", "description", "title", "input_schema", "output_schema", "annotations", "category",
     "tags", "version", "toolkit", "examples", "requirements", "timeout", *METADATA_OPTIONS,
 )
-_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-/]{0,127}$")
+#: MCP's tool-name rule (1-128 of letters, digits, "_", "-", "."), ASCII only, no "..": safe in
+#: every dialect's URLs and ids.
+_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+
+
+def valid_tool_name(name: Any) -> bool:
+    """True for a name every dialect can carry safely."""
+    return isinstance(name, str) and bool(_NAME.fullmatch(name)) and ".." not in name
 _REQUIREMENT_KEYS = {"authorization", "secrets", "user_id"}
 
 
@@ -87,9 +94,9 @@ def tool_from_function(func: Callable[..., Any], options: Mapping[str, Any]) -> 
     desc = describe_function(func, name=options.get("name"), derive_input=not explicit)
     name = desc.name
     label = f"tool {name!r}"
-    if not _NAME.match(name):
+    if not valid_tool_name(name):
         raise RegistrationError(
-            f"{label}: a tool name is 1-128 characters of letters, digits, '_', '-', '.', '/'"
+            f"{label}: a tool name is 1-128 ASCII letters, digits, '_', '-' and '.', without '..'"
         )
     input_schema, load = desc.input_schema, desc.load_arguments
     try:
@@ -128,7 +135,6 @@ def tool_from_function(func: Callable[..., Any], options: Mapping[str, Any]) -> 
         is_async=desc.is_async,
         context_params=desc.context_params,
         load_arguments=load,
-        source="decorator",
     )
 
 
@@ -193,7 +199,6 @@ def tool_from_object(obj: Any) -> Tool:
         requirements=_normalize_requirements(_read(data, "requirements")),
         timeout=_read(data, "timeout"),
         metadata=metadata,
-        source="provider",
     )
 
 
@@ -216,8 +221,13 @@ class ToolSet:
     """The tools in force for one request, all versions, in registration order."""
 
     tools: list[Tool] = field(default_factory=list)
+    #: Equal for two sets that would be served identically: the registry's version for
+    #: registered tools alone, a digest of every tool otherwise (caches key on it).
+    fingerprint: Hashable = None
 
     def __post_init__(self) -> None:
+        if self.fingerprint is None:
+            self.fingerprint = ("tools", tuple(t.fingerprint for t in self.tools))
         self._by_name: dict[str, list[Tool]] = {}
         for tool in self.tools:
             self._by_name.setdefault(tool.name, []).append(tool)
@@ -260,6 +270,28 @@ class ToolRegistry:
         self._keys: set[tuple[str, tuple[int, int, int]]] = set()
         self._has_providers = False
         self._static: ToolSet | None = None
+        #: Bumped on every registration; part of every cache key.
+        self.version = 0
+        #: Keys under which two differently named tools may not meet: (label, key, {key: name}).
+        self._unique: list[tuple[str, Callable[[Tool], Hashable], dict[Hashable, str]]] = []
+
+    def add_unique_key(self, label: str, key: Callable[[Tool], Hashable]) -> None:
+        """Refuse, now and at every later registration, two tools whose names differ but whose
+        ``key`` is equal (``label`` names the key in the message, e.g. "OXP id")."""
+        seen: dict[Hashable, str] = {}
+        for kind, tool in self._entries:
+            if kind == "tool":
+                self._check_unique(label, key, seen, tool)
+                seen[key(tool)] = tool.name
+        self._unique.append((label, key, seen))
+
+    @staticmethod
+    def _check_unique(label: str, key: Callable[[Tool], Hashable], seen: dict[Hashable, str], tool: Tool) -> None:
+        other = seen.get(key(tool))
+        if other is not None and other != tool.name:
+            raise RegistrationError(
+                f"tools {other!r} and {tool.name!r} have the same {label} {key(tool)!r}; rename one"
+            )
 
     def add_tool(self, tool: Tool) -> Tool:
         """Register a :class:`Tool`; a second one with the same name and version is refused."""
@@ -269,9 +301,14 @@ class ToolRegistry:
                 f"tool {tool.name!r} version {tool.version} is already registered; give the new "
                 f"one another name or another version="
             )
+        for label, unique, seen in self._unique:
+            self._check_unique(label, unique, seen, tool)
+        for _, unique, seen in self._unique:
+            seen[unique(tool)] = tool.name
         self._keys.add(key)
         self._entries.append(("tool", tool))
         self._static = None
+        self.version += 1
         return tool
 
     def add_provider(self, provider: ToolsProvider) -> None:
@@ -284,21 +321,27 @@ class ToolRegistry:
         self._entries.append(("provider", provider))
         self._has_providers = True
         self._static = None
+        self.version += 1
 
     def resolve(self) -> ToolSet:
         """The tools in force now. Providers are called (their errors raise ProviderError)."""
         if not self._has_providers:
             if self._static is None:
-                self._static = ToolSet([t for _, t in self._entries])
+                self._static = ToolSet([t for _, t in self._entries], fingerprint=("registry", id(self), self.version))
             return self._static
         tools: list[Tool] = []
         seen: set[tuple[str, tuple[int, int, int]]] = set()
+        unique_seen: list[dict[Hashable, str]] = [dict(s) for _, _, s in self._unique]
         for kind, entry in self._entries:
             if kind == "tool":
                 candidates = [entry]
             else:
                 try:
                     candidates = [tool_from_object(o) for o in resolve_provider(entry)]
+                    for bad in [t for t in candidates if not valid_tool_name(t.name)]:
+                        log.warning("provided tool %r skipped: a tool name is 1-128 ASCII letters, "
+                                    "digits, '_', '-' and '.', without '..'", bad.name)
+                    candidates = [t for t in candidates if valid_tool_name(t.name)]
                 except ProviderError:
                     raise
                 except Exception as exc:
@@ -308,6 +351,18 @@ class ToolRegistry:
                 if key in seen:
                     log.warning("duplicate tool %s@%s from a provider ignored", tool.name, tool.version)
                     continue
+                if kind == "provider" and not self._unique_for_provider(tool, unique_seen):
+                    continue
                 seen.add(key)
                 tools.append(tool)
         return ToolSet(tools)
+
+    def _unique_for_provider(self, tool: Tool, unique_seen: list[dict[Hashable, str]]) -> bool:
+        for (label, key, _), seen in zip(self._unique, unique_seen, strict=True):
+            other = seen.get(key(tool))
+            if other is not None and other != tool.name:
+                log.warning("provided tool %r skipped: same %s as %r", tool.name, label, other)
+                return False
+        for (_, key, _), seen in zip(self._unique, unique_seen, strict=True):
+            seen[key(tool)] = tool.name
+        return True

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     from flask import Request
 
+    from .auth import Identity
+
 #: The tool options that only some dialects read (TDP metadata and the like).
 METADATA_OPTIONS = (
     "enabled_by_default",
@@ -84,6 +86,18 @@ class ToolContext:
     extra: dict[str, Any] = field(default_factory=dict)
     #: The Flask request the call arrived on, or ``None`` (CLI calls).
     request: Request | None = None
+    #: Who is calling, when the dialect's credentials established it.
+    identity: Identity | None = None
+
+    @property
+    def scopes(self) -> tuple[str, ...]:
+        """The caller's scopes (empty when anonymous)."""
+        return self.identity.scopes if self.identity is not None else ()
+
+    @property
+    def claims(self) -> Mapping[str, Any]:
+        """The caller's token claims (empty when anonymous or not a token)."""
+        return self.identity.claims if self.identity is not None else {}
 
     def secret(self, secret_id: str, default: str | None = None) -> str | None:
         """The value of the secret ``secret_id``, or ``default``."""
@@ -130,18 +144,18 @@ class Tool:
     context_params: tuple[str, ...] = ()
     #: Turns validated JSON arguments into the Python values the function expects.
     load_arguments: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
-    #: "decorator" or "provider".
-    source: str = "decorator"
-    _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
 
-    def memo(self, key: Any, build: Callable[[], Any]) -> Any:
-        """``build()``'s result, computed once per ``key`` for this tool (wire translations of a
-        tool that does not change). The result is shared: callers must not mutate it."""
-        try:
-            return self._memo[key]
-        except KeyError:
-            value = self._memo[key] = build()
-            return value
+    @cached_property
+    def fingerprint(self) -> str:
+        """A digest of everything a dialect may show of this tool (equal tools, equal digests)."""
+        import hashlib
+        import json
+
+        shown = {k: getattr(self, k) for k in (
+            "name", "description", "input_schema", "output_schema", "title", "annotations", "version",
+            "toolkit", "category", "tags", "examples", "requirements", "timeout", "metadata")}
+        text = json.dumps(shown, sort_keys=True, default=repr, separators=(",", ":"))
+        return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
     @property
     def version_tuple(self) -> tuple[int, int, int]:
@@ -155,6 +169,22 @@ class Tool:
 
         return inline_refs(self.input_schema or {})
 
+    def missing_requirements(self, *, secrets: Mapping[str, Any], authorization: Mapping[str, Any],
+                             user_id: Any) -> dict[str, Any]:
+        """The requirements this tool declares that a call lacks, OXP-style (empty when none)."""
+        req = self.requirements or {}
+        missing: dict[str, Any] = {}
+        auth = [{"id": a["id"], "url": str(a.get("url", ""))} for a in req.get("authorization", [])
+                if not authorization.get(a["id"])]
+        if auth:
+            missing["authorization"] = auth
+        needed = [{"id": s["id"]} for s in req.get("secrets", []) if not secrets.get(s["id"])]
+        if needed:
+            missing["secrets"] = needed
+        if req.get("user_id") and not user_id:
+            missing["user_id"] = True
+        return missing
+
     def hint(self, name: str, default: bool | None = None) -> bool | None:
         """An MCP annotation hint (``readOnlyHint``...), or ``default`` when the tool has none."""
         if not self.annotations:
@@ -163,4 +193,4 @@ class Tool:
         return default if value is None else bool(value)
 
     def __repr__(self) -> str:
-        return f"<Tool {self.name}@{self.version} ({self.source})>"
+        return f"<Tool {self.name}@{self.version} ({'function' if self.func else 'provider'})>"

@@ -1,15 +1,15 @@
-"""What every dialect's wire layer shares: a marshmallow base for wire schemas, JSON responses
-and errors, and reading a JSON request body without ever answering 500 for a client's mistake."""
+"""What every dialect's wire layer shares: a marshmallow base for wire schemas, JSON responses,
+and the one strict JSON parser (bounded depth, finite numbers only)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+import math
+from collections.abc import Mapping
 from typing import Any
 
-from flask import Blueprint, Response, current_app, request
-from marshmallow import Schema, fields, post_dump
-from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+from flask import Response, current_app
+from marshmallow import Schema, post_dump
 
 JSON_MIMETYPE = "application/json"
 
@@ -28,28 +28,6 @@ class WireSchema(Schema):
         return {k: v for k, v in data.items() if v is not None or k in self.keep_none}
 
 
-class ToolList(fields.Field):
-    """A list of :class:`~flask_tooldiscovery.tool.Tool` dumped with ``schema``; each tool's dump
-    is computed once per ``key`` (a value, or a callable read at dump time when the dump depends
-    on config) and reused on later requests."""
-
-    def __init__(self, schema: Schema, key: Any, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.tool_schema = schema
-        self.memo_key = key
-
-    def _serialize(self, value: Any, attr: Any, obj: Any, **kwargs: Any) -> Any:
-        if value is None:
-            return None
-        key = self.memo_key() if callable(self.memo_key) else self.memo_key
-        return [dump_tool(self.tool_schema, tool, key) for tool in value]
-
-
-def dump_tool(schema: Schema, tool: Any, key: Any) -> Any:
-    """``schema.dump(tool)``, memoized on the tool under ``key``."""
-    return tool.memo(key, lambda: schema.dump(tool))
-
-
 def json_response(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
     """A JSON response, serialized by the app's JSON provider, keys in the order the wire
     schemas and the tools declared them (a schema's property order is what clients show)."""
@@ -60,33 +38,31 @@ def json_response(body: Any, status: int = 200, headers: Mapping[str, str] | Non
     return response
 
 
-class WireError(HTTPException):
-    """An HTTP error whose body is a ready JSON document (raise it from a dialect view)."""
-
-    def __init__(self, status: int, body: Any, headers: Mapping[str, str] | None = None) -> None:
-        super().__init__(description=str(body))
-        self.code = status
-        self.body = body
-        self.extra_headers = dict(headers or {})
-
-    def get_response(self, environ: Any = None, scope: Any = None) -> Response:  # type: ignore[override]
-        return json_response(self.body, self.code or 500, self.extra_headers)
-
-
 MAX_JSON_DEPTH = 64
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"the number {text[:20]} is out of range")
+    return value
 
 
 def parse_json(raw: bytes | str, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """Parse a request body; ``ValueError`` with a readable message for anything that is not
     JSON, and for nesting deeper than ``max_depth`` (which would exhaust the stack later on)."""
     try:
-        value = json.loads(raw)
+        value = json.loads(raw, parse_constant=_no_constant, parse_float=_finite_float)
     except UnicodeDecodeError:
         raise ValueError("The request body is not UTF-8 text.") from None
     except RecursionError:
         raise ValueError(f"JSON nested deeper than {max_depth} levels.") from None
     except ValueError as exc:
-        if isinstance(exc, json.JSONDecodeError):
+        if isinstance(exc, json.JSONDecodeError) or not str(exc):
             raise ValueError(f"{exc.msg} (line {exc.lineno}, column {exc.colno}).") from None
         raise ValueError(str(exc)) from None
     stack = [(value, 1)]
@@ -100,73 +76,23 @@ def parse_json(raw: bytes | str, max_depth: int = MAX_JSON_DEPTH) -> Any:
     return value
 
 
-def read_json_body(
-    error: Callable[[str], WireError], *, allow_empty: bool = True
-) -> Any:
-    """The request body parsed as JSON. Malformed JSON raises ``error(message)``.
-
-    The body size was already limited by ``TOOLDISCOVERY_MAX_CONTENT_LENGTH`` (413).
-    """
-    raw = request.get_data(cache=True)
-    if not raw.strip():
-        if allow_empty:
-            return None
-        raise error("The request body is empty; a JSON object was expected.")
-    try:
-        return parse_json(raw)
-    except ValueError as exc:
-        raise error(f"Malformed JSON: {exc}") from None
+def validation_messages(messages: Any, prefix: str = "") -> list[str]:
+    """marshmallow's nested error messages as flat ``"path.to.key: message"`` lines."""
+    if isinstance(messages, dict):
+        return [line for key, value in messages.items()
+                for line in validation_messages(value, f"{prefix}.{key}" if prefix else str(key))]
+    if isinstance(messages, list) and all(isinstance(m, str) for m in messages):
+        return [f"{prefix}: {' '.join(messages)}" if prefix else " ".join(messages)]
+    if isinstance(messages, list):
+        return [line for item in messages for line in validation_messages(item, prefix)]
+    return [f"{prefix}: {messages}"]
 
 
-def limit_body_size() -> None:
-    """``before_request`` hook: apply TOOLDISCOVERY_MAX_CONTENT_LENGTH to this blueprint."""
-    limit = current_app.config.get("TOOLDISCOVERY_MAX_CONTENT_LENGTH")
-    if limit:
-        request.max_content_length = int(limit)
-        if request.content_length is not None and request.content_length > int(limit):
-            raise RequestEntityTooLarge()
-
-
-def method_guard(
-    bp: Blueprint, rule: str, allowed: Iterable[str], endpoint: str,
-) -> None:
-    """Answer every other method on ``rule`` inside the blueprint, so its JSON error handler
-    (not Flask's app-wide HTML page) replies 405 with an ``Allow`` header."""
-    methods = {m.upper() for m in allowed} | {"OPTIONS"}
-    if "GET" in methods:
-        methods.add("HEAD")
-    allowed = sorted(methods)
-    others = [m for m in ("GET", "POST", "PUT", "PATCH", "DELETE") if m not in allowed]
-    if not others:
-        return
-
-    def not_allowed(**_: Any) -> Response:
-        from werkzeug.exceptions import MethodNotAllowed
-
-        raise MethodNotAllowed(valid_methods=allowed)
-
-    bp.add_url_rule(rule, endpoint=endpoint, view_func=not_allowed, methods=others)
-
-
-def register_json_errors(
-    bp: Blueprint, body: Callable[[int, str], Any], headers: Mapping[str, str] | None = None
-) -> None:
-    """Answer every HTTP error raised inside ``bp`` (404, 405, 413...) as JSON.
-
-    ``body(status, message)`` builds the dialect's error document; a :class:`WireError` is sent
-    as it is. ``headers`` go on every error response (CORS, for instance).
-    """
-
-    @bp.errorhandler(HTTPException)
-    def _http_error(exc: HTTPException) -> Response:
-        if isinstance(exc, WireError):
-            response = exc.get_response()
-        else:
-            status = exc.code or 500
-            response = json_response(body(status, exc.description or exc.name), status)
-            valid = getattr(exc, "valid_methods", None)
-            if valid:
-                response.headers["Allow"] = ", ".join(valid)
-        for name, value in (headers or {}).items():
-            response.headers.setdefault(name, value)
-        return response
+def openapi_post(operation_id: str, tag: str, summary: str, schema: Any, responses: Mapping[str, str],
+                 *, required: bool = True) -> dict[str, Any]:
+    """An OpenAPI path item for a ``POST`` taking a JSON body (for the dialects' OpenAPI hooks)."""
+    return {"post": {
+        "operationId": operation_id, "tags": [tag], "summary": summary,
+        "requestBody": {"required": required, "content": {JSON_MIMETYPE: {"schema": schema}}},
+        "responses": {status: {"description": text} for status, text in responses.items()},
+    }}

@@ -24,7 +24,7 @@ def discovery() -> ToolDiscovery:
             raise ToolError("Unknown city")
         return {"city": city, "temp": 20}
 
-    @d.tool(name="files/delete_record", annotations={"destructiveHint": True})
+    @d.tool(name="files.delete_record", annotations={"destructiveHint": True})
     def delete_record(record_id: int) -> str:
         """Delete a record by ID."""
         return f"deleted {record_id}"
@@ -56,7 +56,7 @@ def test_list_and_detail(app) -> None:
     detail = c.get("/explorer/tools/get_weather").get_json()
     assert detail["inputSchema"]["properties"] == {"city": {"type": "string"}}
     assert detail["inputSchema"]["required"] == ["city"]
-    assert c.get("/explorer/tools/files/delete_record").get_json()["name"] == "files/delete_record"
+    assert c.get("/explorer/tools/files.delete_record").get_json()["name"] == "files.delete_record"
     r = c.get("/explorer/tools/unknown_tool")
     assert r.status_code == 404 and r.get_json() == {"error": "Tool not found: unknown_tool"}
 
@@ -106,7 +106,7 @@ def test_call_success_and_shapes(app) -> None:
     assert body["_meta"]["_trace_id"]
     r = c.post("/explorer/tools/get_weather/call", json={"city": "Oslo"}, headers={"X-Trace-Id": "t-1"})
     assert r.get_json()["_meta"] == {"_trace_id": "t-1"}
-    r = c.post("/explorer/tools/files/delete_record/call", json={"record_id": 4})
+    r = c.post("/explorer/tools/files.delete_record/call", json={"record_id": 4})
     assert r.get_json()["content"][0]["text"] == "deleted 4" and "structuredContent" not in r.get_json()
     assert c.post("/explorer/tools/listing/call", json={}).get_json()["structuredContent"] == [1, 2]
 

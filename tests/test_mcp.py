@@ -211,13 +211,29 @@ def test_get_and_delete_are_405(app) -> None:
 def test_origin_checks(app, discovery, make_app) -> None:
     c = app.test_client()
     assert rpc(c, "ping", headers={"Origin": "https://evil.example"}).status_code == 403
-    assert rpc(c, "ping", headers={"Origin": "http://localhost:6274"}).status_code == 200
-    assert rpc(c, "ping", headers={"Origin": "http://localhost"}).status_code == 200  # same host
+    # Another local port is another website (a dev server, a page opened from disk): not allowed.
+    assert rpc(c, "ping", headers={"Origin": "http://localhost:6274"}).status_code == 403
+    assert rpc(c, "ping", headers={"Origin": "http://evil.example@localhost"}).status_code == 403
+    assert rpc(c, "ping", headers={"Origin": "null"}).status_code == 403
+    assert rpc(c, "ping", headers={"Origin": "http://localhost"}).status_code == 200  # the page's own origin
     assert rpc(c, "ping").status_code == 200  # no Origin: not a browser
     allowed = make_app(discovery, TOOLDISCOVERY_DIALECTS=["mcp"],
-                       TOOLDISCOVERY_MCP_ALLOWED_ORIGINS=["https://app.example"]).test_client()
+                       TOOLDISCOVERY_ALLOWED_ORIGINS=["https://app.example", "http://localhost:6274"]).test_client()
     assert rpc(allowed, "ping", headers={"Origin": "https://app.example"}).status_code == 200
-    assert rpc(allowed, "ping", headers={"Origin": "http://localhost:6274"}).status_code == 403
+    assert rpc(allowed, "ping", headers={"Origin": "http://localhost:6274"}).status_code == 200
+    assert rpc(allowed, "ping", headers={"Origin": "http://localhost:6275"}).status_code == 403
+
+
+def test_dns_rebinding_is_refused(app, discovery, make_app) -> None:
+    """A rebinding page has the attacker's name in both Host and Origin: the host is not served."""
+    c = app.test_client()
+    headers = {"Host": "rebind.evil.example", "Origin": "http://rebind.evil.example"}
+    r = rpc(c, "tools/list", headers=headers)
+    assert r.status_code == 421 and "tools" not in r.get_data(as_text=True)
+    assert rpc(c, "tools/list", headers={"Host": "127.0.0.1:5000"}).status_code == 200
+    trusted = make_app(discovery, TOOLDISCOVERY_DIALECTS=["mcp"], TRUSTED_HOSTS=["tools.example.com"]).test_client()
+    assert rpc(trusted, "ping", headers={"Host": "tools.example.com"}).status_code == 200
+    assert rpc(trusted, "ping", headers={"Host": "localhost"}).status_code in (400, 421)
 
 
 def test_bearer_token(discovery, make_app) -> None:
@@ -247,8 +263,9 @@ def test_internal_error_when_a_provider_fails(make_app) -> None:
     assert "hunter2" not in r.get_data(as_text=True)
 
 
-def test_cors_for_allowed_browser_origins_only(app) -> None:
-    c = app.test_client()
+def test_cors_for_allowed_browser_origins_only(discovery, make_app) -> None:
+    c = make_app(discovery, TOOLDISCOVERY_DIALECTS=["mcp"],
+                 TOOLDISCOVERY_ALLOWED_ORIGINS="http://localhost:6274").test_client()
     pre = c.options("/mcp", headers={"Origin": "http://localhost:6274",
                                      "Access-Control-Request-Method": "POST",
                                      "Access-Control-Request-Headers": "content-type, mcp-protocol-version"})

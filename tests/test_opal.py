@@ -134,13 +134,25 @@ def test_keys_match_the_official_sdk(client) -> None:
 def test_trailing_slash_and_preflight(client) -> None:
     assert client.get("/opal/discovery/").get_json() == client.get("/opal/discovery").get_json()
     assert client.get("/opal/discovery/").status_code == 200
-    pre = client.options("/opal/tools/get_weather", headers={
-        "Origin": "https://opal.optimizely.com", "Access-Control-Request-Method": "POST"})
+    pre = client.options("/opal/discovery", headers={
+        "Origin": "https://opal.optimizely.com", "Access-Control-Request-Method": "GET"})
     assert pre.status_code == 200
     assert pre.headers["Access-Control-Allow-Origin"] == "*"
-    assert "POST" in pre.headers["Access-Control-Allow-Methods"]
+    assert pre.headers["Access-Control-Allow-Methods"] == "GET, OPTIONS"
+    # Tool calls are not open to every website: no CORS grant for an origin nobody allowed.
+    pre = client.options("/opal/tools/get_weather", headers={
+        "Origin": "https://opal.optimizely.com", "Access-Control-Request-Method": "POST"})
+    assert "Access-Control-Allow-Origin" not in pre.headers
+
+
+def test_preflight_for_an_allowed_origin(discovery, make_app) -> None:
+    app = make_app(discovery, TOOLDISCOVERY_DIALECTS=["opal"],
+                   TOOLDISCOVERY_ALLOWED_ORIGINS=["https://opal.optimizely.com"])
+    pre = app.test_client().options("/opal/tools/get_weather", headers={
+        "Origin": "https://opal.optimizely.com", "Access-Control-Request-Method": "POST"})
+    assert pre.headers["Access-Control-Allow-Origin"] == "https://opal.optimizely.com"
+    assert pre.headers["Access-Control-Allow-Methods"] == "POST, OPTIONS"
     assert "Authorization" in pre.headers["Access-Control-Allow-Headers"]
-    assert client.options("/opal/discovery").status_code == 200
 
 
 def test_execution_wrapped_and_bare_and_under_discovery(client) -> None:

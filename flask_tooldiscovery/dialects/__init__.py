@@ -1,75 +1,88 @@
-"""The dialect table: each wire protocol is one module with ``make_blueprint(ext)``.
+"""The dialect contract: what a wire protocol gives the core, and the table of built-in ones.
 
-A new dialect is one module and one line in :data:`DIALECTS` (or :func:`register_dialect` for a
-dialect that lives outside this package).
-
-Besides ``make_blueprint(ext)``, a dialect module may define, and the core then uses:
-
-- ``export_document(ext)``: its discovery document (``flask tools export <dialect>``);
-- ``security_warning(config, ext)``: why it would run tools for anyone, or ``None`` (logged by
-  ``init_app`` outside debug and testing);
-- ``lint_tool(tool)``: problems this protocol's clients would have with a tool (``flask tools check``);
-- ``openapi_paths(ext, prefix)``: OpenAPI path items of its execution endpoints
-  (``flask tools export openapi``).
+A dialect is one module that ends with ``DIALECT = Dialect(...)``. It builds its blueprint from
+the :class:`~flask_tooldiscovery.pipeline.Pipeline` it is handed (which holds the settings,
+credentials and caches), maps the core's errors to its wire shape in ``error_response``, and may
+offer an export, a lint and OpenAPI paths. The table belongs to each extension instance:
+``ToolDiscovery(dialects=[...])`` or ``discovery.add_dialect(...)``; nothing here is changed at
+run time.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from flask import Blueprint
+from ..errors import STATUS_NAMES, CoreError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..extension import ToolDiscovery
+    from flask import Blueprint
 
-BlueprintFactory = Callable[["ToolDiscovery"], Blueprint]
+    from ..auth import Authenticator
+    from ..extension import ToolDiscovery
+    from ..pipeline import Pipeline
+    from ..settings import Settings
+    from ..tool import Tool
+
+
+def default_error_response(exc: CoreError) -> tuple[Any, int]:
+    """``{"error": message}`` with the error's status: for dialects without a shape of their own."""
+    return {"error": exc.message}, exc.status
 
 
 @dataclass(frozen=True)
 class Dialect:
-    """A wire protocol: its name, how to build its blueprint, and where it mounts by default."""
+    """A wire protocol as the core sees it."""
 
+    #: The name ``TOOLDISCOVERY_DIALECTS`` uses; also in ``TOOLDISCOVERY_<NAME>_URL_PREFIX``.
     name: str
-    #: ``"package.module"`` (whose ``make_blueprint`` is used) or the factory itself.
-    factory: str | BlueprintFactory
-    #: Used when the config has no ``TOOLDISCOVERY_<NAME>_URL_PREFIX`` (the built-in
-    #: dialects' prefixes are defaulted in :mod:`flask_tooldiscovery.config`).
+    #: Builds the dialect's blueprint (``pipeline.blueprint(...)`` plus its routes).
+    make_blueprint: Callable[[Pipeline], Blueprint]
+    #: Where it mounts unless ``TOOLDISCOVERY_<NAME>_URL_PREFIX`` says otherwise.
     default_prefix: str = ""
+    #: A core error as ``(wire body, HTTP status)``: the dialect's only error code.
+    error_response: Callable[[CoreError], tuple[Any, int]] = default_error_response
+    #: The credentials its tool-running routes need, from the settings (``None``: open).
+    authenticator: Callable[[Settings], Authenticator | None] | None = None
+    #: Discovery answers any origin (``Access-Control-Allow-Origin: *``), as Opal's does.
+    public_discovery: bool = False
+    #: A key under which two tools of one app may not meet (OXP ids); checked at registration.
+    tool_key: Callable[[Settings], Callable[[Tool], Hashable]] | None = None
+    #: ``flask tools export <name>``: its discovery document.
+    export_document: Callable[[Pipeline], Any] | None = None
+    #: Why it would run tools for anyone, or ``None`` (logged once by ``init_app``).
+    security_warning: Callable[[Settings, ToolDiscovery], str | None] | None = None
+    #: ``flask tools check``: problems this protocol's clients would have with a tool.
+    lint_tool: Callable[[Tool], list[str]] | None = None
+    #: ``flask tools export openapi``: OpenAPI path items of its execution endpoints.
+    openapi_paths: Callable[[Pipeline], dict[str, Any]] | None = None
+    #: Setting names it reads through ``settings.raw`` (so they are not warned about).
+    config_keys: tuple[str, ...] = ()
 
-    @property
-    def module(self) -> Any:
-        """The dialect's module (``None`` for a dialect given as a bare factory)."""
-        return importlib.import_module(self.factory) if isinstance(self.factory, str) else None
 
-    def make_blueprint(self, ext: ToolDiscovery) -> Blueprint:
-        """A new blueprint of this dialect for ``ext`` (one per app)."""
-        module = self.module
-        factory = module.make_blueprint if module is not None else self.factory
-        return factory(ext)  # type: ignore[operator]
-
-    def hook(self, name: str) -> Callable[..., Any] | None:
-        """An optional module-level function of the dialect (``export_document``,
-        ``security_warning``), or ``None``."""
-        module = self.module
-        return getattr(module, name, None) if module is not None else None
-
-
-DIALECTS: dict[str, Dialect] = {
-    "explorer": Dialect("explorer", "flask_tooldiscovery.dialects.explorer"),
-    "opal": Dialect("opal", "flask_tooldiscovery.dialects.opal"),
-    "oxp": Dialect("oxp", "flask_tooldiscovery.dialects.oxp"),
-    "tdp": Dialect("tdp", "flask_tooldiscovery.dialects.tdp"),
-    "mcp": Dialect("mcp", "flask_tooldiscovery.dialects.mcp"),
+#: The dialects this package ships, by name: the module whose ``DIALECT`` describes each.
+BUILTIN: dict[str, str] = {
+    "explorer": "flask_tooldiscovery.dialects.explorer",
+    "opal": "flask_tooldiscovery.dialects.opal",
+    "oxp": "flask_tooldiscovery.dialects.oxp",
+    "tdp": "flask_tooldiscovery.dialects.tdp",
+    "mcp": "flask_tooldiscovery.dialects.mcp",
 }
 
 
-def register_dialect(name: str, factory: str | BlueprintFactory, default_prefix: str = "") -> Dialect:
-    """Add a dialect to the table so ``TOOLDISCOVERY_DIALECTS`` can name it."""
-    if not name.isidentifier():
-        raise ValueError(f"dialect name {name!r} must be an identifier")
-    dialect = Dialect(name, factory, default_prefix)
-    DIALECTS[name] = dialect
+def load(module: str) -> Dialect:
+    """The ``DIALECT`` of ``module``."""
+    dialect = importlib.import_module(module).DIALECT
+    if not isinstance(dialect, Dialect):
+        raise TypeError(f"{module}.DIALECT is not a Dialect")
     return dialect
+
+
+def status_name(status: int) -> str:
+    """``404`` -> ``"Not Found"``."""
+    return STATUS_NAMES.get(status, "Error")
+
+
+__all__ = ["BUILTIN", "Dialect", "default_error_response", "load", "status_name"]

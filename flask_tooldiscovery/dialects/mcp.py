@@ -14,38 +14,38 @@ import binascii
 import json
 import re
 from typing import Any
-from urllib.parse import urlsplit
 
-from flask import Blueprint, Response, current_app, request
+from flask import Blueprint, Response, current_app, g, request
 from marshmallow import fields
 
-from ..auth import AuthError, require_bearer
+from ..auth import Authenticator, BearerVerifier
+from ..errors import Busy, CoreError, Unauthorized, Unavailable
 from ..invoke import Outcome
+from ..pipeline import MalformedBody, Pipeline, UnknownTool
+from ..settings import Settings
 from ..tool import Tool
-from ..wire import WireSchema, dump_tool, json_response, limit_body_size, parse_json
+from ..wire import WireSchema, json_response, openapi_post
+from . import Dialect
+from .jsonrpc import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    RpcError,
+    dispatch,
+    error_body,
+)
 
-DIALECT = "mcp"
+NAME = "mcp"
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 MODERN_VERSIONS = ("2026-07-28",)
 ALL_VERSIONS = HANDSHAKE_VERSIONS + MODERN_VERSIONS
 VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion"
 SERVER_INFO_META_KEY = "io.modelcontextprotocol/serverInfo"
-
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
+#: Protocol versions from which JSON-RPC batches are gone from the spec.
+NO_BATCH_VERSIONS = ("2025-06-18", "2025-11-25", *MODERN_VERSIONS)
 UNSUPPORTED_PROTOCOL_VERSION = -32022
-
-
-class RpcError(Exception):
-    """A JSON-RPC error to answer with (code, message, optional data)."""
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
 
 
 def object_output_schema(tool: Tool) -> tuple[dict[str, Any] | None, bool]:
@@ -97,7 +97,7 @@ def _decode_cursor(cursor: Any) -> int:
     try:
         data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
         offset = int(data["o"])
-    except (ValueError, KeyError, TypeError, binascii.Error):
+    except (ValueError, KeyError, TypeError, OverflowError, binascii.Error):
         raise RpcError(INVALID_PARAMS, "Invalid cursor.") from None
     if offset < 0:
         raise RpcError(INVALID_PARAMS, "Invalid cursor.")
@@ -127,36 +127,42 @@ def call_result(outcome: Outcome) -> dict[str, Any]:
     return result
 
 
-def _origin_allowed(origin: str) -> bool:
-    allowed = current_app.config.get("TOOLDISCOVERY_MCP_ALLOWED_ORIGINS")
-    if isinstance(allowed, str):
-        allowed = [a.strip() for a in allowed.split(",") if a.strip()]
-    if allowed:
-        return "*" in allowed or origin.rstrip("/") in {a.rstrip("/") for a in allowed}
-    parts = urlsplit(origin)
-    host = (parts.hostname or "").lower()
-    if host in ("localhost", "127.0.0.1", "::1"):
-        return True
-    return parts.netloc.lower() == request.host.lower()
-
-
-def _rpc_error_body(id_: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
-    error: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
-    return {"jsonrpc": "2.0", "id": id_, "error": error}
-
-
-def export_document(ext: Any) -> dict[str, Any]:
+def export_document(pipe: Pipeline) -> dict[str, Any]:
     """What ``tools/list`` answers, unpaginated."""
-    return {"tools": [dump_tool(_TOOL, t, "mcp") for t in ext.tools().latest()]}
+    return {"tools": [pipe.dump(NAME, t, _TOOL.dump) for t in pipe.tools().latest()]}
 
 
-def security_warning(config: Any, ext: Any) -> str | None:
+def security_warning(settings: Settings, ext: Any) -> str | None:
     """Why this dialect would run tools for anyone, or ``None``."""
-    if not config.get("TOOLDISCOVERY_MCP_BEARER_TOKEN"):
-        return "mcp runs tools without authentication: set TOOLDISCOVERY_MCP_BEARER_TOKEN"
+    if not settings.mcp_bearer_token:
+        return "mcp runs tools without authentication (set TOOLDISCOVERY_MCP_BEARER_TOKEN)"
     return None
+
+
+def authenticator(settings: Settings) -> Authenticator | None:
+    """A static bearer token on every request, when ``TOOLDISCOVERY_MCP_BEARER_TOKEN`` is set."""
+    token = settings.mcp_bearer_token
+    return Authenticator((BearerVerifier(token, "mcp"),)) if token else None
+
+
+def to_rpc(exc: CoreError) -> RpcError:
+    """A core error met while running one JSON-RPC method, as that message's error."""
+    if isinstance(exc, UnknownTool):
+        return RpcError(INVALID_PARAMS, f"Unknown tool: {exc.name}")
+    if isinstance(exc, Unavailable):
+        return RpcError(INTERNAL_ERROR, exc.message)
+    return RpcError(INVALID_REQUEST, exc.message)
+
+
+def error_response(exc: CoreError) -> tuple[Any, int]:
+    """A transport-level refusal as a JSON-RPC error with no id."""
+    if isinstance(exc, MalformedBody):
+        return error_body(None, PARSE_ERROR, f"Parse error: {exc.detail}"), 400
+    message = {401: "Unauthorized.", 413: "Request body too large."}.get(exc.status, exc.message)
+    if isinstance(exc, Unauthorized) or exc.status in (401, 413):
+        return error_body(None, INVALID_REQUEST, message), exc.status
+    rpc = to_rpc(exc)
+    return error_body(None, rpc.code, rpc.message), exc.status
 
 
 _MCP_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
@@ -169,63 +175,44 @@ def lint_tool(tool: Tool) -> list[str]:
     return []
 
 
-def openapi_paths(ext: Any, prefix: str) -> dict[str, Any]:
+def openapi_paths(pipe: Pipeline) -> dict[str, Any]:
     """The OpenAPI path item of the JSON-RPC endpoint."""
-    return {prefix or "/": {"post": {
-        "operationId": "mcp_jsonrpc", "tags": ["mcp"],
-        "summary": "MCP JSON-RPC over streamable HTTP (tools/list, tools/call, ...)",
-        "requestBody": {"required": True, "content": {"application/json": {"schema": {
-            "type": "object", "properties": {"jsonrpc": {"const": "2.0"}, "id": {},
-                                             "method": {"type": "string"}, "params": {"type": "object"}},
-            "required": ["jsonrpc", "method"]}}}},
-        "responses": {"200": {"description": "A JSON-RPC response."},
-                      "202": {"description": "A notification or response was accepted."}},
-    }}}
+    schema = {"type": "object", "properties": {"jsonrpc": {"const": "2.0"}, "id": {}, "method": {"type": "string"},
+                                               "params": {"type": "object"}}, "required": ["jsonrpc", "method"]}
+    return {pipe.prefix or "/": openapi_post(
+        "mcp_jsonrpc", "mcp", "MCP JSON-RPC over streamable HTTP (tools/list, tools/call, ...)", schema,
+        {"200": "A JSON-RPC response.", "202": "A notification or response was accepted."})}
 
 
-def make_blueprint(ext: Any) -> Blueprint:
+def make_blueprint(pipe: Pipeline) -> Blueprint:
     """The MCP blueprint: one streamable-HTTP endpoint."""
-    bp = Blueprint("tooldiscovery_mcp", __name__)
-    bp.before_request(limit_body_size)
-
-    def server_info() -> dict[str, Any]:
-        cfg = current_app.config
-        return {"name": str(cfg["TOOLDISCOVERY_SERVER_NAME"]),
-                "version": str(cfg["TOOLDISCOVERY_SERVER_VERSION"]),
-                "title": str(cfg.get("TOOLDISCOVERY_TITLE") or cfg["TOOLDISCOVERY_SERVER_NAME"])}
+    bp = pipe.blueprint(__name__)
+    settings = pipe.settings
+    server_info = {"name": settings.server_name, "version": settings.server_version, "title": settings.title}
+    capabilities = {"tools": {"listChanged": False}}
 
     def with_instructions(result: dict[str, Any]) -> dict[str, Any]:
-        description = current_app.config.get("TOOLDISCOVERY_SERVER_DESCRIPTION")
+        description = settings.server_description
         return {**result, "instructions": description} if description else result
-
-    def capabilities() -> dict[str, Any]:
-        return {"tools": {"listChanged": False}}
-
-    def all_tools():
-        return ext.tools_or(lambda: RpcError(INTERNAL_ERROR, "The tool list is unavailable right now."))
-
-    # -- methods -----------------------------------------------------------------------------
 
     def initialize(params: dict[str, Any]) -> dict[str, Any]:
         requested = params.get("protocolVersion")
         if not isinstance(requested, str):
             raise RpcError(INVALID_PARAMS, "initialize needs params.protocolVersion (a string).")
         version = requested if requested in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
-        return with_instructions({"protocolVersion": version, "capabilities": capabilities(),
-                                  "serverInfo": server_info()})
+        return with_instructions({"protocolVersion": version, "capabilities": capabilities,
+                                  "serverInfo": server_info})
 
     def discover(params: dict[str, Any]) -> dict[str, Any]:
-        return with_instructions({"supportedVersions": list(ALL_VERSIONS),
-                                  "capabilities": capabilities()})
+        return with_instructions({"supportedVersions": list(ALL_VERSIONS), "capabilities": capabilities})
 
     def list_tools(params: dict[str, Any]) -> dict[str, Any]:
-        tools = all_tools().latest()
-        size = max(1, int(current_app.config.get("TOOLDISCOVERY_MCP_PAGE_SIZE") or 100))
+        tools = pipe.tools().latest()
+        size = settings.mcp_page_size
         start = _decode_cursor(params["cursor"]) if params.get("cursor") is not None else 0
         if start > len(tools):
             raise RpcError(INVALID_PARAMS, "Invalid cursor.")
-        page = tools[start:start + size]
-        result: dict[str, Any] = {"tools": [dump_tool(_TOOL, t, "mcp") for t in page]}
+        result: dict[str, Any] = {"tools": [pipe.dump(NAME, t, _TOOL.dump) for t in tools[start:start + size]]}
         if start + size < len(tools):
             result["nextCursor"] = _encode_cursor(start + size)
         return result
@@ -237,150 +224,104 @@ def make_blueprint(ext: Any) -> Blueprint:
         arguments = params.get("arguments")
         if arguments is not None and not isinstance(arguments, dict):
             raise RpcError(INVALID_PARAMS, "tools/call params.arguments must be an object.")
-        tool = all_tools().get(name)
-        if tool is None:
-            raise RpcError(INVALID_PARAMS, f"Unknown tool: {name}")
+        tool = pipe.find(name)
         meta: dict[str, Any] = params["_meta"] if isinstance(params.get("_meta"), dict) else {}
         traceparent = meta.get("traceparent")
-        context = ext.make_context(DIALECT, extra={"meta": meta},
-                                   trace_id=traceparent if isinstance(traceparent, str) else None)
-        return call_result(ext.call(tool, arguments or {}, context))
+        context = pipe.context(extra={"meta": meta}, trace_id=traceparent if isinstance(traceparent, str) else None)
+        try:
+            return call_result(pipe.invoke(tool, arguments or {}, context))
+        except Busy as exc:  # a tool result the model can act on, and Retry-After on the response
+            g._tooldiscovery_retry_after = exc.headers["Retry-After"]
+            return {"content": [{"type": "text", "text": f"{exc.message} Retry in {exc.retry_after} s."}],
+                    "isError": True, "_meta": {"retryAfterMs": exc.retry_after_ms}}
 
-    methods = {
-        "initialize": initialize,
-        "ping": lambda params: {},
-        "server/discover": discover,
-        "tools/list": list_tools,
-        "tools/call": call_tool,
-    }
+    methods = {"initialize": initialize, "ping": lambda params: {}, "server/discover": discover,
+               "tools/list": list_tools, "tools/call": call_tool}
 
-    def handle(message: Any) -> dict[str, Any] | None:
-        """One JSON-RPC message -> its response (``None`` for notifications and responses)."""
-        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-            return _rpc_error_body(None, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message.")
-        if "method" not in message:
-            if "id" in message and ("result" in message or "error" in message):
-                return None  # a response from the client
-            return _rpc_error_body(message.get("id") if _valid_id(message.get("id")) else None,
-                                   INVALID_REQUEST, "Invalid Request: 'method' is missing.")
-        method = message["method"]
-        if "id" not in message:
-            return None  # a notification: accepted, nothing to answer
-        id_ = message["id"]
-        if not _valid_id(id_):
-            return _rpc_error_body(None, INVALID_REQUEST, "Invalid Request: 'id' must be a string or a number.")
-        if not isinstance(method, str):
-            return _rpc_error_body(id_, INVALID_REQUEST, "Invalid Request: 'method' must be a string.")
-        params = message.get("params", {})
-        if params is None:
-            params = {}
-        if not isinstance(params, dict):
-            return _rpc_error_body(id_, INVALID_PARAMS, "Invalid params: 'params' must be an object.")
+    def run(method: str, params: dict[str, Any]) -> dict[str, Any]:
         meta: dict[str, Any] = params["_meta"] if isinstance(params.get("_meta"), dict) else {}
         modern_version = meta.get(VERSION_META_KEY)
         modern = modern_version is not None
+        if modern and (modern_version not in MODERN_VERSIONS or method == "initialize"):
+            message = ("initialize is not part of protocol version 2026-07-28." if modern_version in MODERN_VERSIONS
+                       else "Unsupported protocol version.")
+            raise RpcError(UNSUPPORTED_PROTOCOL_VERSION, message,
+                           {"supported": list(MODERN_VERSIONS), "requested": modern_version})
+        handler = methods.get(method)
+        if handler is None:
+            raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
         try:
-            if modern and modern_version not in MODERN_VERSIONS:
-                raise RpcError(UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version.",
-                               {"supported": list(MODERN_VERSIONS), "requested": modern_version})
-            if modern and method == "initialize":
-                raise RpcError(UNSUPPORTED_PROTOCOL_VERSION,
-                               "initialize is not part of protocol version 2026-07-28.",
-                               {"supported": list(MODERN_VERSIONS), "requested": modern_version})
-            handler = methods.get(method)
-            if handler is None:
-                raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
             result = handler(params)
-        except RpcError as exc:
-            return _rpc_error_body(id_, exc.code, exc.message, exc.data)
-        except Exception:
-            current_app.logger.exception("mcp: %s failed", method)
-            return _rpc_error_body(id_, INTERNAL_ERROR, "Internal error.")
+        except CoreError as exc:
+            raise to_rpc(exc) from None
         if modern:
             result = dict(result)
             result.setdefault("resultType", "complete")
             if method in ("tools/list", "server/discover"):
                 result.setdefault("ttlMs", 0)
                 result.setdefault("cacheScope", "private")
-            result["_meta"] = {**(result.get("_meta") or {}), SERVER_INFO_META_KEY: server_info()}
-        return {"jsonrpc": "2.0", "id": id_, "result": result}
+            result["_meta"] = {**(result.get("_meta") or {}), SERVER_INFO_META_KEY: server_info}
+        return result
 
-    def guard() -> Response | None:
-        origin = request.headers.get("Origin")
-        if origin and not _origin_allowed(origin):
-            current_app.logger.warning("mcp: request from origin %s refused", origin)
-            return json_response(_rpc_error_body(None, INVALID_REQUEST, "Forbidden: origin not allowed."), 403)
-        token = current_app.config.get("TOOLDISCOVERY_MCP_BEARER_TOKEN")
-        if token:
-            try:
-                require_bearer(request, token)
-            except AuthError as exc:
-                current_app.logger.info("mcp: request refused: %s", exc.reason)
-                challenge = 'Bearer realm="mcp"'
-                if request.headers.get("Authorization"):
-                    challenge += ', error="invalid_token"'
-                return json_response(_rpc_error_body(None, INVALID_REQUEST, "Unauthorized."), 401,
-                                     {"WWW-Authenticate": challenge})
+    def failed(method: str, exc: Exception) -> RpcError:
+        current_app.logger.error("mcp: %s failed (trace_id=%s)", method, pipe.trace_id,
+                                 exc_info=(type(exc), exc, exc.__traceback__))
+        return RpcError(INTERNAL_ERROR, "Internal error.")
+
+    def protocol_version() -> str | None:
         version = request.headers.get("MCP-Protocol-Version")
         if version is not None and version not in ALL_VERSIONS:
-            return json_response(_rpc_error_body(
-                None, INVALID_REQUEST, f"Unsupported MCP-Protocol-Version: {version}"), 400)
-        return None
+            raise RpcError(INVALID_REQUEST, f"Unsupported MCP-Protocol-Version: {version}")
+        return version
 
-    @bp.after_request
-    def cors(response: Response) -> Response:
-        """Browser clients (MCP Inspector's direct mode) need CORS from allowed origins only."""
-        origin = request.headers.get("Origin")
-        if origin and _origin_allowed(origin):
-            response.headers["Access-Control-Allow-Origin"] = origin
-            response.headers["Vary"] = "Origin"
-            response.headers["Access-Control-Expose-Headers"] = "Mcp-Session-Id, WWW-Authenticate"
-            if request.method == "OPTIONS":
-                response.headers["Access-Control-Allow-Methods"] = "POST, GET, DELETE, OPTIONS"
-                response.headers["Access-Control-Allow-Headers"] = (
-                    "Authorization, Content-Type, Accept, MCP-Protocol-Version, Mcp-Session-Id, "
-                    "Last-Event-ID")
-                response.headers["Access-Control-Max-Age"] = "600"
+    def answer(body: Any, status: int = 200) -> Response:
+        response = json_response(body, status)
+        if g.get("_tooldiscovery_retry_after"):
+            response.headers["Retry-After"] = g._tooldiscovery_retry_after
         return response
 
-    @bp.route("", methods=["POST"], strict_slashes=False)
+    @pipe.route("", "call", ["POST"], endpoint="endpoint", guard_methods=False, strict_slashes=False)
     def endpoint() -> Response:
-        refused = guard()
-        if refused is not None:
-            return refused
-        raw = request.get_data(cache=True)
         try:
-            payload = parse_json(raw)
-        except ValueError as exc:
-            return json_response(_rpc_error_body(None, PARSE_ERROR, f"Parse error: {exc}"), 400)
-        if isinstance(payload, list):  # a batch (2025-03-26)
+            version = protocol_version()
+        except RpcError as exc:
+            return json_response(error_body(None, exc.code, exc.message), 400)
+        payload = pipe.body()
+        if payload is None:
+            raise MalformedBody("Expecting value (line 1, column 1).")
+        if isinstance(payload, list):  # a batch: 2025-03-26 only, and bounded
             if not payload:
-                return json_response(_rpc_error_body(None, INVALID_REQUEST, "Invalid Request: empty batch."), 400)
-            answers = [a for a in (handle(m) for m in payload) if a is not None]
-            return json_response(answers) if answers else Response(status=202)
-        answer = handle(payload)
-        if answer is None:
+                return json_response(error_body(None, INVALID_REQUEST, "Invalid Request: empty batch."), 400)
+            refusal = (f"batches are not part of protocol version {version}" if version in NO_BATCH_VERSIONS
+                       else f"a batch holds at most {settings.mcp_max_batch} messages"
+                       if len(payload) > settings.mcp_max_batch else None)
+            if refusal:
+                return json_response(error_body(None, INVALID_REQUEST, f"Invalid Request: {refusal}."), 400)
+            answers = [a for a in (dispatch(m, run, failed) for m in payload) if a is not None]
+            return answer(answers) if answers else Response(status=202)
+        reply = dispatch(payload, run, failed)
+        if reply is None:
             return Response(status=202)
-        status = 400 if answer.get("error", {}).get("code") == INVALID_REQUEST else 200
-        return json_response(answer, status)
+        return answer(reply, 400 if reply.get("error", {}).get("code") == INVALID_REQUEST else 200)
 
-    @bp.route("", methods=["GET", "DELETE", "PUT", "PATCH"], strict_slashes=False, endpoint="not_allowed")
+    @pipe.route("", "call", ["GET", "DELETE", "PUT", "PATCH"], endpoint="not_allowed", guard_methods=False,
+                strict_slashes=False)
     def not_allowed() -> Response:
-        refused = guard()
-        if refused is not None:
-            return refused
+        try:
+            protocol_version()
+        except RpcError as exc:
+            return json_response(error_body(None, exc.code, exc.message), 400)
         # No server-to-client stream and no sessions: nothing to GET or DELETE.
-        response = json_response(_rpc_error_body(
+        response = json_response(error_body(
             None, INVALID_REQUEST, "Method Not Allowed: POST JSON-RPC messages to this endpoint."), 405)
         response.headers["Allow"] = "POST, OPTIONS"
         return response
 
-    @bp.errorhandler(413)
-    def too_large(exc: Any) -> Response:
-        return json_response(_rpc_error_body(None, INVALID_REQUEST, "Request body too large."), 413)
-
     return bp
 
 
-def _valid_id(value: Any) -> bool:
-    return isinstance(value, (str, int)) and not isinstance(value, bool)
+DIALECT = Dialect(
+    name=NAME, make_blueprint=make_blueprint, default_prefix="/mcp", error_response=error_response,
+    authenticator=authenticator, export_document=export_document, security_warning=security_warning,
+    lint_tool=lint_tool, openapi_paths=openapi_paths,
+)

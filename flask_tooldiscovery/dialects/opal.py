@@ -9,24 +9,19 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from flask import Blueprint, Response, current_app, request
+from flask import Blueprint, Response, request
 from marshmallow import fields
 
-from ..auth import AuthError, require_bearer
+from ..auth import Authenticator, BearerVerifier
+from ..errors import BadRequest, CoreError, Unauthorized
 from ..json_schema import inline_refs, primary_type, split_nullable
+from ..pipeline import Pipeline
+from ..settings import Settings
 from ..tool import Tool
-from ..wire import (
-    ToolList,
-    WireError,
-    WireSchema,
-    json_response,
-    limit_body_size,
-    method_guard,
-    read_json_body,
-    register_json_errors,
-)
+from ..wire import WireSchema, json_response, openapi_post
+from . import Dialect
 
-DIALECT = "opal"
+NAME = "opal"
 NO_CACHE = {"Cache-Control": "no-cache, no-store, must-revalidate"}
 OPAL_TYPES = {"string", "integer", "number", "boolean", "array", "object"}
 
@@ -122,40 +117,50 @@ _AUTH_REQUIREMENTS = OpalAuthRequirementSchema(many=True)
 
 
 class OpalDiscoverySchema(WireSchema):
-    """The discovery document: ``functions`` and the server identity."""
-    functions = ToolList(OpalFunctionSchema(), key="opal", required=True)
+    """The discovery document: ``functions`` (already dumped per tool) and the server identity."""
+    functions = fields.Raw(required=True)
     name = fields.String()
     description = fields.String()
     version = fields.String()
 
 
-def _error(status: int, message: str, **extra: Any) -> WireError:
-    # "detail" mirrors the official SDK's error key; "error" is the readable message.
-    body = {"error": message, "detail": message, **extra}
-    headers = {"WWW-Authenticate": 'Bearer realm="opal"'} if status == 401 else None
-    return WireError(status, body, headers)
-
-
 _DISCOVERY = OpalDiscoverySchema()
+_FUNCTION = OpalFunctionSchema()
 
 
-def discovery_document(ext: Any, tools: list[Tool] | None = None) -> dict[str, Any]:
-    """The discovery document for the current app (``tools``: already resolved tools)."""
+def discovery_document(pipe: Pipeline, tools: list[Tool] | None = None) -> dict[str, Any]:
+    """The discovery document (``tools``: the latest version of each tool)."""
+    settings = pipe.settings
     return _DISCOVERY.dump({
-        "functions": ext.tools().latest() if tools is None else tools,
-        "name": ext.setting("SERVER_NAME"),
-        "description": ext.setting("SERVER_DESCRIPTION") or None,
-        "version": ext.setting("SERVER_VERSION"),
+        "functions": [pipe.dump(NAME, t, _FUNCTION.dump) for t in (pipe.tools().latest() if tools is None else tools)],
+        "name": settings.server_name,
+        "description": settings.server_description or None,
+        "version": settings.server_version,
     })
 
 
-export_document = discovery_document
+def error_response(exc: CoreError) -> tuple[Any, int]:
+    """Opal's error shape: ``error`` and ``detail`` (the official SDK's key) carry the message."""
+    message = exc.message
+    if isinstance(exc, Unauthorized):
+        message = "Unauthorized: a valid bearer token is required."
+    body: dict[str, Any] = {"error": message, "detail": message}
+    retry_after_ms = getattr(exc, "retry_after_ms", None)
+    if retry_after_ms is not None:
+        body.update(can_retry=True, retry_after_ms=retry_after_ms)
+    return body, exc.status
 
 
-def security_warning(config: Any, ext: Any) -> str | None:
+def authenticator(settings: Settings) -> Authenticator | None:
+    """A static bearer token on calls, when ``TOOLDISCOVERY_OPAL_BEARER_TOKEN`` is set."""
+    token = settings.opal_bearer_token
+    return Authenticator((BearerVerifier(token, "opal"),)) if token else None
+
+
+def security_warning(settings: Settings, ext: Any) -> str | None:
     """Why this dialect would run tools for anyone, or ``None``."""
-    if not config.get("TOOLDISCOVERY_OPAL_BEARER_TOKEN"):
-        return "opal runs tools without authentication: set TOOLDISCOVERY_OPAL_BEARER_TOKEN"
+    if not settings.opal_bearer_token:
+        return "opal runs tools without authentication (set TOOLDISCOVERY_OPAL_BEARER_TOKEN)"
     return None
 
 
@@ -175,91 +180,61 @@ def lint_tool(tool: Tool) -> list[str]:
     return problems
 
 
-def openapi_paths(ext: Any, prefix: str) -> dict[str, Any]:
+def openapi_paths(pipe: Pipeline) -> dict[str, Any]:
     """OpenAPI path items of the per-tool execution endpoints."""
     paths: dict[str, Any] = {}
-    for tool in ext.tools().latest():
-        paths[f"{prefix}/tools/{tool.name}"] = {"post": {
-            "operationId": f"opal_{tool.name}", "summary": tool.description.split("\n")[0],
-            "tags": ["opal"],
-            "requestBody": {"required": True, "content": {"application/json": {"schema": {
-                "type": "object", "properties": {"parameters": tool.resolved_input_schema,
-                                                 "auth": {"type": "object"},
-                                                 "environment": {"type": "object"}},
-                "required": ["parameters"]}}}},
-            "responses": {"200": {"description": "The tool's return value.",
-                                  "content": {"application/json": {"schema": inline_refs(tool.output_schema or {})}}},
-                          "400": {"description": "Malformed body or invalid parameters."},
-                          "401": {"description": "Bearer token missing or wrong."},
-                          "500": {"description": "The tool failed."}},
-        }}
+    for tool in pipe.tools().latest():
+        schema = {"type": "object", "properties": {"parameters": tool.resolved_input_schema,
+                                                   "auth": {"type": "object"}, "environment": {"type": "object"}},
+                  "required": ["parameters"]}
+        item = openapi_post(f"opal_{tool.name}", "opal", tool.description.split("\n")[0], schema, {
+            "200": "The tool's return value.", "400": "Malformed body or invalid parameters.",
+            "401": "Bearer token missing or wrong.", "500": "The tool failed."})
+        item["post"]["responses"]["200"]["content"] = {
+            "application/json": {"schema": inline_refs(tool.output_schema or {})}}
+        paths[f"{pipe.prefix}/tools/{tool.name}"] = item
     return paths
 
 
-def unavailable() -> WireError:
-    """The answer when a tools provider fails."""
-    return _error(503, "The tool list is unavailable right now.")
+def _parameters(body: Any) -> dict[str, Any]:
+    """The call's parameters: ``{"parameters": {...}}`` or the bare object."""
+    if body is None:
+        return {}
+    if not isinstance(body, dict):
+        raise BadRequest("The request body must be a JSON object.")
+    if "parameters" not in body:
+        return body
+    parameters = body["parameters"]
+    if parameters is None:
+        return {}
+    if not isinstance(parameters, dict):
+        raise BadRequest("'parameters' must be a JSON object.")
+    return parameters
 
 
-def make_blueprint(ext: Any) -> Blueprint:
+def make_blueprint(pipe: Pipeline) -> Blueprint:
     """The Opal blueprint: discovery and tool execution."""
-    bp = Blueprint("tooldiscovery_opal", __name__)
-    bp.before_request(limit_body_size)
-
-    @bp.after_request
-    def cors(response: Response) -> Response:
-        response.headers["Access-Control-Allow-Origin"] = "*"
-        if request.method == "OPTIONS":
-            response.headers["Access-Control-Allow-Methods"] = "GET, POST, OPTIONS"
-            response.headers["Access-Control-Allow-Headers"] = (
-                "Authorization, Content-Type, x-opal-thread-id, "
-                "x-opal-workflow-execution-id, x-opal-agent-execution-id"
-            )
-            response.headers["Access-Control-Max-Age"] = "600"
-        return response
-
-    register_json_errors(bp, lambda status, message: _error(status, message).body)
+    bp = pipe.blueprint(__name__)
 
     def discovery() -> Response:
-        tools = ext.tools_or(unavailable).latest()
-        return json_response(discovery_document(ext, tools), 200, NO_CACHE)
+        document = pipe.document("discovery", lambda toolset: discovery_document(pipe, toolset.latest()))
+        return pipe.send(document, NO_CACHE)
 
     for rule in ("/discovery", "/discovery/"):
-        bp.add_url_rule(rule, endpoint="discovery" if rule == "/discovery" else "discovery_slash",
-                        view_func=discovery, methods=["GET"], strict_slashes=True)
-        method_guard(bp, rule, ["GET"], endpoint=f"discovery_guard{rule.count('/')}")
+        pipe.route(rule, "discovery", ["GET"], endpoint="discovery" if rule == "/discovery" else "discovery_slash",
+                   strict_slashes=True)(discovery)
 
     def call_tool(name: str) -> Response:
-        token = ext.setting("OPAL_BEARER_TOKEN")
-        if token:
-            try:
-                require_bearer(request, token)
-            except AuthError as exc:
-                current_app.logger.info("opal call to %s refused: %s", name, exc.reason)
-                raise _error(401, "Unauthorized: a valid bearer token is required.") from None
-        tool = ext.tools_or(unavailable).get(name)
-        if tool is None:
-            raise _error(404, f"Tool not found: {name}")
-        body = read_json_body(lambda msg: _error(400, msg))
-        if body is None:
-            body = {}
-        if not isinstance(body, dict):
-            raise _error(400, "The request body must be a JSON object.")
-        if "parameters" in body:
-            parameters = body["parameters"]
-            if parameters is None:
-                parameters = {}
-            if not isinstance(parameters, dict):
-                raise _error(400, "'parameters' must be a JSON object.")
-        else:
-            parameters = body
+        tool = pipe.find(name)
+        body = pipe.body()
+        parameters = _parameters(body)
+        body = body if isinstance(body, dict) else {}
         auth: dict[str, Any] | None = body["auth"] if isinstance(body.get("auth"), dict) else None
         environment = body.get("environment") if isinstance(body.get("environment"), dict) else None
         raw_credentials = (auth or {}).get("credentials")
         credentials: dict[str, Any] = raw_credentials if isinstance(raw_credentials, dict) else {}
         provider = (auth or {}).get("provider")
-        context = ext.make_context(
-            DIALECT,
+        context = pipe.context(
             user_id=credentials.get("user_id"),
             authorization={str(provider): credentials["access_token"]}
             if provider and credentials.get("access_token") else {},
@@ -269,17 +244,23 @@ def make_blueprint(ext: Any) -> Blueprint:
                 "headers": {k.lower(): v for k, v in request.headers.items() if k.lower().startswith("x-opal-")},
             },
         )
-        outcome = ext.call(tool, parameters, context, coerce=True)
+        outcome = pipe.invoke(tool, parameters, context, coerce=True)
         if outcome.status == "invalid":
-            raise _error(400, outcome.error_message, parameter_errors=outcome.parameter_errors)
+            return json_response({"error": outcome.error_message, "detail": outcome.error_message,
+                                  "parameter_errors": outcome.parameter_errors}, 400)
         if outcome.status == "failure":
             extra = {"can_retry": True} if outcome.failure and outcome.failure.can_retry else {}
-            raise _error(500, outcome.error_message, **extra)
+            return json_response({"error": outcome.error_message, "detail": outcome.error_message, **extra}, 500)
         return json_response(outcome.value, 200, NO_CACHE)
 
     for rule in ("/tools/<path:name>", "/discovery/tools/<path:name>"):
         endpoint = "call" if rule.startswith("/tools") else "call_under_discovery"
-        bp.add_url_rule(rule, endpoint=endpoint, view_func=call_tool, methods=["POST"])
-        method_guard(bp, rule, ["POST"], endpoint=endpoint + "_guard")
+        pipe.route(rule, "call", ["POST"], endpoint=endpoint)(call_tool)
     return bp
 
+
+DIALECT = Dialect(
+    name=NAME, make_blueprint=make_blueprint, default_prefix="/opal", error_response=error_response,
+    authenticator=authenticator, public_discovery=True, export_document=discovery_document,
+    security_warning=security_warning, lint_tool=lint_tool, openapi_paths=openapi_paths,
+)

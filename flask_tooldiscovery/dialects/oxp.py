@@ -10,25 +10,19 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from flask import Blueprint, Response, current_app, request
+from flask import Blueprint, Response, request
 from marshmallow import RAISE, Schema, ValidationError, fields, post_dump, validate
 
-from ..auth import AuthError, bearer_token, secrets_equal, verify_jwt
-from ..invoke import Outcome
+from ..auth import ApiKeyVerifier, Authenticator, JwtVerifier, Verifier
+from ..errors import BadRequest, CoreError, Unauthorized, Unavailable
 from ..json_schema import inline_refs
+from ..pipeline import Pipeline, UnknownTool
+from ..settings import Settings
 from ..tool import Tool, parse_version
-from ..wire import (
-    ToolList,
-    WireError,
-    WireSchema,
-    json_response,
-    limit_body_size,
-    method_guard,
-    read_json_body,
-    register_json_errors,
-)
+from ..wire import WireSchema, json_response, openapi_post, validation_messages
+from . import Dialect
 
-DIALECT = "oxp"
+NAME = "oxp"
 SCHEMA_URN = "urn:oxp:1.0"
 ACCEPTED_SCHEMAS = {
     SCHEMA_URN,
@@ -52,17 +46,19 @@ def default_toolkit(server_name: str) -> str:
     return "".join(p[:1].upper() + p[1:] for p in parts) or "Tools"
 
 
-def toolkit_of(tool: Tool) -> str:
+def toolkit_of(tool: Tool, settings: Settings) -> str:
     """The sanitized toolkit of ``tool``: its own, the configured one, or one from SERVER_NAME."""
-    configured = current_app.config.get("TOOLDISCOVERY_OXP_TOOLKIT")
-    base = tool.toolkit or configured or default_toolkit(
-        str(current_app.config.get("TOOLDISCOVERY_SERVER_NAME") or ""))
-    return sanitize(base)
+    return sanitize(tool.toolkit or settings.oxp_toolkit or default_toolkit(settings.server_name))
 
 
-def tool_id(tool: Tool, *, with_version: bool = True) -> str:
+def id_parts(settings: Settings) -> Any:
+    """``tool -> (toolkit, name)`` as OXP ids write them (two tools may not share one)."""
+    return lambda tool: (toolkit_of(tool, settings), sanitize(tool.name))
+
+
+def tool_id(tool: Tool, settings: Settings, *, with_version: bool = True) -> str:
     """``Toolkit.Tool@x.y.z`` (or without the version)."""
-    ident = f"{toolkit_of(tool)}.{sanitize(tool.name)}"
+    ident = f"{toolkit_of(tool, settings)}.{sanitize(tool.name)}"
     return f"{ident}@{tool.version}" if with_version else ident
 
 
@@ -82,11 +78,15 @@ class ToolDefinitionSchema(WireSchema):
     output_schema = fields.Method("get_output_schema")
     requirements = fields.Raw()
 
+    def __init__(self, settings: Settings, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.settings = settings
+
     def get_id(self, tool: Tool) -> str:
-        return tool_id(tool)
+        return tool_id(tool, self.settings)
 
     def get_name(self, tool: Tool) -> str:
-        return f"{toolkit_of(tool)}_{sanitize(tool.name)}"[:64]
+        return f"{toolkit_of(tool, self.settings)}_{sanitize(tool.name)}"[:64]
 
     def get_description(self, tool: Tool) -> str:
         return (tool.description or "").strip() or tool.title or f"The {tool.name} tool."
@@ -101,10 +101,7 @@ class ToolDefinitionSchema(WireSchema):
 class ListToolsResponseSchema(WireSchema):
     """``GET /tools``'s body: ``$schema`` and ``items``."""
     schema = fields.String(data_key="$schema", dump_default=SCHEMA_URN)
-    # A definition depends on the toolkit settings, so they are part of the memo key.
-    items = ToolList(ToolDefinitionSchema(), key=lambda: (
-        "oxp", current_app.config.get("TOOLDISCOVERY_OXP_TOOLKIT"),
-        current_app.config.get("TOOLDISCOVERY_SERVER_NAME")))
+    items = fields.Raw()  # already dumped per tool
 
 
 class ToolErrorSchema(WireSchema):
@@ -184,123 +181,81 @@ _CALL_REQUEST = CallToolRequestSchema()
 _CALL_RESPONSE = CallToolResponseSchema()
 
 
-# -- errors ---------------------------------------------------------------------------------
+# -- errors and credentials -------------------------------------------------------------------
 
 
-def server_error(message: str, status: int = 400, **extra: Any) -> WireError:
-    """A ``ServerErrorResponse``."""
-    return WireError(status, {"$schema": SCHEMA_URN, "message": message, **extra})
+def error_response(exc: CoreError) -> tuple[Any, int]:
+    """A ``ServerErrorResponse`` (``/health`` has its own ``status`` shape)."""
+    if request.endpoint and request.endpoint.endswith(".health") and isinstance(exc, Unavailable):
+        return {"status": "unavailable", "message": "A tools provider failed."}, 503
+    if isinstance(exc, UnknownTool):
+        return {"$schema": SCHEMA_URN, "message": f"Tool not found: {exc.name}"}, 400
+    body: dict[str, Any] = {"$schema": SCHEMA_URN, "message": "Unauthorized" if isinstance(exc, Unauthorized)
+                            else exc.message}
+    body.update(getattr(exc, "extra", None) or {})
+    retry_after_ms = getattr(exc, "retry_after_ms", None)
+    if retry_after_ms is not None:
+        body.update(can_retry=True, retry_after_ms=retry_after_ms)
+    return body, exc.status
 
 
-def _flatten(messages: Any, prefix: str = "") -> list[str]:
-    if isinstance(messages, dict):
-        out = []
-        for key, value in messages.items():
-            out += _flatten(value, f"{prefix}.{key}" if prefix else str(key))
-        return out
-    if isinstance(messages, list) and all(isinstance(m, str) for m in messages):
-        return [f"{prefix}: {' '.join(messages)}" if prefix else " ".join(messages)]
-    if isinstance(messages, list):
-        return [m for item in messages for m in _flatten(item, prefix)]
-    return [f"{prefix}: {messages}"]
+class OxpError(BadRequest):
+    """A ``ServerErrorResponse`` with extra keys (``missing_requirements``, ``parameter_errors``)."""
+
+    def __init__(self, message: str, status: int = 400, **extra: Any) -> None:
+        super().__init__(message)
+        self.status = status
+        self.extra = extra
 
 
-def authenticate() -> None:
-    """Enforce the configured server auth (JWT and/or API key); with neither, allow all."""
-    cfg = current_app.config
-    secret = cfg.get("TOOLDISCOVERY_OXP_JWT_SECRET")
-    api_key = cfg.get("TOOLDISCOVERY_OXP_API_KEY")
-    if not secret and not api_key:
-        return
-    reasons = []
-    if api_key:
-        presented = request.headers.get("OXP-API-Key")
-        if presented is not None and secrets_equal(presented, api_key):
-            return
-        reasons.append("API key missing" if presented is None else "API key wrong")
-    if secret:
-        token = bearer_token(request)
-        if token is not None:
-            try:
-                verify_jwt(
-                    token, secret,
-                    audience=cfg.get("TOOLDISCOVERY_OXP_JWT_AUDIENCE"),
-                    require_exp=bool(cfg.get("TOOLDISCOVERY_OXP_JWT_REQUIRE_EXP", True)),
-                    claims=cfg.get("TOOLDISCOVERY_OXP_JWT_CLAIMS") or None,
-                )
-                return
-            except AuthError as exc:
-                reasons.append(exc.reason)
-        else:
-            reasons.append("bearer token missing")
-    current_app.logger.info("oxp request refused: %s", "; ".join(reasons))
-    challenge = 'Bearer realm="oxp"' if secret else 'OXP-API-Key realm="oxp"'
-    if secret and bearer_token(request) is not None:
-        challenge += ', error="invalid_token"'
-    raise WireError(401, {"$schema": SCHEMA_URN, "message": "Unauthorized"},
-                    {"WWW-Authenticate": challenge})
+def authenticator(settings: Settings) -> Authenticator | None:
+    """API key and/or HS256 JWT (either lets a request in); the list is guarded too."""
+    verifiers: list[Verifier] = []
+    if settings.oxp_api_key:
+        verifiers.append(ApiKeyVerifier(settings.oxp_api_key, "OXP-API-Key", "oxp"))
+    if settings.oxp_jwt_secret:
+        verifiers.append(JwtVerifier(settings.oxp_jwt_secret, "oxp", audience=settings.oxp_jwt_audience,
+                                     require_exp=settings.oxp_jwt_require_exp, claims=settings.oxp_jwt_claims))
+    return Authenticator(tuple(verifiers), protect_discovery=True) if verifiers else None
 
 
-def resolve(tools: list[Tool], ident: str) -> Tool | None:
+def resolve(pipe: Pipeline, ident: str) -> Tool:
     """The tool ``Toolkit.Tool[@version]`` names: ``@x.y.z`` exact, ``@x`` is ``x.0.0``, none
-    the latest."""
+    the latest; :class:`UnknownTool` otherwise."""
     match = TOOL_ID.match(ident)
-    if not match:
-        return None
-    toolkit, name, version = match.groups()
-    cfg = current_app.config
-    key = ("oxp-id", cfg.get("TOOLDISCOVERY_OXP_TOOLKIT"), cfg.get("TOOLDISCOVERY_SERVER_NAME"))
-
-    def parts(tool: Tool) -> tuple[str, str]:
-        return tool.memo(key, lambda: (toolkit_of(tool), sanitize(tool.name)))
-
-    candidates = [t for t in tools if parts(t) == (toolkit, name)]
-    if not candidates:
-        return None
-    if version is None:
-        return max(candidates, key=lambda t: t.version_tuple)
-    wanted = parse_version(version)
-    return next((t for t in candidates if t.version_tuple == wanted), None)
-
-
-def missing_requirements(tool: Tool, context: dict[str, Any]) -> dict[str, Any]:
-    """The requirements ``tool`` declares that ``context`` lacks (empty when none)."""
-    req = tool.requirements or {}
-    missing: dict[str, Any] = {}
-    tokens = {a["id"]: a.get("token") for a in context.get("authorization", [])}
-    secrets = {s["id"]: s.get("value") for s in context.get("secrets", [])}
-    auth_missing = [a for a in req.get("authorization", []) if not tokens.get(a["id"])]
-    if auth_missing:
-        missing["authorization"] = [{"id": a["id"], "url": str(a.get("url", ""))} for a in auth_missing]
-    secrets_missing = [{"id": s["id"]} for s in req.get("secrets", []) if not secrets.get(s["id"])]
-    if secrets_missing:
-        missing["secrets"] = secrets_missing
-    if req.get("user_id") and not context.get("user_id"):
-        missing["user_id"] = True
-    return missing
+    if match:
+        toolkit, name, version = match.groups()
+        candidates = pipe.index("id", id_parts(pipe.settings)).get((toolkit, name), [])
+        if candidates and version is None:
+            return candidates[-1]
+        wanted = parse_version(version) if version is not None else None
+        found = next((t for t in candidates if t.version_tuple == wanted), None)
+        if found is not None:
+            return found
+    raise UnknownTool(ident)
 
 
 _LIST = ListToolsResponseSchema()
 
 
-def list_document(tools: list[Tool]) -> dict[str, Any]:
+def list_document(pipe: Pipeline, tools: list[Tool]) -> dict[str, Any]:
     """``GET /tools``'s body for ``tools`` (every version)."""
-    doc = _LIST.dump({"items": tools})
-    if current_app.config.get("TOOLDISCOVERY_OXP_LEGACY_TOOLS_KEY"):
+    schema = ToolDefinitionSchema(pipe.settings)
+    doc: dict[str, Any] = _LIST.dump({"items": [pipe.dump(NAME, t, schema.dump) for t in tools]})
+    if pipe.settings.oxp_legacy_tools_key:
         doc["tools"] = doc["items"]
     return doc
 
 
-def export_document(ext: Any) -> dict[str, Any]:
+def export_document(pipe: Pipeline) -> dict[str, Any]:
     """What ``GET /tools`` answers now."""
-    return list_document(list(ext.tools()))
+    return list_document(pipe, list(pipe.tools()))
 
 
-def security_warning(config: Any, ext: Any) -> str | None:
+def security_warning(settings: Settings, ext: Any) -> str | None:
     """Why this dialect would run tools for anyone, or ``None``."""
-    if not (config.get("TOOLDISCOVERY_OXP_JWT_SECRET") or config.get("TOOLDISCOVERY_OXP_API_KEY")):
-        return ("oxp runs tools without authentication: set TOOLDISCOVERY_OXP_JWT_SECRET or "
-                "TOOLDISCOVERY_OXP_API_KEY")
+    if not (settings.oxp_jwt_secret or settings.oxp_api_key):
+        return "oxp runs tools without authentication (set TOOLDISCOVERY_OXP_JWT_SECRET or TOOLDISCOVERY_OXP_API_KEY)"
     return None
 
 
@@ -314,100 +269,80 @@ def lint_tool(tool: Tool) -> list[str]:
     return problems
 
 
-def openapi_paths(ext: Any, prefix: str) -> dict[str, Any]:
+def openapi_paths(pipe: Pipeline) -> dict[str, Any]:
     """The OpenAPI path item of ``POST /tools/call``."""
-    ids = [tool_id(t) for t in ext.tools()]
-    return {
-        f"{prefix}/tools/call": {"post": {
-            "operationId": "oxp_call_tool", "tags": ["oxp"], "summary": "Call a tool (OXP 1.0)",
-            "requestBody": {"required": True, "content": {"application/json": {"schema": {
-                "type": "object", "properties": {
-                    "$schema": {"type": "string"},
-                    "request": {"type": "object", "properties": {
-                        "tool_id": {"type": "string", "enum": ids}, "call_id": {"type": "string"},
-                        "trace_id": {"type": "string"}, "input": {"type": "object"},
-                        "context": {"type": "object"}}, "required": ["tool_id"]}},
-                "required": ["request"]}}}},
-            "responses": {"200": {"description": "The call's result."},
-                          "400": {"description": "ServerErrorResponse"},
-                          "401": {"description": "Unauthorized."},
-                          "422": {"description": "ValidationErrorResponse"}},
-        }},
-    }
+    request_schema = {"type": "object", "properties": {
+        "tool_id": {"type": "string", "enum": [tool_id(t, pipe.settings) for t in pipe.tools()]},
+        "call_id": {"type": "string"}, "trace_id": {"type": "string"}, "input": {"type": "object"},
+        "context": {"type": "object"}}, "required": ["tool_id"]}
+    schema = {"type": "object", "properties": {"$schema": {"type": "string"}, "request": request_schema},
+              "required": ["request"]}
+    return {f"{pipe.prefix}/tools/call": openapi_post(
+        "oxp_call_tool", "oxp", "Call a tool (OXP 1.0)", schema,
+        {"200": "The call's result.", "400": "ServerErrorResponse", "401": "Unauthorized.",
+         "422": "ValidationErrorResponse"})}
 
 
-def make_blueprint(ext: Any) -> Blueprint:
+def _check_version(body: Any) -> None:
+    version = body.get("$schema") if isinstance(body, dict) else None
+    if version is not None and (not isinstance(version, str) or version not in ACCEPTED_SCHEMAS):
+        raise BadRequest(f"Unsupported $schema: {version!r}; this server speaks {SCHEMA_URN}.")
+
+
+def _call_request(body: Any) -> dict[str, Any]:
+    """The ``CallToolRequest`` of a body: ``{"request": {...}}`` or the flat form."""
+    if not isinstance(body, dict):
+        raise BadRequest("The request body must be a JSON object.")
+    _check_version(body)
+    if "request" in body:
+        raw = body["request"]
+        extra = sorted(set(body) - {"$schema", "request"})
+        if extra:
+            raise BadRequest(f"Unexpected key(s) beside 'request': {', '.join(extra)}.")
+    else:  # the flat form of an unmerged spec revision
+        raw = {k: v for k, v in body.items() if k != "$schema"}
+    if not isinstance(raw, dict):
+        raise BadRequest("'request' must be a JSON object.")
+    try:
+        call: dict[str, Any] = _CALL_REQUEST.load(raw)
+    except ValidationError as exc:
+        raise BadRequest("Malformed call request: " + "; ".join(validation_messages(exc.messages))) from None
+    return call
+
+
+def make_blueprint(pipe: Pipeline) -> Blueprint:
     """The OXP blueprint: health, list and call."""
-    bp = Blueprint("tooldiscovery_oxp", __name__)
-    bp.before_request(limit_body_size)
-    register_json_errors(bp, lambda status, message: server_error(message, status).body)
+    bp = pipe.blueprint(__name__)
 
-    def all_tools() -> list[Tool]:
-        return list(ext.tools_or(lambda: server_error("The tool list is unavailable right now.", 503)))
-
-    @bp.get("/health")
+    @pipe.route("/health", "health", ["GET"])
     def health() -> Response:
-        ext.tools_or(lambda: WireError(503, {"status": "unavailable", "message": "A tools provider failed."}))
+        pipe.tools()
         return json_response({"status": "ok"})
 
-    method_guard(bp, "/health", ["GET"], endpoint="health_guard")
-
-    @bp.get("/tools")
+    @pipe.route("/tools", "discovery", ["GET"], endpoint="list_tools")
     def list_tools() -> Response:
-        authenticate()
-        body = request.get_data(cache=True)
-        if body.strip():  # the optional request body may name the client's OXP version
-            data = read_json_body(lambda m: server_error(m))
-            if isinstance(data, dict) and data.get("$schema") not in (None, *ACCEPTED_SCHEMAS):
-                raise server_error(f"Unsupported $schema: {data.get('$schema')!r}; this server speaks {SCHEMA_URN}.")
-        return json_response(list_document(all_tools()))
+        if pipe.has_body():  # the optional request body may name the client's OXP version
+            _check_version(pipe.body())
+        document = pipe.document("list", lambda toolset: list_document(pipe, list(toolset)))
+        return pipe.send(document)
 
-    method_guard(bp, "/tools", ["GET"], endpoint="tools_guard")
-
-    @bp.post("/tools/call")
+    @pipe.route("/tools/call", "call", ["POST"], endpoint="call_tool")
     def call_tool() -> Response:
-        authenticate()
-        body = read_json_body(lambda m: server_error(m), allow_empty=False)
-        if not isinstance(body, dict):
-            raise server_error("The request body must be a JSON object.")
-        version = body.get("$schema")
-        if version is not None and version not in ACCEPTED_SCHEMAS:
-            raise server_error(f"Unsupported $schema: {version!r}; this server speaks {SCHEMA_URN}.")
-        if "request" in body:
-            raw = body["request"]
-            extra = sorted(set(body) - {"$schema", "request"})
-            if extra:
-                raise server_error(f"Unexpected key(s) beside 'request': {', '.join(extra)}.")
-        else:  # the flat form of an unmerged spec revision
-            raw = {k: v for k, v in body.items() if k != "$schema"}
-        if not isinstance(raw, dict):
-            raise server_error("'request' must be a JSON object.")
-        try:
-            call = _CALL_REQUEST.load(raw)
-        except ValidationError as exc:
-            raise server_error("Malformed call request: " + "; ".join(_flatten(exc.messages))) from None
-        tool = resolve(all_tools(), call["tool_id"])
-        if tool is None:
-            raise server_error(f"Tool not found: {call['tool_id']}")
+        call = _call_request(pipe.body(required=True))
+        tool = resolve(pipe, call["tool_id"])
         context = call.get("context") or {}
-        missing = missing_requirements(tool, context)
+        secrets = {s["id"]: s["value"] for s in context.get("secrets", [])}
+        authorization = {a["id"]: a["token"] for a in context.get("authorization", [])}
+        missing = tool.missing_requirements(secrets=secrets, authorization=authorization,
+                                            user_id=context.get("user_id"))
         if missing:
-            raise server_error(
-                f"The call lacks requirements of {tool_id(tool)}: {', '.join(sorted(missing))}.",
-                missing_requirements=missing,
-            )
-        ctx = ext.make_context(
-            DIALECT,
-            call_id=call.get("call_id"),
-            trace_id=call.get("trace_id"),
-            user_id=context.get("user_id"),
-            secrets={s["id"]: s["value"] for s in context.get("secrets", [])},
-            authorization={a["id"]: a["token"] for a in context.get("authorization", [])},
-        )
-        outcome: Outcome = ext.call(tool, call.get("input") or {}, ctx)
+            raise OxpError(f"The call lacks requirements of {tool_id(tool, pipe.settings)}: "
+                           f"{', '.join(sorted(missing))}.", missing_requirements=missing)
+        ctx = pipe.context(call_id=call.get("call_id"), trace_id=call.get("trace_id"),
+                           user_id=context.get("user_id"), secrets=secrets, authorization=authorization)
+        outcome = pipe.invoke(tool, call.get("input") or {}, ctx)
         if outcome.status == "invalid":
-            raise WireError(422, {"$schema": SCHEMA_URN, "message": outcome.error_message,
-                                  "parameter_errors": outcome.parameter_errors})
+            raise OxpError(outcome.error_message, 422, parameter_errors=outcome.parameter_errors)
         failure = outcome.failure
         result = {
             "call_id": outcome.call_id,
@@ -424,6 +359,11 @@ def make_blueprint(ext: Any) -> Blueprint:
         }
         return json_response(_CALL_RESPONSE.dump({"result": result}))
 
-    method_guard(bp, "/tools/call", ["POST"], endpoint="call_guard")
     return bp
 
+
+DIALECT = Dialect(
+    name=NAME, make_blueprint=make_blueprint, default_prefix="/oxp", error_response=error_response,
+    authenticator=authenticator, tool_key=id_parts, export_document=export_document,
+    security_warning=security_warning, lint_tool=lint_tool, openapi_paths=openapi_paths,
+)

@@ -1,0 +1,92 @@
+"""Discovery at the speed of static bytes: serialized documents cached per tool-set fingerprint,
+with a strong ``ETag``; each tool's wire translation computed once; tool look-ups by any
+dialect's id from one index per tool set.
+
+Nothing here knows a dialect: dialects hand in a serializer (or a key function) and a name for it.
+A cache belongs to one dialect of one app (its settings are fixed), so a key needs only the tool
+set's fingerprint and the caller's own parts (which document, which page...).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any
+
+from .registry import ToolSet
+from .tool import Tool
+
+
+@dataclass(frozen=True)
+class Document:
+    """A serialized discovery document: its bytes and strong ``ETag`` (a quoted digest)."""
+
+    body: bytes
+    etag: str
+
+    @classmethod
+    def of(cls, body: bytes) -> Document:
+        """Wrap ``body`` with its ``ETag``."""
+        return cls(body, '"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"')
+
+
+class WireCache:
+    """Bounded caches of one dialect of one app (thread-safe; workers never share them)."""
+
+    def __init__(self, max_documents: int = 256) -> None:
+        self._documents: OrderedDict[Hashable, Document] = OrderedDict()
+        self._max = max_documents
+        self._lock = threading.Lock()
+        self._dumps: weakref.WeakKeyDictionary[Tool, dict[str, Any]] = weakref.WeakKeyDictionary()
+        self._indexes: OrderedDict[Hashable, dict[Hashable, list[Tool]]] = OrderedDict()
+
+    def document(self, key: Hashable, toolset: ToolSet, build: Callable[[], bytes]) -> Document:
+        """The document ``build()`` makes for ``toolset``, built once per fingerprint and ``key``."""
+        full = (toolset.fingerprint, key)
+        with self._lock:
+            found = self._documents.get(full)
+            if found is not None:
+                self._documents.move_to_end(full)
+                return found
+        document = Document.of(build())
+        with self._lock:
+            self._documents[full] = document
+            while len(self._documents) > self._max:
+                self._documents.popitem(last=False)
+        return document
+
+    def dump(self, what: str, tool: Tool, build: Callable[[Tool], Any]) -> Any:
+        """``build(tool)``, computed once per tool object and ``what`` (shared: never mutate it)."""
+        per_tool = self._dumps.get(tool)
+        if per_tool is None:
+            per_tool = self._dumps.setdefault(tool, {})
+        try:
+            return per_tool[what]
+        except KeyError:
+            value = per_tool[what] = build(tool)
+            return value
+
+    def index(self, what: str, toolset: ToolSet, key: Callable[[Tool], Hashable]) -> dict[Hashable, list[Tool]]:
+        """``{key(tool): [tools, lowest version first]}`` for ``toolset``, built once per fingerprint."""
+        full = (toolset.fingerprint, what)
+        with self._lock:
+            found = self._indexes.get(full)
+        if found is not None:
+            return found
+        index: dict[Hashable, list[Tool]] = {}
+        for tool in toolset:
+            index.setdefault(key(tool), []).append(tool)
+        for versions in index.values():
+            versions.sort(key=lambda t: t.version_tuple)
+        with self._lock:
+            self._indexes[full] = index
+            while len(self._indexes) > 16:
+                self._indexes.popitem(last=False)
+        return index
+
+
+__all__ = ["Document", "WireCache"]

@@ -1,0 +1,112 @@
+"""JSON values and Python values: string arguments turned into declared types (for clients that
+send everything as strings), and a tool's return value turned into JSON-ready data."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import datetime as _dt
+import decimal
+import enum
+import json
+import math
+import re
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from .json_schema import primary_type, split_nullable
+
+_INT = re.compile(r"^[+-]?\d+$")
+
+
+def to_jsonable(value: Any) -> Any:
+    """Turn a tool's return value into JSON-ready data (dataclasses, enums, sets, dates...)."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            raise TypeError("NaN and infinity cannot be sent as JSON")
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, enum.Enum):
+        return to_jsonable(value.value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    if hasattr(value, "model_dump"):
+        return to_jsonable(value.model_dump(mode="json"))
+    raise TypeError(f"a value of type {type(value).__name__} cannot be sent as JSON")
+
+
+def _parse_literal(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return text
+
+
+def coerce_value(value: Any, schema: Mapping[str, Any] | None) -> Any:
+    """Best-effort: a string turned into the type ``schema`` declares, when it parses cleanly.
+
+    Strings that do not parse are returned unchanged so that validation reports them.
+    """
+    if not isinstance(schema, Mapping) or not schema:
+        return value
+    inner, nullable = split_nullable(dict(schema))
+    target = primary_type(inner, default="")
+    if isinstance(value, str):
+        text = value.strip()
+        if nullable and text in ("null", "None", ""):
+            return None
+        if target == "integer" and _INT.match(text):
+            return int(text)
+        if target == "number":
+            if _INT.match(text):
+                return int(text)
+            try:
+                number = float(text)
+            except ValueError:
+                return value
+            return number if math.isfinite(number) else value
+        if target == "boolean":
+            lowered = text.lower()
+            if lowered in ("true", "1", "yes"):
+                return True
+            if lowered in ("false", "0", "no"):
+                return False
+            return value
+        if target in ("array", "object"):
+            parsed = _parse_literal(text)
+            if isinstance(parsed, tuple):
+                parsed = list(parsed)
+            if target == "array" and isinstance(parsed, (set, frozenset)):
+                parsed = list(parsed)
+            if (target == "array" and isinstance(parsed, list)) or (
+                target == "object" and isinstance(parsed, dict)
+            ):
+                return coerce_value(parsed, inner)
+        return value
+    if isinstance(value, dict) and target == "object":
+        props = inner.get("properties") or {}
+        extra = inner.get("additionalProperties")
+        return {
+            k: coerce_value(v, props.get(k, extra if isinstance(extra, Mapping) else None))
+            for k, v in value.items()
+        }
+    if isinstance(value, list) and target == "array":
+        items = inner.get("items")
+        return [coerce_value(v, items if isinstance(items, Mapping) else None) for v in value]
+    return value

@@ -1,0 +1,133 @@
+"""The core's exceptions: what can go wrong with a request before or around a tool call.
+
+The pipeline raises these; each dialect maps them to its own wire error shape in one function
+(its ``error_response``), which is the only error code a dialect has. Messages are written for the
+client; nothing secret goes into them. ``reason`` (when given) is for the log only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+
+class CoreError(Exception):
+    """Base of the core's request errors: an HTTP status, a client-safe message, headers."""
+
+    status = 500
+    default_message = "Internal error."
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        headers: Mapping[str, str] | None = None,
+        reason: str | None = None,
+    ) -> None:
+        self.message = message or self.default_message
+        super().__init__(self.message)
+        self.headers: dict[str, str] = dict(headers or {})
+        #: Why, for the log (never sent).
+        self.reason = reason
+
+
+class BadRequest(CoreError):
+    """The request is malformed: not JSON, the wrong shape, a missing field."""
+
+    status = 400
+    default_message = "Bad request."
+
+
+class Unauthorized(CoreError):
+    """Credentials are missing or wrong; ``challenge`` is the ``WWW-Authenticate`` value."""
+
+    status = 401
+    default_message = "Unauthorized."
+
+    def __init__(self, message: str | None = None, *, challenge: str, reason: str | None = None) -> None:
+        super().__init__(message, headers={"WWW-Authenticate": challenge}, reason=reason)
+        self.challenge = challenge
+
+
+class Forbidden(CoreError):
+    """The caller may not do this (origin not allowed, execution disabled)."""
+
+    status = 403
+    default_message = "Forbidden."
+
+
+class NotFound(CoreError):
+    """No such tool (or route)."""
+
+    status = 404
+    default_message = "Not found."
+
+
+class MethodNotAllowed(CoreError):
+    """The route exists but not for this HTTP method; ``allow`` lists the methods it takes."""
+
+    status = 405
+    default_message = "Method not allowed."
+
+    def __init__(self, allow: list[str], message: str | None = None) -> None:
+        super().__init__(message, headers={"Allow": ", ".join(allow)})
+        self.allow = list(allow)
+
+
+class PayloadTooLarge(CoreError):
+    """The request body is larger than ``TOOLDISCOVERY_MAX_CONTENT_LENGTH``."""
+
+    status = 413
+    default_message = "The request body is too large."
+
+
+class UnsupportedMediaType(CoreError):
+    """A route that runs a tool was sent something other than ``application/json``."""
+
+    status = 415
+    default_message = "The request body must be sent as Content-Type: application/json."
+
+
+class MisdirectedRequest(CoreError):
+    """The ``Host`` header names a host this server does not answer for (DNS rebinding)."""
+
+    status = 421
+    default_message = "Misdirected request: this host name is not served here."
+
+
+class Busy(CoreError):
+    """Every slot for tool calls in this worker is taken; try again after ``retry_after`` s."""
+
+    status = 503
+    default_message = "The server is busy running other tools; retry shortly."
+
+    def __init__(self, message: str | None = None, *, retry_after: float = 1.0) -> None:
+        seconds = max(1, int(-(-retry_after // 1)))  # whole seconds, rounded up
+        super().__init__(message, headers={"Retry-After": str(seconds)})
+        self.retry_after = seconds
+
+    @property
+    def retry_after_ms(self) -> int:
+        """``retry_after`` in milliseconds, for wire formats that count in ms."""
+        return self.retry_after * 1000
+
+
+class Unavailable(CoreError):
+    """The tool list cannot be produced right now (a tools provider failed)."""
+
+    status = 503
+    default_message = "The tool list is unavailable right now."
+
+
+#: The HTTP status of each core error, for dialects whose shape keys off it.
+STATUS_NAMES = {
+    400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+    405: "Method Not Allowed", 413: "Payload Too Large", 415: "Unsupported Media Type",
+    421: "Misdirected Request", 429: "Too Many Requests", 500: "Internal Server Error",
+    503: "Service Unavailable",
+}
+
+__all__ = [
+    "STATUS_NAMES", "BadRequest", "Busy", "CoreError", "Forbidden", "MethodNotAllowed",
+    "MisdirectedRequest", "NotFound", "PayloadTooLarge", "Unauthorized", "Unavailable",
+    "UnsupportedMediaType",
+]

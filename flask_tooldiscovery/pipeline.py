@@ -1,0 +1,447 @@
+"""Every route's way in, once for all dialects.
+
+A :class:`Pipeline` belongs to one dialect mounted on one app. Its blueprint runs each request
+through: guard (host, origin, content type, body size, trace id) -> identity -> JSON body ->
+tool set (a failing provider becomes :class:`~.errors.Unavailable`) -> invoke (bounded by the
+worker's call slots) -> :class:`~.invoke.Outcome`. Discovery routes go guard -> identity ->
+cached bytes with an ``ETag``. Any :class:`~.errors.CoreError` raised on the way is answered by
+the dialect's one ``error_response``; the dialect's views only translate wire shapes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import re
+import threading
+import uuid
+from collections.abc import Callable, Hashable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
+
+from flask import Blueprint, Response, current_app, g, request
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+from werkzeug.sansio.utils import host_is_trusted
+
+from .auth import Authenticator, AuthError, Identity
+from .cache import Document, WireCache
+from .errors import (
+    BadRequest,
+    Busy,
+    CoreError,
+    Forbidden,
+    MethodNotAllowed,
+    MisdirectedRequest,
+    NotFound,
+    PayloadTooLarge,
+    Unauthorized,
+    Unavailable,
+    UnsupportedMediaType,
+)
+from .invoke import Outcome
+from .registry import ProviderError, ToolSet
+from .settings import Settings, host_allow_list
+from .tool import Tool, ToolContext
+from .wire import JSON_MIMETYPE, json_response, parse_json
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .dialects import Dialect
+    from .extension import ToolDiscovery
+
+#: What a route does: list tools (discovery), run one (call), report liveness (health), or
+#: serve the explorer's page and files (page).
+RouteKind = Literal["discovery", "call", "health", "page"]
+
+#: Request headers a browser client may send (CORS preflight answer).
+CORS_REQUEST_HEADERS = (
+    "Authorization", "Content-Type", "Accept", "X-Trace-Id", "traceparent", "tracestate",
+    "MCP-Protocol-Version", "Mcp-Session-Id", "Last-Event-ID", "OXP-API-Key",
+    "x-opal-thread-id", "x-opal-workflow-execution-id", "x-opal-agent-execution-id",
+)
+CORS_EXPOSED_HEADERS = ("Mcp-Session-Id", "WWW-Authenticate", "X-Trace-Id", "Retry-After", "ETag")
+
+_TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
+_TRACE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+
+
+class MalformedBody(BadRequest):
+    """The body is not JSON (or nests too deep, or holds a non-finite number).
+
+    ``detail`` is the parser's own sentence; dialects word the message their own way.
+    """
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"Malformed JSON: {detail}")
+        self.detail = detail
+
+
+class UnknownTool(NotFound):
+    """No tool of that name (or id) is visible to the caller."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"Tool not found: {name}")
+        self.name = name
+
+
+class Slots:
+    """How many tool calls may run at once in this worker process (0: no limit).
+
+    Over the limit a call is refused at once with :class:`~.errors.Busy`, so discovery and
+    health always find a free thread while slow tools run.
+    """
+
+    def __init__(self, limit: int, retry_after: float) -> None:
+        self.limit = limit
+        self.retry_after = retry_after
+        self._semaphore = threading.BoundedSemaphore(limit) if limit else None
+
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[Callable[[], Callable[[], None]]]:
+        """Hold one slot for the ``with`` block. The value is a hand-off: a call that leaves a
+        timed-out tool running calls it and gets the function that frees the slot later."""
+        semaphore = self._semaphore
+        if semaphore is None:
+            yield lambda: (lambda: None)
+            return
+        if not semaphore.acquire(blocking=False):
+            raise Busy(retry_after=self.retry_after)
+        handed_off = False
+
+        def hand_off() -> Callable[[], None]:
+            nonlocal handed_off
+            handed_off = True
+            return semaphore.release
+
+        try:
+            yield hand_off
+        finally:
+            if not handed_off:
+                semaphore.release()
+
+
+@dataclass(frozen=True)
+class AppState:
+    """What ``init_app`` built for one app: its settings, call slots and mounted pipelines."""
+
+    settings: Settings
+    slots: Slots
+    pipelines: dict[str, Pipeline]
+
+
+def origin_of(url: str) -> str | None:
+    """``scheme://host[:port]`` of an origin, lower-cased, default ports dropped; ``None`` when it
+    is not a plain origin (user info, a path, an unknown scheme, ``null``)."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.username is not None \
+            or parts.password is not None or parts.path not in ("", "/") or parts.query or parts.fragment:
+        return None
+    host = parts.hostname.lower()
+    if ":" in host:
+        host = f"[{host}]"
+    if port is None or (parts.scheme, port) in (("http", 80), ("https", 443)):
+        return f"{parts.scheme}://{host}"
+    return f"{parts.scheme}://{host}:{port}"
+
+
+class Pipeline:
+    """One dialect of one app: its settings, credentials, caches and the request path its views use."""
+
+    def __init__(self, ext: ToolDiscovery, dialect: Dialect, settings: Settings, slots: Slots,
+                 trusted_hosts: Any = None) -> None:
+        self.ext = ext
+        self.dialect = dialect
+        self.name = dialect.name
+        self.settings = settings
+        self.slots = slots
+        self.cache = WireCache()
+        self.prefix = settings.prefixes.get(dialect.name, dialect.default_prefix)
+        self.authenticator: Authenticator | None = (
+            dialect.authenticator(settings) if dialect.authenticator is not None else None)
+        self.hosts = host_allow_list(settings, trusted_hosts)
+        allowed = (*settings.allowed_origins, *settings.mcp_allowed_origins)
+        self.any_origin = "*" in allowed
+        self.origins = frozenset(o for o in (origin_of(a) for a in allowed if a != "*") if o)
+        self._kinds: dict[str, RouteKind] = {}
+        self._methods: dict[str, set[str]] = {}
+
+    # -- blueprint and routes ---------------------------------------------------------------
+
+    def blueprint(self, import_name: str, **options: Any) -> Blueprint:
+        """The dialect's blueprint, with the core's guard, error mapping and response headers."""
+        bp = Blueprint(f"tooldiscovery_{self.name}", import_name, **options)
+        bp.before_request(self._before)
+        bp.after_request(self._after)
+        bp.register_error_handler(CoreError, self.error_response)
+        bp.register_error_handler(HTTPException, self._http_error)
+        self._blueprint = bp
+        return bp
+
+    def route(self, rule: str, kind: RouteKind, methods: list[str], *, endpoint: str | None = None,
+              guard_methods: bool = True, **options: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Register a view of ``kind`` on the blueprint. Other methods on ``rule`` answer a JSON 405
+        from the dialect (unless ``guard_methods`` is false)."""
+
+        def register(view: Callable[..., Any]) -> Callable[..., Any]:
+            name = endpoint or view.__name__
+
+            @functools.wraps(view)
+            def guarded(**kwargs: Any) -> Any:
+                if request.method != "OPTIONS":
+                    self.admit(kind)
+                return view(**kwargs)
+
+            self._blueprint.add_url_rule(rule, endpoint=name, view_func=guarded, methods=methods, **options)
+            self._kinds[name] = kind
+            self._methods.setdefault(rule, set()).update(m.upper() for m in methods)
+            if guard_methods:
+                self._method_guard(rule, methods, name, kind)
+            return view
+
+        return register
+
+    def _method_guard(self, rule: str, methods: list[str], endpoint: str, kind: RouteKind) -> None:
+        allowed = {m.upper() for m in methods} | {"OPTIONS"}
+        if "GET" in allowed:
+            allowed.add("HEAD")
+        allow = sorted(allowed)
+        others = [m for m in ("GET", "POST", "PUT", "PATCH", "DELETE") if m not in allow]
+        if not others:
+            return
+
+        def not_allowed(**_: Any) -> Response:
+            raise MethodNotAllowed(allow, "The method is not allowed for the requested URL.")
+
+        self._blueprint.add_url_rule(rule, endpoint=f"{endpoint}__405", view_func=not_allowed, methods=others)
+        self._kinds[f"{endpoint}__405"] = kind
+
+    # -- the guard ---------------------------------------------------------------------------
+
+    def _before(self) -> None:
+        """Every request of the blueprint: body size limit, trace id, host allow-list."""
+        request.max_content_length = self.settings.max_content_length
+        g._tooldiscovery_trace_id = self._incoming_trace_id()
+        if self.hosts is not None and not host_is_trusted(request.host, self.hosts):
+            raise MisdirectedRequest(reason=f"host {request.host!r} is not allowed")
+        if (request.content_length or 0) > self.settings.max_content_length:
+            raise PayloadTooLarge()
+
+    @staticmethod
+    def _incoming_trace_id() -> str:
+        match = _TRACEPARENT.match(request.headers.get("traceparent", "").strip().lower())
+        if match:
+            return match.group(1)
+        given = request.headers.get("X-Trace-Id", "").strip()
+        return given if _TRACE_ID.match(given) else str(uuid.uuid4())
+
+    @property
+    def trace_id(self) -> str:
+        """This request's trace id (from ``traceparent`` or ``X-Trace-Id``, else generated)."""
+        return str(g.get("_tooldiscovery_trace_id") or "")
+
+    def origin_allowed(self, origin: str) -> bool:
+        """True for the page's own origin (the host is already allowed) and the listed ones."""
+        if self.any_origin:
+            return True
+        parsed = origin_of(origin)
+        if parsed is None:
+            return False
+        return parsed in self.origins or parsed == origin_of(f"{request.scheme}://{request.host}")
+
+    def admit(self, kind: RouteKind) -> Identity | None:
+        """Guard and identify a request to a route of ``kind``; the identity (or ``None``)."""
+        if kind == "call":
+            origin = request.headers.get("Origin")
+            if origin is not None and not self.origin_allowed(origin):
+                raise Forbidden("Forbidden: origin not allowed.", reason=f"origin {origin!r} is not allowed")
+            if request.method == "POST" and request.mimetype != JSON_MIMETYPE:
+                raise UnsupportedMediaType()
+        identity = None
+        auth = self.authenticator
+        if auth is not None and (kind == "call" or (kind == "discovery" and auth.protect_discovery)):
+            try:
+                identity = auth.authenticate(request)
+            except AuthError as exc:
+                raise Unauthorized(challenge=auth.challenge(request), reason=exc.reason) from None
+        g._tooldiscovery_identity = identity
+        return identity
+
+    @property
+    def identity(self) -> Identity | None:
+        """The identity :meth:`admit` established for this request."""
+        return g.get("_tooldiscovery_identity")
+
+    # -- body, tools, calls -----------------------------------------------------------------
+
+    def body(self, *, required: bool = False) -> Any:
+        """The request body parsed as JSON (``None`` when empty and not ``required``), read once
+        and never past the size limit, chunked bodies included."""
+        cached = g.get("_tooldiscovery_body", _UNREAD)
+        if cached is not _UNREAD:
+            return cached
+        limit = self.settings.max_content_length
+        try:
+            raw = request.stream.read(limit + 1)
+        except RequestEntityTooLarge:
+            raise PayloadTooLarge() from None
+        if len(raw) > limit:
+            raise PayloadTooLarge()
+        if not raw.strip():
+            if required:
+                raise BadRequest("The request body is empty; a JSON object was expected.")
+            value = None
+        else:
+            try:
+                value = parse_json(raw)
+            except ValueError as exc:
+                raise MalformedBody(str(exc)) from None
+        g._tooldiscovery_body = value
+        return value
+
+    def has_body(self) -> bool:
+        """True when the request carries a non-empty body (read and cached by :meth:`body`)."""
+        if g.get("_tooldiscovery_body", _UNREAD) is not _UNREAD:
+            return g._tooldiscovery_body is not None
+        try:
+            return self.body() is not None
+        except MalformedBody:
+            return True
+
+    def tools(self) -> ToolSet:
+        """The tools in force for this request; a failing provider is logged and answered as
+        :class:`~.errors.Unavailable`."""
+        try:
+            return self.ext.tools()
+        except ProviderError:
+            current_app.logger.exception("flask-tooldiscovery: a tools provider failed")
+            raise Unavailable() from None
+
+    def find(self, name: str) -> Tool:
+        """The latest version of tool ``name``, or :class:`UnknownTool`."""
+        tool = self.tools().get(name)
+        if tool is None:
+            raise UnknownTool(name)
+        return tool
+
+    def index(self, what: str, key: Callable[[Tool], Hashable]) -> dict[Hashable, list[Tool]]:
+        """Tools by a dialect's own id (``key``), every version lowest first; built once per tool set."""
+        return self.cache.index(what, self.tools(), key)
+
+    def dump(self, what: str, tool: Tool, build: Callable[[Tool], Any]) -> Any:
+        """A tool's wire translation, computed once per tool (shared: never mutate it)."""
+        return self.cache.dump(what, tool, build)
+
+    def context(self, **fields: Any) -> ToolContext:
+        """A :class:`ToolContext` for a call arriving now: call id generated unless given, trace
+        id from the request unless given, the identity's subject as ``user_id`` unless given."""
+        identity = self.identity
+        if not fields.get("call_id"):
+            fields["call_id"] = str(uuid.uuid4())
+        if fields.get("trace_id"):
+            g._tooldiscovery_trace_id = fields["trace_id"]
+        else:
+            fields["trace_id"] = self.trace_id or None
+        if not fields.get("user_id") and identity is not None:
+            fields["user_id"] = identity.subject
+        return ToolContext(dialect=self.name, request=request._get_current_object(),  # type: ignore[attr-defined]
+                           identity=identity, **fields)
+
+    def invoke(self, tool: Tool, arguments: Any, context: ToolContext, *, coerce: bool | None = None,
+               around: Callable[[Callable[[], Outcome]], Outcome] | None = None) -> Outcome:
+        """Run ``tool`` in one of the worker's call slots (:class:`~.errors.Busy` when none is free)."""
+        if coerce is None:
+            coerce = self.settings.coerce_arguments
+        with self.slots.hold() as hand_off:
+            def run() -> Outcome:
+                return self.ext.call(tool, arguments, context, coerce=coerce, hand_off=hand_off,
+                                     max_errors=self.settings.max_validation_errors)
+
+            return around(run) if around is not None else run()
+
+    # -- discovery ----------------------------------------------------------------------------
+
+    def document(self, key: Hashable, build: Callable[[ToolSet], Any], toolset: ToolSet | None = None) -> Document:
+        """The serialized document ``build(toolset)`` for this request's tool set, built once."""
+        toolset = self.tools() if toolset is None else toolset
+
+        def serialize() -> bytes:
+            text: str = current_app.json.dumps(build(toolset), sort_keys=False)
+            return text.encode("utf-8")
+
+        return self.cache.document(key, toolset, serialize)
+
+    def send(self, document: Document, headers: dict[str, str] | None = None) -> Response:
+        """``document`` as a JSON response with its ``ETag``; ``304`` when the client has it."""
+        response = current_app.response_class(document.body, mimetype=JSON_MIMETYPE)
+        for name, value in (headers or {}).items():
+            response.headers[name] = value
+        response.headers["ETag"] = document.etag
+        if request.if_none_match.contains(document.etag.strip('"')):
+            response.status_code = 304
+            response.set_data(b"")
+            response.headers.pop("Content-Type", None)
+        return response
+
+    # -- responses -----------------------------------------------------------------------------
+
+    def error_response(self, exc: CoreError) -> Response:
+        """``exc`` in the dialect's error shape (its one mapping), with the error's headers."""
+        if exc.reason:
+            level = 30 if isinstance(exc, (Unauthorized, Forbidden, MisdirectedRequest)) else 20
+            current_app.logger.log(level, "flask-tooldiscovery: %s %s %s refused: %s (trace_id=%s)",
+                                   self.name, request.method, request.path, exc.reason, self.trace_id)
+        body, status = self.dialect.error_response(exc)
+        response = json_response(body, status)
+        for name, value in exc.headers.items():
+            response.headers[name] = value
+        return response
+
+    def _http_error(self, exc: HTTPException) -> Response:
+        status = exc.code or 500
+        message = exc.description or exc.name
+        core: CoreError
+        if status == 413:
+            core = PayloadTooLarge(message)
+        elif status == 405:
+            core = MethodNotAllowed(list(getattr(exc, "valid_methods", None) or []), message)
+        else:
+            core = _BY_STATUS.get(status, CoreError)(message)
+            core.status = status
+        return self.error_response(core)
+
+    def _after(self, response: Response) -> Response:
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        trace_id = self.trace_id
+        if trace_id:
+            response.headers["X-Trace-Id"] = trace_id
+        kind = self._kinds.get((request.endpoint or "").rpartition(".")[2])
+        origin = request.headers.get("Origin")
+        if kind == "discovery" and self.dialect.public_discovery:
+            response.headers["Access-Control-Allow-Origin"] = "*"
+            self._preflight(response)
+        elif kind in ("call", "discovery") and origin and self.origin_allowed(origin):
+            response.headers["Access-Control-Allow-Origin"] = origin
+            response.vary.add("Origin")
+            response.headers["Access-Control-Expose-Headers"] = ", ".join(CORS_EXPOSED_HEADERS)
+            self._preflight(response)
+        return response
+
+    def _preflight(self, response: Response) -> None:
+        if request.method != "OPTIONS":
+            return
+        rule = request.url_rule.rule if request.url_rule is not None else ""
+        allowed = self._methods.get(rule[len(self.prefix):] if rule.startswith(self.prefix) else rule, set())
+        response.headers["Access-Control-Allow-Methods"] = ", ".join(
+            m for m in ("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS") if m in allowed | {"OPTIONS"})
+        response.headers["Access-Control-Allow-Headers"] = ", ".join(CORS_REQUEST_HEADERS)
+        response.headers["Access-Control-Max-Age"] = "600"
+
+
+_UNREAD = object()
+_BY_STATUS: dict[int, type[CoreError]] = {400: BadRequest, 403: Forbidden, 404: NotFound, 503: Unavailable}
+
+__all__ = ["AppState", "MalformedBody", "Pipeline", "RouteKind", "Slots", "UnknownTool", "origin_of"]
