@@ -166,7 +166,7 @@ class ToolDiscovery:
         if func is not None:
             if options:
                 raise TypeError("use @discovery.tool or @discovery.tool(**options)")
-            return register(func)  # type: ignore[arg-type]
+            return register(func)
         return register
 
     def add_tool(self, func: Callable[..., Any], **options: Any) -> Tool:

@@ -97,7 +97,8 @@ def _errors_of(error: jsonschema.ValidationError) -> list[ArgumentError]:
         return [ArgumentError(_pointer(path), str(path[0]) if path else None,
                               _type_message(error.instance, wanted), "type")]
     if error.validator == "required" and isinstance(error.instance, dict):
-        missing = [n for n in error.validator_value if n not in error.instance]
+        required: Any = error.validator_value
+        missing = [n for n in required if n not in error.instance]
         return [
             ArgumentError(
                 _pointer([*path, n]),
@@ -108,9 +109,10 @@ def _errors_of(error: jsonschema.ValidationError) -> list[ArgumentError]:
             for n in missing
         ]
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-        known = set((error.schema.get("properties") or {}).keys())
+        parent: Any = error.schema
+        known = set((parent.get("properties") or {}).keys())
         extras = [k for k in error.instance if k not in known]
-        if extras and not error.schema.get("patternProperties"):
+        if extras and not parent.get("patternProperties"):
             return [
                 ArgumentError(
                     _pointer([*path, k]),

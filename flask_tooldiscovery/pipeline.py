@@ -273,7 +273,8 @@ class Pipeline:
     @property
     def identity(self) -> Identity | None:
         """The identity :meth:`admit` established for this request."""
-        return g.get("_tooldiscovery_identity")
+        identity: Identity | None = g.get("_tooldiscovery_identity")
+        return identity
 
     # -- body, tools, calls -----------------------------------------------------------------
 

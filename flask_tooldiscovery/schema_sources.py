@@ -36,7 +36,7 @@ class SchemaSourceError(TypeError):
     """``input_schema=`` was given something that is not a schema this library can read."""
 
 
-def _apply_validators(field: fields.Field, schema: dict[str, Any]) -> None:
+def _apply_validators(field: fields.Field[Any], schema: dict[str, Any]) -> None:
     for v in field.validators:
         if isinstance(v, validate.OneOf):
             schema["enum"] = list(v.choices)
@@ -65,7 +65,7 @@ def _apply_validators(field: fields.Field, schema: dict[str, Any]) -> None:
             schema["format"] = "uri"
 
 
-def _field_schema(field: fields.Field) -> dict[str, Any]:
+def _field_schema(field: fields.Field[Any]) -> dict[str, Any]:
     schema: dict[str, Any]
     if isinstance(field, fields.Nested):
         nested = marshmallow_to_json_schema(field.schema)

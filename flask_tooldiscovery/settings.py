@@ -193,7 +193,7 @@ SPECS: tuple[Spec, ...] = (
     Spec("TDP_BASE_URL", None, parse_str, "scenario.base_url of the manifest."),
     # --- mcp ---
     Spec("MCP_BEARER_TOKEN", None, parse_str, "Bearer token MCP clients must send."),
-    Spec("MCP_ALLOWED_ORIGINS", [], parse_list, "Extra browser origins allowed on /mcp (MCP Inspector)."),
+    Spec("MCP_ALLOWED_ORIGINS", [], parse_list, "Older name of ALLOWED_ORIGINS; its origins are added to that list."),
     Spec("MCP_PAGE_SIZE", 100, lambda k, v: parse_int(k, v, 1), "tools/list page size."),
     Spec("MCP_MAX_BATCH", 10, lambda k, v: parse_int(k, v, 1),
          "Largest JSON-RPC batch (protocol versions before 2025-06-18; later ones refuse batches)."),

@@ -188,10 +188,13 @@ class _SchemaBuilder:
         if dataclasses.is_dataclass(tp) and isinstance(tp, type):
             return self._guarded(tp, self._dataclass)
         if hasattr(tp, "model_json_schema"):  # a pydantic v2 model as a parameter type
-            return tp.model_json_schema(), lambda v: tp.model_validate(v)
+            model_schema: dict[str, Any] = tp.model_json_schema()
+            return model_schema, lambda v: tp.model_validate(v)
         raise _Unsupported(repr(tp))
 
-    def _guarded(self, tp: Any, fn: Callable[[Any], tuple[dict[str, Any], Converter]]):
+    def _guarded(
+        self, tp: Any, fn: Callable[[Any], tuple[dict[str, Any], Converter]]
+    ) -> tuple[dict[str, Any], Converter]:
         if tp in self._stack:
             raise _Unsupported(f"recursive type {tp.__name__}")
         self._stack.append(tp)

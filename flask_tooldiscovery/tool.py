@@ -167,7 +167,8 @@ class Tool:
         """The input schema with local ``$ref``s inlined (computed once per tool object)."""
         from .json_schema import inline_refs
 
-        return inline_refs(self.input_schema or {})
+        resolved: dict[str, Any] = inline_refs(self.input_schema or {})
+        return resolved
 
     def missing_requirements(self, *, secrets: Mapping[str, Any], authorization: Mapping[str, Any],
                              user_id: Any) -> dict[str, Any]:

@@ -61,9 +61,9 @@ def parse_json(raw: bytes | str, max_depth: int = MAX_JSON_DEPTH) -> Any:
         raise ValueError("The request body is not UTF-8 text.") from None
     except RecursionError:
         raise ValueError(f"JSON nested deeper than {max_depth} levels.") from None
-    except ValueError as exc:
-        if isinstance(exc, json.JSONDecodeError) or not str(exc):
-            raise ValueError(f"{exc.msg} (line {exc.lineno}, column {exc.colno}).") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{exc.msg} (line {exc.lineno}, column {exc.colno}).") from None
+    except ValueError as exc:  # a non-finite number, from the hooks above
         raise ValueError(str(exc)) from None
     stack = [(value, 1)]
     while stack:

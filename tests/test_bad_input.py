@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from example_app import create_app
+from .apps.sample import create_app
 
 BODIES = [
     b"", b"null", b"[]", b'"text"', b"42", b"{", b'{"a":', b"\xff\xfe\x00", b"{}" * 3,

@@ -7,7 +7,7 @@ import json
 import pytest
 from flask import Flask
 
-from example_app import create_app
+from .apps.sample import create_app
 from flask_tooldiscovery import ToolDiscovery
 
 

@@ -93,7 +93,8 @@ class OpalFunctionSchema(WireSchema):
             if ptype in ("array", "object"):
                 param["schema"] = split_nullable(prop)[0]
             params.append(param)
-        return _PARAMETERS.dump(params)
+        dumped: list[dict[str, Any]] = _PARAMETERS.dump(params)
+        return dumped
 
     def get_auth_requirements(self, tool: Tool) -> list[dict[str, Any]] | None:
         reqs = tool.metadata.get("auth_requirements")
@@ -131,12 +132,13 @@ _FUNCTION = OpalFunctionSchema()
 def discovery_document(pipe: Pipeline, tools: list[Tool] | None = None) -> dict[str, Any]:
     """The discovery document (``tools``: the latest version of each tool)."""
     settings = pipe.settings
-    return _DISCOVERY.dump({
+    document: dict[str, Any] = _DISCOVERY.dump({
         "functions": [pipe.dump(NAME, t, _FUNCTION.dump) for t in (pipe.tools().latest() if tools is None else tools)],
         "name": settings.server_name,
         "description": settings.server_description or None,
         "version": settings.server_version,
     })
+    return document
 
 
 def error_response(exc: CoreError) -> tuple[Any, int]:
