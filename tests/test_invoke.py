@@ -13,6 +13,9 @@ import pytest
 from flask_tooldiscovery import ToolContext, ToolDiscovery, ToolError
 from flask_tooldiscovery.invoke import GENERIC_FAILURE, coerce_value
 
+#: Event loops the async tool ran on.
+LOOPS: list[asyncio.AbstractEventLoop] = []
+
 
 @pytest.fixture
 def setup(make_app):
@@ -45,6 +48,7 @@ def setup(make_app):
     @d.tool
     async def async_ok(x: int, ctx: ToolContext) -> dict:
         await asyncio.sleep(0)
+        LOOPS.append(asyncio.get_running_loop())
         return {"x": x, "call_id": ctx.call_id, "dialect": ctx.dialect}
 
     @d.tool
@@ -135,13 +139,15 @@ def test_coerce_value(value, schema, expected) -> None:
 
 def test_async_tool_gets_context_and_no_loop_leaks(setup) -> None:
     before = threading.active_count()
+    LOOPS.clear()
     for _ in range(20):
         out = run(setup, "async_ok", {"x": 3})
         assert out.value["x"] == 3 and out.value["dialect"] == "test"
         assert out.value["call_id"] == out.call_id
     assert threading.active_count() <= before + 1
-    with pytest.raises(RuntimeError):
-        asyncio.get_running_loop()
+    # Each call ran on a loop of its own, and every one of them was closed afterwards.
+    assert len(LOOPS) == 20 and len({id(loop) for loop in LOOPS}) == 20
+    assert all(loop.is_closed() for loop in LOOPS)
 
 
 def test_async_timeout_enforced(setup) -> None:

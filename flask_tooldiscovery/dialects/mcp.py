@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import re
 from typing import Any
 
 from flask import Blueprint, Response, current_app, g, request
@@ -158,21 +157,14 @@ def error_response(exc: CoreError) -> tuple[Any, int]:
     """A transport-level refusal as a JSON-RPC error with no id."""
     if isinstance(exc, MalformedBody):
         return error_body(None, PARSE_ERROR, f"Parse error: {exc.detail}"), 400
-    message = {401: "Unauthorized.", 413: "Request body too large."}.get(exc.status, exc.message)
-    if isinstance(exc, Unauthorized) or exc.status in (401, 413):
+    message = {401: "Unauthorized.", 413: "Request body too large.",
+               405: "Method Not Allowed: POST JSON-RPC messages to this endpoint."}.get(exc.status, exc.message)
+    if exc.status == 405:
+        exc.headers["Allow"] = "POST, OPTIONS"
+    if isinstance(exc, Unauthorized) or exc.status in (401, 405, 413):
         return error_body(None, INVALID_REQUEST, message), exc.status
     rpc = to_rpc(exc)
     return error_body(None, rpc.code, rpc.message), exc.status
-
-
-_MCP_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
-
-
-def lint_tool(tool: Tool) -> list[str]:
-    """Problems MCP clients would have with ``tool``."""
-    if not _MCP_NAME.match(tool.name):
-        return [f"name {tool.name!r} is outside MCP's recommended 1-128 of [A-Za-z0-9_.-]"]
-    return []
 
 
 def openapi_paths(pipe: Pipeline) -> dict[str, Any]:
@@ -280,7 +272,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             response.headers["Retry-After"] = g._tooldiscovery_retry_after
         return response
 
-    @pipe.route("", "call", ["POST"], endpoint="endpoint", guard_methods=False, strict_slashes=False)
+    # POST only: no server-to-client stream and no sessions, so nothing to GET or DELETE (405).
+    @pipe.route("", "call", ["POST"], endpoint="endpoint", strict_slashes=False)
     def endpoint() -> Response:
         try:
             version = protocol_version()
@@ -304,24 +297,11 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             return Response(status=202)
         return answer(reply, 400 if reply.get("error", {}).get("code") == INVALID_REQUEST else 200)
 
-    @pipe.route("", "call", ["GET", "DELETE", "PUT", "PATCH"], endpoint="not_allowed", guard_methods=False,
-                strict_slashes=False)
-    def not_allowed() -> Response:
-        try:
-            protocol_version()
-        except RpcError as exc:
-            return json_response(error_body(None, exc.code, exc.message), 400)
-        # No server-to-client stream and no sessions: nothing to GET or DELETE.
-        response = json_response(error_body(
-            None, INVALID_REQUEST, "Method Not Allowed: POST JSON-RPC messages to this endpoint."), 405)
-        response.headers["Allow"] = "POST, OPTIONS"
-        return response
-
     return bp
 
 
 DIALECT = Dialect(
     name=NAME, make_blueprint=make_blueprint, default_prefix="/mcp", error_response=error_response,
     authenticator=authenticator, export_document=export_document, security_warning=security_warning,
-    lint_tool=lint_tool, openapi_paths=openapi_paths,
+    openapi_paths=openapi_paths,
 )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from flask import Flask
 
 from flask_tooldiscovery import ToolDiscovery
@@ -20,6 +21,8 @@ ATTACKS = {
     "mcp": ("/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                      "params": {"name": "touch", "arguments": {"note": "mcp"}}}),
 }
+
+pytestmark = pytest.mark.browser
 
 
 def victim(ran: list[str], **config: object) -> Flask:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 
+import pytest
 from flask import Flask
 from playwright.sync_api import expect
 
@@ -14,6 +15,8 @@ from flask_tooldiscovery import ToolDiscovery
 from ..conftest import live_server
 
 PREFIX = "/admin/tool-explorer"
+
+pytestmark = pytest.mark.browser
 
 
 def make(**config) -> Flask:
