@@ -221,7 +221,8 @@ VALUE_KINDS = {"boolValue", "intValue", "doubleValue", "stringValue", "objectVal
 
 
 def assert_no_zero(obj, where):
-    assert obj not in (None, False, "", 0, [], {}) or (isinstance(obj, bool) and obj), where
+    """protojson leaves zero values (null, false, "", 0, empty lists and objects) out."""
+    assert obj not in (None, False, "", 0, [], {}), where
 
 
 def check_value(v, where):
@@ -246,7 +247,7 @@ def check_level(obj, level, where):
     assert set(obj) <= PROTO_KEYS[level], (where, set(obj) - PROTO_KEYS[level])
     for key, value in obj.items():
         if key != "default":
-            assert value not in (None, False, "", 0, [], {}), f"zero value at {where}.{key}"
+            assert_no_zero(value, f"zero value at {where}.{key}")
 
 
 def check_property(p, where):

@@ -1,49 +1,36 @@
 """Dialect ``tdp``: the Vrooli Tool Discovery Protocol 1.0 manifest, and its execute endpoint.
 
-``TOOLDISCOVERY_TDP_WIRE`` picks the wire form: ``"spec"`` (snake_case JSON as the protocol
-document shows it) or ``"protojson"`` (what Vrooli's reference server emits and its consumer
-parses). The marshmallow schemas below produce the spec form; :func:`to_protojson` is the thin
-layer that rewrites it.
-"""
+``TOOLDISCOVERY_TDP_WIRE`` picks the wire form: ``"spec"`` (snake_case, as the protocol document shows
+it: the schemas below) or ``"protojson"`` (what Vrooli's reference server emits: :mod:`.tdp_protojson`)."""
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import math
 import re
+from datetime import UTC, datetime
 from typing import Any
 
-from flask import Blueprint, Response, current_app, request
+from flask import Blueprint, Response, request
 from marshmallow import fields
+from werkzeug.exceptions import RequestEntityTooLarge
 
+from ..errors import BadRequest, CoreError, PayloadTooLarge, Unavailable
 from ..json_schema import primary_type, split_nullable
+from ..pipeline import Pipeline, UnknownTool
+from ..settings import Settings
 from ..tool import Tool
-from ..wire import (
-    ToolList,
-    WireError,
-    WireSchema,
-    dump_tool,
-    json_response,
-    limit_body_size,
-    method_guard,
-    read_json_body,
-    register_json_errors,
-)
+from ..wire import WireSchema, json_response, openapi_post
+from . import Dialect, status_name
+from .tdp_protojson import to_protojson
 
-DIALECT = "tdp"
-PROTOCOL_VERSION = "1.0"
+NAME = "tdp"
 CACHE = {"Cache-Control": "public, max-age=60"}
-WIRE_FORMS = ("spec", "protojson")
-
-#: The keys a parameter (property) schema may carry, in both wire forms.
-PROPERTY_KEYS = ("type", "description", "enum", "default", "items", "properties", "required",
-                 "format", "minimum", "maximum", "minLength", "maxLength", "pattern")
 
 
 def property_schema(schema: Any) -> dict[str, Any]:
-    """Map any JSON Schema into TDP's ParameterSchema: one ``type`` string, string ``enum``s,
-    only :data:`PROPERTY_KEYS` (``anyOf`` nullables unwrapped, ``const`` as a one-value enum)."""
+    """Map any JSON Schema into TDP's ParameterSchema: one ``type`` string, string ``enum``s, only
+    the keys TDP knows (``anyOf`` nullables unwrapped, ``const`` as a one-value enum)."""
     if not isinstance(schema, dict):
         return {"type": "string"}
     inner, _ = split_nullable(schema)
@@ -54,18 +41,14 @@ def property_schema(schema: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"type": primary_type(inner)}
     if isinstance(inner.get("description"), str):
         out["description"] = inner["description"]
-    enum = inner.get("enum")
-    if "const" in inner and enum is None:
-        enum = [inner["const"]]
+    enum = [inner["const"]] if "const" in inner and inner.get("enum") is None else inner.get("enum")
     if isinstance(enum, list):
         out["enum"] = [v if isinstance(v, str) else json.dumps(v) for v in enum if v is not None]
     if "default" in schema or "default" in inner:
         out["default"] = schema.get("default", inner.get("default"))
     if out["type"] == "array":
-        items = inner.get("items")
-        if not isinstance(items, dict):
-            prefix = inner.get("prefixItems")
-            items = prefix[0] if isinstance(prefix, list) and prefix else None
+        items, prefix = inner.get("items"), inner.get("prefixItems")
+        items = items if isinstance(items, dict) else prefix[0] if isinstance(prefix, list) and prefix else None
         if isinstance(items, dict):
             out["items"] = property_schema(items)
     if out["type"] == "object" and isinstance(inner.get("properties"), dict):
@@ -73,265 +56,98 @@ def property_schema(schema: Any) -> dict[str, Any]:
         required = [r for r in inner.get("required") or () if r in out["properties"]]
         if required:
             out["required"] = required
-    for key in ("format", "pattern"):
-        if isinstance(inner.get(key), str):
-            out[key] = inner[key]
-    for key in ("minimum", "maximum"):
-        if isinstance(inner.get(key), (int, float)) and not isinstance(inner.get(key), bool):
-            out[key] = inner[key]
-    for key in ("minLength", "maxLength"):
-        if isinstance(inner.get(key), int) and not isinstance(inner.get(key), bool):
+    for key, kinds in (("format", str), ("pattern", str), ("minimum", (int, float)), ("maximum", (int, float)),
+                       ("minLength", int), ("maxLength", int)):
+        if isinstance(inner.get(key), kinds) and not isinstance(inner.get(key), bool):
             out[key] = inner[key]
     return out
 
 
-# -- wire schemas (spec form) -------------------------------------------------------------
+_CATEGORIES = WireSchema.from_dict({k: fields.String() for k in ("id", "name", "description", "icon")})(many=True)
+_EXAMPLES = WireSchema.from_dict({"description": fields.String(), "input": fields.Dict(),
+                                  "expected_output": fields.Raw()})(many=True)
 
 
-class ScenarioSchema(WireSchema):
-    """The manifest's ``scenario``: the server identity."""
-    name = fields.String(required=True)
-    version = fields.String(required=True)
-    description = fields.String(required=True)
-    base_url = fields.String()
-
-
-class CategorySchema(WireSchema):
-    """A tool category."""
-    id = fields.String(required=True)
-    name = fields.String(required=True)
-    description = fields.String()
-    icon = fields.String()
-    display_order = fields.Integer()
-
-
-class ToolExampleSchema(WireSchema):
-    """A usage example: description, input, expected output."""
-    description = fields.String()
-    input = fields.Dict()
-    expected_output = fields.Raw()
+def _metadata(tool: Tool, key: str, convert: type[Any], hint: str = "") -> Any:
+    value = tool.metadata.get(key)
+    value = tool.hint(hint) if value is None and hint else value
+    return None if value is None else convert(value)
 
 
 class ToolMetadataSchema(WireSchema):
     """The metadata block, read from a :class:`Tool`'s options."""
-
-    enabled_by_default = fields.Method("get_enabled_by_default")
-    requires_approval = fields.Method("get_requires_approval")
-    timeout_seconds = fields.Method("get_timeout_seconds")
-    rate_limit_per_minute = fields.Method("get_rate_limit")
-    cost_estimate = fields.Method("get_cost_estimate")
-    long_running = fields.Method("get_long_running")
-    idempotent = fields.Method("get_idempotent")
-    tags = fields.Method("get_tags")
-    examples = fields.Method("get_examples")
-
-    def get_enabled_by_default(self, tool: Tool) -> bool:
-        return bool(tool.metadata.get("enabled_by_default", True))
-
-    def get_requires_approval(self, tool: Tool) -> bool:
-        return bool(tool.metadata.get("requires_approval", False))
-
-    def get_timeout_seconds(self, tool: Tool) -> int | None:
-        return math.ceil(tool.timeout) if tool.timeout else None
-
-    def get_rate_limit(self, tool: Tool) -> int | None:
-        value = tool.metadata.get("rate_limit_per_minute")
-        return int(value) if value is not None else None
-
-    def get_cost_estimate(self, tool: Tool) -> str | None:
-        value = tool.metadata.get("cost_estimate")
-        return str(value) if value is not None else None
-
-    def get_long_running(self, tool: Tool) -> bool | None:
-        value = tool.metadata.get("long_running")
-        return bool(value) if value is not None else None
-
-    def get_idempotent(self, tool: Tool) -> bool | None:
-        value = tool.metadata.get("idempotent")
-        if value is None:
-            value = tool.hint("idempotentHint")
-        return bool(value) if value is not None else None
-
-    def get_tags(self, tool: Tool) -> list[str] | None:
-        return list(tool.tags) or None
-
-    def get_examples(self, tool: Tool) -> list[dict[str, Any]] | None:
-        return _EXAMPLES.dump(tool.examples) if tool.examples else None
-
-
-_EXAMPLES = ToolExampleSchema(many=True)
-_METADATA = ToolMetadataSchema()
+    enabled_by_default = fields.Function(lambda tool: bool(tool.metadata.get("enabled_by_default", True)))
+    requires_approval = fields.Function(lambda tool: bool(tool.metadata.get("requires_approval", False)))
+    timeout_seconds = fields.Function(lambda tool: math.ceil(tool.timeout) if tool.timeout else None)
+    rate_limit_per_minute = fields.Function(lambda tool: _metadata(tool, "rate_limit_per_minute", int))
+    cost_estimate = fields.Function(lambda tool: _metadata(tool, "cost_estimate", str))
+    long_running = fields.Function(lambda tool: _metadata(tool, "long_running", bool))
+    idempotent = fields.Function(lambda tool: _metadata(tool, "idempotent", bool, "idempotentHint"))
+    tags = fields.Function(lambda tool: list(tool.tags) or None)
+    examples = fields.Function(lambda tool: _EXAMPLES.dump(tool.examples) if tool.examples else None)
 
 
 class TdpToolSchema(WireSchema):
     """A registry :class:`Tool` as a TDP ToolDefinition (spec form)."""
     name = fields.String(required=True)
-    description = fields.Method("get_description")
+    description = fields.Function(lambda tool: (tool.description or "").strip() or tool.title
+                                  or f"The {tool.name} tool.")
     category = fields.String()
     parameters = fields.Method("get_parameters")
-    metadata = fields.Function(lambda tool: _METADATA.dump(tool))
-
-    def get_description(self, tool: Tool) -> str:
-        return (tool.description or "").strip() or tool.title or f"The {tool.name} tool."
+    metadata = fields.Function(ToolMetadataSchema().dump)
 
     def get_parameters(self, tool: Tool) -> dict[str, Any]:
         schema = tool.resolved_input_schema
         props = {k: property_schema(v) for k, v in (schema.get("properties") or {}).items()}
-        out: dict[str, Any] = {"type": "object", "properties": props}
-        required = [r for r in schema.get("required") or () if r in props]
-        if required:
-            out["required"] = required
-        if isinstance(schema.get("additionalProperties"), bool):
-            out["additionalProperties"] = schema["additionalProperties"]
-        return out
+        required, extra = [r for r in schema.get("required") or () if r in props], schema.get("additionalProperties")
+        return {"type": "object", "properties": props, **({"required": required} if required else {}),
+                **({"additionalProperties": extra} if isinstance(extra, bool) else {})}
 
 
-class ManifestSchema(WireSchema):
-    """The manifest (spec form)."""
-    protocol_version = fields.Constant(PROTOCOL_VERSION)
-    scenario = fields.Nested(ScenarioSchema)
-    tools = ToolList(TdpToolSchema(), key="tdp")
-    categories = fields.List(fields.Nested(CategorySchema(exclude=("display_order",))))
-    generated_at = fields.String()
-
-
-# -- protojson layer -----------------------------------------------------------------------
-
-
-def _camel(key: str) -> str:
-    head, *rest = key.split("_")
-    return head + "".join(p[:1].upper() + p[1:] for p in rest)
-
-
-def _is_zero(value: Any) -> bool:
-    return value is None or value is False or value == "" or (
-        isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0
-    ) or (isinstance(value, (list, dict)) and not value)
-
-
-def typed_value(value: Any) -> dict[str, Any]:
-    """A JSON value as a ``google.protobuf.Value``-style wrapper (int64 as a string)."""
-    if value is None:
-        return {"nullValue": "NULL_VALUE"}
-    if isinstance(value, bool):
-        return {"boolValue": value}
-    if isinstance(value, int):
-        return {"intValue": str(value)}
-    if isinstance(value, float):
-        return {"doubleValue": value}
-    if isinstance(value, str):
-        return {"stringValue": value}
-    if isinstance(value, dict):
-        return {"objectValue": {"fields": {str(k): typed_value(v) for k, v in value.items()}}}
-    if isinstance(value, (list, tuple)):
-        return {"listValue": {"values": [typed_value(v) for v in value]}}
-    return {"stringValue": str(value)}
-
-
-def _proto_property(schema: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key == "default":
-            out["default"] = typed_value(value)
-        elif key == "items":
-            out["items"] = _proto_property(value)
-        elif key == "properties":
-            out["properties"] = {k: _proto_property(v) for k, v in value.items()}
-        elif not _is_zero(value):
-            out[key] = value
-    return out
-
-
-def _proto_object(data: dict[str, Any], nested: dict[str, Any] | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        handler = (nested or {}).get(key)
-        if handler is not None and value is not None:
-            value = handler(value)
-        if _is_zero(value):
-            continue
-        out[_camel(key)] = value
-    return out
-
-
-def _proto_example(example: dict[str, Any]) -> dict[str, Any]:
-    return _proto_object(example, {
-        "input": lambda v: {"fields": {k: typed_value(x) for k, x in v.items()}} if v else {},
-        "expected_output": lambda v: v if isinstance(v, str) else json.dumps(v),
-    })
-
-
-def _proto_tool(tool: dict[str, Any]) -> dict[str, Any]:
-    return _proto_object(tool, {
-        "parameters": lambda p: {k: v for k, v in {
-            "type": p.get("type"),
-            "properties": {k: _proto_property(s) for k, s in (p.get("properties") or {}).items()},
-            "required": p.get("required"),
-            "additionalProperties": p.get("additionalProperties"),
-        }.items() if not _is_zero(v)},
-        "metadata": lambda m: _proto_object(m, {
-            "examples": lambda xs: [_proto_example(x) for x in xs]}),
-    })
-
-
-def to_protojson(manifest: dict[str, Any]) -> dict[str, Any]:
-    """Rewrite a spec-form manifest the way protobuf's JSON encoding writes it."""
-    return _proto_object(manifest, {
-        "scenario": _proto_object,
-        "tools": lambda ts: [_proto_tool(t) for t in ts],
-        "categories": lambda cs: [_proto_object(c) for c in cs],
-    })
-
-
-# -- blueprint -----------------------------------------------------------------------------
-
-
-def _wire() -> str:
-    wire = str(current_app.config.get("TOOLDISCOVERY_TDP_WIRE") or "spec").lower()
-    if wire not in WIRE_FORMS:
-        raise ValueError(f"TOOLDISCOVERY_TDP_WIRE must be one of {WIRE_FORMS}, not {wire!r}")
-    return wire
-
-
-_MANIFEST = ManifestSchema()
 _TOOL = TdpToolSchema()
 
 
-def manifest_document(ext: Any, toolset: Any = None) -> dict[str, Any]:
-    """The manifest for the current app, in the configured wire form."""
-    cfg = current_app.config
-    toolset = ext.tools() if toolset is None else toolset
-    doc = _MANIFEST.dump({
-        "scenario": {
-            "name": cfg["TOOLDISCOVERY_SERVER_NAME"],
-            "version": cfg["TOOLDISCOVERY_SERVER_VERSION"],
-            "description": cfg["TOOLDISCOVERY_SERVER_DESCRIPTION"] or "",
-            "base_url": cfg.get("TOOLDISCOVERY_TDP_BASE_URL") or None,
-        },
-        "tools": toolset.latest(),
-        "categories": ext.categories(),
-        "generated_at": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-    })
-    if _wire() == "protojson":
-        categories = {c["id"]: c for c in ext.categories()}
-        doc = to_protojson(doc)
-        for cat in doc.get("categories", []):  # displayOrder is a protojson-only key
-            order = categories.get(cat["id"], {}).get("display_order")
-            if order:
-                cat["displayOrder"] = int(order)
+def manifest_document(pipe: Pipeline) -> dict[str, Any]:
+    """The manifest in the configured wire form."""
+    settings, categories = pipe.settings, pipe.ext.categories(pipe.settings)
+    doc = {
+        "protocol_version": "1.0",
+        "scenario": {"name": settings.server_name, "version": settings.server_version,
+                     "description": settings.server_description,
+                     **({"base_url": settings.tdp_base_url} if settings.tdp_base_url else {})},
+        "tools": [pipe.dump(NAME, t, _TOOL.dump) for t in pipe.tools().latest()],
+        "categories": _CATEGORIES.dump(categories),
+        "generated_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+    if settings.tdp_wire == "protojson":
+        doc, orders = to_protojson(doc), {c["id"]: c["display_order"] for c in categories if "display_order" in c}
+        for category in doc.get("categories", []):  # display_order: in the protojson form only
+            if orders.get(category["id"]):
+                category["displayOrder"] = int(orders[category["id"]])
     return doc
 
 
-export_document = manifest_document
+def _failed(message: str, code: str) -> dict[str, Any]:
+    return {"success": False, "error": message, "code": code, "is_async": False}
 
 
-def security_warning(config: Any, ext: Any) -> str | None:
+def error_response(exc: CoreError) -> tuple[Any, int]:
+    """On the execute route, its result shape (``success``, ``error``, ``code``); elsewhere, and for
+    a body over the size limit (answered before any route, as ever), ``error`` and ``message``."""
+    unknown = exc.name if isinstance(exc, UnknownTool) else None
+    if (request.endpoint or "").endswith(".execute") and not isinstance(exc, PayloadTooLarge):
+        code = "unknown_tool" if unknown is not None else "internal_error" if exc.status >= 500 else "invalid_args"
+        return _failed(exc.message if unknown is None else f"unknown tool: {unknown}", code), exc.status
+    message = (f"tool not found: {unknown}" if unknown is not None else
+               "scenario unavailable: the tool list could not be produced" if isinstance(exc, Unavailable) else
+               str(RequestEntityTooLarge.description) if isinstance(exc, PayloadTooLarge) else exc.message)
+    return {"error": status_name(exc.status), "message": message}, exc.status
+
+
+def security_warning(settings: Settings, ext: Any) -> str | None:
     """TDP has no authentication: always a warning."""
     return ("tdp's POST /api/v1/tools/execute has no authentication of its own: keep it on a "
             "private network or guard it in front of the app")
-
-
-_TDP_NAME = re.compile(r"^[A-Za-z0-9_]+$")
 
 
 def _lossy(schema: Any, where: str, out: list[str]) -> None:
@@ -353,102 +169,68 @@ def _lossy(schema: Any, where: str, out: list[str]) -> None:
 
 def lint_tool(tool: Tool) -> list[str]:
     """Where ``tool`` loses information in TDP's restricted schema."""
-    problems = []
-    if not _TDP_NAME.match(tool.name):
+    problems: list[str] = []
+    if not re.match(r"^[A-Za-z0-9_]+$", tool.name):
         problems.append(f"name {tool.name!r} is not letters, digits and underscores")
-    schema = tool.resolved_input_schema
-    for name, prop in (schema.get("properties") or {}).items():
+    for name, prop in (tool.resolved_input_schema.get("properties") or {}).items():
         _lossy(prop, f"parameter {name!r}", problems)
     return problems
 
 
-def openapi_paths(ext: Any, prefix: str) -> dict[str, Any]:
+def openapi_paths(pipe: Pipeline) -> dict[str, Any]:
     """The OpenAPI path item of the execute endpoint."""
-    names = [t.name for t in ext.tools().latest()]
-    return {f"{prefix}/api/v1/tools/execute": {"post": {
-        "operationId": "tdp_execute", "tags": ["tdp"], "summary": "Execute a tool (TDP)",
-        "requestBody": {"required": True, "content": {"application/json": {"schema": {
-            "type": "object", "properties": {"tool_name": {"type": "string", "enum": names},
-                                             "arguments": {"type": "object"}},
-            "required": ["tool_name"]}}}},
-        "responses": {"200": {"description": "success, result, is_async"},
-                      "400": {"description": "invalid_args"}, "404": {"description": "unknown_tool"},
-                      "500": {"description": "internal_error"}},
-    }}}
+    names = [t.name for t in pipe.tools().latest()]
+    schema = {"type": "object", "properties": {"tool_name": {"type": "string", "enum": names},
+                                               "arguments": {"type": "object"}}, "required": ["tool_name"]}
+    return {f"{pipe.prefix}/api/v1/tools/execute": openapi_post("tdp_execute", NAME, "Execute a tool (TDP)", schema, {
+        "200": "success, result, is_async", "400": "invalid_args", "404": "unknown_tool", "500": "internal_error"})}
 
 
-def _error(status: int, message: str) -> WireError:
-    names = {400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
-             413: "Payload Too Large", 503: "Service Unavailable"}
-    return WireError(status, {"error": names.get(status, "Error"), "message": message})
+def make_blueprint(pipe: Pipeline) -> Blueprint:
+    """The TDP blueprint: manifest, single tool and execute (OPTIONS answered empty, as ever)."""
+    bp = pipe.blueprint(__name__)
+    protojson = pipe.settings.tdp_wire == "protojson"
 
-
-def _exec_error(status: int, code: str, message: str) -> WireError:
-    return WireError(status, {"success": False, "error": message, "code": code, "is_async": False})
-
-
-def make_blueprint(ext: Any) -> Blueprint:
-    """The TDP blueprint: manifest, single tool and execute."""
-    bp = Blueprint("tooldiscovery_tdp", __name__)
-    bp.before_request(limit_body_size)
-    register_json_errors(bp, lambda status, message: _error(status, message).body)
-
-    def tools():
-        return ext.tools_or(lambda: _error(503, "scenario unavailable: the tool list could not be produced"))
-
-    @bp.route("/api/v1/tools", methods=["GET", "OPTIONS"])
-    def get_manifest() -> Response:
+    def discovery(name: str | None = None) -> Response:
         if request.method == "OPTIONS":
             return Response(status=204)
-        return json_response(manifest_document(ext, tools()), 200, CACHE)
+        if name is None:
+            return pipe.send(pipe.document(("manifest",), lambda _: manifest_document(pipe)), CACHE)
+        if not name:
+            raise BadRequest("tool name is required")
+        spec: dict[str, Any] = pipe.dump(NAME, pipe.find(name), _TOOL.dump)  # shared: never mutate it
+        return pipe.send(pipe.document(("tool", name), lambda _: to_protojson(spec) if protojson else spec), CACHE)
 
-    @bp.route("/api/v1/tools/", methods=["GET", "OPTIONS"])
-    def no_name() -> Response:
-        if request.method == "OPTIONS":
-            return Response(status=204)
-        raise _error(400, "tool name is required")
+    pipe.route("/api/v1/tools", "discovery", ["GET", "OPTIONS"], endpoint="manifest")(discovery)
+    # Other methods get TDP's JSON 405 on the manifest and execute rules only (Flask's page here), as ever.
+    pipe.route("/api/v1/tools/", "discovery", ["GET", "OPTIONS"], endpoint="no_name", guard_methods=False,
+               defaults={"name": ""})(discovery)
+    pipe.route("/api/v1/tools/<path:name>", "discovery", ["GET", "OPTIONS"], endpoint="tool",
+               guard_methods=False)(discovery)
 
-    @bp.route("/api/v1/tools/<path:name>", methods=["GET", "OPTIONS"])
-    def get_tool(name: str) -> Response:
-        if request.method == "OPTIONS":
-            return Response(status=204)
-        tool = tools().get(name)
-        if tool is None:
-            raise _error(404, f"tool not found: {name}")
-        doc = dump_tool(_TOOL, tool, "tdp")
-        if _wire() == "protojson":
-            doc = _proto_tool(doc)
-        return json_response(doc, 200, CACHE)
-
-    @bp.route("/api/v1/tools/execute", methods=["POST", "OPTIONS"])
+    @pipe.route("/api/v1/tools/execute", "call", ["POST", "OPTIONS"], endpoint="execute")
     def execute() -> Response:
         if request.method == "OPTIONS":
             return Response(status=200)
-        body = read_json_body(lambda m: _exec_error(400, "invalid_args", m), allow_empty=False)
+        body = pipe.body(required=True)
         if not isinstance(body, dict):
-            raise _exec_error(400, "invalid_args", "The request body must be a JSON object.")
-        name = body.get("tool_name")
+            raise BadRequest("The request body must be a JSON object.")
+        name, arguments = body.get("tool_name"), {} if body.get("arguments") is None else body["arguments"]
         if not isinstance(name, str) or not name:
-            raise _exec_error(400, "invalid_args", "'tool_name' is required.")
-        arguments = body.get("arguments", {})
-        if arguments is None:
-            arguments = {}
+            raise BadRequest("'tool_name' is required.")
         if not isinstance(arguments, dict):
-            raise _exec_error(400, "invalid_args", "'arguments' must be a JSON object.")
-        tools = ext.tools_or(lambda: _exec_error(503, "internal_error", "The tool list is unavailable right now."))
-        tool = tools.get(name)
-        if tool is None:
-            raise _exec_error(404, "unknown_tool", f"unknown tool: {name}")
+            raise BadRequest("'arguments' must be a JSON object.")
         # Enum values travel as strings in TDP, so string arguments are coerced to declared types.
-        outcome = ext.call(tool, arguments, ext.make_context(DIALECT), coerce=True)
-        if outcome.status == "invalid":
-            raise _exec_error(400, "invalid_args", outcome.error_message)
-        if outcome.status == "failure":
-            raise _exec_error(500, "internal_error", outcome.error_message)
-        result = outcome.value if isinstance(outcome.value, dict) else {"value": outcome.value}
-        return json_response({"success": True, "result": result, "is_async": False})
+        outcome = pipe.invoke(pipe.find(name), arguments, pipe.context(), coerce=True)
+        if outcome.ok:
+            result = outcome.value if isinstance(outcome.value, dict) else {"value": outcome.value}
+            return json_response({"success": True, "result": result, "is_async": False})
+        code, status = ("invalid_args", 400) if outcome.status == "invalid" else ("internal_error", 500)
+        return json_response(_failed(outcome.error_message, code), status)
 
-    for rule, allowed, endpoint in (("/api/v1/tools", ["GET"], "manifest_guard"),
-                                    ("/api/v1/tools/execute", ["POST"], "execute_guard")):
-        method_guard(bp, rule, allowed, endpoint=endpoint)
     return bp
+
+
+DIALECT = Dialect(name=NAME, make_blueprint=make_blueprint, default_prefix="", error_response=error_response,
+                  export_document=manifest_document, security_warning=security_warning, lint_tool=lint_tool,
+                  openapi_paths=openapi_paths)
