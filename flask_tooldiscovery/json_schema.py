@@ -172,7 +172,7 @@ def validate_arguments(
         more += len(out) - limit
         out = out[:limit]
     if more:
-        count = f"{more}" if more < MAX_COUNTED else f"{MAX_COUNTED} or more"
+        count = f"{more}" if more < MAX_COUNTED else f"at least {MAX_COUNTED}"
         out.append(ArgumentError("", None, f"... and {count} more errors not shown.", "limit"))
     return out
 

@@ -284,13 +284,7 @@ class Pipeline:
         cached = g.get("_tooldiscovery_body", _UNREAD)
         if cached is not _UNREAD:
             return cached
-        limit = self.settings.max_content_length
-        try:
-            raw = request.stream.read(limit + 1)
-        except RequestEntityTooLarge:
-            raise PayloadTooLarge() from None
-        if len(raw) > limit:
-            raise PayloadTooLarge()
+        raw = self._read_body(self.settings.max_content_length)
         if not raw.strip():
             if required:
                 raise BadRequest("The request body is empty; a JSON object was expected.")
@@ -302,6 +296,33 @@ class Pipeline:
                 raise MalformedBody(str(exc)) from None
         g._tooldiscovery_body = value
         return value
+
+    @staticmethod
+    def _read_body(limit: int) -> bytes:
+        """At most ``limit`` bytes of body; :class:`PayloadTooLarge` when there are more.
+
+        A chunked body (no Content-Length; the server terminates the stream) is read from the
+        server's stream itself, one byte past the limit, so that a body over it is refused whole
+        instead of being cut at the limit and run.
+        """
+        environ = request.environ
+        if request.content_length is None and environ.get("wsgi.input_terminated"):
+            stream, parts, size = environ["wsgi.input"], [], 0
+            while size <= limit:
+                part = stream.read(limit + 1 - size)
+                if not part:
+                    break
+                parts.append(part)
+                size += len(part)
+            raw = b"".join(parts)
+        else:
+            try:
+                raw = request.stream.read(limit + 1)
+            except RequestEntityTooLarge:
+                raise PayloadTooLarge() from None
+        if len(raw) > limit:
+            raise PayloadTooLarge()
+        return raw
 
     def has_body(self) -> bool:
         """True when the request carries a non-empty body (read and cached by :meth:`body`)."""

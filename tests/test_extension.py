@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from flask import Blueprint, Flask, jsonify, render_template_string
+from flask import Flask, jsonify, render_template_string
 
 from flask_tooldiscovery import Dialect, ToolDiscovery
 from flask_tooldiscovery.settings import SPECS, SettingsError, key
@@ -16,11 +16,12 @@ DEFAULTS = [key(spec.name) for spec in SPECS]
 def test_config_defaults_are_set_without_overriding(make_app) -> None:
     d = ToolDiscovery()
     app = make_app(d, TOOLDISCOVERY_TITLE="Mine", TOOLDISCOVERY_DIALECTS=[])
-    for key in DEFAULTS:
-        assert key in app.config
+    for name in DEFAULTS:
+        assert name in app.config
     assert app.config["TOOLDISCOVERY_TITLE"] == "Mine"
     assert app.config["TOOLDISCOVERY_ALLOW_EXECUTE"] is False
-    assert app.config["TOOLDISCOVERY_SERVER_NAME"] == "testapp"
+    with app.app_context():
+        assert d.settings.server_name == "testapp"
     assert app.extensions["tooldiscovery"] is d
     assert all(k.startswith("TOOLDISCOVERY_") for k in DEFAULTS)
 

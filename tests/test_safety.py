@@ -168,16 +168,19 @@ def test_validation_errors_are_capped(app, dialect) -> None:
 
 
 def test_validate_endpoint_caps_errors_too(app) -> None:
-    r = app.test_client().post("/explorer/tools/tag/validate", json={"tags": [1] * 20_000})
+    r = app.test_client().post("/explorer/tools/tag/validate", json={"tags": [1] * 5_000})
     body = r.get_json()
     assert body["valid"] is False and len(body["errors"]) == 51
-    assert body["errors"][-1]["message"] == "... and 19950 more errors not shown."
+    assert body["errors"][-1]["message"] == "... and 4950 more errors not shown."
+    r = app.test_client().post("/explorer/tools/tag/validate", json={"tags": [1] * 50_000})
+    assert r.get_json()["errors"][-1]["message"] == "... and at least 10000 more errors not shown."
 
 
 def test_oxp_schema_must_be_a_string(app) -> None:
     c = app.test_client()
     for value in ({}, [], 1, None):
-        r = c.post("/oxp/tools/call", json={"$schema": value, "request": {"tool_id": "Safe.add"}})
+        r = c.post("/oxp/tools/call", json={"$schema": value, "request": {"tool_id": "Safe.add",
+                                                                          "input": {"a": 1, "b": 2}}})
         assert r.status_code == (200 if value is None else 400), value
 
 
@@ -220,11 +223,12 @@ def test_oxp_id_collisions_are_refused_with_both_names() -> None:
     before.add_tool(lambda: 1, name="a_b")
     other = Flask("misc")
     other.config.update(TESTING=True, TOOLDISCOVERY_DIALECTS=["oxp"])
-    with pytest.raises(RegistrationError, match="'a-b'.*'a_b'"):
+    with pytest.raises(RegistrationError, match=r"'a-b'.*'a_b'"):
         before.init_app(other)
 
 
-@pytest.mark.parametrize("name", ["x/../../opal/discovery", "a..b", "", "x" * 129, "tооl", "white space", "a/b"])
+@pytest.mark.parametrize("name", ["x/../../opal/discovery", "a..b", "", "x" * 129, "t\u043e\u043el",
+                                  "white space", "a/b"])
 def test_unsafe_tool_names_are_refused(name) -> None:
     with pytest.raises(RegistrationError):
         ToolDiscovery().add_tool(lambda: 1, name=name)
@@ -233,7 +237,7 @@ def test_unsafe_tool_names_are_refused(name) -> None:
 def test_unsafe_provided_names_are_skipped_with_a_warning(caplog) -> None:
     tools = [{"name": "fine", "inputSchema": {"type": "object"}},
              {"name": "x/../../opal/discovery", "inputSchema": {"type": "object"}},
-             {"name": "tооl", "inputSchema": {"type": "object"}}]
+             {"name": "t\u043e\u043el", "inputSchema": {"type": "object"}}]
     app = Flask("p")
     app.config.update(TESTING=True, TOOLDISCOVERY_DIALECTS=["explorer"])
     ToolDiscovery(tools=tools).init_app(app)

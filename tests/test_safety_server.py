@@ -4,6 +4,7 @@ starve discovery, sync deadlines that keep the slot until the tool really ends."
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import os
 import socket
 import subprocess
@@ -44,10 +45,8 @@ def chunked_post(base: str, path: str, body: bytes) -> tuple[int, bytes]:
         head = (f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
                 "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n").encode()
         chunks = b"".join(b"%x\r\n%s\r\n" % (len(body[i:i + 256]), body[i:i + 256]) for i in range(0, len(body), 256))
-        try:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             sock.sendall(head + chunks + b"0\r\n\r\n")
-        except (BrokenPipeError, ConnectionResetError):
-            pass
         data = b""
         while True:
             try:

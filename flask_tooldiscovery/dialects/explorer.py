@@ -8,26 +8,31 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from flask import Blueprint, Response, current_app, render_template, request
 from marshmallow import fields
+from werkzeug.exceptions import RequestEntityTooLarge
 
-from ..auth import AuthError, HookCall
-from ..invoke import check_arguments
-from ..tool import Tool
-from ..wire import (
-    WireError,
-    WireSchema,
-    dump_tool,
-    json_response,
-    limit_body_size,
-    parse_json,
-    register_json_errors,
-)
+from ..auth import AuthError, AuthHook, HookCall
+from ..errors import CoreError, Forbidden, PayloadTooLarge, Unauthorized
+from ..invoke import Outcome, check_arguments
+from ..pipeline import MalformedBody, Pipeline
+from ..settings import Settings
+from ..wire import WireSchema, json_response, openapi_post
+from . import Dialect
 
-DIALECT = "explorer"
-ANNOTATION_KEYS = ("title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+if TYPE_CHECKING:  # pragma: no cover
+    from ..extension import ToolDiscovery
+
+NAME = "explorer"
+CHALLENGE = 'Bearer realm="explorer"'
+PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+                               "connect-src 'self'; frame-ancestors 'self'",
+    "X-Content-Type-Options": "nosniff",
+}
 
 
 class ToolSummarySchema(WireSchema):
@@ -60,130 +65,128 @@ _DETAIL = ToolDetailSchema()
 _RESULT = CallResultSchema()
 
 
-def export_document(ext: Any) -> list[dict[str, Any]]:
+def export_document(pipe: Pipeline) -> list[dict[str, Any]]:
     """Every tool in F2's detail form."""
-    return [dump_tool(_DETAIL, t, "explorer-detail") for t in ext.tools().latest()]
+    return [pipe.dump("detail", t, _DETAIL.dump) for t in pipe.tools().latest()]
 
 
-def security_warning(config: Any, ext: Any) -> str | None:
+def error_response(exc: CoreError) -> tuple[Any, int]:
+    """The explorer's error shape: ``{"error": message}``."""
+    if isinstance(exc, MalformedBody):
+        return {"error": f"Invalid JSON: {exc.detail}"}, exc.status
+    if isinstance(exc, PayloadTooLarge):  # the words the explorer has always used
+        return {"error": RequestEntityTooLarge.description}, exc.status
+    return {"error": exc.message}, exc.status
+
+
+def security_warning(settings: Settings, ext: ToolDiscovery) -> str | None:
     """Why this dialect would run tools for anyone, or ``None``."""
-    if config.get("TOOLDISCOVERY_ALLOW_EXECUTE") and ext.current_auth_hook is None:
+    if settings.allow_execute and ext.current_auth_hook is None:
         return ("explorer runs tools for anyone (TOOLDISCOVERY_ALLOW_EXECUTE is on and no auth hook "
                 "is set): set one with @discovery.auth_hook")
     return None
 
 
-def openapi_paths(ext: Any, prefix: str) -> dict[str, Any]:
+def openapi_paths(pipe: Pipeline) -> dict[str, Any]:
     """OpenAPI path items of the per-tool call and validate endpoints."""
     paths: dict[str, Any] = {}
-    for tool in ext.tools().latest():
-        body = {"required": False, "content": {"application/json": {"schema": tool.input_schema or {}}}}
-        paths[f"{prefix}/tools/{tool.name}/call"] = {"post": {
-            "operationId": f"explorer_call_{tool.name}".replace("/", "_"), "tags": ["explorer"],
-            "summary": (tool.description or tool.name).split("\n")[0], "requestBody": body,
-            "responses": {"200": {"description": "content, structuredContent, isError"},
-                          "400": {"description": "Malformed JSON or invalid arguments"},
-                          "401": {"description": "Rejected by the auth hook"},
-                          "403": {"description": "Execution disabled"},
-                          "404": {"description": "Unknown tool"},
-                          "500": {"description": "The tool failed"}}}}
-        paths[f"{prefix}/tools/{tool.name}/validate"] = {"post": {
-            "operationId": f"explorer_validate_{tool.name}".replace("/", "_"), "tags": ["explorer"],
-            "summary": "Validate arguments", "requestBody": body,
-            "responses": {"200": {"description": "valid, errors"}}}}
+    for tool in pipe.tools().latest():
+        schema = tool.input_schema or {}
+        operation = tool.name.replace("/", "_")
+        paths[f"{pipe.prefix}/tools/{tool.name}/call"] = openapi_post(
+            f"explorer_call_{operation}", NAME, (tool.description or tool.name).split("\n")[0], schema, {
+                "200": "content, structuredContent, isError", "400": "Malformed JSON or invalid arguments",
+                "401": "Rejected by the auth hook", "403": "Execution disabled", "404": "Unknown tool",
+                "500": "The tool failed"}, required=False)
+        paths[f"{pipe.prefix}/tools/{tool.name}/validate"] = openapi_post(
+            f"explorer_validate_{operation}", NAME, "Validate arguments", schema,
+            {"200": "valid, errors"}, required=False)
     return paths
 
 
-def _error(status: int, message: str) -> WireError:
-    return WireError(status, {"error": message})
+def _arguments(body: Any) -> Any:
+    """The arguments a body carries: an empty body means ``{}`` (a JSON ``null`` stays ``None``)."""
+    return {} if body is None and not request.content_length else body
 
 
-def make_blueprint(ext: Any) -> Blueprint:
+def _behind(hook: AuthHook) -> Callable[[Callable[[], Outcome]], Outcome]:
+    """Runs a call inside the auth hook (F4); a refusal is the core's 401."""
+
+    def around(run: Callable[[], Outcome]) -> Outcome:
+        try:
+            outcome: Outcome = HookCall(hook, request).run(run)
+        except AuthError as exc:
+            raise Unauthorized("Unauthorized", challenge=CHALLENGE, reason=exc.reason) from None
+        return outcome
+
+    return around
+
+
+def _result(outcome: Outcome, trace_id: str | None) -> Response:
+    """F3: the outcome, MCP-shaped; 400 for invalid arguments, 500 when the tool failed."""
+    meta = {"_trace_id": trace_id} if trace_id else None
+    if outcome.ok:
+        value = outcome.value
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        return json_response(_RESULT.dump({
+            "content": [{"type": "text", "text": text}], "isError": False, "_meta": meta,
+            "structuredContent": value if isinstance(value, (dict, list)) else None}))
+    invalid = outcome.status == "invalid"
+    return json_response(_RESULT.dump({
+        "content": [{"type": "text", "text": outcome.error_message}], "isError": True, "_meta": meta,
+        "errors": [e.as_dict() for e in outcome.errors] if invalid else None}), 400 if invalid else 500)
+
+
+def make_blueprint(pipe: Pipeline) -> Blueprint:
     """The explorer blueprint: the page, its static files and the F2/F3/F7 API."""
-    bp = Blueprint("tooldiscovery_explorer", __name__, template_folder="../templates",
-                   static_folder="../static", static_url_path="/static")
-    bp.before_request(limit_body_size)
-    register_json_errors(bp, lambda status, message: _error(status, message).body)
+    bp = pipe.blueprint(__name__, template_folder="../templates", static_folder="../static",
+                        static_url_path="/static")
+    # No method guards: other methods get Flask's own 405 and OPTIONS its own Allow, as before.
 
-    def tools():
-        return ext.tools_or(lambda: _error(503, "The tool list is unavailable right now."))
-
-    def find(name: str) -> Tool:
-        tool = tools().get(name)
-        if tool is None:
-            raise _error(404, f"Tool not found: {name}")
-        return tool
-
-    @bp.get("/")
+    @pipe.route("/", "page", ["GET"], endpoint="page", guard_methods=False)
     def page() -> Response:
         response = current_app.make_response(render_template("tooldiscovery/explorer.html"))
-        response.headers["Content-Security-Policy"] = (
-            "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
-            "connect-src 'self'; frame-ancestors 'self'")
-        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers.update(PAGE_HEADERS)
         return response
 
-    @bp.get("/tools")
+    @pipe.route("/tools", "discovery", ["GET"], endpoint="list_tools", guard_methods=False)
     def list_tools() -> Response:
-        return json_response([dump_tool(_SUMMARY, t, "explorer-summary") for t in tools().latest()])
+        return pipe.send(pipe.document("list", lambda toolset: [
+            pipe.dump("summary", t, _SUMMARY.dump) for t in toolset.latest()]))
 
-    @bp.get("/tools/<path:name>")
+    @pipe.route("/tools/<path:name>", "discovery", ["GET"], endpoint="tool_detail", guard_methods=False)
     def tool_detail(name: str) -> Response:
-        return json_response(dump_tool(_DETAIL, find(name), "explorer-detail"))
+        tool = pipe.find(name)
+        return pipe.send(pipe.document(("detail", name), lambda _: pipe.dump("detail", tool, _DETAIL.dump)))
 
-    def read_arguments(malformed: Any) -> Any:
-        raw = request.get_data(cache=True)
-        if not raw.strip():
-            return {}
-        try:
-            return parse_json(raw)
-        except ValueError as exc:
-            raise malformed(f"Invalid JSON: {exc}") from None
-
-    @bp.post("/tools/<path:name>/validate")
+    @pipe.route("/tools/<path:name>/validate", "call", ["POST"], endpoint="validate", guard_methods=False)
     def validate(name: str) -> Response:
-        tool = find(name)
-
-        def malformed(message: str) -> WireError:
-            return WireError(400, {"valid": False, "errors": [
-                {"path": "", "message": message, "keyword": "format"}]})
-
-        arguments = read_arguments(malformed)
-        errors = check_arguments(tool, arguments, current_app.logger)
+        tool = pipe.find(name)
+        try:
+            arguments = _arguments(pipe.body())
+        except MalformedBody as exc:
+            return json_response({"valid": False, "errors": [
+                {"path": "", "message": f"Invalid JSON: {exc.detail}", "keyword": "format"}]}, 400)
+        errors = check_arguments(tool, arguments, current_app.logger, max_errors=pipe.settings.max_validation_errors)
         if not errors:
             return json_response({"valid": True})
         return json_response({"valid": False, "errors": [e.as_dict() for e in errors]})
 
-    @bp.post("/tools/<path:name>/call")
+    @pipe.route("/tools/<path:name>/call", "call", ["POST"], endpoint="call", guard_methods=False)
     def call(name: str) -> Response:
-        if not current_app.config.get("TOOLDISCOVERY_ALLOW_EXECUTE"):
-            raise _error(403, "Tool execution is disabled.")
-        tool = find(name)
-        arguments = read_arguments(lambda message: _error(400, message))
-        trace_id = request.headers.get("X-Trace-Id") or None
-        context = ext.make_context(DIALECT, trace_id=trace_id)
-        context.trace_id = context.trace_id or context.call_id
-
-        def run() -> Any:
-            return ext.call(tool, arguments, context)
-
-        hook = ext.current_auth_hook
-        try:
-            outcome = HookCall(hook, request).run(run) if hook is not None else run()
-        except AuthError as exc:
-            current_app.logger.info("explorer call to %s refused: %s", name, exc.reason)
-            raise _error(401, "Unauthorized") from None
-        meta = {"_trace_id": context.trace_id} if context.trace_id else None
-        if outcome.ok:
-            value = outcome.value
-            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-            body = {"content": [{"type": "text", "text": text}], "isError": False, "_meta": meta,
-                    "structuredContent": value if isinstance(value, (dict, list)) else None}
-            return json_response(_RESULT.dump(body))
-        body = {"content": [{"type": "text", "text": outcome.error_message}], "isError": True,
-                "_meta": meta,
-                "errors": [e.as_dict() for e in outcome.errors] if outcome.status == "invalid" else None}
-        status = 400 if outcome.status == "invalid" else 500
-        return json_response(_RESULT.dump(body), status)
+        if not pipe.settings.allow_execute:
+            raise Forbidden("Tool execution is disabled.")
+        tool = pipe.find(name)
+        arguments = _arguments(pipe.body())
+        context = pipe.context()
+        hook = pipe.ext.current_auth_hook
+        outcome = pipe.invoke(tool, arguments, context, around=None if hook is None else _behind(hook))
+        return _result(outcome, context.trace_id)
 
     return bp
+
+
+DIALECT = Dialect(
+    name=NAME, make_blueprint=make_blueprint, default_prefix="/explorer", error_response=error_response,
+    export_document=export_document, security_warning=security_warning, openapi_paths=openapi_paths,
+)

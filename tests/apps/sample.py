@@ -24,7 +24,12 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
 
     @discovery.tool(version="1.2.0", annotations={"readOnlyHint": True, "openWorldHint": True})
     async def get_weather(city: Annotated[str, "City name"], units: Literal["metric", "imperial"] = "metric") -> dict:
-        """Fetch current weather for a city."""
+        """Fetch current weather for a city.
+
+        Args:
+            city: The city.
+            units: Metric or imperial.
+        """
         if city == "Atlantis":
             raise ToolError(f"Unknown city: {city}", can_retry=False)
         return {"city": city, "units": units, "temperature": 12.5}

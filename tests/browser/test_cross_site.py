@@ -64,7 +64,8 @@ FETCHES = """async ([target, attacks]) => {
   for (const [name, [path, body]] of Object.entries(attacks)) {
     const text = JSON.stringify(body);
     const simple = await fetch(target + path, {method: "POST", mode: "no-cors", body: text,
-                                               headers: {"Content-Type": "text/plain"}}).then(() => "sent", e => "error");
+                                               headers: {"Content-Type": "text/plain"}})
+      .then(() => "sent", e => "error");
     let json;
     try {
       const r = await fetch(target + path, {method: "POST", body: text, headers: {"Content-Type": "application/json"}});

@@ -98,8 +98,9 @@ class Oxp(Driver):
             res = body["result"]
             if res["success"]:
                 return Result("ok", res["value"])
-            kind = "failure" if res["error"]["message"].startswith("The tool failed with an unexpected") else "tool_error"
-            return Result(kind, message=res["error"]["message"])
+            message = res["error"]["message"]
+            kind = "failure" if message.startswith("The tool failed with an unexpected") else "tool_error"
+            return Result(kind, message=message)
         if r.status_code == 400:
             kind = "unknown" if body["message"].startswith("Tool not found") else "malformed"
         else:
