@@ -7,8 +7,9 @@ import json
 import pytest
 from flask import Flask
 
-from .apps.sample import create_app
 from flask_tooldiscovery import ToolDiscovery
+
+from .apps.sample import create_app
 
 
 @pytest.fixture
