@@ -57,7 +57,7 @@ def bare(document: bytes) -> Flask:
 
     @app.post("/call")
     def call() -> Response:
-        return jsonify(forecast(**request.get_json()["input"]))
+        return jsonify(forecast(**request.get_json()["request"]["input"]))
 
     return app
 
