@@ -11,6 +11,7 @@ import pytest
 from pydantic import BaseModel
 
 from flask_tooldiscovery import ToolDiscovery, ToolError
+from flask_tooldiscovery.extension import STATE_KEY
 
 
 @pytest.fixture
@@ -248,3 +249,75 @@ def test_auth_hook_as_constructor_argument(make_app) -> None:
     ok = c.post("/explorer/tools/ping/call", json={}, headers={"X-Key": "k"})
     assert ok.get_json()["content"][0]["text"] == "pong"
     assert seen == ["/explorer/tools/ping/call"] * 2
+
+
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+def test_auth_hook_refuses_before_the_body_is_read(discovery, make_app, caplog, flavour) -> None:
+    """F3's order: 403 (disabled) -> 404 (unknown tool) -> 401 (hook refuses) -> 400 (body)."""
+    events: list[str] = []
+
+    def allowed(request) -> bool:
+        events.append("hook")
+        return request.headers.get("Authorization") == "Bearer good"
+
+    if flavour == "sync":
+        @contextlib.contextmanager
+        def guard(request):
+            if not allowed(request):
+                raise PermissionError("bad token")
+            events.append("in")
+            yield
+            events.append("out")
+    else:
+        @contextlib.asynccontextmanager
+        async def guard(request):
+            if not allowed(request):
+                raise PermissionError("bad token")
+            events.append("in")
+            yield
+            events.append("out")
+
+    discovery.auth_hook(guard)
+    c = make_app(discovery, TOOLDISCOVERY_DIALECTS=["explorer"], TOOLDISCOVERY_ALLOW_EXECUTE=True).test_client()
+    with caplog.at_level(logging.INFO):
+        r = c.post("/explorer/tools/get_weather/call", data="{bad", content_type="application/json")
+    assert r.status_code == 401 and r.get_json() == {"error": "Unauthorized"}
+    assert r.headers["WWW-Authenticate"].startswith("Bearer")
+    assert "bad token" not in r.get_data(as_text=True)
+    refusals = [rec for rec in caplog.records if "refused" in rec.getMessage()]
+    assert [rec.levelno for rec in refusals] == [logging.WARNING]
+    assert "PermissionError" in refusals[0].getMessage() and "bad token" not in refusals[0].getMessage()
+    assert events == ["hook"]
+    # Unknown tool and disabled execution still come first: the hook is not asked.
+    events.clear()
+    assert c.post("/explorer/tools/nope/call", data="{bad", content_type="application/json").status_code == 404
+    assert events == []
+    # Admitted, the body is read inside the hook: its 400 leaves the hook's manager normally.
+    good = {"Authorization": "Bearer good"}
+    r = c.post("/explorer/tools/get_weather/call", data="{bad", content_type="application/json", headers=good)
+    assert r.status_code == 400 and r.get_json()["error"].startswith("Invalid JSON")
+    assert "WWW-Authenticate" not in r.headers
+    assert events == ["hook", "in", "out"]
+    events.clear()
+    r = c.post("/explorer/tools/get_weather/call", json={"city": 3}, headers=good)
+    assert r.status_code == 400 and r.get_json()["errors"][0]["path"] == "/city"
+    r = c.post("/explorer/tools/get_weather/call", json={"city": "Oslo"}, headers=good)
+    assert r.status_code == 200 and events == ["hook", "in", "out"] * 2
+
+
+def test_disabled_execution_never_asks_the_hook(discovery, make_app) -> None:
+    asked = []
+    discovery.auth_hook(lambda request: asked.append(request.path))
+    c = make_app(discovery, TOOLDISCOVERY_DIALECTS=["explorer"]).test_client()
+    r = c.post("/explorer/tools/get_weather/call", data="{bad", content_type="application/json")
+    assert r.status_code == 403 and asked == [] and "WWW-Authenticate" not in r.headers
+
+
+def test_busy_worker_answers_503_through_the_hook(discovery, make_app) -> None:
+    """A core error raised inside the hook's manager (no free call slot) keeps its own status."""
+    discovery.auth_hook(lambda request: contextlib.nullcontext())
+    app = make_app(discovery, TOOLDISCOVERY_DIALECTS=["explorer"], TOOLDISCOVERY_ALLOW_EXECUTE=True,
+                   TOOLDISCOVERY_MAX_CONCURRENT_CALLS=1)
+    with app.extensions[STATE_KEY].slots.hold():
+        r = app.test_client().post("/explorer/tools/get_weather/call", json={"city": "Oslo"})
+    assert r.status_code == 503 and "Retry-After" in r.headers

@@ -2,7 +2,8 @@
 (F1, F6), served from package templates and static files.
 
 ``GET /`` page, ``GET /tools``, ``GET /tools/<name>``, ``POST /tools/<name>/call`` (only when
-``TOOLDISCOVERY_ALLOW_EXECUTE`` is true, behind the auth hook) and ``POST /tools/<name>/validate``.
+``TOOLDISCOVERY_ALLOW_EXECUTE`` is true; the auth hook wraps reading the body and the call) and
+``POST /tools/<name>/validate``.
 """
 
 from __future__ import annotations
@@ -109,17 +110,26 @@ def _arguments(body: Any) -> Any:
     return {} if body is None and not request.content_length else body
 
 
-def _behind(hook: AuthHook) -> Callable[[Callable[[], Outcome]], Outcome]:
-    """Runs a call inside the auth hook (F4); a refusal is the core's 401."""
+def _behind(hook: AuthHook | None, run: Callable[[], Outcome]) -> Outcome:
+    """``run`` (which reads the body and calls the tool) inside the auth hook (F4), so that the
+    hook's refusal (401) comes before anything the body says (400). A core error raised inside
+    leaves the hook's manager as a normal exit (as a failed tool does) and is raised after it."""
+    if hook is None:
+        return run()
 
-    def around(run: Callable[[], Outcome]) -> Outcome:
+    def inside() -> Outcome | CoreError:
         try:
-            outcome: Outcome = HookCall(hook, request).run(run)
-        except AuthError as exc:
-            raise Unauthorized("Unauthorized", challenge=CHALLENGE, reason=exc.reason) from None
-        return outcome
+            return run()
+        except CoreError as exc:
+            return exc
 
-    return around
+    try:
+        result: Outcome | CoreError = HookCall(hook, request).run(inside)
+    except AuthError as exc:
+        raise Unauthorized("Unauthorized", challenge=CHALLENGE, reason=exc.reason) from None
+    if isinstance(result, CoreError):
+        raise result
+    return result
 
 
 def _result(outcome: Outcome, trace_id: str | None) -> Response:
@@ -177,10 +187,9 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         if not pipe.settings.allow_execute:
             raise Forbidden("Tool execution is disabled.")
         tool = pipe.find(name)
-        arguments = _arguments(pipe.body())
         context = pipe.context()
-        hook = pipe.ext.current_auth_hook
-        outcome = pipe.invoke(tool, arguments, context, around=None if hook is None else _behind(hook))
+        outcome = _behind(pipe.ext.current_auth_hook,
+                          lambda: pipe.invoke(tool, _arguments(pipe.body()), context))
         return _result(outcome, context.trace_id)
 
     return bp
