@@ -54,11 +54,8 @@ if TYPE_CHECKING:  # pragma: no cover
 RouteKind = Literal["discovery", "call", "health", "page"]
 
 #: Request headers a browser client may send (CORS preflight answer).
-CORS_REQUEST_HEADERS = (
-    "Authorization", "Content-Type", "Accept", "X-Trace-Id", "traceparent", "tracestate",
-    "MCP-Protocol-Version", "Mcp-Session-Id", "Last-Event-ID", "OXP-API-Key",
-    "x-opal-thread-id", "x-opal-workflow-execution-id", "x-opal-agent-execution-id",
-)
+#: Request headers every dialect's browser clients may send (a dialect adds its own).
+CORS_REQUEST_HEADERS = ("Authorization", "Content-Type", "Accept", "X-Trace-Id", "traceparent", "tracestate")
 CORS_EXPOSED_HEADERS = ("Mcp-Session-Id", "WWW-Authenticate", "X-Trace-Id", "Retry-After", "ETag")
 
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
@@ -440,6 +437,8 @@ class Pipeline:
         trace_id = self.trace_id
         if trace_id:
             response.headers["X-Trace-Id"] = trace_id
+        if request.method == "OPTIONS" or response.status_code in (202, 204, 304):
+            self._bodiless(response)
         kind = self._kinds.get((request.endpoint or "").rpartition(".")[2])
         origin = request.headers.get("Origin")
         if kind == "discovery" and self.dialect.public_discovery:
@@ -452,16 +451,35 @@ class Pipeline:
             self._preflight(response)
         return response
 
+    def _route_methods(self) -> set[str]:
+        rule = request.url_rule.rule if request.url_rule is not None else ""
+        return set(self._methods.get(rule[len(self.prefix):] if rule.startswith(self.prefix) else rule, ()))
+
+    def _bodiless(self, response: Response) -> None:
+        """No HTML type on an empty answer; an automatic ``OPTIONS`` names only the route's methods."""
+        if not response.get_data() and response.mimetype == "text/html":
+            del response.headers["Content-Type"]
+        methods = self._route_methods()
+        if request.method == "OPTIONS" and methods and "Allow" in response.headers:
+            methods |= {"OPTIONS"} | ({"HEAD"} if "GET" in methods else set())
+            response.headers["Allow"] = ", ".join(m for m in _METHOD_ORDER if m in methods)
+
     def _preflight(self, response: Response) -> None:
         if request.method != "OPTIONS":
             return
-        rule = request.url_rule.rule if request.url_rule is not None else ""
-        allowed = self._methods.get(rule[len(self.prefix):] if rule.startswith(self.prefix) else rule, set())
+        allowed = self._route_methods() | {"OPTIONS"}
         response.headers["Access-Control-Allow-Methods"] = ", ".join(
-            m for m in ("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS") if m in allowed | {"OPTIONS"})
-        response.headers["Access-Control-Allow-Headers"] = ", ".join(CORS_REQUEST_HEADERS)
+            m for m in ("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS") if m in allowed)
+        names = [*CORS_REQUEST_HEADERS, *(h for h in self.dialect.cors_headers if not h.endswith("*"))]
+        prefixes = tuple(h[:-1].lower() for h in self.dialect.cors_headers if h.endswith("*"))
+        if prefixes:  # header families (Mcp-Param-*): grant the ones the browser asks for
+            asked = request.headers.get("Access-Control-Request-Headers", "")
+            names += [h.strip() for h in asked.split(",") if h.strip().lower().startswith(prefixes)]
+        response.headers["Access-Control-Allow-Headers"] = ", ".join(names)
         response.headers["Access-Control-Max-Age"] = "600"
 
+
+_METHOD_ORDER = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 _UNREAD = object()
 _BY_STATUS: dict[int, type[CoreError]] = {400: BadRequest, 403: Forbidden, 404: NotFound, 503: Unavailable}

@@ -134,19 +134,84 @@ def test_initialize_negotiation(app) -> None:
     assert rpc(c, "ping").get_json() == {"jsonrpc": "2.0", "id": 1, "result": {}}
 
 
+MODERN = "2026-07-28"
+META = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+def modern(c, method: str, params: dict | None = None, headers: dict | None = None):
+    """A 2026-07-28 request with the routing headers the official SDK sends."""
+    params = {"_meta": META, **(params or {})}
+    sent = {"MCP-Protocol-Version": MODERN, "Mcp-Method": method}
+    if method == "tools/call":
+        sent["Mcp-Name"] = params["name"]
+    sent.update(headers or {})
+    return c.post("/mcp", json={"jsonrpc": "2.0", "id": 7, "method": method, "params": params},
+                  headers={k: v for k, v in sent.items() if v is not None})
+
+
 def test_discover_and_modern_envelope(app) -> None:
     c = app.test_client()
-    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {}}
-    res = rpc(c, "server/discover", {"_meta": meta}).get_json()["result"]
+    res = modern(c, "server/discover").get_json()["result"]
     assert "2026-07-28" in res["supportedVersions"] and "2025-11-25" in res["supportedVersions"]
     assert res["resultType"] == "complete" and res["capabilities"]["tools"] == {"listChanged": False}
-    listed = rpc(c, "tools/list", {"_meta": meta}).get_json()["result"]
+    listed = modern(c, "tools/list").get_json()["result"]
     assert listed["resultType"] == "complete" and listed["ttlMs"] == 0
     assert listed["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "acme-mcp"
-    bad = rpc(c, "tools/list", {"_meta": {"io.modelcontextprotocol/protocolVersion": "2030-01-01"}})
-    err = bad.get_json()["error"]
-    assert err["code"] == -32022 and err["data"]["supported"] == ["2026-07-28"]
+    called = modern(c, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}}).get_json()["result"]
+    assert called["structuredContent"] == {"result": 3}
+
+
+def test_modern_routing_headers_must_agree_with_the_body(app) -> None:
+    c = app.test_client()
+    call = {"name": "add", "arguments": {"a": 1, "b": 2}}
+    for headers in ({"Mcp-Method": None}, {"Mcp-Method": "tools/list"}, {"Mcp-Name": "names"},
+                    {"Mcp-Name": None}, {"MCP-Protocol-Version": "2025-11-25"}):
+        r = modern(c, "tools/call", call, headers)
+        assert r.status_code == 400 and r.get_json()["error"]["code"] == -32020, headers
+        assert r.get_json()["id"] == 7
+    encoded = "=?base64?YWRk?="  # "add", as the SDK writes names that are not plain ASCII tokens
+    assert modern(c, "tools/call", call, {"Mcp-Name": encoded}).status_code == 200
+    twice = c.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                   headers=[("Mcp-Method", "ping"), ("Mcp-Method", "ping")])
+    assert twice.status_code == 400 and twice.get_json()["error"]["code"] == -32020
+
+
+def test_modern_envelope_without_client_capabilities_is_invalid_params(app) -> None:
+    meta = {"io.modelcontextprotocol/protocolVersion": MODERN}
+    r = app.test_client().post("/mcp", json={"jsonrpc": "2.0", "id": 3, "method": "tools/list",
+                                             "params": {"_meta": meta}},
+                               headers={"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/list"})
+    assert r.status_code == 400
+    assert r.get_json()["error"]["code"] == -32602 and "clientCapabilities" in r.get_json()["error"]["message"]
+
+
+def test_unsupported_versions_answer_32022_with_the_request_id(app) -> None:
+    c = app.test_client()
+    r = c.post("/mcp", json={"jsonrpc": "2.0", "id": 42, "method": "ping"},
+               headers={"MCP-Protocol-Version": "2099-01-01"})
+    err = r.get_json()
+    assert r.status_code == 400 and err["id"] == 42 and err["error"]["code"] == -32022
+    assert "2026-07-28" in err["error"]["data"]["supported"] and "2025-06-18" in err["error"]["data"]["supported"]
+    meta = {**META, "io.modelcontextprotocol/protocolVersion": "2030-01-01"}
+    r = c.post("/mcp", json={"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": {"_meta": meta}},
+               headers={"MCP-Protocol-Version": "2030-01-01", "Mcp-Method": "tools/list"})
+    assert r.get_json()["error"]["code"] == -32022 and r.get_json()["id"] == 5
+
+
+def test_a_202_has_no_body_and_no_html_type(app) -> None:
+    r = app.test_client().post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+    assert r.status_code == 202 and r.get_data() == b"" and "Content-Type" not in r.headers
+
+
+def test_preflight_allows_the_modern_headers(make_app, discovery) -> None:
+    c = make_app(discovery, TOOLDISCOVERY_DIALECTS=["mcp"], TOOLDISCOVERY_ALLOWED_ORIGINS=["http://localhost:6274"]
+                 ).test_client()
+    asked = "content-type, mcp-protocol-version, mcp-method, mcp-name, mcp-param-region, authorization"
+    pre = c.options("/mcp", headers={"Origin": "http://localhost:6274", "Access-Control-Request-Method": "POST",
+                                     "Access-Control-Request-Headers": asked})
+    allowed = {h.strip().lower() for h in pre.headers["Access-Control-Allow-Headers"].split(",")}
+    assert set(asked.replace(" ", "").split(",")) <= allowed
+    assert pre.headers["Allow"] == "POST, OPTIONS"
 
 
 def test_pagination(make_app) -> None:

@@ -48,6 +48,8 @@ class Dialect:
     authenticator: Callable[[Settings], Authenticator | None] | None = None
     #: Discovery answers any origin (``Access-Control-Allow-Origin: *``), as Opal's does.
     public_discovery: bool = False
+    #: Request headers its browser clients send, for CORS preflights (``Name-*``: a family).
+    cors_headers: tuple[str, ...] = ()
     #: A key under which two tools of one app may not meet (OXP ids); checked at registration.
     tool_key: Callable[[Settings], Callable[[Tool], Hashable]] | None = None
     #: ``flask tools export <name>``: its discovery document.

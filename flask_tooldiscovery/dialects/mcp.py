@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from typing import Any
 
 from flask import Blueprint, Response, current_app, g, request
@@ -34,6 +35,7 @@ from .jsonrpc import (
     RpcError,
     dispatch,
     error_body,
+    valid_id,
 )
 
 NAME = "mcp"
@@ -44,7 +46,49 @@ VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion"
 SERVER_INFO_META_KEY = "io.modelcontextprotocol/serverInfo"
 #: Protocol versions from which JSON-RPC batches are gone from the spec.
 NO_BATCH_VERSIONS = ("2025-06-18", "2025-11-25", *MODERN_VERSIONS)
+CAPABILITIES_META_KEY = "io.modelcontextprotocol/clientCapabilities"
+HEADER_MISMATCH = -32020
 UNSUPPORTED_PROTOCOL_VERSION = -32022
+#: HTTP status of a JSON-RPC error in the 2026-07-28 transport (as the official SDK maps them).
+MODERN_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400, HEADER_MISMATCH: 400,
+                 UNSUPPORTED_PROTOCOL_VERSION: 400, METHOD_NOT_FOUND: 404}
+ROUTING_HEADERS = ("MCP-Protocol-Version", "Mcp-Method", "Mcp-Name")
+_B64_HEADER = re.compile(r"^=\?base64\?(.*)\?=$")
+
+
+def header_value(value: str | None) -> str | None:
+    """An ``Mcp-Name`` value, with the ``=?base64?...?=`` form decoded (``None`` if malformed)."""
+    match = _B64_HEADER.fullmatch(value or "")
+    if match is None:
+        return value
+    try:
+        return base64.b64decode(match.group(1), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+
+
+def modern_refusal(message: dict[str, Any]) -> RpcError | None:
+    """The 2026-07-28 checks of one request, in the official SDK's order: the ``_meta`` envelope
+    (-32602), the routing headers agreeing with the body (-32020), a served version (-32022)."""
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    missing = [k for k in (VERSION_META_KEY, CAPABILITIES_META_KEY) if not isinstance(meta, dict) or k not in meta]
+    if missing or not isinstance(meta, dict) or not isinstance(params, dict):
+        return RpcError(INVALID_PARAMS, f"params._meta is missing the required envelope key(s): {', '.join(missing)}")
+    version, method = meta[VERSION_META_KEY], message.get("method")
+    if request.headers.get("MCP-Protocol-Version") != version:
+        return RpcError(HEADER_MISMATCH, "MCP-Protocol-Version header does not match the request envelope's version")
+    if request.headers.get("Mcp-Method") != method:
+        return RpcError(HEADER_MISMATCH, "Mcp-Method header does not match the request body's method")
+    if method == "tools/call" and params.get("name") is not None \
+            and header_value(request.headers.get("Mcp-Name")) != params.get("name"):
+        return RpcError(HEADER_MISMATCH, "Mcp-Name header does not match the request body's 'name' parameter")
+    if not isinstance(version, str):
+        return RpcError(INVALID_PARAMS, "the protocol-version envelope value must be a string")
+    if version not in MODERN_VERSIONS:
+        return RpcError(UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
+                        {"supported": list(ALL_VERSIONS), "requested": version})
+    return None
 
 
 def object_output_schema(tool: Tool) -> tuple[dict[str, Any] | None, bool]:
@@ -260,11 +304,18 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
                                  exc_info=(type(exc), exc, exc.__traceback__))
         return RpcError(INTERNAL_ERROR, "Internal error.")
 
-    def protocol_version() -> str | None:
+    def header_refusal(payload: Any) -> tuple[dict[str, Any], int] | None:
+        """A routing header sent twice, or a protocol version this server does not speak."""
+        id_ = payload.get("id") if isinstance(payload, dict) and valid_id(payload.get("id")) else None
+        for name in ROUTING_HEADERS:
+            values = request.headers.getlist(name)  # WSGI servers join repeated headers with ","
+            if len(values) > 1 or any("," in v for v in values):
+                return error_body(id_, HEADER_MISMATCH, f"{name} header sent more than once"), 400
         version = request.headers.get("MCP-Protocol-Version")
         if version is not None and version not in ALL_VERSIONS:
-            raise RpcError(INVALID_REQUEST, f"Unsupported MCP-Protocol-Version: {version}")
-        return version
+            return error_body(id_, UNSUPPORTED_PROTOCOL_VERSION, f"Unsupported protocol version: {version}",
+                              {"supported": list(ALL_VERSIONS), "requested": version}), 400
+        return None
 
     def answer(body: Any, status: int = 200) -> Response:
         response = json_response(body, status)
@@ -275,13 +326,13 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
     # POST only: no server-to-client stream and no sessions, so nothing to GET or DELETE (405).
     @pipe.route("", "call", ["POST"], endpoint="endpoint", strict_slashes=False)
     def endpoint() -> Response:
-        try:
-            version = protocol_version()
-        except RpcError as exc:
-            return json_response(error_body(None, exc.code, exc.message), 400)
         payload = pipe.body()
         if payload is None:
             raise MalformedBody("Expecting value (line 1, column 1).")
+        refused = header_refusal(payload)
+        if refused is not None:
+            return json_response(*refused)
+        version = request.headers.get("MCP-Protocol-Version")
         if isinstance(payload, list):  # a batch: 2025-03-26 only, and bounded
             if not payload:
                 return json_response(error_body(None, INVALID_REQUEST, "Invalid Request: empty batch."), 400)
@@ -292,16 +343,26 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
                 return json_response(error_body(None, INVALID_REQUEST, f"Invalid Request: {refusal}."), 400)
             answers = [a for a in (dispatch(m, run, failed) for m in payload) if a is not None]
             return answer(answers) if answers else Response(status=202)
+        modern = version in MODERN_VERSIONS or VERSION_META_KEY in (
+            (payload.get("params") or {}).get("_meta") or {} if isinstance(payload, dict)
+            and isinstance(payload.get("params"), dict) and isinstance(payload["params"].get("_meta"), dict) else {})
+        if modern and isinstance(payload, dict) and "method" in payload and valid_id(payload.get("id")):
+            rpc = modern_refusal(payload)
+            if rpc is not None:
+                return json_response(error_body(payload["id"], rpc.code, rpc.message, rpc.data),
+                                     MODERN_STATUS.get(rpc.code, 200))
         reply = dispatch(payload, run, failed)
         if reply is None:
             return Response(status=202)
-        return answer(reply, 400 if reply.get("error", {}).get("code") == INVALID_REQUEST else 200)
+        code = reply.get("error", {}).get("code")
+        return answer(reply, MODERN_STATUS.get(code, 200) if modern else 400 if code == INVALID_REQUEST else 200)
 
     return bp
 
 
 DIALECT = Dialect(
     name=NAME, make_blueprint=make_blueprint, default_prefix="/mcp", error_response=error_response,
-    authenticator=authenticator, export_document=export_document, security_warning=security_warning,
-    openapi_paths=openapi_paths,
+    authenticator=authenticator, export_document=export_document,
+    cors_headers=("MCP-Protocol-Version", "Mcp-Session-Id", "Last-Event-ID", "Mcp-Method", "Mcp-Name", "Mcp-Param-*"),
+    security_warning=security_warning, openapi_paths=openapi_paths,
 )

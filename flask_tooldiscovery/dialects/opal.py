@@ -263,6 +263,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
 
 DIALECT = Dialect(
     name=NAME, make_blueprint=make_blueprint, default_prefix="/opal", error_response=error_response,
-    authenticator=authenticator, public_discovery=True, export_document=discovery_document,
-    security_warning=security_warning, lint_tool=lint_tool, openapi_paths=openapi_paths,
+    authenticator=authenticator, public_discovery=True,
+    cors_headers=("x-opal-thread-id", "x-opal-workflow-execution-id", "x-opal-agent-execution-id"),
+    export_document=discovery_document, security_warning=security_warning, lint_tool=lint_tool,
+    openapi_paths=openapi_paths,
 )

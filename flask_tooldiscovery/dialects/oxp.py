@@ -364,6 +364,6 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
 
 DIALECT = Dialect(
     name=NAME, make_blueprint=make_blueprint, default_prefix="/oxp", error_response=error_response,
-    authenticator=authenticator, tool_key=id_parts, export_document=export_document,
+    authenticator=authenticator, tool_key=id_parts, cors_headers=("OXP-API-Key",), export_document=export_document,
     security_warning=security_warning, lint_tool=lint_tool, openapi_paths=openapi_paths,
 )

@@ -453,6 +453,30 @@ _add(M, "unsupported_modern_version", "POST", "/mcp",
 _add(M, "call_add", "POST", "/mcp", body=_rpc("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}}, id_=10))
 _add(M, "call_add_2026", "POST", "/mcp",
      body=_rpc("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}, "_meta": MODERN}, id_=11))
+# 2026-07-28 as the official SDK 2.x sends it: the full envelope and the routing headers.
+FULL = {**MODERN, "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+def _modern(method: str, version: str = "2026-07-28", name: str | None = None) -> dict[str, str]:
+    headers = {"MCP-Protocol-Version": version, "Mcp-Method": method}
+    return {**headers, "Mcp-Name": name} if name else headers
+
+
+_add(M, "server_discover_2026_sdk", "POST", "/mcp", body=_rpc("server/discover", {"_meta": FULL}, id_=30),
+     headers=_modern("server/discover"))
+_add(M, "tools_list_2026_sdk", "POST", "/mcp", body=_rpc("tools/list", {"_meta": FULL}, id_=31),
+     headers=_modern("tools/list"))
+_add(M, "call_add_2026_sdk", "POST", "/mcp",
+     body=_rpc("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}, "_meta": FULL}, id_=32),
+     headers=_modern("tools/call", name="add"))
+_add(M, "initialize_in_2026_sdk_refused", "POST", "/mcp",
+     body=_rpc("initialize", {**_INIT, "_meta": FULL}, id_=33), headers=_modern("initialize"))
+_add(M, "unsupported_modern_version_sdk", "POST", "/mcp",
+     body=_rpc("tools/list", {"_meta": {**FULL, "io.modelcontextprotocol/protocolVersion": "2030-01-01"}}, id_=34),
+     headers=_modern("tools/list", "2030-01-01"))
+_add(M, "routing_header_mismatch", "POST", "/mcp",
+     body=_rpc("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}, "_meta": FULL}, id_=35),
+     headers=_modern("tools/call", name="crash"))
 _add(M, "call_async", "POST", "/mcp",
      body=_rpc("tools/call", {"name": "get_weather", "arguments": {"city": "Oslo"}}, id_=12))
 _add(M, "call_typed_dict", "POST", "/mcp",
