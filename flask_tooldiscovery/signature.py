@@ -23,6 +23,7 @@ from typing import Any, Literal, Union
 
 import docstring_parser
 
+from .json_schema import inline_refs
 from .tool import ToolContext
 
 Converter = Callable[[Any], Any] | None
@@ -188,7 +189,8 @@ class _SchemaBuilder:
         if dataclasses.is_dataclass(tp) and isinstance(tp, type):
             return self._guarded(tp, self._dataclass)
         if hasattr(tp, "model_json_schema"):  # a pydantic v2 model as a parameter type
-            model_schema: dict[str, Any] = tp.model_json_schema()
+            # The model's own $defs would dangle once nested under a property: inline them.
+            model_schema: dict[str, Any] = inline_refs(tp.model_json_schema())
             return model_schema, lambda v: tp.model_validate(v)
         raise _Unsupported(repr(tp))
 

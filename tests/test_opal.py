@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 
 import pytest
 import requests
+from pydantic import BaseModel
 
 from flask_tooldiscovery import ToolContext, ToolDiscovery, ToolError
 
@@ -243,3 +244,79 @@ def test_bearer_token_on_calls_not_discovery(discovery, make_app) -> None:
         assert requests.post(f"{base}/opal/tools/nope", json={}).status_code == 401
         ok = requests.post(url, json=body, headers={"Authorization": f"Bearer {TOKEN}"})
         assert ok.status_code == 200 and ok.json()["city"] == "Oslo"
+
+
+def test_defaults_and_enum_values_are_written_as_json(make_app) -> None:
+    d = ToolDiscovery()
+
+    @d.tool
+    def f(on: bool = False, opts: dict = {"k": "v"}, level: Literal[1, 2] = 1, unit: str = "metric") -> int:  # noqa: B006
+        """F.
+
+        Args:
+            on: Switch.
+            opts: Options.
+            level: Level.
+            unit: Unit.
+        """
+        return 1
+
+    app = make_app(d, TOOLDISCOVERY_DIALECTS=["opal"])
+    params = {p["name"]: p["description"] for p in app.test_client().get("/opal/discovery").get_json()
+              ["functions"][0]["parameters"]}
+    assert params["on"] == "Switch. Defaults to false."
+    assert params["opts"] == 'Options. Defaults to {"k": "v"}.'
+    assert params["level"] == "Level. One of: 1, 2. Defaults to 1."
+    assert params["unit"] == "Unit. Defaults to metric."
+
+
+def test_auth_requirements_always_name_a_scope_bundle(make_app) -> None:
+    d = ToolDiscovery()
+    d.add_tool(lambda: 1, name="mail", auth_requirements=[{"provider": "google"},
+                                                          {"provider": "ms", "scope_bundle": "mail"}])
+    fn = make_app(d, TOOLDISCOVERY_DIALECTS=["opal"]).test_client().get("/opal/discovery").get_json()["functions"][0]
+    assert fn["auth_requirements"] == [{"provider": "google", "scope_bundle": "", "required": True},
+                                       {"provider": "ms", "scope_bundle": "mail", "required": True}]
+
+
+def test_options_on_discovery_names_only_its_methods(client) -> None:
+    for path in ("/opal/discovery", "/opal/discovery/"):
+        r = client.options(path)
+        assert r.status_code == 200 and r.get_data() == b""
+        assert "text/html" not in r.headers.get("Content-Type", "")
+        assert r.headers["Allow"] == "GET, HEAD, OPTIONS"
+    r = client.options("/opal/tools/get_weather")
+    assert r.headers["Allow"] == "POST, OPTIONS"
+
+
+class Line(BaseModel):
+    sku: str
+    qty: int = 1
+
+
+class Order(BaseModel):
+    first: Line
+    rest: list[Line] = []
+
+
+def test_nested_parameter_schemas_are_self_contained(make_app) -> None:
+    d = ToolDiscovery()
+
+    @d.tool
+    def place(order: Order) -> int:
+        """Place an order.
+
+        Args:
+            order: The order.
+        """
+        return 1 + len(order.rest)
+
+    d.add_tool(lambda **kw: len(kw), name="explicit", input_schema={
+        "type": "object", "$defs": {"P": {"type": "object", "properties": {"n": {"type": "string"}}}},
+        "properties": {"p": {"$ref": "#/$defs/P"}, "ps": {"type": "array", "items": {"$ref": "#/$defs/P"}}}})
+    c = make_app(d, TOOLDISCOVERY_DIALECTS=["opal"]).test_client()
+    text = c.get("/opal/discovery").get_data(as_text=True)
+    assert "$ref" not in text and "$defs" not in text
+    order = {"first": {"sku": "a"}, "rest": [{"sku": "b", "qty": 2}]}
+    r = c.post("/opal/tools/place", json={"parameters": {"order": order}})
+    assert r.status_code == 200 and r.get_json() == 2

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -35,10 +36,15 @@ def describe_parameter(name: str, schema: dict[str, Any]) -> str:
         text = f"The {name.replace('_', ' ')} parameter."
     enum = inner.get("enum")
     if isinstance(enum, list) and enum:
-        text = f"{text.rstrip('.')}. One of: {', '.join(str(v) for v in enum)}."
+        text = f"{text.rstrip('.')}. One of: {', '.join(_prose(v) for v in enum)}."
     if "default" in schema and schema["default"] is not None:
-        text = f"{text.rstrip('.')}. Defaults to {schema['default']}."
+        text = f"{text.rstrip('.')}. Defaults to {_prose(schema['default'])}."
     return text
+
+
+def _prose(value: Any) -> str:
+    """A value as a sentence shows it: strings bare, anything else as JSON (``false``, ``{"k": 1}``)."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 class OpalParameterSchema(WireSchema):
@@ -54,7 +60,7 @@ class OpalParameterSchema(WireSchema):
 class OpalAuthRequirementSchema(WireSchema):
     """One of a function's ``auth_requirements`` (OAuth provider and scope bundle)."""
     provider = fields.String(required=True)
-    scope_bundle = fields.String()
+    scope_bundle = fields.String(dump_default="")  # the official SDK always sends it
     required = fields.Boolean(dump_default=True)
 
 
