@@ -8,6 +8,7 @@ client; nothing secret goes into them. ``reason`` (when given) is for the log on
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 
 class CoreError(Exception):
@@ -22,12 +23,18 @@ class CoreError(Exception):
         *,
         headers: Mapping[str, str] | None = None,
         reason: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+        status: int | None = None,
     ) -> None:
         self.message = message or self.default_message
         super().__init__(self.message)
         self.headers: dict[str, str] = dict(headers or {})
         #: Why, for the log (never sent).
         self.reason = reason
+        #: Keys a dialect adds to its error body (OXP's ``missing_requirements``...).
+        self.extra: dict[str, Any] = dict(extra or {})
+        if status is not None:
+            self.status = status
 
 
 class BadRequest(CoreError):

@@ -158,6 +158,12 @@ class Tool:
         return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
     @property
+    def description_or_title(self) -> str:
+        """A non-empty description for wire formats that require one: the description, else the
+        title, else a sentence naming the tool."""
+        return (self.description or "").strip() or self.title or f"The {self.name} tool."
+
+    @property
     def version_tuple(self) -> tuple[int, int, int]:
         """The version as a sortable ``(major, minor, patch)``."""
         return parse_version(self.version)

@@ -68,15 +68,12 @@ class OpalFunctionSchema(WireSchema):
     """A registry :class:`Tool` dumped as an Opal function."""
 
     name = fields.String(required=True)
-    description = fields.Method("get_description")
+    description = fields.String(attribute="description_or_title")
     parameters = fields.Method("get_parameters")
     endpoint = fields.Method("get_endpoint")
     http_method = fields.Constant("POST")
     auth_requirements = fields.Method("get_auth_requirements")
     hints = fields.Method("get_hints")
-
-    def get_description(self, tool: Tool) -> str:
-        return (tool.description or "").strip() or (tool.title or f"The {tool.name} tool.")
 
     def get_endpoint(self, tool: Tool) -> str:
         return f"/tools/{tool.name}"

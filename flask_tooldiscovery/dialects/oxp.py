@@ -1,9 +1,6 @@
-"""Dialect ``oxp``: the Open eXecution Protocol 1.0 (``/health``, ``/tools``, ``/tools/call``).
-
-Responses follow the component schemas of the OXP 1.0 OpenAPI document (after its errata):
-``items`` (not ``tools``), closed ``ToolDefinition``s, a ``CallToolResponse`` that carries either
-``value`` or ``error``, 400 / 422 / 200-with-failure kept apart.
-"""
+"""Dialect ``oxp``: the Open eXecution Protocol 1.0 (``/health``, ``/tools``, ``/tools/call``), as
+the OXP 1.0 OpenAPI components (after their errata) write it: ``items``, closed ``ToolDefinition``s,
+``value`` xor ``error``, 400 / 422 / 200-with-failure kept apart."""
 
 from __future__ import annotations
 
@@ -24,13 +21,10 @@ from . import Dialect
 
 NAME = "oxp"
 SCHEMA_URN = "urn:oxp:1.0"
-ACCEPTED_SCHEMAS = {
-    SCHEMA_URN,
-    "https://github.com/ArcadeAI/oxp/blob/main/spec/http/1.0/openapi.json",
-    "https://raw.githubusercontent.com/ArcadeAI/oxp/main/spec/http/1.0/openapi.json",
-    "https://github.com/openexecprotocol/oxp/blob/main/spec/http/1.0/openapi.json",
-    "https://raw.githubusercontent.com/openexecprotocol/oxp/main/spec/http/1.0/openapi.json",
-}
+#: ``$schema`` values a client may send: the URN and the OpenAPI document's published addresses.
+ACCEPTED_SCHEMAS = {SCHEMA_URN} | {
+    f"https://{where}/spec/http/1.0/openapi.json" for org in ("ArcadeAI", "openexecprotocol")
+    for where in (f"github.com/{org}/oxp/blob/main", f"raw.githubusercontent.com/{org}/oxp/main")}
 TOOL_ID = re.compile(r"^([A-Za-z0-9_]+)\.([A-Za-z0-9_]+)(?:@([0-9]+|[0-9]+\.[0-9]+\.[0-9]+))?$")
 _NOT_ID = re.compile(r"[^A-Za-z0-9_]+")
 
@@ -62,9 +56,6 @@ def tool_id(tool: Tool, settings: Settings, *, with_version: bool = True) -> str
     return f"{ident}@{tool.version}" if with_version else ident
 
 
-# -- wire schemas ---------------------------------------------------------------------------
-
-
 class ToolDefinitionSchema(WireSchema):
     """A registry :class:`Tool` dumped as an OXP ``ToolDefinition`` (a closed object)."""
 
@@ -72,7 +63,7 @@ class ToolDefinitionSchema(WireSchema):
 
     id = fields.Method("get_id")
     name = fields.Method("get_name")
-    description = fields.Method("get_description")
+    description = fields.String(attribute="description_or_title")
     version = fields.String()
     input_schema = fields.Method("get_input_schema")
     output_schema = fields.Method("get_output_schema")
@@ -88,20 +79,11 @@ class ToolDefinitionSchema(WireSchema):
     def get_name(self, tool: Tool) -> str:
         return f"{toolkit_of(tool, self.settings)}_{sanitize(tool.name)}"[:64]
 
-    def get_description(self, tool: Tool) -> str:
-        return (tool.description or "").strip() or tool.title or f"The {tool.name} tool."
-
     def get_input_schema(self, tool: Tool) -> dict[str, Any]:
         return tool.resolved_input_schema or {"type": "object"}
 
     def get_output_schema(self, tool: Tool) -> dict[str, Any] | None:
         return inline_refs(tool.output_schema) if tool.output_schema else None
-
-
-class ListToolsResponseSchema(WireSchema):
-    """``GET /tools``'s body: ``$schema`` and ``items``."""
-    schema = fields.String(data_key="$schema", dump_default=SCHEMA_URN)
-    items = fields.Raw()  # already dumped per tool
 
 
 class ToolErrorSchema(WireSchema):
@@ -130,55 +112,25 @@ class CallToolResultSchema(WireSchema):
         return data
 
 
-class CallToolResponseSchema(WireSchema):
-    """``POST /tools/call``'s body: ``$schema`` and ``result``."""
-    schema = fields.String(data_key="$schema", dump_default=SCHEMA_URN)
-    result = fields.Nested(CallToolResultSchema)
+# -- request schemas (load): the context is open, the request itself closed ----------------
 
-
-# -- request schemas (load) -----------------------------------------------------------------
-
-
-class _Open(Schema):
-    class Meta:
-        unknown = "include"
-
-
-class AuthorizationItemSchema(_Open):
-    """One ``context.authorization`` entry (provider id and token)."""
-    id = fields.String(required=True)
-    token = fields.String(required=True)
-
-
-class SecretItemSchema(_Open):
-    """One ``context.secrets`` entry (id and value)."""
-    id = fields.String(required=True)
-    value = fields.String(required=True)
-
-
-class CallContextSchema(_Open):
-    """A call's ``context``: authorization tokens, secrets, user id."""
-    authorization = fields.List(fields.Nested(AuthorizationItemSchema))
-    secrets = fields.List(fields.Nested(SecretItemSchema))
-    user_id = fields.String()
-
-
-class CallToolRequestSchema(Schema):
-    """``CallToolRequest`` (closed): only ``tool_id`` is required."""
-
-    class Meta:
-        unknown = RAISE
-
-    call_id = fields.String()
-    trace_id = fields.String()
-    tool_id = fields.String(required=True, validate=validate.Regexp(
-        TOOL_ID, error="Not a valid tool id (Toolkit.Tool[@version])."))
-    input = fields.Dict(keys=fields.String())
-    context = fields.Nested(CallContextSchema)
-
-
-_CALL_REQUEST = CallToolRequestSchema()
-_CALL_RESPONSE = CallToolResponseSchema()
+_OPEN: dict[str, Any] = {"unknown": "include"}
+_ID = fields.String(required=True)
+CallContextSchema = Schema.from_dict({
+    "authorization": fields.List(fields.Nested(Schema.from_dict({"id": _ID, "token": fields.String(required=True)},
+                                                                name="AuthorizationItem")(**_OPEN))),
+    "secrets": fields.List(fields.Nested(Schema.from_dict({"id": _ID, "value": fields.String(required=True)},
+                                                          name="SecretItem")(**_OPEN))),
+    "user_id": fields.String(),
+}, name="CallContext")
+CallToolRequestSchema = Schema.from_dict({
+    "call_id": fields.String(), "trace_id": fields.String(), "input": fields.Dict(keys=fields.String()),
+    "tool_id": fields.String(required=True, validate=validate.Regexp(
+        TOOL_ID, error="Not a valid tool id (Toolkit.Tool[@version]).")),
+    "context": fields.Nested(CallContextSchema(**_OPEN)),
+}, name="CallToolRequest")
+_CALL_REQUEST = CallToolRequestSchema(unknown=RAISE)
+_RESULT = CallToolResultSchema()
 
 
 # -- errors and credentials -------------------------------------------------------------------
@@ -192,20 +144,11 @@ def error_response(exc: CoreError) -> tuple[Any, int]:
         return {"$schema": SCHEMA_URN, "message": f"Tool not found: {exc.name}"}, 400
     body: dict[str, Any] = {"$schema": SCHEMA_URN, "message": "Unauthorized" if isinstance(exc, Unauthorized)
                             else exc.message}
-    body.update(getattr(exc, "extra", None) or {})
+    body.update(exc.extra)
     retry_after_ms = getattr(exc, "retry_after_ms", None)
     if retry_after_ms is not None:
         body.update(can_retry=True, retry_after_ms=retry_after_ms)
     return body, exc.status
-
-
-class OxpError(BadRequest):
-    """A ``ServerErrorResponse`` with extra keys (``missing_requirements``, ``parameter_errors``)."""
-
-    def __init__(self, message: str, status: int = 400, **extra: Any) -> None:
-        super().__init__(message)
-        self.status = status
-        self.extra = extra
 
 
 def authenticator(settings: Settings) -> Authenticator | None:
@@ -235,13 +178,10 @@ def resolve(pipe: Pipeline, ident: str) -> Tool:
     raise UnknownTool(ident)
 
 
-_LIST = ListToolsResponseSchema()
-
-
 def list_document(pipe: Pipeline, tools: list[Tool]) -> dict[str, Any]:
     """``GET /tools``'s body for ``tools`` (every version)."""
     schema = ToolDefinitionSchema(pipe.settings)
-    doc: dict[str, Any] = _LIST.dump({"items": [pipe.dump(NAME, t, schema.dump) for t in tools]})
+    doc: dict[str, Any] = {"$schema": SCHEMA_URN, "items": [pipe.dump(NAME, t, schema.dump) for t in tools]}
     if pipe.settings.oxp_legacy_tools_key:
         doc["tools"] = doc["items"]
     return doc
@@ -336,28 +276,16 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         missing = tool.missing_requirements(secrets=secrets, authorization=authorization,
                                             user_id=context.get("user_id"))
         if missing:
-            raise OxpError(f"The call lacks requirements of {tool_id(tool, pipe.settings)}: "
-                           f"{', '.join(sorted(missing))}.", missing_requirements=missing)
+            raise BadRequest(f"The call lacks requirements of {tool_id(tool, pipe.settings)}: "
+                             f"{', '.join(sorted(missing))}.", extra={"missing_requirements": missing})
         ctx = pipe.context(call_id=call.get("call_id"), trace_id=call.get("trace_id"),
                            user_id=context.get("user_id"), secrets=secrets, authorization=authorization)
         outcome = pipe.invoke(tool, call.get("input") or {}, ctx)
         if outcome.status == "invalid":
-            raise OxpError(outcome.error_message, 422, parameter_errors=outcome.parameter_errors)
-        failure = outcome.failure
-        result = {
-            "call_id": outcome.call_id,
-            "duration": round(outcome.duration_ms, 3),
-            "success": outcome.ok,
-            "value": outcome.value,
-            "error": None if outcome.ok or failure is None else {
-                "message": failure.message,
-                "developer_message": failure.developer_message,
-                "can_retry": failure.can_retry,
-                "additional_prompt_content": failure.additional_prompt_content,
-                "retry_after_ms": failure.retry_after_ms,
-            },
-        }
-        return json_response(_CALL_RESPONSE.dump({"result": result}))
+            raise BadRequest(outcome.error_message, status=422, extra={"parameter_errors": outcome.parameter_errors})
+        result = {"call_id": outcome.call_id, "duration": round(outcome.duration_ms, 3), "success": outcome.ok,
+                  "value": outcome.value, "error": None if outcome.ok else outcome.failure}
+        return json_response({"$schema": SCHEMA_URN, "result": _RESULT.dump(result)})
 
     return bp
 
