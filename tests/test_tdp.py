@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import enum
+import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Annotated, Literal
@@ -204,91 +206,122 @@ def test_spec_form_manifest(app) -> None:
         "type": "number", "default": 1.0}
 
 
-PROTO_KEYS = {
-    "manifest": {"protocolVersion", "scenario", "tools", "categories", "generatedAt", "capabilities"},
-    "scenario": {"name", "version", "description", "baseUrl", "healthEndpoint", "executeEndpointTemplate"},
-    "tool": {"name", "description", "category", "parameters", "metadata"},
-    "parameters": {"type", "properties", "required", "additionalProperties"},
-    "property": {"type", "description", "enum", "default", "items", "properties", "required", "format",
-                 "minimum", "maximum", "minLength", "maxLength", "pattern"},
-    "metadata": {"enabledByDefault", "requiresApproval", "timeoutSeconds", "rateLimitPerMinute",
-                 "costEstimate", "longRunning", "idempotent", "tags", "examples", "asyncBehavior",
-                 "modifiesState", "sensitiveOutput"},
-    "example": {"description", "input", "expectedOutput"},
-    "category": {"id", "name", "description", "icon", "displayOrder"},
+# The protojson messages, from Vrooli's tool.proto, manifest.proto and common/v1/types.proto: every
+# field by its JSON name, with its kind. The consumer parses with protojson.Unmarshal (no
+# DiscardUnknown): an unknown key, a wrong shape or an out-of-range number drops the manifest.
+# "?" marks proto3 ``optional`` fields, where 0 is a value. (``asyncBehavior`` is never emitted
+# here, so it is left out: its presence fails the check.)
+PROTO = {
+    "ToolManifest": {"protocolVersion": "string", "scenario": "ScenarioInfo", "tools": "[ToolDefinition]",
+                     "categories": "[ToolCategory]", "generatedAt": "timestamp",
+                     "capabilities": "ManifestCapabilities"},
+    "ScenarioInfo": dict.fromkeys(("name", "version", "description", "baseUrl", "healthEndpoint",
+                                   "executeEndpointTemplate"), "string"),
+    "ManifestCapabilities": {"supportsAsync": "bool", "supportsWebsocketStatus": "bool",
+                             "websocketEndpoint": "string", "supportsBatchExecution": "bool",
+                             "supportsCaching": "bool", "cacheTtlSeconds": "int32"},
+    "ToolDefinition": {"name": "string", "description": "string", "category": "string",
+                       "parameters": "ToolParameters", "metadata": "ToolMetadata"},
+    "ToolParameters": {"type": "string", "properties": "{ParameterSchema}", "required": "[string]",
+                       "additionalProperties": "bool"},
+    "ParameterSchema": {"type": "string", "description": "string", "enum": "[string]", "default": "JsonValue",
+                        "items": "ParameterSchema", "properties": "{ParameterSchema}", "required": "[string]",
+                        "format": "string", "minimum": "?double", "maximum": "?double", "minLength": "?int32",
+                        "maxLength": "?int32", "pattern": "string"},
+    "ToolMetadata": {"enabledByDefault": "bool", "requiresApproval": "bool", "timeoutSeconds": "int32",
+                     "rateLimitPerMinute": "int32", "costEstimate": "string", "longRunning": "bool",
+                     "idempotent": "bool", "tags": "[string]", "examples": "[ToolExample]",
+                     "modifiesState": "bool", "sensitiveOutput": "bool"},
+    "ToolExample": {"description": "string", "input": "JsonObject", "expectedOutput": "JsonObject"},
+    "ToolCategory": {"id": "string", "name": "string", "description": "string", "icon": "string",
+                     "displayOrder": "int32"},
+    "JsonObject": {"fields": "{JsonValue}"},
+    "JsonList": {"values": "[JsonValue]"},
+    "JsonValue": {"boolValue": "bool", "intValue": "int64", "doubleValue": "double", "stringValue": "string",
+                  "objectValue": "JsonObject", "listValue": "JsonList", "nullValue": "NullValue",
+                  "bytesValue": "bytes"},
 }
-VALUE_KINDS = {"boolValue", "intValue", "doubleValue", "stringValue", "objectValue", "listValue", "nullValue"}
+ONEOFS = {"JsonValue"}  # every field of these messages is in one oneof: exactly one is set
+DATA = {"JsonValue", "JsonObject", "JsonList"}  # values, not documents: empty maps and lists are fine
+RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 
 
-def assert_no_zero(obj, where):
-    """protojson leaves zero values (null, false, "", 0, empty lists and objects) out."""
-    assert obj not in (None, False, "", 0, [], {}), where
+def parse_strict(text: str):
+    """JSON as Go reads it: ``NaN``/``Infinity`` are not JSON."""
+    def refuse(token):
+        raise AssertionError(f"not JSON: {token}")
+    return json.loads(text, parse_constant=refuse)
 
 
-def check_value(v, where):
-    assert isinstance(v, dict) and len(v) == 1 and set(v) <= VALUE_KINDS, where
-    kind, inner = next(iter(v.items()))
-    if kind == "intValue":
-        assert isinstance(inner, str) and re.fullmatch(r"-?\d+", inner), where
-    if kind == "objectValue":
-        assert set(inner) == {"fields"}
-        for k, x in inner["fields"].items():
-            check_value(x, f"{where}.{k}")
-    if kind == "listValue":
-        assert set(inner) == {"values"}
-        for x in inner["values"]:
-            check_value(x, where)
-    if kind == "nullValue":
-        assert inner == "NULL_VALUE"
+def check_scalar(kind, v, where):
+    if kind == "string":
+        assert isinstance(v, str), where
+    elif kind == "bool":
+        assert isinstance(v, bool), where
+    elif kind in RANGES:  # a JSON number or a decimal string (int64 is written as a string)
+        assert not isinstance(v, bool) and isinstance(v, (int, str)), where
+        assert isinstance(v, int) or re.fullmatch(r"-?\d+", v), where
+        low, high = RANGES[kind]
+        assert low <= int(v) <= high, f"{where}: {v} out of {kind} range"
+    elif kind == "double":
+        assert not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v), where
+    elif kind == "timestamp":
+        assert isinstance(v, str) and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", v), where
+    elif kind == "NullValue":
+        assert v == "NULL_VALUE", where
+    elif kind == "bytes":
+        assert isinstance(v, str) and re.fullmatch(r"[A-Za-z0-9+/_-]*=*", v), where
+    else:
+        raise AssertionError(f"{where}: unknown kind {kind}")
 
 
-def check_level(obj, level, where):
-    assert isinstance(obj, dict), where
-    assert set(obj) <= PROTO_KEYS[level], (where, set(obj) - PROTO_KEYS[level])
-    for key, value in obj.items():
-        if key != "default":
-            assert_no_zero(value, f"zero value at {where}.{key}")
+def check_message(msg, name, where):
+    """Walk ``msg`` as protojson message ``name``: closed keys, shapes, ranges; zero values left
+    out (a convention here, not a parsing rule) except in JSON values and ``optional`` fields,
+    where an explicit 0 is a value and is kept."""
+    assert isinstance(msg, dict), f"{where}: {name} must be a JSON object"
+    fields = PROTO[name]
+    assert set(msg) <= set(fields), f"{where}: unknown keys {set(msg) - set(fields)} in {name}"
+    if name in ONEOFS:
+        assert len(msg) == 1, f"{where}: {name} needs exactly one of {sorted(fields)}"
+    for key, value in msg.items():
+        kind, at = fields[key], f"{where}.{key}"
+        optional, kind = kind.startswith("?"), kind.lstrip("?")
+        if name not in DATA and not optional:
+            assert value not in (None, False, "", 0, [], {}), f"zero value at {at}"
+        check_field(kind, value, at)
 
 
-def check_property(p, where):
-    check_level(p, "property", where)
-    assert isinstance(p["type"], str)
-    if "enum" in p:
-        assert all(isinstance(e, str) for e in p["enum"]), where
-    if "default" in p:
-        check_value(p["default"], f"{where}.default")
-    if "items" in p:
-        check_property(p["items"], f"{where}.items")
-    for k, sub in (p.get("properties") or {}).items():
-        check_property(sub, f"{where}.{k}")
+def check_field(kind, value, where):
+    if kind.startswith("["):
+        assert isinstance(value, list), where
+        for i, v in enumerate(value):
+            check_field(kind[1:-1], v, f"{where}[{i}]")
+    elif kind.startswith("{"):
+        assert isinstance(value, dict), where
+        for k, v in value.items():
+            check_field(kind[1:-1], v, f"{where}.{k}")
+    elif kind in PROTO:
+        check_message(value, kind, where)
+    else:
+        check_scalar(kind, value, where)
 
 
-def check_tool(t, where):
-    check_level(t, "tool", where)
-    check_level(t["parameters"], "parameters", f"{where}.parameters")
-    for k, p in t["parameters"].get("properties", {}).items():
-        check_property(p, f"{where}.{k}")
-    check_level(t["metadata"], "metadata", f"{where}.metadata")
-    for ex in t["metadata"].get("examples", []):
-        check_level(ex, "example", f"{where}.example")
-        assert set(ex["input"]) == {"fields"}
-        for k, v in ex["input"]["fields"].items():
-            check_value(v, f"{where}.example.{k}")
+def protojson_manifest(app):
+    r = app.test_client().get("/api/v1/tools")
+    assert r.status_code == 200
+    doc = parse_strict(r.get_data(as_text=True))
+    check_message(doc, "ToolManifest", "manifest")
+    return doc
 
 
 def test_protojson_form(discovery, make_app) -> None:
     app = make_app(discovery, TOOLDISCOVERY_DIALECTS=["tdp"], TOOLDISCOVERY_TDP_WIRE="protojson",
                    TOOLDISCOVERY_SERVER_DESCRIPTION="Manages agents")
-    doc = app.test_client().get("/api/v1/tools").get_json()
-    check_level(doc, "manifest", "manifest")
+    doc = protojson_manifest(app)
     assert doc["protocolVersion"] == "1.0"
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", doc["generatedAt"])
-    check_level(doc["scenario"], "scenario", "scenario")
-    for c in doc["categories"]:
-        check_level(c, "category", "category")
     assert doc["categories"][0]["displayOrder"] == 2
-    for t in doc["tools"]:
-        check_tool(t, t["name"])
     tools = {t["name"]: t for t in doc["tools"]}
     spawn = tools["spawn_coding_agent"]
     props = spawn["parameters"]["properties"]
@@ -307,7 +340,8 @@ def test_protojson_form(discovery, make_app) -> None:
     assert "enabledByDefault" not in tools["odd"]["metadata"]
     assert tools["odd"]["metadata"]["requiresApproval"] is True
     assert "additionalProperties" not in spawn["parameters"]  # false is omitted
-    one = app.test_client().get("/api/v1/tools/spawn_coding_agent").get_json()
+    one = parse_strict(app.test_client().get("/api/v1/tools/spawn_coding_agent").get_data(as_text=True))
+    check_message(one, "ToolDefinition", "spawn_coding_agent")
     assert one == spawn
 
 
