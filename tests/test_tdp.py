@@ -428,3 +428,56 @@ def test_categories_from_the_setting_and_the_api(make_app) -> None:
                                  {"id": "text", "name": "Text", "description": "String tools"}]
     assert doc["tools"][0]["category"] == "text"
     _validate(MANIFEST, doc)
+
+
+# -- Vrooli interoperability: what the agent-inbox consumer sends and parses -------------------
+
+
+def _examples_tool(d: ToolDiscovery) -> None:
+    @d.tool(examples=[
+        {"description": "object", "input": {"x": 1}, "expected_output": {"value": 2, "ok": True}},
+        {"description": "scalar", "input": {"x": 2}, "expected_output": 3},
+        {"description": "list", "input": {"x": 3}, "expected_output": [1, "a"]},
+        {"description": "none given", "input": {"x": 4}},
+    ])
+    def double(x: int) -> int:
+        """Double x."""
+        return 2 * x
+
+
+def test_protojson_expected_output_is_a_json_object(make_app) -> None:
+    d = ToolDiscovery()
+    _examples_tool(d)
+    app = make_app(d, TOOLDISCOVERY_DIALECTS=["tdp"], TOOLDISCOVERY_TDP_WIRE="protojson")
+    examples = protojson_manifest(app)["tools"][0]["metadata"]["examples"]
+    assert examples[0]["expectedOutput"] == {"fields": {"value": {"intValue": "2"}, "ok": {"boolValue": True}}}
+    # A non-object output is wrapped the way /api/v1/tools/execute wraps such a result.
+    assert examples[1]["expectedOutput"] == {"fields": {"value": {"intValue": "3"}}}
+    assert examples[2]["expectedOutput"] == {"fields": {"value": {"listValue": {"values": [
+        {"intValue": "1"}, {"stringValue": "a"}]}}}}
+    assert "expectedOutput" not in examples[3]
+    r = app.test_client().post("/api/v1/tools/execute", json={"tool_name": "double", "arguments": {"x": 2}})
+    assert r.get_json()["result"] == {"value": 4}
+    # The spec form keeps the value as it was given.
+    spec = make_app(d, TOOLDISCOVERY_DIALECTS=["tdp"]).test_client().get("/api/v1/tools").get_json()
+    assert [e.get("expected_output") for e in spec["tools"][0]["metadata"]["examples"]] == [
+        {"value": 2, "ok": True}, 3, [1, "a"], None]
+
+
+def test_protojson_keeps_explicit_zeros(make_app) -> None:
+    d = ToolDiscovery()
+
+    @d.tool(input_schema={"type": "object", "properties": {
+        "n": {"type": "number", "minimum": 0, "maximum": 0.0},
+        "s": {"type": "string", "minLength": 0, "maxLength": 0},
+        "m": {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 10}},
+        "k": {"type": "integer", "minimum": -5, "default": 0}}})
+    def zeros(**arguments) -> None:
+        """Zero bounds."""
+
+    app = make_app(d, TOOLDISCOVERY_DIALECTS=["tdp"], TOOLDISCOVERY_TDP_WIRE="protojson")
+    props = protojson_manifest(app)["tools"][0]["parameters"]["properties"]
+    assert props["n"] == {"type": "number", "minimum": 0, "maximum": 0.0}
+    assert props["s"] == {"type": "string", "minLength": 0, "maxLength": 0}
+    assert props["m"]["items"] == {"type": "integer", "minimum": 0, "maximum": 10}
+    assert props["k"] == {"type": "integer", "minimum": -5, "default": {"intValue": "0"}}

@@ -1,25 +1,19 @@
-"""TDP's ``protojson`` wire form: a spec-form document rewritten the way protobuf's JSON encoding
-writes it: camelCase keys, zero values left out, a parameter's ``default`` and an example's
-``input`` as ``google.protobuf.Value`` wrappers (int64 as a string), ``expected_output`` as text."""
+"""TDP's ``protojson`` wire form: a spec-form document written as protobuf's JSON encoding does: camelCase
+keys, zero values left out (an explicit 0 kept in ``optional`` fields), a ``default`` as a ``common.v1.JsonValue``
+and an example's ``input`` and ``expected_output`` as ``common.v1.JsonObject``s."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
+import re
 from typing import Any
 
 
 def _camel(key: str) -> str:
-    head, *rest = key.split("_")
-    return head + "".join(p[:1].upper() + p[1:] for p in rest)
-
-
-def _is_zero(value: Any) -> bool:
-    return not value and isinstance(value, (type(None), bool, str, int, float, list, dict))
+    return re.sub(r"_([a-z0-9])", lambda m: m[1].upper(), key)
 
 
 def typed_value(value: Any) -> dict[str, Any]:
-    """A JSON value as a ``google.protobuf.Value``-style wrapper (int64 as a string)."""
+    """A JSON value as a ``common.v1.JsonValue`` (int64 as a string)."""
     if value is None:
         return {"nullValue": "NULL_VALUE"}
     if isinstance(value, bool):
@@ -35,17 +29,20 @@ def typed_value(value: Any) -> dict[str, Any]:
     return {"stringValue": value if isinstance(value, str) else str(value)}
 
 
-#: Keys whose values are data, not documents: written as protobuf values or text.
-_VALUES: dict[str, Callable[[Any], Any]] = {
-    "default": typed_value,
-    "input": lambda v: {"fields": {k: typed_value(x) for k, x in v.items()}} if v else {},
-    "expected_output": lambda v: v if isinstance(v, str) else json.dumps(v),
-}
+def json_object(value: Any) -> dict[str, Any]:
+    """A ``common.v1.JsonObject``; any other value as ``{"value": ...}``, as the execute endpoint wraps it."""
+    value = value if isinstance(value, dict) or value is None else {"value": value}
+    return {"fields": {str(k): typed_value(v) for k, v in value.items()}} if value else {}
+
+
+#: Keys whose values are data, not documents: written as ``JsonValue``s and ``JsonObject``s.
+_VALUES = {"default": typed_value, "input": json_object, "expected_output": json_object}
+#: Kept when zero in a parameter's schema: ``properties``, and the proto3 ``optional`` fields (0 is a value).
+_KEEP = frozenset({"properties", "minimum", "maximum", "minLength", "maxLength"})
 
 
 def to_protojson(value: Any, schema: bool = False) -> Any:
-    """Rewrite a spec-form manifest or ToolDefinition (``schema``: ``value`` is a parameter's
-    schema, whose ``properties`` are written even when empty)."""
+    """Rewrite a spec-form manifest or ToolDefinition (``schema``: ``value`` is a parameter's schema)."""
     if isinstance(value, list):
         return [to_protojson(v) for v in value]
     if not isinstance(value, dict):
@@ -58,7 +55,7 @@ def to_protojson(value: Any, schema: bool = False) -> Any:
             item = {name: to_protojson(sub, True) for name, sub in item.items()}
         else:
             item = to_protojson(item, key == "items")
-        if not _is_zero(item) or (schema and key == "properties"):
+        if item or (schema and key in _KEEP):  # zero values are left out, as protobuf does
             out[_camel(key)] = item
     return out
 
