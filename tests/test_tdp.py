@@ -59,6 +59,8 @@ TOOL = {
                 "cost_estimate": {"enum": ["low", "medium", "high", "variable"]},
                 "long_running": {"type": "boolean"},
                 "idempotent": {"type": "boolean"},
+                "modifies_state": {"type": "boolean"},
+                "sensitive_output": {"type": "boolean"},
                 "tags": {"type": "array", "items": {"type": "string"}},
                 "examples": {"type": "array", "items": {
                     "type": "object",
@@ -481,3 +483,31 @@ def test_protojson_keeps_explicit_zeros(make_app) -> None:
     assert props["s"] == {"type": "string", "minLength": 0, "maxLength": 0}
     assert props["m"]["items"] == {"type": "integer", "minimum": 0, "maximum": 10}
     assert props["k"] == {"type": "integer", "minimum": -5, "default": {"intValue": "0"}}
+
+
+def test_modifies_state_and_sensitive_output_in_both_forms(make_app) -> None:
+    d = ToolDiscovery()
+
+    @d.tool(modifies_state=True, sensitive_output=True)
+    def write(path: str) -> None:
+        """Write a file."""
+
+    @d.tool(modifies_state=False, sensitive_output=False)
+    def read(path: str) -> str:
+        """Read a file."""
+        return ""
+
+    @d.tool
+    def plain() -> None:
+        """Says nothing about either."""
+
+    spec = make_app(d, TOOLDISCOVERY_DIALECTS=["tdp"]).test_client().get("/api/v1/tools").get_json()
+    _validate(MANIFEST, spec)
+    meta = {t["name"]: t["metadata"] for t in spec["tools"]}
+    assert meta["write"]["modifies_state"] is True and meta["write"]["sensitive_output"] is True
+    assert meta["read"]["modifies_state"] is False and meta["read"]["sensitive_output"] is False
+    assert "modifies_state" not in meta["plain"] and "sensitive_output" not in meta["plain"]
+    app = make_app(d, TOOLDISCOVERY_DIALECTS=["tdp"], TOOLDISCOVERY_TDP_WIRE="protojson")
+    meta = {t["name"]: t["metadata"] for t in protojson_manifest(app)["tools"]}
+    assert meta["write"]["modifiesState"] is True and meta["write"]["sensitiveOutput"] is True
+    assert "modifiesState" not in meta["read"] and "sensitiveOutput" not in meta["read"]  # false: zero value

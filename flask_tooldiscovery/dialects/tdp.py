@@ -83,6 +83,8 @@ class ToolMetadataSchema(WireSchema):
     cost_estimate = fields.Function(lambda tool: _metadata(tool, "cost_estimate", str))
     long_running = fields.Function(lambda tool: _metadata(tool, "long_running", bool))
     idempotent = fields.Function(lambda tool: _metadata(tool, "idempotent", bool, "idempotentHint"))
+    modifies_state = fields.Function(lambda tool: _metadata(tool, "modifies_state", bool))
+    sensitive_output = fields.Function(lambda tool: _metadata(tool, "sensitive_output", bool))
     tags = fields.Function(lambda tool: list(tool.tags) or None)
     examples = fields.Function(lambda tool: _EXAMPLES.dump(tool.examples) if tool.examples else None)
 
