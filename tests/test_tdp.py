@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 import pytest
 from jsonschema import Draft202012Validator
 
-from flask_tooldiscovery import ToolDiscovery, ToolError
+from flask_tooldiscovery import ToolContext, ToolDiscovery, ToolError
 
 # A JSON Schema written from the seed document's tables (spec form), closed at every level.
 PARAM = {
@@ -433,6 +433,38 @@ def test_categories_from_the_setting_and_the_api(make_app) -> None:
 
 
 # -- Vrooli interoperability: what the agent-inbox consumer sends and parses -------------------
+
+
+def test_execute_strips_context_attachments_into_the_context(make_app) -> None:
+    """agent-inbox adds ``_context_attachments`` to every call's arguments when skills are attached."""
+    d = ToolDiscovery()
+
+    @d.tool
+    def run(task: str, ctx: ToolContext) -> dict:
+        """Run a task."""
+        return {"task": task, "attachments": ctx.extra.get("context_attachments")}
+
+    @d.tool(input_schema={"type": "object", "additionalProperties": False,
+                          "properties": {"_context_attachments": {"type": "array"}}})
+    def declares(ctx: ToolContext, **arguments) -> dict:
+        """Declares the key itself: it is passed on as an argument too."""
+        return {"arguments": arguments, "extra": ctx.extra.get("context_attachments")}
+
+    app = make_app(d, TOOLDISCOVERY_DIALECTS=["tdp"])
+    skills = [{"type": "skill", "key": "style", "label": "Style", "content": "Be brief.", "tags": ["x"]}]
+    c = app.test_client()
+    r = c.post("/api/v1/tools/execute", json={"tool_name": "run",
+                                              "arguments": {"task": "t", "_context_attachments": skills}})
+    assert r.status_code == 200, r.get_json()
+    assert r.get_json()["result"] == {"task": "t", "attachments": skills}
+    r = c.post("/api/v1/tools/execute", json={"tool_name": "run", "arguments": {"task": "t"}})
+    assert r.get_json()["result"] == {"task": "t", "attachments": None}
+    # Only that key is forgiven: other unexpected parameters are still refused.
+    r = c.post("/api/v1/tools/execute", json={"tool_name": "run", "arguments": {"task": "t", "_other": 1}})
+    assert r.status_code == 400 and r.get_json()["code"] == "invalid_args"
+    r = c.post("/api/v1/tools/execute", json={"tool_name": "declares",
+                                              "arguments": {"_context_attachments": skills}})
+    assert r.get_json()["result"] == {"arguments": {"_context_attachments": skills}, "extra": skills}
 
 
 def _examples_tool(d: ToolDiscovery) -> None:

@@ -1,7 +1,6 @@
 """Dialect ``tdp``: the Vrooli Tool Discovery Protocol 1.0 manifest, and its execute endpoint.
 
-``TOOLDISCOVERY_TDP_WIRE`` picks the wire form: ``"spec"`` (snake_case, as the protocol document shows
-it: the schemas below) or ``"protojson"`` (what Vrooli's reference server emits: :mod:`.tdp_protojson`)."""
+``TOOLDISCOVERY_TDP_WIRE``: ``"spec"`` (the protocol document's form) or ``"protojson"`` (:mod:`.tdp_protojson`)."""
 
 from __future__ import annotations
 
@@ -26,6 +25,7 @@ from .tdp_protojson import to_protojson
 
 NAME = "tdp"
 CACHE = {"Cache-Control": "public, max-age=60"}
+ATTACHMENTS = "_context_attachments"
 
 
 def property_schema(schema: Any) -> dict[str, Any]:
@@ -53,8 +53,7 @@ def property_schema(schema: Any) -> dict[str, Any]:
             out["items"] = property_schema(items)
     if out["type"] == "object" and isinstance(inner.get("properties"), dict):
         out["properties"] = {k: property_schema(v) for k, v in inner["properties"].items()}
-        required = [r for r in inner.get("required") or () if r in out["properties"]]
-        if required:
+        if required := [r for r in inner.get("required") or () if r in out["properties"]]:
             out["required"] = required
     for key, kinds in (("format", str), ("pattern", str), ("minimum", (int, float)), ("maximum", (int, float)),
                        ("minLength", int), ("maxLength", int)):
@@ -63,7 +62,9 @@ def property_schema(schema: Any) -> dict[str, Any]:
     return out
 
 
-_CATEGORIES = WireSchema.from_dict({k: fields.String() for k in ("id", "name", "description", "icon")})(many=True)
+_CATEGORY: dict[str, fields.Field[Any]] = {k: fields.String() for k in ("id", "name", "description", "icon")}
+_CATEGORIES = WireSchema.from_dict(_CATEGORY)(many=True)
+_PROTO_CATEGORIES = WireSchema.from_dict({**_CATEGORY, "display_order": fields.Integer()})(many=True)  # protojson only
 _EXAMPLES = WireSchema.from_dict({"description": fields.String(), "input": fields.Dict(),
                                   "expected_output": fields.Raw()})(many=True)
 
@@ -92,8 +93,7 @@ class ToolMetadataSchema(WireSchema):
 class TdpToolSchema(WireSchema):
     """A registry :class:`Tool` as a TDP ToolDefinition (spec form)."""
     name = fields.String(required=True)
-    description = fields.Function(lambda tool: (tool.description or "").strip() or tool.title
-                                  or f"The {tool.name} tool.")
+    description = fields.Function(lambda tool: tool.description_or_title)
     category = fields.String()
     parameters = fields.Method("get_parameters")
     metadata = fields.Function(ToolMetadataSchema().dump)
@@ -111,22 +111,17 @@ _TOOL = TdpToolSchema()
 
 def manifest_document(pipe: Pipeline) -> dict[str, Any]:
     """The manifest in the configured wire form."""
-    settings, categories = pipe.settings, pipe.ext.categories(pipe.settings)
+    settings, protojson = pipe.settings, pipe.settings.tdp_wire == "protojson"
     doc = {
         "protocol_version": "1.0",
         "scenario": {"name": settings.server_name, "version": settings.server_version,
                      "description": settings.server_description,
                      **({"base_url": settings.tdp_base_url} if settings.tdp_base_url else {})},
         "tools": [pipe.dump(NAME, t, _TOOL.dump) for t in pipe.tools().latest()],
-        "categories": _CATEGORIES.dump(categories),
+        "categories": (_PROTO_CATEGORIES if protojson else _CATEGORIES).dump(pipe.ext.categories(settings)),
         "generated_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
-    if settings.tdp_wire == "protojson":
-        doc, orders = to_protojson(doc), {c["id"]: c["display_order"] for c in categories if "display_order" in c}
-        for category in doc.get("categories", []):  # display_order: in the protojson form only
-            if orders.get(category["id"]):
-                category["displayOrder"] = int(orders[category["id"]])
-    return doc
+    return to_protojson(doc) if protojson else doc
 
 
 def _failed(message: str, code: str) -> dict[str, Any]:
@@ -222,8 +217,13 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             raise BadRequest("'tool_name' is required.")
         if not isinstance(arguments, dict):
             raise BadRequest("'arguments' must be a JSON object.")
+        tool, extra = pipe.find(name), {}
+        if ATTACHMENTS in arguments:  # agent-inbox adds the chat's skills to every call: context, not arguments
+            extra["context_attachments"] = arguments[ATTACHMENTS]
+            if ATTACHMENTS not in (tool.resolved_input_schema.get("properties") or {}):
+                arguments = {k: v for k, v in arguments.items() if k != ATTACHMENTS}
         # Enum values travel as strings in TDP, so string arguments are coerced to declared types.
-        outcome = pipe.invoke(pipe.find(name), arguments, pipe.context(), coerce=True)
+        outcome = pipe.invoke(tool, arguments, pipe.context(extra=extra), coerce=True)
         if outcome.ok:
             result = outcome.value if isinstance(outcome.value, dict) else {"value": outcome.value}
             return json_response({"success": True, "result": result, "is_async": False})
