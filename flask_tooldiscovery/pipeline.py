@@ -15,7 +15,7 @@ import functools
 import re
 import threading
 import uuid
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
@@ -432,8 +432,14 @@ class Pipeline:
             core.status = status
         return self.error_response(core)
 
+    def add_headers(self, headers: Mapping[str, str]) -> None:
+        """Headers for this request's response, whatever view builds it (``Retry-After``...)."""
+        g.setdefault("_tooldiscovery_headers", {}).update(headers)
+
     def _after(self, response: Response) -> Response:
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        for name, value in g.get("_tooldiscovery_headers", {}).items():
+            response.headers[name] = value
         trace_id = self.trace_id
         if trace_id:
             response.headers["X-Trace-Id"] = trace_id

@@ -3,6 +3,8 @@ and the one strict JSON parser (bounded depth, finite numbers only)."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import math
 from collections.abc import Mapping
@@ -96,3 +98,22 @@ def openapi_post(operation_id: str, tag: str, summary: str, schema: Any, respons
         "requestBody": {"required": required, "content": {JSON_MIMETYPE: {"schema": schema}}},
         "responses": {status: {"description": text} for status, text in responses.items()},
     }}
+
+
+def page_cursor(offset: int) -> str:
+    """An opaque pagination cursor for ``offset``."""
+    return base64.urlsafe_b64encode(json.dumps({"o": offset}).encode()).decode().rstrip("=")
+
+
+def read_cursor(cursor: Any, size: int) -> int:
+    """The offset of a cursor from :func:`page_cursor`; ``ValueError`` unless it is one, within
+    ``0..size``."""
+    if not isinstance(cursor, str):
+        raise ValueError("a cursor is a string")
+    try:
+        offset = int(json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))["o"])
+    except (ValueError, KeyError, TypeError, OverflowError, binascii.Error):
+        raise ValueError("not a cursor of this server") from None
+    if not 0 <= offset <= size:
+        raise ValueError("the cursor is out of range")
+    return offset

@@ -1,11 +1,7 @@
-"""Dialect ``mcp``: the Model Context Protocol over streamable HTTP, stateless.
-
-One endpoint (default ``/mcp``). ``POST`` carries JSON-RPC 2.0; every request is answered with a
-single ``application/json`` body, notifications and client responses with 202. No session is
-issued, so any worker can answer any request. Both protocol eras are served: the handshake era
-(``initialize``, 2024-11-05 .. 2025-11-25) and 2026-07-28 (``server/discover`` and the per-request
-``_meta`` envelope).
-"""
+"""Dialect ``mcp``: the Model Context Protocol over streamable HTTP, stateless (no session: any
+worker answers any request). One endpoint; ``POST`` carries JSON-RPC 2.0, answered with one JSON
+body (202 for notifications). The handshake era (``initialize``, 2024-11-05 .. 2025-11-25) and
+2026-07-28 (``server/discover``, the per-request ``_meta`` envelope, routing headers) are served."""
 
 from __future__ import annotations
 
@@ -15,28 +11,18 @@ import json
 import re
 from typing import Any
 
-from flask import Blueprint, Response, current_app, g, request
+from flask import Blueprint, Response, current_app, request
 from marshmallow import fields
 
 from ..auth import Authenticator, BearerVerifier
-from ..errors import Busy, CoreError, Unauthorized, Unavailable
+from ..errors import Busy, CoreError, Unavailable
 from ..invoke import Outcome
 from ..pipeline import MalformedBody, Pipeline, UnknownTool
 from ..settings import Settings
 from ..tool import Tool
-from ..wire import WireSchema, json_response, openapi_post
+from ..wire import WireSchema, json_response, openapi_post, page_cursor, read_cursor
 from . import Dialect
-from .jsonrpc import (
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    METHOD_NOT_FOUND,
-    PARSE_ERROR,
-    RpcError,
-    dispatch,
-    error_body,
-    valid_id,
-)
+from . import jsonrpc as rpc
 
 NAME = "mcp"
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
@@ -50,8 +36,8 @@ CAPABILITIES_META_KEY = "io.modelcontextprotocol/clientCapabilities"
 HEADER_MISMATCH = -32020
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 #: HTTP status of a JSON-RPC error in the 2026-07-28 transport (as the official SDK maps them).
-MODERN_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400, HEADER_MISMATCH: 400,
-                 UNSUPPORTED_PROTOCOL_VERSION: 400, METHOD_NOT_FOUND: 404}
+MODERN_STATUS = {rpc.PARSE_ERROR: 400, rpc.INVALID_REQUEST: 400, rpc.INVALID_PARAMS: 400, HEADER_MISMATCH: 400,
+                 UNSUPPORTED_PROTOCOL_VERSION: 400, rpc.METHOD_NOT_FOUND: 404}
 ROUTING_HEADERS = ("MCP-Protocol-Version", "Mcp-Method", "Mcp-Name")
 _B64_HEADER = re.compile(r"^=\?base64\?(.*)\?=$")
 
@@ -67,28 +53,39 @@ def header_value(value: str | None) -> str | None:
         return None
 
 
-def modern_refusal(message: dict[str, Any]) -> RpcError | None:
+def modern_refusal(method: str, params: dict[str, Any]) -> rpc.RpcError | None:
     """The 2026-07-28 checks of one request, in the official SDK's order: the ``_meta`` envelope
     (-32602), the routing headers agreeing with the body (-32020), a served version (-32022)."""
-    params = message.get("params")
-    meta = params.get("_meta") if isinstance(params, dict) else None
+    meta = params.get("_meta")
     missing = [k for k in (VERSION_META_KEY, CAPABILITIES_META_KEY) if not isinstance(meta, dict) or k not in meta]
-    if missing or not isinstance(meta, dict) or not isinstance(params, dict):
-        return RpcError(INVALID_PARAMS, f"params._meta is missing the required envelope key(s): {', '.join(missing)}")
-    version, method = meta[VERSION_META_KEY], message.get("method")
+    if missing or not isinstance(meta, dict):
+        return rpc.RpcError(rpc.INVALID_PARAMS,
+                            f"params._meta is missing the required envelope key(s): {', '.join(missing)}")
+    version = meta[VERSION_META_KEY]
     if request.headers.get("MCP-Protocol-Version") != version:
-        return RpcError(HEADER_MISMATCH, "MCP-Protocol-Version header does not match the request envelope's version")
+        return rpc.RpcError(HEADER_MISMATCH, "MCP-Protocol-Version header does not match the request envelope's "
+                            "version")
     if request.headers.get("Mcp-Method") != method:
-        return RpcError(HEADER_MISMATCH, "Mcp-Method header does not match the request body's method")
+        return rpc.RpcError(HEADER_MISMATCH, "Mcp-Method header does not match the request body's method")
     if method == "tools/call" and params.get("name") is not None \
             and header_value(request.headers.get("Mcp-Name")) != params.get("name"):
-        return RpcError(HEADER_MISMATCH, "Mcp-Name header does not match the request body's 'name' parameter")
+        return rpc.RpcError(HEADER_MISMATCH, "Mcp-Name header does not match the request body's 'name' parameter")
     if not isinstance(version, str):
-        return RpcError(INVALID_PARAMS, "the protocol-version envelope value must be a string")
-    if version not in MODERN_VERSIONS:
-        return RpcError(UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
-                        {"supported": list(ALL_VERSIONS), "requested": version})
+        return rpc.RpcError(rpc.INVALID_PARAMS, "the protocol-version envelope value must be a string")
+    if version not in MODERN_VERSIONS or method == "initialize":
+        message = "initialize is not part of protocol version 2026-07-28." if version in MODERN_VERSIONS \
+            else "Unsupported protocol version"
+        return rpc.RpcError(UNSUPPORTED_PROTOCOL_VERSION, message,
+                            {"supported": list(ALL_VERSIONS), "requested": version})
     return None
+
+
+def is_modern(message: Any) -> bool:
+    """A 2026-07-28 message: the version header says so, or the ``_meta`` envelope does."""
+    params = message.get("params") if isinstance(message, dict) else None
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return (request.headers.get("MCP-Protocol-Version") in MODERN_VERSIONS
+            or (isinstance(meta, dict) and VERSION_META_KEY in meta))
 
 
 def object_output_schema(tool: Tool) -> tuple[dict[str, Any] | None, bool]:
@@ -106,45 +103,15 @@ class McpToolSchema(WireSchema):
     """A registry :class:`Tool` dumped as an MCP ``Tool``."""
 
     name = fields.String(required=True)
-    title = fields.Method("get_title")
+    title = fields.Function(lambda tool: tool.title or (tool.annotations or {}).get("title"))
     description = fields.String()
-    inputSchema = fields.Method("get_input_schema")
-    outputSchema = fields.Method("get_output_schema")
-    annotations = fields.Method("get_annotations")
-
-    def get_title(self, tool: Tool) -> str | None:
-        return tool.title or (tool.annotations or {}).get("title")
-
-    def get_input_schema(self, tool: Tool) -> dict[str, Any]:
-        schema = dict(tool.input_schema or {})
-        schema.setdefault("type", "object")
-        return schema
-
-    def get_output_schema(self, tool: Tool) -> dict[str, Any] | None:
-        return object_output_schema(tool)[0]
-
-    def get_annotations(self, tool: Tool) -> dict[str, Any] | None:
-        return dict(tool.annotations) if tool.annotations else None
+    inputSchema = fields.Function(lambda tool: {**(tool.input_schema or {}), "type": "object"}
+                                  if "type" not in (tool.input_schema or {}) else tool.input_schema)
+    outputSchema = fields.Function(lambda tool: object_output_schema(tool)[0])
+    annotations = fields.Function(lambda tool: dict(tool.annotations) if tool.annotations else None)
 
 
 _TOOL = McpToolSchema()
-
-
-def _encode_cursor(offset: int) -> str:
-    return base64.urlsafe_b64encode(json.dumps({"o": offset}).encode()).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: Any) -> int:
-    if not isinstance(cursor, str):
-        raise RpcError(INVALID_PARAMS, "Invalid cursor.")
-    try:
-        data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        offset = int(data["o"])
-    except (ValueError, KeyError, TypeError, OverflowError, binascii.Error):
-        raise RpcError(INVALID_PARAMS, "Invalid cursor.") from None
-    if offset < 0:
-        raise RpcError(INVALID_PARAMS, "Invalid cursor.")
-    return offset
 
 
 def call_result(outcome: Outcome) -> dict[str, Any]:
@@ -188,27 +155,25 @@ def authenticator(settings: Settings) -> Authenticator | None:
     return Authenticator((BearerVerifier(token, "mcp"),)) if token else None
 
 
-def to_rpc(exc: CoreError) -> RpcError:
+def to_rpc(exc: CoreError) -> rpc.RpcError:
     """A core error met while running one JSON-RPC method, as that message's error."""
     if isinstance(exc, UnknownTool):
-        return RpcError(INVALID_PARAMS, f"Unknown tool: {exc.name}")
+        return rpc.RpcError(rpc.INVALID_PARAMS, f"Unknown tool: {exc.name}")
     if isinstance(exc, Unavailable):
-        return RpcError(INTERNAL_ERROR, exc.message)
-    return RpcError(INVALID_REQUEST, exc.message)
+        return rpc.RpcError(rpc.INTERNAL_ERROR, exc.message)
+    return rpc.RpcError(rpc.INVALID_REQUEST, exc.message)
 
 
 def error_response(exc: CoreError) -> tuple[Any, int]:
     """A transport-level refusal as a JSON-RPC error with no id."""
     if isinstance(exc, MalformedBody):
-        return error_body(None, PARSE_ERROR, f"Parse error: {exc.detail}"), 400
-    message = {401: "Unauthorized.", 413: "Request body too large.",
-               405: "Method Not Allowed: POST JSON-RPC messages to this endpoint."}.get(exc.status, exc.message)
+        return rpc.error_body(None, rpc.PARSE_ERROR, f"Parse error: {exc.detail}"), 400
     if exc.status == 405:
         exc.headers["Allow"] = "POST, OPTIONS"
-    if isinstance(exc, Unauthorized) or exc.status in (401, 405, 413):
-        return error_body(None, INVALID_REQUEST, message), exc.status
-    rpc = to_rpc(exc)
-    return error_body(None, rpc.code, rpc.message), exc.status
+    message = {401: "Unauthorized.", 413: "Request body too large.",
+               405: "Method Not Allowed: POST JSON-RPC messages to this endpoint."}.get(exc.status)
+    error = rpc.RpcError(rpc.INVALID_REQUEST, message) if message else to_rpc(exc)
+    return rpc.error_body(None, error.code, error.message), exc.status
 
 
 def openapi_paths(pipe: Pipeline) -> dict[str, Any]:
@@ -234,7 +199,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
     def initialize(params: dict[str, Any]) -> dict[str, Any]:
         requested = params.get("protocolVersion")
         if not isinstance(requested, str):
-            raise RpcError(INVALID_PARAMS, "initialize needs params.protocolVersion (a string).")
+            raise rpc.RpcError(rpc.INVALID_PARAMS, "initialize needs params.protocolVersion (a string).")
         version = requested if requested in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
         return with_instructions({"protocolVersion": version, "capabilities": capabilities,
                                   "serverInfo": server_info})
@@ -245,21 +210,22 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
     def list_tools(params: dict[str, Any]) -> dict[str, Any]:
         tools = pipe.tools().latest()
         size = settings.mcp_page_size
-        start = _decode_cursor(params["cursor"]) if params.get("cursor") is not None else 0
-        if start > len(tools):
-            raise RpcError(INVALID_PARAMS, "Invalid cursor.")
+        try:
+            start = read_cursor(params["cursor"], len(tools)) if params.get("cursor") is not None else 0
+        except ValueError:
+            raise rpc.RpcError(rpc.INVALID_PARAMS, "Invalid cursor.") from None
         result: dict[str, Any] = {"tools": [pipe.dump(NAME, t, _TOOL.dump) for t in tools[start:start + size]]}
         if start + size < len(tools):
-            result["nextCursor"] = _encode_cursor(start + size)
+            result["nextCursor"] = page_cursor(start + size)
         return result
 
     def call_tool(params: dict[str, Any]) -> dict[str, Any]:
         name = params.get("name")
         if not isinstance(name, str) or not name:
-            raise RpcError(INVALID_PARAMS, "tools/call needs params.name (a string).")
+            raise rpc.RpcError(rpc.INVALID_PARAMS, "tools/call needs params.name (a string).")
         arguments = params.get("arguments")
         if arguments is not None and not isinstance(arguments, dict):
-            raise RpcError(INVALID_PARAMS, "tools/call params.arguments must be an object.")
+            raise rpc.RpcError(rpc.INVALID_PARAMS, "tools/call params.arguments must be an object.")
         tool = pipe.find(name)
         meta: dict[str, Any] = params["_meta"] if isinstance(params.get("_meta"), dict) else {}
         traceparent = meta.get("traceparent")
@@ -267,7 +233,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         try:
             return call_result(pipe.invoke(tool, arguments or {}, context))
         except Busy as exc:  # a tool result the model can act on, and Retry-After on the response
-            g._tooldiscovery_retry_after = exc.headers["Retry-After"]
+            pipe.add_headers(exc.headers)
             return {"content": [{"type": "text", "text": f"{exc.message} Retry in {exc.retry_after} s."}],
                     "isError": True, "_meta": {"retryAfterMs": exc.retry_after_ms}}
 
@@ -275,17 +241,13 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
                "tools/list": list_tools, "tools/call": call_tool}
 
     def run(method: str, params: dict[str, Any]) -> dict[str, Any]:
-        meta: dict[str, Any] = params["_meta"] if isinstance(params.get("_meta"), dict) else {}
-        modern_version = meta.get(VERSION_META_KEY)
-        modern = modern_version is not None
-        if modern and (modern_version not in MODERN_VERSIONS or method == "initialize"):
-            message = ("initialize is not part of protocol version 2026-07-28." if modern_version in MODERN_VERSIONS
-                       else "Unsupported protocol version.")
-            raise RpcError(UNSUPPORTED_PROTOCOL_VERSION, message,
-                           {"supported": list(MODERN_VERSIONS), "requested": modern_version})
+        modern = is_modern({"params": params})
+        refusal = modern_refusal(method, params) if modern else None
+        if refusal is not None:
+            raise refusal
         handler = methods.get(method)
         if handler is None:
-            raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
+            raise rpc.RpcError(rpc.METHOD_NOT_FOUND, f"Method not found: {method}")
         try:
             result = handler(params)
         except CoreError as exc:
@@ -299,29 +261,23 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             result["_meta"] = {**(result.get("_meta") or {}), SERVER_INFO_META_KEY: server_info}
         return result
 
-    def failed(method: str, exc: Exception) -> RpcError:
+    def failed(method: str, exc: Exception) -> rpc.RpcError:
         current_app.logger.error("mcp: %s failed (trace_id=%s)", method, pipe.trace_id,
                                  exc_info=(type(exc), exc, exc.__traceback__))
-        return RpcError(INTERNAL_ERROR, "Internal error.")
+        return rpc.RpcError(rpc.INTERNAL_ERROR, "Internal error.")
 
     def header_refusal(payload: Any) -> tuple[dict[str, Any], int] | None:
         """A routing header sent twice, or a protocol version this server does not speak."""
-        id_ = payload.get("id") if isinstance(payload, dict) and valid_id(payload.get("id")) else None
+        id_ = payload.get("id") if isinstance(payload, dict) and rpc.valid_id(payload.get("id")) else None
         for name in ROUTING_HEADERS:
             values = request.headers.getlist(name)  # WSGI servers join repeated headers with ","
             if len(values) > 1 or any("," in v for v in values):
-                return error_body(id_, HEADER_MISMATCH, f"{name} header sent more than once"), 400
+                return rpc.error_body(id_, HEADER_MISMATCH, f"{name} header sent more than once"), 400
         version = request.headers.get("MCP-Protocol-Version")
         if version is not None and version not in ALL_VERSIONS:
-            return error_body(id_, UNSUPPORTED_PROTOCOL_VERSION, f"Unsupported protocol version: {version}",
+            return rpc.error_body(id_, UNSUPPORTED_PROTOCOL_VERSION, f"Unsupported protocol version: {version}",
                               {"supported": list(ALL_VERSIONS), "requested": version}), 400
         return None
-
-    def answer(body: Any, status: int = 200) -> Response:
-        response = json_response(body, status)
-        if g.get("_tooldiscovery_retry_after"):
-            response.headers["Retry-After"] = g._tooldiscovery_retry_after
-        return response
 
     # POST only: no server-to-client stream and no sessions, so nothing to GET or DELETE (405).
     @pipe.route("", "call", ["POST"], endpoint="endpoint", strict_slashes=False)
@@ -335,27 +291,20 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         version = request.headers.get("MCP-Protocol-Version")
         if isinstance(payload, list):  # a batch: 2025-03-26 only, and bounded
             if not payload:
-                return json_response(error_body(None, INVALID_REQUEST, "Invalid Request: empty batch."), 400)
+                return json_response(rpc.error_body(None, rpc.INVALID_REQUEST, "Invalid Request: empty batch."), 400)
             refusal = (f"batches are not part of protocol version {version}" if version in NO_BATCH_VERSIONS
                        else f"a batch holds at most {settings.mcp_max_batch} messages"
                        if len(payload) > settings.mcp_max_batch else None)
             if refusal:
-                return json_response(error_body(None, INVALID_REQUEST, f"Invalid Request: {refusal}."), 400)
-            answers = [a for a in (dispatch(m, run, failed) for m in payload) if a is not None]
-            return answer(answers) if answers else Response(status=202)
-        modern = version in MODERN_VERSIONS or VERSION_META_KEY in (
-            (payload.get("params") or {}).get("_meta") or {} if isinstance(payload, dict)
-            and isinstance(payload.get("params"), dict) and isinstance(payload["params"].get("_meta"), dict) else {})
-        if modern and isinstance(payload, dict) and "method" in payload and valid_id(payload.get("id")):
-            rpc = modern_refusal(payload)
-            if rpc is not None:
-                return json_response(error_body(payload["id"], rpc.code, rpc.message, rpc.data),
-                                     MODERN_STATUS.get(rpc.code, 200))
-        reply = dispatch(payload, run, failed)
+                return json_response(rpc.error_body(None, rpc.INVALID_REQUEST, f"Invalid Request: {refusal}."), 400)
+            answers = [a for a in (rpc.dispatch(m, run, failed) for m in payload) if a is not None]
+            return json_response(answers) if answers else Response(status=202)
+        reply = rpc.dispatch(payload, run, failed)
         if reply is None:
             return Response(status=202)
         code = reply.get("error", {}).get("code")
-        return answer(reply, MODERN_STATUS.get(code, 200) if modern else 400 if code == INVALID_REQUEST else 200)
+        status = MODERN_STATUS.get(code, 200) if is_modern(payload) else 400 if code == rpc.INVALID_REQUEST else 200
+        return json_response(reply, status)
 
     return bp
 
