@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import math
 import re
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -86,6 +87,45 @@ def _normalize_requirements(req: Mapping[str, Any] | None) -> dict[str, Any] | N
     return out or None
 
 
+#: Keywords whose value is a schema, a list of schemas, or a map of names to schemas.
+_SUBSCHEMA = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
+              "additionalItems", "unevaluatedItems", "unevaluatedProperties")
+_SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
+_SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+
+
+def _unrepresentable(value: Any) -> Any:
+    """The first number in a JSON value that strict readers refuse, or ``None``: a non-finite
+    float (JSON has no ``Infinity`` or ``NaN``) or an integer outside int64 (protobuf consumers)."""
+    if (isinstance(value, float) and not math.isfinite(value)) or (
+            isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63):
+        return value
+    items = value.values() if isinstance(value, Mapping) else value if isinstance(value, (list, tuple)) else ()
+    return next((bad for bad in map(_unrepresentable, items) if bad is not None), None)
+
+
+def _check_defaults(label: str, schema: Any, path: tuple[str, ...] = ()) -> None:
+    """Refuse a ``default`` anywhere in ``schema`` that a wire format cannot carry."""
+    if not isinstance(schema, Mapping):
+        return
+    if "default" in schema and (bad := _unrepresentable(schema["default"])) is not None:
+        where = "the input schema" if len(path) < 2 else \
+            f"{'parameter' if path[0] == 'properties' else path[0]} {path[1]!r}"
+        raise RegistrationError(
+            f"{label}: {where} has a default holding {bad!r} (at /{'/'.join((*path, 'default'))}); defaults "
+            f"must be finite numbers and integers within int64 (-2**63 .. 2**63-1) to be sent as JSON"
+        )
+    for key, sub in schema.items():
+        if key in _SUBSCHEMA_MAPS and isinstance(sub, Mapping):
+            for name, item in sub.items():
+                _check_defaults(label, item, (*path, key, str(name)))
+        elif key in _SUBSCHEMA_LISTS and isinstance(sub, list):
+            for i, item in enumerate(sub):
+                _check_defaults(label, item, (*path, key, str(i)))
+        elif key in _SUBSCHEMA:
+            _check_defaults(label, sub, (*path, key))
+
+
 def tool_from_function(func: Callable[..., Any], options: Mapping[str, Any]) -> Tool:
     """Build a :class:`Tool` from a decorated function and its ``@tool(...)`` options."""
     label = f"tool {options.get('name') or getattr(func, '__name__', func)!r}"
@@ -113,6 +153,7 @@ def tool_from_function(func: Callable[..., Any], options: Mapping[str, Any]) -> 
         check_schema(input_schema, what=f"{label}: input_schema")
     except InvalidSchemaError as exc:
         raise RegistrationError(str(exc)) from None
+    _check_defaults(label, input_schema)
 
     metadata = {k: options[k] for k in METADATA_OPTIONS if options.get(k) is not None}
     description = options.get("description") or desc.description
@@ -243,10 +284,6 @@ class ToolSet:
     def latest(self) -> list[Tool]:
         """One tool per name (its highest version), in the order names were first registered."""
         return [self._by_name[name][-1] for name in self._by_name]
-
-    def versions(self, name: str) -> list[Tool]:
-        """Every version of ``name``, lowest first."""
-        return list(self._by_name.get(name, ()))
 
     def get(self, name: str, version: str | None = None) -> Tool | None:
         """The tool ``name`` at ``version`` (exact ``x.y.z``), or its latest version."""

@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 import pytest
 from jsonschema import Draft202012Validator
 
-from flask_tooldiscovery import ToolContext, ToolDiscovery, ToolError
+from flask_tooldiscovery import RegistrationError, ToolContext, ToolDiscovery, ToolError
 
 # A JSON Schema written from the seed document's tables (spec form), closed at every level.
 PARAM = {
@@ -543,3 +543,72 @@ def test_modifies_state_and_sensitive_output_in_both_forms(make_app) -> None:
     meta = {t["name"]: t["metadata"] for t in protojson_manifest(app)["tools"]}
     assert meta["write"]["modifiesState"] is True and meta["write"]["sensitiveOutput"] is True
     assert "modifiesState" not in meta["read"] and "sensitiveOutput" not in meta["read"]  # false: zero value
+
+
+@dataclass
+class Limits:
+    ceiling: float = float("inf")
+
+
+def _huge(n: int = 2**70) -> None:
+    """Huge default."""
+
+
+def _negative_huge(n: int = -(2**63) - 1) -> None:
+    """Below int64."""
+
+
+def _infinite(x: float = float("inf")) -> None:
+    """Infinite default."""
+
+
+def _nan(x: float = float("nan")) -> None:
+    """NaN default."""
+
+
+def _nested(xs: list[float] = (1.0, float("-inf"))) -> None:
+    """Infinity inside a list default."""
+
+
+def _in_dataclass(limits: Limits | None = None) -> None:
+    """Infinity in a dataclass field's default."""
+
+
+def _explicit(**arguments) -> None:
+    """Explicit schema."""
+
+
+@pytest.mark.parametrize("func, options, where", [
+    (_huge, {}, "'n'"),
+    (_negative_huge, {}, "'n'"),
+    (_infinite, {}, "'x'"),
+    (_nan, {}, "'x'"),
+    (_nested, {}, "'xs'"),
+    (_in_dataclass, {}, "ceiling"),
+    (_explicit, {"input_schema": {"type": "object", "properties": {
+        "opts": {"type": "object", "properties": {"depth": {"type": "integer", "default": 2**64}}}}}},
+     "'opts'"),
+    (_explicit, {"input_schema": {"type": "object", "properties": {
+        "r": {"anyOf": [{"type": "number", "default": float("inf")}, {"type": "null"}]}}}}, "'r'"),
+])
+def test_unrepresentable_defaults_are_refused_when_registered(func, options, where) -> None:
+    d = ToolDiscovery()
+    with pytest.raises(RegistrationError) as info:
+        d.tool(name="bad_default", **options)(func)
+    message = str(info.value)
+    assert "'bad_default'" in message and where in message, message
+    assert not list(d.registry.resolve())
+
+
+def test_int64_bounds_are_accepted_and_emitted_as_int64(make_app) -> None:
+    d = ToolDiscovery()
+
+    @d.tool
+    def bounds(low: int = -(2**63), high: int = 2**63 - 1, big: float = 1e308) -> None:
+        """The extremes that still fit."""
+
+    app = make_app(d, TOOLDISCOVERY_DIALECTS=["tdp"], TOOLDISCOVERY_TDP_WIRE="protojson")
+    props = protojson_manifest(app)["tools"][0]["parameters"]["properties"]
+    assert props["low"]["default"] == {"intValue": str(-(2**63))}
+    assert props["high"]["default"] == {"intValue": str(2**63 - 1)}
+    assert props["big"]["default"] == {"doubleValue": 1e308}

@@ -6,7 +6,7 @@ import contextlib
 import json
 
 import pytest
-from flask import Flask
+from flask import Flask, request
 from playwright.sync_api import expect
 
 from example_app import create_app
@@ -17,6 +17,12 @@ from ..conftest import live_server
 PREFIX = "/admin/tool-explorer"
 
 pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(autouse=True)
+def _quick_timeouts(page) -> None:
+    """Everything here happens within a few seconds on a local server; fail fast when it does not."""
+    page.set_default_timeout(10_000)
 
 
 def make(**config) -> Flask:
@@ -50,7 +56,7 @@ def test_lists_filters_fills_validates_executes(page, artifacts) -> None:
         # Running with an empty list: the tool's own ToolError comes back as an error result.
         page.fill("[data-path='/round_to']", "")
         page.click("#td-execute")
-        page.wait_for_selector("#td-status:has-text('Failed')")
+        page.wait_for_selector("#td-status:has-text('The tool reported an error')")
         assert "Give at least one value." in page.inner_text("#td-result")
         # Fill the repeatable list through the generated form.
         for i, value in enumerate(["2", "4", "9"]):
@@ -137,7 +143,7 @@ def test_execution_disabled_hides_execute(page) -> None:
         assert page.inner_text("[data-error-for='/b']") == "null is not of type 'number'"
 
 
-def test_token_field_sends_authorization(page) -> None:
+def token_app() -> Flask:
     d = ToolDiscovery()
 
     @d.tool
@@ -155,6 +161,11 @@ def test_token_field_sends_authorization(page) -> None:
     app = Flask("tokenapp")
     app.config.update(TOOLDISCOVERY_DIALECTS=["explorer"], TOOLDISCOVERY_ALLOW_EXECUTE=True)
     d.init_app(app)
+    return app
+
+
+def test_token_field_sends_authorization(page) -> None:
+    app = token_app()
     seen = []
     with live_server(app) as base:
         page.on("request", lambda r: seen.append(r.headers.get("authorization")) if r.url.endswith("/call") else None)
@@ -192,3 +203,182 @@ def test_title_escaped_dark_mode_and_keyboard(page) -> None:
         page.keyboard.press("Control+Enter")
         page.wait_for_selector("#td-status:has-text('Done')")
         assert page.inner_text("#td-result").strip() == "5.0"
+
+
+def test_token_with_or_without_the_scheme(page) -> None:
+    seen = []
+    with live_server(token_app()) as base:
+        page.on("request", lambda r: seen.append(r.headers.get("authorization")) if r.url.endswith("/call") else None)
+        page.goto(f"{base}/explorer/#tool=whoami")
+        page.wait_for_selector("#td-name:has-text('whoami')")
+        assert page.inner_text("#td-token-status") == "No token"
+        for i, typed in enumerate(("Bearer letmein", "letmein", "  bearer   letmein ")):
+            page.fill("#td-token", typed)
+            assert page.inner_text("#td-token-status") == "Token set"
+            assert "'Authorization: Bearer letmein'" in page.text_content("#td-curl")
+            page.click("#td-execute")
+            expect(page.locator("#td-history li:not(.muted)")).to_have_count(i + 1)
+            assert page.inner_text("#td-result").strip() == "you"
+        page.fill("#td-token", "Bearer ")  # the scheme alone is no token
+        assert page.inner_text("#td-token-status") == "No token"
+        assert "Authorization" not in page.text_content("#td-curl")
+    assert seen == ["Bearer letmein"] * 3
+
+
+def test_403_hides_execute_and_shows_the_notice(page) -> None:
+    with live_server(make()) as base:
+        open_page(page, base, "#tool=add")
+        page.wait_for_selector("#td-name:has-text('add')")
+        page.fill("[data-path='/a']", "1")
+        page.fill("[data-path='/b']", "2")
+        page.click("#td-execute")
+        page.wait_for_selector("#td-status:has-text('Done')")
+        assert page.locator("#td-history button:has-text('Replay')").count() == 1
+        # Another 403 (an origin refused, say) is an error, not the switch.
+        page.route("**/call", lambda route: route.fulfill(
+            status=403, content_type="application/json", body='{"error": "Forbidden: origin not allowed."}'))
+        page.click("#td-execute")
+        page.wait_for_selector("#td-result:has-text('origin not allowed')")
+        assert page.is_visible("#td-execute") and page.is_hidden("#td-disabled")
+        # The server turned execution off since the page was rendered.
+        page.unroute("**/call")
+        page.route("**/call", lambda route: route.fulfill(
+            status=403, content_type="application/json", body='{"error": "Tool execution is disabled."}'))
+        page.click("#td-execute")
+        page.wait_for_selector("#td-disabled:visible")
+        assert page.is_hidden("#td-execute")
+        assert "disabled" in page.inner_text("#td-disabled") and "disabled" in page.inner_text("#td-status")
+        assert page.locator("#td-history button:has-text('Replay')").count() == 0
+        assert page.is_hidden("#td-curl-wrap")
+        page.keyboard.press("Control+Enter")  # the shortcut no longer runs anything
+        page.click("[data-tool='mean']")
+        page.wait_for_selector("#td-name:has-text('mean')")
+        assert page.is_hidden("#td-execute") and page.is_visible("#td-disabled")
+
+
+def test_tool_error_is_not_a_crash_and_raw_response(page) -> None:
+    with live_server(make()) as base:
+        open_page(page, base, "#tool=mean")
+        page.wait_for_selector("#td-name:has-text('mean')")
+        page.click("#td-execute")  # no values: the tool raises its own ToolError
+        page.wait_for_selector("#td-status:has-text('The tool reported an error')")
+        assert "Failed" not in page.inner_text("#td-status")
+        assert "the tool reported an error" in page.inner_text("#td-result").lower()
+        assert "Give at least one value." in page.inner_text("#td-result")
+        raw = json.loads(page.text_content("#td-raw"))
+        assert raw["isError"] is True and raw["_meta"]["_trace_id"]
+        # A 500 that is not a tool result is a failure.
+        page.route("**/call", lambda route: route.fulfill(status=500, content_type="text/html", body="<h1>oops</h1>"))
+        page.click("#td-execute")
+        page.wait_for_selector("#td-status:has-text('Failed (HTTP 500)')")
+        page.unroute("**/call")
+        # A success: the whole JSON, _meta included, behind "Raw response".
+        page.click("[data-add='/values']")
+        page.fill("[data-path='/values/0']", "3")
+        page.click("#td-execute")
+        page.wait_for_selector("#td-status:has-text('Done')")
+        assert page.is_hidden("#td-raw")
+        page.click("#td-raw-wrap summary")
+        raw = json.loads(page.inner_text("#td-raw"))
+        assert raw["content"] == [{"type": "text", "text": "3.0"}] and raw["isError"] is False
+        assert raw["_meta"]["_trace_id"]
+
+
+def test_annotations_as_json_in_the_detail(page) -> None:
+    with live_server(make()) as base:
+        open_page(page, base, "#tool=create_order")
+        page.wait_for_selector("#td-name:has-text('create_order')")
+        assert page.is_visible("#td-annotations")
+        assert json.loads(page.inner_text("#td-annotations")) == {"destructiveHint": True, "idempotentHint": False}
+    d = ToolDiscovery()
+
+    @d.tool
+    def plain() -> str:
+        """No annotations."""
+        return "x"
+
+    app = Flask("plainapp")
+    app.config.update(TOOLDISCOVERY_DIALECTS=["explorer"])
+    d.init_app(app)
+    with live_server(app) as base:
+        page.goto(f"{base}/explorer/#tool=plain")
+        page.wait_for_selector("#td-name:has-text('plain')")
+        assert page.is_hidden("#td-annotations-wrap")
+
+
+DARK_BG = "rgb(20, 23, 28)"
+
+
+def test_theme_before_first_paint_without_inline_script(page) -> None:
+    page.add_init_script("window.__csp = []; document.addEventListener('securitypolicyviolation', "
+                         "function (e) { window.__csp.push(e.violatedDirective + ' ' + e.blockedURI); });")
+    with live_server(make()) as base:
+        response = page.goto(f"{base}{PREFIX}/")
+        csp = response.headers["content-security-policy"]
+        assert "script-src 'self';" in csp and "unsafe-inline" not in csp
+        page.wait_for_selector("body[data-ready='true']")
+        page.click("#td-theme")  # saved: dark
+        # Without the page's main script at all, the saved theme is already applied.
+        page.route("**/explorer.js", lambda route: route.abort())
+        page.reload(wait_until="domcontentloaded")
+        assert page.get_attribute("html", "data-theme") == "dark"
+        assert page.evaluate("getComputedStyle(document.body).backgroundColor") == DARK_BG
+        # No saved choice: the system's preference, still before the main script.
+        page.evaluate("localStorage.clear()")
+        page.emulate_media(color_scheme="dark")
+        page.reload(wait_until="domcontentloaded")
+        assert page.get_attribute("html", "data-theme") == "dark"
+        page.emulate_media(color_scheme="light")
+        page.reload(wait_until="domcontentloaded")
+        assert page.get_attribute("html", "data-theme") == "light"
+        page.unroute("**/explorer.js")
+        page.reload()
+        page.wait_for_selector("body[data-ready='true']")
+        assert page.inner_text("#td-theme") == "Dark mode"
+        # Every script is a file of the page's origin; the config block is data, not a script.
+        inline = page.evaluate("Array.from(document.scripts).filter(function (s) { return !s.src; })"
+                               ".map(function (s) { return s.type; })")
+        assert inline == ["application/json"]
+        assert page.evaluate("window.__csp") == []
+
+
+def test_favicon_served_and_linked(page) -> None:
+    app = make()
+    served: list[tuple[str, int]] = []
+    app.after_request(lambda response: served.append((request.path, response.status_code)) or response)
+    console: list[str] = []
+    page.on("console", lambda message: console.append(message.text))
+    with live_server(app) as base:
+        open_page(page, base)
+        href = page.get_attribute("link[rel='icon']", "href")
+        assert href and href.startswith(f"{PREFIX}/static/")
+        icon = page.request.get(base + href)
+        assert icon.status == 200 and icon.headers["content-type"].startswith("image/svg+xml")
+        page.wait_for_timeout(300)
+    assert [entry for entry in served if entry[1] >= 400] == []
+    assert not [text for text in console if "Failed to load resource" in text]
+
+
+def test_destructive_confirmation_after_validation(page) -> None:
+    validated: list[str] = []
+    with live_server(make()) as base:
+        page.on("request", lambda r: validated.append(r.url.rsplit("/", 1)[1]) if r.method == "POST" else None)
+        open_page(page, base, "#tool=create_order")
+        page.wait_for_selector("#td-name:has-text('create_order')")
+        page.click("#td-execute")  # ship_to and items missing: no confirmation, the errors
+        page.wait_for_selector("[data-error-for='/ship_to/city']:not([hidden])", timeout=5000)
+        assert page.locator("#td-confirm[open]").count() == 0
+        assert "not valid" in page.inner_text("#td-status")
+        assert validated == ["validate"]
+        # Broken JSON never reaches the dialog either.
+        page.click("#td-tab-json")
+        page.fill("#td-json", "{nope")
+        page.click("#td-execute")
+        page.wait_for_selector("#td-root-errors:has-text('not valid')")
+        assert page.locator("#td-confirm[open]").count() == 0 and validated == ["validate"]
+        page.fill("#td-json", json.dumps({"ship_to": {"street": "Main 1", "city": "Berlin"}, "items": ["SKU-1"]}))
+        page.click("#td-execute")
+        page.wait_for_selector("#td-confirm[open]")
+        page.click("#td-confirm-run")
+        page.wait_for_selector("#td-status:has-text('Done')")
+        assert validated == ["validate", "validate", "call"]

@@ -36,9 +36,8 @@
     $("td-theme").setAttribute("aria-pressed", theme === "dark" ? "true" : "false");
     $("td-theme").textContent = theme === "dark" ? "Light mode" : "Dark mode";
   }
-  var savedTheme = null;
-  try { savedTheme = localStorage.getItem("tooldiscovery:theme"); } catch (e) { /* private mode */ }
-  applyTheme(savedTheme || (window.matchMedia && matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light"));
+  // theme.js set the saved (or the system's) theme before the first paint; reflect it on the toggle.
+  applyTheme(document.documentElement.getAttribute("data-theme") === "dark" ? "dark" : "light");
   $("td-theme").addEventListener("click", function () {
     var next = document.documentElement.getAttribute("data-theme") === "dark" ? "light" : "dark";
     applyTheme(next);
@@ -46,20 +45,28 @@
   });
 
   /* ---------- HTTP ---------- */
+  // The token field takes the token with or without its scheme: "abc" and "Bearer abc" both send
+  // "Authorization: Bearer abc"; the scheme alone is no token.
+  function authorization() {
+    var token = $("td-token").value.trim().replace(/^bearer(\s+|$)/i, "");
+    return token ? "Bearer " + token : null;
+  }
+  function showTokenStatus() { $("td-token-status").textContent = authorization() ? "Token set" : "No token"; }
   function headers(json) {
     var h = { "Accept": "application/json" };
     if (json) h["Content-Type"] = "application/json";
-    var token = $("td-token").value.trim();
-    if (token) h["Authorization"] = "Bearer " + token;
+    var auth = authorization();
+    if (auth) h["Authorization"] = auth;
     return h;
   }
+  // {status, ok, data, raw}: data is the parsed JSON (else {error: text}), raw the body as sent.
   function request(method, url, body) {
     return fetch(url, { method: method, headers: headers(body !== undefined), body: body === undefined ? undefined : JSON.stringify(body) })
       .then(function (response) {
         return response.text().then(function (text) {
-          var data = null;
-          try { data = text ? JSON.parse(text) : null; } catch (e) { data = { error: text }; }
-          return { status: response.status, ok: response.ok, data: data };
+          var data = null, raw = text;
+          try { data = text ? JSON.parse(text) : null; raw = data === null ? "" : pretty(data); } catch (e) { data = { error: text }; }
+          return { status: response.status, ok: response.ok, data: data, raw: raw };
         });
       });
   }
@@ -330,11 +337,23 @@
   function cssEscape(text) { return window.CSS && CSS.escape ? CSS.escape(text) : text.replace(/["\\]/g, "\\$&"); }
   function status(text, cls) { var node = $("td-status"); node.textContent = text; node.className = cls || ""; }
 
-  function showResult(data, httpStatus) {
-    var wrap = $("td-result-wrap"), out = $("td-result");
+  // The call's outcome in words: a tool error (isError) is the tool's own answer, not a crash.
+  function outcomeOf(r) {
+    var data = r.data, result = !!data && typeof data.isError === "boolean";
+    if (r.ok && result && !data.isError) return { ok: true, text: "Done (HTTP " + r.status + ")." };
+    if (result && data.isError && r.status === 400) return { ok: false, text: "Arguments are not valid (HTTP 400)." };
+    if (result && data.isError) return { ok: false, toolError: true, text: "The tool reported an error (HTTP " + r.status + ")." };
+    return { ok: false, text: "Failed (HTTP " + r.status + ")." };
+  }
+  function showResult(r, outcome) {
+    var wrap = $("td-result-wrap"), out = $("td-result"), data = r.data, httpStatus = r.status;
     clear(out);
     wrap.hidden = false;
-    if (httpStatus === 401) {
+    $("td-raw-wrap").hidden = !r.raw;
+    $("td-raw").textContent = r.raw || "";
+    if (outcome.toolError) {
+      out.appendChild(el("p", { className: "error", text: "The tool reported an error:" }));
+    } else if (httpStatus === 401) {
       out.appendChild(el("p", { className: "error", text: "Unauthorized (401): enter a valid token in the \u201cBearer token\u201d field at the top and try again." }));
       $("td-token").focus();
     } else if (data && data.error && !data.content) {
@@ -362,9 +381,9 @@
     try { return currentArguments(); }
     catch (e) { showRootErrors(["The JSON is not valid: " + e.message]); return undefined; }
   }
-  function validate() {
+  function validate(argsOverride) {
     clearErrors();
-    var args = argsOrReport();
+    var args = argsOverride !== undefined ? argsOverride : argsOrReport();
     if (args === undefined) return Promise.resolve(false);
     return request("POST", toolUrl(state.current, "/validate"), args).then(function (r) {
       if (r.data && r.data.valid) { status("Arguments are valid.", "ok"); return true; }
@@ -373,13 +392,17 @@
       return false;
     });
   }
-  function confirmDestructive() {
+  // A destructive tool is confirmed only once its arguments pass validation: "run", "cancel" or "invalid".
+  function confirmDestructive(args) {
     var annotations = (state.detail && state.detail.annotations) || {};
-    if (!annotations.destructiveHint) return Promise.resolve(true);
+    if (!annotations.destructiveHint) return Promise.resolve("run");
+    return validate(args).then(function (valid) { return valid ? ask() : "invalid"; });
+  }
+  function ask() {
     var dialog = $("td-confirm");
     $("td-confirm-text").textContent = "\u201c" + state.current + "\u201d is marked destructive: it may delete or change data. Run it?";
     return new Promise(function (resolve) {
-      var done = function () { dialog.removeEventListener("close", done); resolve(dialog.returnValue === "run"); };
+      var done = function () { dialog.removeEventListener("close", done); resolve(dialog.returnValue === "run" ? "run" : "cancel"); };
       dialog.addEventListener("close", done);
       dialog.returnValue = "";
       dialog.showModal();
@@ -392,23 +415,39 @@
     var args = argsOverride !== undefined ? argsOverride : argsOrReport();
     if (args === undefined) return;
     var name = state.current;
-    confirmDestructive().then(function (go) {
-      if (!go) { status("Cancelled.", ""); return; }
+    confirmDestructive(args).then(function (go) {
+      if (go === "invalid") return;  // validate() showed the errors
+      if (go !== "run") { status("Cancelled.", ""); return; }
       status("Running\u2026", "");
       var started = performance.now();
-      request("POST", toolUrl(name, "/call"), args).then(function (r) {
+      return request("POST", toolUrl(name, "/call"), args).then(function (r) {
         var ms = Math.round(performance.now() - started);
         $("td-elapsed").textContent = ms + " ms";
-        var ok = r.ok && r.data && r.data.isError === false;
-        status(ok ? "Done (HTTP " + r.status + ")." : "Failed (HTTP " + r.status + ").", ok ? "ok" : "error");
-        showResult(r.data, r.status);
-        addHistory(name, { at: new Date().toISOString(), args: args, ok: ok, ms: ms, status: r.status });
-      }, function (err) {
-        status("Request failed: " + err.message, "error");
+        if (r.status === 403 && r.data && /execution is disabled/i.test(r.data.error || "")) {
+          // Turned off on the server since this page was rendered: as the peer page does, no Execute.
+          $("td-result-wrap").hidden = true;
+          setExecute(false);
+          status("Execution is disabled on this server.", "error");
+          return;
+        }
+        var outcome = outcomeOf(r);
+        status(outcome.text, outcome.ok ? "ok" : "error");
+        showResult(r, outcome);
+        addHistory(name, { at: new Date().toISOString(), args: args, ok: outcome.ok, ms: ms, status: r.status });
       });
+    }).then(null, function (err) {
+      status("Request failed: " + err.message, "error");
     });
   }
-  $("td-validate").addEventListener("click", validate);
+  function setExecute(allowed) {
+    config.allow_execute = allowed;
+    if (!allowed && document.activeElement === $("td-execute")) $("td-validate").focus();
+    $("td-execute").hidden = !allowed;
+    $("td-disabled").hidden = allowed;
+    $("td-curl-wrap").hidden = !allowed;
+    if (state.current) renderHistory();
+  }
+  $("td-validate").addEventListener("click", function () { validate(); });
   $("td-execute").addEventListener("click", function () { execute(); });
   document.addEventListener("keydown", function (event) {
     if ((event.ctrlKey || event.metaKey) && event.key === "Enter" && state.current) { event.preventDefault(); execute(); }
@@ -422,12 +461,13 @@
     try { body = JSON.stringify(currentArguments()); } catch (e) { body = $("td-json").value; }
     var parts = ["curl -X POST " + shellQuote(location.origin + toolUrl(state.current, "/call")),
       "  -H 'Content-Type: application/json'"];
-    var token = $("td-token").value.trim();
-    if (token) parts.push("  -H " + shellQuote("Authorization: Bearer " + token));
+    var auth = authorization();
+    if (auth) parts.push("  -H " + shellQuote("Authorization: " + auth));
     parts.push("  -d " + shellQuote(body));
     $("td-curl").textContent = parts.join(" \\\n");
   }
-  $("td-token").addEventListener("input", updateCurl);
+  $("td-token").addEventListener("input", function () { showTokenStatus(); updateCurl(); });
+  showTokenStatus();
   $("td-copy-curl").addEventListener("click", function () {
     var text = $("td-curl").textContent;
     var done = function () { $("td-copy-curl").textContent = "Copied"; setTimeout(function () { $("td-copy-curl").textContent = "Copy"; }, 1500); };
@@ -484,6 +524,9 @@
       $("td-name").textContent = r.data.name;
       var badges = $("td-badges"); clear(badges); badgesFor(r.data.annotations).forEach(function (b) { badges.appendChild(b); });
       $("td-description").textContent = r.data.description || "";
+      var annotations = r.data.annotations;
+      $("td-annotations-wrap").hidden = !annotations || !Object.keys(annotations).length;
+      $("td-annotations").textContent = annotations ? pretty(annotations) : "";
       $("td-input-schema").textContent = pretty(r.data.inputSchema || {});
       $("td-output-wrap").hidden = !r.data.outputSchema;
       $("td-output-schema").textContent = r.data.outputSchema ? pretty(r.data.outputSchema) : "";
@@ -502,9 +545,7 @@
   }
 
   $("td-filter").addEventListener("input", renderList);
-  $("td-execute").hidden = !config.allow_execute;
-  $("td-disabled").hidden = !!config.allow_execute;
-  $("td-curl-wrap").hidden = !config.allow_execute;
+  setExecute(!!config.allow_execute);
 
   function fromHash() {
     var match = /^#tool=(.+)$/.exec(location.hash);
