@@ -321,3 +321,20 @@ def test_busy_worker_answers_503_through_the_hook(discovery, make_app) -> None:
     with app.extensions[STATE_KEY].slots.hold():
         r = app.test_client().post("/explorer/tools/get_weather/call", json={"city": "Oslo"})
     assert r.status_code == 503 and "Retry-After" in r.headers
+
+
+def test_page_files_and_a_browser_reload(app) -> None:
+    """The page links its script, theme script, style sheet and icon; each answers 200, and 304
+    to the conditional GET a browser sends on reload."""
+    c = app.test_client()
+    html = c.get("/explorer/").get_data(as_text=True)
+    assert '<script src="/explorer/static/tooldiscovery/theme.js"></script>' in html  # not deferred
+    assert '<link rel="icon" type="image/svg+xml" href="/explorer/static/tooldiscovery/favicon.svg">' in html
+    for name, mimetype in (("explorer.js", "text/javascript"), ("theme.js", "text/javascript"),
+                           ("explorer.css", "text/css"), ("favicon.svg", "image/svg+xml")):
+        url = f"/explorer/static/tooldiscovery/{name}"
+        with c.get(url) as r:
+            assert r.status_code == 200 and r.mimetype == mimetype and r.get_data()
+            etag = r.headers["ETag"]
+        with c.get(url, headers={"If-None-Match": etag}) as again:
+            assert again.status_code == 304, name
