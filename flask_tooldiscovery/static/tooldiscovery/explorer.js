@@ -59,7 +59,8 @@
     if (auth) h["Authorization"] = auth;
     return h;
   }
-  // {status, ok, data, raw}: data is the parsed JSON (else {error: text}), raw the body as sent.
+  // {status, ok, data, raw}: data is the parsed JSON (else {error: text}); raw is what "Raw response"
+  // shows: the whole JSON document pretty-printed (_meta included), else the body as it came.
   function request(method, url, body) {
     return fetch(url, { method: method, headers: headers(body !== undefined), body: body === undefined ? undefined : JSON.stringify(body) })
       .then(function (response) {
