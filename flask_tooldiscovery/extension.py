@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-import logging
+import sys
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar, overload
 
+import click
 from flask import Flask, current_app, g, has_app_context, has_request_context, request
+from flask.cli import FlaskGroup
 
 from . import settings as cfg
 from .auth import AuthHook
 from .dialects import BUILTIN, Dialect, load
 from .invoke import HandOff, Outcome, invoke
+from .logs import log, show_call_log
 from .pipeline import AppState, Pipeline, Slots
 from .registry import ToolRegistry, ToolSet, ToolsProvider, tool_from_function
 from .settings import Settings
@@ -20,7 +23,6 @@ from .tool import Tool, ToolContext
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-log = logging.getLogger("flask_tooldiscovery")
 STATE_KEY = "tooldiscovery.state"
 
 
@@ -107,11 +109,12 @@ class ToolDiscovery:
         app.add_template_filter(page_settings, "tooldiscovery_page")
         for pipeline in pipelines.values():
             app.register_blueprint(pipeline.dialect.make_blueprint(pipeline), url_prefix=pipeline.prefix or None)
-        if not (app.debug or app.testing):
+        show_call_log(settings.call_log)
+        if settings.warn_unauthenticated and not (app.debug or app.testing or _read_only_cli()):
             warnings = [w for name in settings.dialects
                         if (check := self.dialect(name).security_warning) and (w := check(settings, self))]
             if warnings:
-                app.logger.warning("flask-tooldiscovery: %s", "; ".join(warnings))
+                log.warning("flask-tooldiscovery: %s", "; ".join(warnings))
         from .cli import tools_cli
 
         if "tools" not in app.cli.commands:
@@ -229,9 +232,19 @@ class ToolDiscovery:
         """Run ``tool`` through the one invocation path (validation, coercion, timing, logging)."""
         if coerce is None:
             coerce = self.settings.coerce_arguments if has_app_context() else False
-        logger = current_app.logger if has_app_context() else log
-        return invoke(tool, arguments, context, coerce=coerce, call_handler=self.call_handler, logger=logger,
+        return invoke(tool, arguments, context, coerce=coerce, call_handler=self.call_handler, logger=log,
                       hand_off=hand_off, max_errors=max_errors)
+
+
+def _read_only_cli() -> bool:
+    """True while a ``flask`` command other than ``run`` loads the app (``flask tools list``...):
+    nothing is served, so there is nothing to warn about."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None or not isinstance(ctx.find_root().command, FlaskGroup):
+        return False
+    # The app loads while the command line is still being parsed, so read it as typed.
+    words = [w for w in sys.argv[1:] if not w.startswith("-")]
+    return "run" not in words
 
 
 def page_settings(app_config: Mapping[str, Any]) -> dict[str, Any]:

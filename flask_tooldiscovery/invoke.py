@@ -22,9 +22,8 @@ from marshmallow import ValidationError as MarshmallowValidationError
 from .async_bridge import run_sync
 from .coerce import coerce_value, to_jsonable
 from .json_schema import ArgumentError, parameter_errors, validate_arguments
+from .logs import log
 from .tool import Tool, ToolContext, ToolError
-
-log = logging.getLogger("flask_tooldiscovery")
 
 GENERIC_FAILURE = "The tool failed with an unexpected error."
 
@@ -218,9 +217,11 @@ def invoke(
             tool=tool, call_id=context.call_id, status=status,  # type: ignore[arg-type]
             duration_ms=(time.perf_counter() - started) * 1000.0, **fields,
         )
-        call_log.info(
+        base.info(
             "tool call tool=%s version=%s dialect=%s %s outcome=%s duration_ms=%.2f",
             tool.name, tool.version, context.dialect, ids, status, outcome.duration_ms,
+            extra={"tool": tool.name, "version": tool.version, "dialect": context.dialect, "call_id": context.call_id,
+                   "trace_id": context.trace_id, "outcome": status, "duration_ms": round(outcome.duration_ms, 3)},
         )
         return outcome
 

@@ -40,6 +40,7 @@ from .errors import (
     UnsupportedMediaType,
 )
 from .invoke import Outcome
+from .logs import log
 from .registry import ProviderError, ToolSet
 from .settings import Settings, host_allow_list
 from .tool import Tool, ToolContext
@@ -336,7 +337,7 @@ class Pipeline:
         try:
             return self.ext.tools()
         except ProviderError:
-            current_app.logger.exception("flask-tooldiscovery: a tools provider failed")
+            log.exception("flask-tooldiscovery: a tools provider failed (trace_id=%s)", self.trace_id)
             raise Unavailable() from None
 
     def find(self, name: str) -> Tool:
@@ -411,7 +412,7 @@ class Pipeline:
         """``exc`` in the dialect's error shape (its one mapping), with the error's headers."""
         if exc.reason:
             level = 30 if isinstance(exc, (Unauthorized, Forbidden, MisdirectedRequest)) else 20
-            current_app.logger.log(level, "flask-tooldiscovery: %s %s %s refused: %s (trace_id=%s)",
+            log.log(level, "flask-tooldiscovery: %s %s %s refused: %s (trace_id=%s)",
                                    self.name, request.method, request.path, exc.reason, self.trace_id)
         body, status = self.dialect.error_response(exc)
         response = json_response(body, status)

@@ -175,6 +175,10 @@ SPECS: tuple[Spec, ...] = (
     Spec("BUSY_RETRY_AFTER", 1, lambda k, v: parse_float(k, v, 0.0), "Retry-After (s) sent when busy."),
     Spec("MAX_VALIDATION_ERRORS", 50, lambda k, v: parse_int(k, v, 1),
          "Argument errors reported per call; the rest are counted."),
+    Spec("CALL_LOG", None, _optional(_choice("text", "json")),
+         "Show the INFO line of every call on stderr: 'text' or 'json' (JSON lines)."),
+    Spec("WARN_UNAUTHENTICATED", True, parse_bool,
+         "Log one warning at start naming the dialects that run tools for anyone."),
     # --- explorer ---
     Spec("TITLE", "Tool Explorer", parse_str, "The explorer page's title."),
     Spec("ALLOW_EXECUTE", False, parse_bool, "Let the explorer run tools."),
@@ -231,6 +235,8 @@ class Settings:
     max_concurrent_calls: int
     busy_retry_after: float
     max_validation_errors: int
+    call_log: str | None
+    warn_unauthenticated: bool
     title: str
     allow_execute: bool
     opal_bearer_token: str | None

@@ -11,12 +11,13 @@ import json
 import re
 from typing import Any
 
-from flask import Blueprint, Response, current_app, request
+from flask import Blueprint, Response, request
 from marshmallow import fields
 
 from ..auth import Authenticator, BearerVerifier
 from ..errors import Busy, CoreError, Unavailable
 from ..invoke import Outcome
+from ..logs import log
 from ..pipeline import MalformedBody, Pipeline, UnknownTool
 from ..settings import Settings
 from ..tool import Tool
@@ -262,7 +263,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         return result
 
     def failed(method: str, exc: Exception) -> rpc.RpcError:
-        current_app.logger.error("mcp: %s failed (trace_id=%s)", method, pipe.trace_id,
+        log.error("mcp: %s failed (trace_id=%s)", method, pipe.trace_id,
                                  exc_info=(type(exc), exc, exc.__traceback__))
         return rpc.RpcError(rpc.INTERNAL_ERROR, "Internal error.")
 
