@@ -4,6 +4,7 @@ send everything as strings), and a tool's return value turned into JSON-ready da
 from __future__ import annotations
 
 import ast
+import base64
 import dataclasses
 import datetime as _dt
 import decimal
@@ -32,6 +33,8 @@ def to_jsonable(value: Any) -> Any:
         return {str(k): to_jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
         return [to_jsonable(v) for v in value]
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(value)).decode("ascii")
     if isinstance(value, enum.Enum):
         return to_jsonable(value.value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

@@ -86,10 +86,8 @@ class Outcome:
     def error_message(self) -> str:
         """One readable sentence for dialects that carry a single message."""
         if self.status == "invalid":
-            parts = [
-                (f"{e.parameter}: " if e.parameter else "") + e.message for e in self.errors
-            ]
-            return "Invalid arguments: " + "; ".join(parts)
+            parts = [(f"{e.parameter}: " if e.parameter else "") + e.message.rstrip(".") for e in self.errors]
+            return "Invalid arguments: " + "; ".join(parts) + "."
         if self.failure is not None:
             return self.failure.message
         return ""

@@ -464,7 +464,8 @@ class Pipeline:
 
     def _bodiless(self, response: Response) -> None:
         """No HTML type on an empty answer; an automatic ``OPTIONS`` names only the route's methods."""
-        if not response.get_data() and response.mimetype == "text/html":
+        readable = not (response.is_streamed or response.direct_passthrough)  # a static file's 304 streams
+        if response.mimetype == "text/html" and (response.status_code == 304 or (readable and not response.get_data())):
             del response.headers["Content-Type"]
         methods = self._route_methods()
         if request.method == "OPTIONS" and methods and "Allow" in response.headers:

@@ -8,6 +8,8 @@ and a loader that turns validated JSON arguments into the Python values the func
 
 from __future__ import annotations
 
+import base64
+import binascii
 import dataclasses
 import datetime as _dt
 import enum
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Union
 
 import docstring_parser
+from marshmallow import ValidationError
 
 from .json_schema import inline_refs
 from .tool import ToolContext
@@ -125,6 +128,15 @@ def _is_context(annotation: Any) -> bool:
     return False
 
 
+def _from_base64(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    try:
+        return base64.b64decode(value, validate=True)
+    except binascii.Error:
+        raise ValueError("not valid base64 text") from None
+
+
 def _integral(value: Any) -> Any:
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
@@ -159,6 +171,8 @@ class _SchemaBuilder:
             if tp is float:
                 return {"type": "number"}, lambda v: float(v) if isinstance(v, int) and not isinstance(v, bool) else v
             return {"type": _SIMPLE[tp]}, None
+        if tp is bytes:  # base64 text on the wire, bytes in Python
+            return {"type": "string", "contentEncoding": "base64"}, _from_base64
         if tp in _FORMATTED:
             fmt, parse = _FORMATTED[tp]
             return {"type": "string", "format": fmt}, lambda v: parse(v) if isinstance(v, str) else v
@@ -431,10 +445,15 @@ def describe_function(
             output_schema["description"] = returns_doc
 
     def load_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
-        return {
-            key: (converters[key](value) if key in converters else value)
-            for key, value in arguments.items()
-        }
+        loaded, errors = {}, {}
+        for key, value in arguments.items():
+            try:
+                loaded[key] = converters[key](value) if key in converters else value
+            except (ValueError, TypeError) as exc:  # named after the parameter, as validation errors are
+                errors[key] = [str(exc).splitlines()[0] if str(exc) else type(exc).__name__]
+        if errors:
+            raise ValidationError(errors)
+        return loaded
 
     return FunctionDescription(
         name=tool_name,

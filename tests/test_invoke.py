@@ -89,7 +89,7 @@ def test_validation_messages_per_parameter_with_pointers(setup) -> None:
     assert nulls.errors[0].message == "null is not of type 'integer'"
     assert by_path["/mode"].keyword == "enum"
     assert set(out.parameter_errors) == {"tags", "opts", "mode", "flag", "extra"}
-    assert "flag: Missing required parameter." in out.error_message
+    assert "flag: Missing required parameter;" in out.error_message
 
 
 def test_format_checked_and_nested_pointer(setup) -> None:
@@ -224,3 +224,34 @@ def test_async_tool_called_from_code_with_a_running_loop(setup) -> None:
 
     out = asyncio.run(inside_a_loop())
     assert out.ok and out.value["x"] == 9
+
+
+def test_joined_messages_do_not_double_their_punctuation(setup) -> None:
+    out = run(setup, "shape", {"mode": "z"})
+    assert ".;" not in out.error_message and out.error_message.endswith(".")
+    assert "flag: Missing required parameter; " in out.error_message
+
+
+def test_bytes_travel_as_base64(make_app) -> None:
+    import base64
+
+    d = ToolDiscovery()
+
+    @d.tool
+    def reverse(data: bytes) -> bytes:
+        """Reverse bytes.
+
+        Args:
+            data: The bytes, base64-encoded.
+        """
+        return data[::-1]
+
+    tool = d.tools().get("reverse")
+    assert tool.input_schema["properties"]["data"]["contentEncoding"] == "base64"
+    assert tool.output_schema == {"type": "string", "contentEncoding": "base64"}
+    app = make_app(d, TOOLDISCOVERY_DIALECTS=["opal"])
+    c = app.test_client()
+    r = c.post("/opal/tools/reverse", json={"data": base64.b64encode(b"\x00\xffab").decode()})
+    assert r.status_code == 200 and base64.b64decode(r.get_json()) == b"ba\xff\x00"
+    bad = c.post("/opal/tools/reverse", json={"data": "not base64!"})
+    assert bad.status_code == 400 and bad.get_json()["parameter_errors"] == {"data": "not valid base64 text"}
