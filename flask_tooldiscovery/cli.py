@@ -20,6 +20,15 @@ def _ext() -> Any:
     return current_app.extensions["tooldiscovery"]
 
 
+def _find(name: str) -> Any:
+    """The tool ``name`` (latest) or ``name@x.y.z`` (that version), or a click error."""
+    base, _, version = name.partition("@")
+    tool = _ext().tools().get(base, version or None)
+    if tool is None:
+        raise click.ClickException(f"Tool not found: {name}")
+    return tool
+
+
 def _dump(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, ensure_ascii=False))
 
@@ -35,10 +44,8 @@ def list_tools() -> None:
 @tools_cli.command("show")
 @click.argument("name")
 def show_tool(name: str) -> None:
-    """Print one tool's definition and schemas as JSON."""
-    tool = _ext().tools().get(name)
-    if tool is None:
-        raise click.ClickException(f"Tool not found: {name}")
+    """Print one tool's definition and schemas as JSON (NAME or NAME@VERSION)."""
+    tool = _find(name)
     _dump({"name": tool.name, "version": tool.version, "description": tool.description,
            "annotations": tool.annotations, "input_schema": tool.input_schema,
            "output_schema": tool.output_schema})
@@ -49,15 +56,16 @@ def show_tool(name: str) -> None:
 @click.option("--input", "input_", default="{}", show_default=True,
               help="The arguments, as a JSON object.")
 def call_tool(name: str, input_: str) -> None:
-    """Call a tool through the same path as every dialect; exit 1 when it fails."""
+    """Call a tool (NAME or NAME@VERSION) through the same path as every dialect; exit 1 when
+    it fails."""
     ext = _ext()
-    tool = ext.tools().get(name)
-    if tool is None:
-        raise click.ClickException(f"Tool not found: {name}")
+    tool = _find(name)
     try:
         arguments = parse_json(input_)
     except ValueError as exc:
         raise click.ClickException(f"--input is not valid JSON: {exc}") from None
+    if not isinstance(arguments, dict):
+        raise click.ClickException(f"--input must be a JSON object of arguments, not {json.dumps(arguments)[:40]}")
     outcome = ext.call(tool, arguments, ext.make_context("cli"))
     if outcome.ok:
         _dump(outcome.value)
@@ -70,8 +78,8 @@ def call_tool(name: str, input_: str) -> None:
 @tools_cli.command("export")
 @click.argument("what")
 def export(what: str) -> None:
-    """Print a discovery document: a dialect's (opal, oxp, tdp, explorer, mcp), or ``openai``
-    (function-calling tools) or ``openapi`` (OpenAPI 3.1 of the execution endpoints)."""
+    """Print a discovery document: a dialect's (opal, oxp, tdp, explorer, mcp...), or openai
+    (function-calling tools) or openapi (an OpenAPI 3.1 document)."""
     ext = _ext()
     exportable = [n for n in ext.dialect_names if ext.dialect(n).export_document is not None]
     if what == "openai":

@@ -130,3 +130,33 @@ def test_safe_default_warning(caplog) -> None:
     with caplog.at_level(logging.WARNING):
         ToolDiscovery().init_app(quiet)
     assert not caplog.records
+
+
+def test_name_at_version_everywhere(tmp_path) -> None:
+    d = ToolDiscovery()
+    d.add_tool(lambda: "one", name="greet", version="1.0.0", description="Old.")
+    d.add_tool(lambda: "two", name="greet", version="2.0.0", description="New.")
+    app = Flask("versions")
+    app.config.update(TESTING=True)
+    d.init_app(app)
+    runner = app.test_cli_runner()
+    listed = runner.invoke(args=["tools", "list"]).output.splitlines()
+    assert listed == ["greet@1.0.0\tOld.", "greet@2.0.0\tNew."]
+    for spelling, version in (("greet@1.0.0", "1.0.0"), ("greet@1", "1.0.0"), ("greet", "2.0.0")):
+        shown = json.loads(runner.invoke(args=["tools", "show", spelling]).output)
+        assert shown["version"] == version, spelling
+    assert json.loads(runner.invoke(args=["tools", "call", "greet@1.0.0"]).output) == "one"
+    assert json.loads(runner.invoke(args=["tools", "call", "greet"]).output) == "two"
+    missing = runner.invoke(args=["tools", "call", "greet@3.0.0"])
+    assert missing.exit_code == 1 and "Tool not found: greet@3.0.0" in missing.output
+
+
+def test_input_must_be_an_object(runner) -> None:
+    result = runner.invoke(args=["tools", "call", "add", "--input", "[1,2]"])
+    assert result.exit_code == 1 and "--input must be a JSON object of arguments, not [1, 2]" in result.output
+
+
+def test_help_has_no_markup(runner) -> None:
+    for command in ("export", "show", "call", "check", "list"):
+        text = runner.invoke(args=["tools", command, "--help"]).output
+        assert "``" not in text, command
