@@ -167,8 +167,12 @@ def test_mcp_session_alternating_between_two_servers() -> None:
 
 def test_wheel_and_sdist_install_and_serve(tmp_path) -> None:
     dist = tmp_path / "dist"
-    subprocess.run([sys.executable, "-m", "build", "--wheel", "--sdist", "--outdir", str(dist), str(ROOT)],
-                   check=True, capture_output=True, text=True)
+    built = subprocess.run([sys.executable, "-m", "build", "--wheel", "--sdist", "--outdir", str(dist), str(ROOT)],
+                           check=True, capture_output=True, text=True)
+    complaints = [line for line in (built.stdout + built.stderr).splitlines()
+                  if any(w in line.lower() for w in ("warning", "would be ignored", "deprecated"))
+                  and "byte-compiling is disabled" not in line]  # that one is PYTHONDONTWRITEBYTECODE's
+    assert not complaints, complaints
     wheel = next(dist.glob("*.whl"))
     sdist = next(dist.glob("*.tar.gz"))
     names = zipfile.ZipFile(wheel).namelist()
@@ -183,6 +187,8 @@ def test_wheel_and_sdist_install_and_serve(tmp_path) -> None:
     with tarfile.open(sdist) as tar:
         members = tar.getnames()
     assert any(m.endswith("flask_tooldiscovery/static/tooldiscovery/explorer.js") for m in members)
+    assert any(m.endswith("/LICENSE") for m in members) and "licenses/LICENSE" in " ".join(names)
+    assert not any("/tests/" in m for m in members)  # no half test suite that cannot run
 
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True, system_site_packages=False).create(env_dir)
@@ -210,5 +216,42 @@ def test_wheel_and_sdist_install_and_serve(tmp_path) -> None:
         for asset in ("explorer.js", "explorer.css"):
             assert requests.get(f"{base}/explorer/static/tooldiscovery/{asset}").status_code == 200
         assert requests.get(f"{base}/opal/discovery").status_code == 200
+    finally:
+        stop(proc)
+
+
+def test_the_readme_first_screen_on_a_fresh_venv(tmp_path) -> None:
+    """pip install from the built wheel, the README's quickstart.py as written, its curl commands."""
+    import re
+    import textwrap
+
+    readme = (ROOT / "README.rst").read_text()
+    quickstart = textwrap.dedent(re.search(r"Save this as ``quickstart.py``:\n\n\.\. code-block:: python\n\n"
+                                           r"((?:   .*\n|\n)+)", readme).group(1))
+    curls = re.findall(r"^   (curl -X POST localhost:5000.*)$", readme, re.M)[:5]
+    assert len(curls) == 5
+    dist = tmp_path / "dist"
+    subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(ROOT)],
+                   check=True, capture_output=True, text=True)
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    py = env_dir / "bin" / "python"
+    subprocess.run([str(py), "-m", "pip", "install", "--quiet", str(next(dist.glob("*.whl")))], check=True,
+                   capture_output=True, text=True)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "quickstart.py").write_text(quickstart)
+    port = free_port()
+    proc = subprocess.Popen([str(py), "-m", "flask", "--app", "quickstart", "run", "--port", str(port)], cwd=work,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)})
+    try:
+        wait_until_up(f"http://127.0.0.1:{port}/opal/discovery", proc)
+        for command in curls:
+            command = command.replace("localhost:5000", f"localhost:{port}")
+            out = subprocess.run(["bash", "-c", command + " -s -w ' %{http_code}'"], capture_output=True, text=True,
+                                 timeout=30).stdout
+            assert out.endswith(" 200") and "3" in out, (command, out)
+        assert requests.get(f"http://127.0.0.1:{port}/explorer/").status_code == 200
     finally:
         stop(proc)
