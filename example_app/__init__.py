@@ -149,6 +149,7 @@ def create_app(config: dict | None = None) -> Flask:
         TOOLDISCOVERY_ALLOW_EXECUTE=True,
         TOOLDISCOVERY_SERVER_NAME="example-tools",
         TOOLDISCOVERY_SERVER_DESCRIPTION="Demo tools: math, weather and a small order book.",
+        TOOLDISCOVERY_WARN_UNAUTHENTICATED=False,  # a local demo, open on purpose
     )
     for key, value in os.environ.items():  # TOOLDISCOVERY_* from the environment, JSON-parsed
         if key.startswith("TOOLDISCOVERY_"):

@@ -179,14 +179,82 @@ class JwtVerifier(Verifier):
             return None
         payload = verify_jwt(token, self._secret, audience=self.audience, require_exp=self.require_exp,
                              claims=self.claims or None)
-        scope = payload.get("scope")
-        return Identity(subject=str(payload["sub"]) if payload.get("sub") is not None else None,
-                        scopes=tuple(scope.split()) if isinstance(scope, str) else (),
-                        claims=payload, method="jwt")
+        return identity_from_claims(payload, "jwt")
 
     def challenge(self, request: Request) -> str:
         value = super().challenge(request)
         return value + (', error="invalid_token"' if bearer_token(request) is not None else "")
+
+
+class JwksVerifier(Verifier):
+    """A bearer JWT signed by a key of a JWKS (RS256/ES256...): ``iss``, ``aud`` and ``exp``
+    checked. Keys are fetched and cached by PyJWT's ``PyJWKClient``; a token with a key id not
+    seen yet makes it fetch the set once more (key rotation)."""
+
+    def __init__(self, url: str, realm: str, *, issuer: str | None, audience: Iterable[str] | None,
+                 algorithms: Iterable[str], cooldown: float = 30.0) -> None:
+        super().__init__(realm)
+        require_jwt()
+        import jwt
+
+        self._client = jwt.PyJWKClient(url, cache_keys=True, lifespan=3600, cooldown_duration=cooldown)
+        self.issuer = issuer
+        self.audience = list(audience) if audience else None
+        self.algorithms = list(algorithms)
+
+    def verify(self, request: Request) -> Identity | None:
+        import jwt
+
+        token = bearer_token(request)
+        if token is None:
+            return None
+        try:
+            key = self._client.get_signing_key_from_jwt(token).key
+            payload = jwt.decode(token, key, algorithms=self.algorithms, audience=self.audience, issuer=self.issuer,
+                                 options={"require": ["exp"], "verify_aud": self.audience is not None})
+        except jwt.PyJWKClientConnectionError:
+            raise AuthError("the JWKS could not be fetched") from None
+        except jwt.PyJWTError as exc:
+            raise AuthError(f"invalid token: {type(exc).__name__}") from None
+        return identity_from_claims(payload, "jwks")
+
+    def challenge(self, request: Request) -> str:
+        value = super().challenge(request)
+        return value + (', error="invalid_token"' if bearer_token(request) is not None else "")
+
+
+def identity_from_claims(claims: Mapping[str, Any], method: str) -> Identity:
+    """An :class:`Identity` from token claims: ``sub``, and ``scope`` (space-separated) or ``scp``."""
+    scope = claims.get("scope", claims.get("scp"))
+    scopes = tuple(scope.split()) if isinstance(scope, str) else tuple(scope) if isinstance(scope, list) else ()
+    subject = claims.get("sub")
+    return Identity(subject=str(subject) if subject is not None else None, scopes=scopes, claims=dict(claims),
+                    method=method)
+
+
+IdentityHook = Callable[[Request], Any]
+
+
+class HookVerifier(Verifier):
+    """The application's identity hook: ``hook(request)`` returns an :class:`Identity` (or a subject
+    string), sync or async; ``None`` or an exception refuses the request."""
+
+    def __init__(self, hook: IdentityHook, realm: str) -> None:
+        super().__init__(realm)
+        self.hook = hook
+
+    def verify(self, request: Request) -> Identity | None:
+        try:
+            result = self.hook(request)
+            if inspect.isawaitable(result):
+                result = await_sync(result)
+        except Exception as exc:
+            raise AuthError(f"identity hook refused the request ({type(exc).__name__})") from None
+        if result is None or isinstance(result, Identity):
+            return result
+        if isinstance(result, str):
+            return Identity(subject=result, method="hook")
+        raise AuthError(f"identity hook returned {type(result).__name__}, not an Identity")
 
 
 @dataclass(frozen=True)
@@ -212,6 +280,10 @@ class Authenticator:
                 return identity
             reasons.append(f"no {verifier.scheme} credential")
         raise AuthError("; ".join(reasons) or "no credentials")
+
+    def including(self, verifiers: Iterable[Verifier], *, protect_discovery: bool = False) -> Authenticator:
+        """This authenticator with more ways in (the identity layer's, shared by every dialect)."""
+        return Authenticator((*self.verifiers, *verifiers), self.protect_discovery or protect_discovery)
 
     def challenge(self, request: Request) -> str:
         """What to put in ``WWW-Authenticate``: the last verifier's (JWT before API key)."""

@@ -12,13 +12,13 @@ from flask import Flask, current_app, g, has_app_context, has_request_context, r
 from flask.cli import FlaskGroup
 
 from . import settings as cfg
-from .auth import AuthHook
+from .auth import Authenticator, AuthHook, HookVerifier, IdentityHook, JwksVerifier, Verifier
 from .dialects import BUILTIN, Dialect, load
 from .invoke import HandOff, Outcome, invoke
 from .logs import log, show_call_log
 from .pipeline import AppState, Pipeline, Slots
 from .registry import ToolRegistry, ToolSet, ToolsProvider, tool_from_function
-from .settings import Settings
+from .settings import Settings, SettingsError
 from .tool import Tool, ToolContext
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -43,11 +43,13 @@ class ToolDiscovery:
         tools: ToolsProvider | None = None,
         call_handler: Callable[..., Any] | None = None,
         auth_hook: AuthHook | None = None,
+        identity: IdentityHook | None = None,
         dialects: Iterable[Dialect] = (),
     ) -> None:
         self.registry = ToolRegistry()
         self.call_handler = call_handler
         self._auth_hook = auth_hook
+        self._identity_hook = identity
         self._categories: dict[str, dict[str, Any]] = {}
         self._dialects: dict[str, Dialect | str] = dict(BUILTIN)
         for dialect in dialects:
@@ -97,10 +99,11 @@ class ToolDiscovery:
         settings = cfg.build_settings(app.config, app_name=app.name, default_prefixes=defaults,
                                       known_keys=extra_keys)
         slots = Slots(settings.max_concurrent_calls, settings.busy_retry_after)
+        authenticators = self._authenticators(settings)
         pipelines = {}
         for name in settings.dialects:
             dialect = self.dialect(name)
-            pipeline = Pipeline(self, dialect, settings, slots, app.config.get("TRUSTED_HOSTS"))
+            pipeline = Pipeline(self, dialect, settings, slots, app.config.get("TRUSTED_HOSTS"), authenticators[name])
             if dialect.tool_key is not None:
                 self.registry.add_unique_key(f"{name} id", dialect.tool_key(settings))
             pipelines[name] = pipeline
@@ -119,6 +122,41 @@ class ToolDiscovery:
 
         if "tools" not in app.cli.commands:
             app.cli.add_command(tools_cli)
+
+    def _authenticators(self, settings: Settings) -> dict[str, Authenticator | None]:
+        """Each mounted dialect's credentials: its own settings' verifiers, plus the identity layer's
+        (the identity hook, JWKS-verified JWTs) unless it is named in ``OPEN_DIALECTS``. Refuses a
+        mix of protected dialects and dialects that would run the same tools for anyone."""
+        shared: list[Verifier] = []
+        if self._identity_hook is not None:
+            shared.append(HookVerifier(self._identity_hook, "tools"))
+        if settings.jwt_jwks_url:
+            shared.append(JwksVerifier(settings.jwt_jwks_url, "tools", issuer=settings.jwt_issuer,
+                                       audience=settings.jwt_audience, algorithms=settings.jwt_algorithms,
+                                       cooldown=settings.jwt_jwks_cooldown))
+        out: dict[str, Authenticator | None] = {}
+        for name in settings.dialects:
+            dialect = self.dialect(name)
+            own = dialect.authenticator(settings) if dialect.authenticator is not None else None
+            if shared and name not in settings.open_dialects:
+                own = (own or Authenticator(())).including(shared, protect_discovery=settings.auth_discovery)
+            elif own is not None and settings.auth_discovery:
+                own = own.including((), protect_discovery=True)
+            out[name] = own
+        running = [n for n in out if self.dialect(n).runs_tools(settings)]
+        protected = [n for n in running if out[n] is not None or self.dialect(n).guarded(self)]
+        open_ones = [n for n in running if n not in protected and n not in settings.open_dialects]
+        if protected and open_ones:
+            raise SettingsError(
+                f"{', '.join(protected)} need credentials but {', '.join(open_ones)} would run the same tools "
+                f"for anyone: protect them too, or name them in TOOLDISCOVERY_OPEN_DIALECTS if that is meant")
+        return out
+
+    def identity(self, hook: IdentityHook) -> IdentityHook:
+        """Decorator: set the identity hook (before ``init_app``), ``hook(request) -> Identity | None``
+        (sync or async). Every dialect's tool calls then need an identity; ``None`` or raising refuses."""
+        self._identity_hook = hook
+        return hook
 
     @staticmethod
     def state(app: Flask | None = None) -> AppState:

@@ -150,7 +150,7 @@ class Pipeline:
     """One dialect of one app: its settings, credentials, caches and the request path its views use."""
 
     def __init__(self, ext: ToolDiscovery, dialect: Dialect, settings: Settings, slots: Slots,
-                 trusted_hosts: Any = None) -> None:
+                 trusted_hosts: Any = None, authenticator: Authenticator | None = None) -> None:
         self.ext = ext
         self.dialect = dialect
         self.name = dialect.name
@@ -158,7 +158,8 @@ class Pipeline:
         self.slots = slots
         self.cache = WireCache()
         self.prefix = settings.prefixes.get(dialect.name, dialect.default_prefix)
-        self.authenticator: Authenticator | None = (
+        #: The credentials this dialect's routes need: its own, and the identity layer's.
+        self.authenticator: Authenticator | None = authenticator if authenticator is not None else (
             dialect.authenticator(settings) if dialect.authenticator is not None else None)
         self.hosts = host_allow_list(settings, trusted_hosts)
         allowed = (*settings.allowed_origins, *settings.mcp_allowed_origins)

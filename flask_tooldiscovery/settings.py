@@ -179,6 +179,39 @@ SPECS: tuple[Spec, ...] = (
          "Show the INFO line of every call on stderr: 'text' or 'json' (JSON lines)."),
     Spec("WARN_UNAUTHENTICATED", True, parse_bool,
          "Log one warning at start naming the dialects that run tools for anyone."),
+    # --- identity, for every dialect ---
+    Spec("JWT_JWKS_URL", None, parse_str,
+         "Accept bearer JWTs signed by a key from this JWKS (RS256/ES256; needs the jwt extra)."),
+    Spec("JWT_ISSUER", None, parse_str, "Required iss of those JWTs."),
+    Spec("JWT_AUDIENCE", None, _optional(parse_list), "Accepted aud of those JWTs (one is required)."),
+    Spec("JWT_ALGORITHMS", ["RS256", "ES256"], parse_list, "Algorithms accepted for JWKS-verified JWTs."),
+    Spec("JWT_JWKS_COOLDOWN", 30, lambda k, v: parse_float(k, v, 0.0),
+         "Seconds between fetches the JWKS for an unknown key id (rotation; bounds forged key ids)."),
+    Spec("AUTH_DISCOVERY", False, parse_bool, "Discovery needs credentials too, wherever tool calls do."),
+    Spec("OPEN_DIALECTS", [], parse_list,
+         "Dialects you mean to leave open (no identity needed) while others are protected."),
+    # --- explorer ---
+    Spec("TITLE", "Tool Explorer", parse_str, "The explorer page's title."),
+    Spec("ALLOW_EXECUTE", False, parse_bool, "Let the explorer run tools."),
+    # --- opal ---
+    Spec("OPAL_BEARER_TOKEN", None, parse_str, "Bearer token Opal must send on calls."),
+    # --- oxp ---
+    Spec("OXP_JWT_SECRET", None, parse_str, "HS256 secret for OXP bearer JWTs (needs the jwt extra)."),
+    Spec("OXP_JWT_AUDIENCE", None, _optional(parse_list), "Accepted JWT audience(s)."),
+    Spec("OXP_JWT_REQUIRE_EXP", True, parse_bool, "Require an exp claim."),
+    Spec("OXP_JWT_CLAIMS", {}, parse_mapping, "Claims that must be present with these values."),
+    Spec("OXP_API_KEY", None, parse_str, "API key accepted in the OXP-API-Key header."),
+    Spec("OXP_TOOLKIT", None, parse_str, "Toolkit for tools that name none."),
+    Spec("OXP_LEGACY_TOOLS_KEY", False, parse_bool, "Also send the list under 'tools'."),
+    # --- tdp ---
+    Spec("TDP_WIRE", "spec", _choice("spec", "protojson"), "TDP wire form: spec or protojson."),
+    Spec("TDP_BASE_URL", None, parse_str, "scenario.base_url of the manifest."),
+    # --- mcp ---
+    Spec("MCP_BEARER_TOKEN", None, parse_str, "Bearer token MCP clients must send."),
+    Spec("MCP_ALLOWED_ORIGINS", [], parse_list, "Older name of ALLOWED_ORIGINS; its origins are added to that list."),
+    Spec("MCP_PAGE_SIZE", 100, lambda k, v: parse_int(k, v, 1), "tools/list page size."),
+    Spec("MCP_MAX_BATCH", 10, lambda k, v: parse_int(k, v, 1),
+         "Largest JSON-RPC batch (protocol versions before 2025-06-18; later ones refuse batches)."),
     # --- explorer ---
     Spec("TITLE", "Tool Explorer", parse_str, "The explorer page's title."),
     Spec("ALLOW_EXECUTE", False, parse_bool, "Let the explorer run tools."),
@@ -237,6 +270,13 @@ class Settings:
     max_validation_errors: int
     call_log: str | None
     warn_unauthenticated: bool
+    jwt_jwks_url: str | None
+    jwt_issuer: str | None
+    jwt_audience: tuple[str, ...] | None
+    jwt_algorithms: tuple[str, ...]
+    jwt_jwks_cooldown: float
+    auth_discovery: bool
+    open_dialects: tuple[str, ...]
     title: str
     allow_execute: bool
     opal_bearer_token: str | None

@@ -118,7 +118,8 @@ def test_safe_default_warning(caplog) -> None:
 
     d = ToolDiscovery()
     app = Flask("prod")
-    app.config.update(TOOLDISCOVERY_DIALECTS=["opal", "mcp"], TOOLDISCOVERY_MCP_BEARER_TOKEN="t")
+    app.config.update(TOOLDISCOVERY_DIALECTS=["opal", "mcp"], TOOLDISCOVERY_MCP_BEARER_TOKEN="t",
+                      TOOLDISCOVERY_OPEN_DIALECTS=["opal"])
     with caplog.at_level(logging.WARNING):
         d.init_app(app)
     messages = [r.getMessage() for r in caplog.records]

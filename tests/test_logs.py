@@ -48,7 +48,8 @@ def start_warnings(caplog, **config) -> list[str]:
 
 
 def test_one_warning_per_start_naming_every_open_dialect(caplog) -> None:
-    lines = start_warnings(caplog, TOOLDISCOVERY_MCP_BEARER_TOKEN="t")
+    lines = start_warnings(caplog, TOOLDISCOVERY_MCP_BEARER_TOKEN="t", TOOLDISCOVERY_DIALECTS="opal,oxp,tdp,mcp",
+                           TOOLDISCOVERY_OPEN_DIALECTS="opal,oxp,tdp")
     assert len(lines) == 1
     for name in ("opal", "oxp", "tdp"):
         assert f"{name} " in lines[0] or f"{name}'s" in lines[0]

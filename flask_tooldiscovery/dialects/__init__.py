@@ -60,6 +60,10 @@ class Dialect:
     lint_tool: Callable[[Tool], list[str]] | None = None
     #: ``flask tools export openapi``: OpenAPI path items of its execution endpoints.
     openapi_paths: Callable[[Pipeline], dict[str, Any]] | None = None
+    #: Whether its routes run tools with these settings (False: it only describes them).
+    runs_tools: Callable[[Settings], bool] = lambda settings: True
+    #: Whether something of its own guards its tool calls besides credentials (the explorer's hook).
+    guarded: Callable[[ToolDiscovery], bool] = lambda ext: False
     #: Setting names it reads through ``settings.raw`` (so they are not warned about).
     config_keys: tuple[str, ...] = ()
 

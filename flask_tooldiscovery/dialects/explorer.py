@@ -198,4 +198,5 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
 DIALECT = Dialect(
     name=NAME, make_blueprint=make_blueprint, default_prefix="/explorer", error_response=error_response,
     export_document=export_document, security_warning=security_warning, openapi_paths=openapi_paths,
+    runs_tools=lambda settings: settings.allow_execute, guarded=lambda ext: ext.current_auth_hook is not None,
 )

@@ -176,6 +176,8 @@ OXP_JWT_WRONG = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9."
 BASE_CONFIG: dict[str, Any] = {
     "TESTING": True,
     "TOOLDISCOVERY_ALLOW_EXECUTE": True,
+    # The five dialects the golden files were recorded over (newer ones have tests of their own).
+    "TOOLDISCOVERY_DIALECTS": ["explorer", "opal", "oxp", "tdp", "mcp"],
     "TOOLDISCOVERY_SERVER_NAME": "golden-tools",
     "TOOLDISCOVERY_SERVER_VERSION": "2.1.0",
     "TOOLDISCOVERY_SERVER_DESCRIPTION": "Golden test tools",
@@ -211,6 +213,7 @@ def build_auth_app() -> Flask:
         "TOOLDISCOVERY_OXP_API_KEY": OXP_API_KEY,
         "TOOLDISCOVERY_OXP_JWT_SECRET": OXP_JWT_SECRET,
         "TOOLDISCOVERY_MCP_BEARER_TOKEN": MCP_TOKEN,
+        "TOOLDISCOVERY_OPEN_DIALECTS": ["tdp"],  # TDP has no credentials of its own: open on purpose
     }, discovery)
 
 

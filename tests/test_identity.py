@@ -1,0 +1,226 @@
+"""One identity layer for every dialect: an identity hook and JWKS-verified JWTs guard every
+route that runs a tool, fill ToolContext, and a half-protected configuration is refused."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from flask import Flask, jsonify
+
+from flask_tooldiscovery import SettingsError, ToolContext, ToolDiscovery
+from flask_tooldiscovery.auth import Identity
+
+from .conformance.drivers import DRIVERS
+from .conftest import live_server
+
+FIVE = ["explorer", "opal", "oxp", "tdp", "mcp"]
+
+
+def whoami_tools(d: ToolDiscovery) -> None:
+    @d.tool
+    def whoami(ctx: ToolContext) -> dict:
+        """Who is calling."""
+        return {"user_id": ctx.user_id, "scopes": list(ctx.scopes), "claims": dict(ctx.claims)}
+
+
+def build(dialect: str, d: ToolDiscovery, **config: Any) -> Flask:
+    app = Flask("conformance")
+    app.config.update(TESTING=True, TOOLDISCOVERY_DIALECTS=[dialect], TOOLDISCOVERY_ALLOW_EXECUTE=True, **config)
+    d.init_app(app)
+    return app
+
+
+def hooked() -> ToolDiscovery:
+    d = ToolDiscovery()
+    whoami_tools(d)
+
+    @d.identity
+    def from_header(request) -> Identity | None:
+        user = request.headers.get("X-User")
+        if user == "mallory":
+            raise PermissionError("banned: secret reason")
+        return Identity(subject=user, scopes=("tools.read",), claims={"team": "blue"}) if user else None
+
+    return d
+
+
+@pytest.mark.parametrize("dialect", FIVE)
+def test_an_identity_hook_guards_every_dialect_and_fills_the_context(dialect: str, caplog) -> None:
+    driver = DRIVERS[dialect]
+    client = build(dialect, hooked()).test_client()
+    anonymous = driver.call(client, "whoami", {})
+    assert anonymous.status_code == 401 and anonymous.headers["WWW-Authenticate"].startswith("Bearer")
+    refused = driver.call(client, "whoami", {}, headers={"X-User": "mallory"})
+    assert refused.status_code == 401 and "secret reason" not in refused.get_data(as_text=True)
+    assert "secret reason" not in caplog.text
+    ok = driver.result(driver.call(client, "whoami", {}, headers={"X-User": "alice"}))
+    assert ok.kind == "ok", ok
+    assert ok.value == {"user_id": "alice", "scopes": ["tools.read"], "claims": {"team": "blue"}}
+    assert driver.discover(client).status_code == 200 if dialect != "mcp" else True  # discovery stays open
+
+
+@pytest.mark.parametrize("dialect", ["opal", "tdp", "explorer"])
+def test_discovery_can_be_guarded_too(dialect: str) -> None:
+    driver = DRIVERS[dialect]
+    client = build(dialect, hooked(), TOOLDISCOVERY_AUTH_DISCOVERY=True).test_client()
+    assert driver.discover(client).status_code == 401
+    assert driver.discover(client, headers={"X-User": "alice"}).status_code == 200
+
+
+def test_an_async_hook_works() -> None:
+    d = ToolDiscovery()
+    whoami_tools(d)
+
+    @d.identity
+    async def lookup(request) -> str | None:
+        return request.headers.get("X-User")
+
+    client = build("tdp", d).test_client()
+    assert client.post("/api/v1/tools/execute", json={"tool_name": "whoami"}).status_code == 401
+    r = client.post("/api/v1/tools/execute", json={"tool_name": "whoami"}, headers={"X-User": "bob"})
+    assert r.get_json()["result"]["user_id"] == "bob"
+
+
+def test_a_dialect_can_be_left_open_explicitly() -> None:
+    app = Flask("x")
+    app.config.update(TESTING=True, TOOLDISCOVERY_DIALECTS=["tdp", "opal"], TOOLDISCOVERY_OPEN_DIALECTS=["tdp"])
+    d = hooked()
+    d.init_app(app)
+    c = app.test_client()
+    assert c.post("/api/v1/tools/execute", json={"tool_name": "whoami"}).status_code == 200
+    assert c.post("/opal/tools/whoami", json={}).status_code == 401
+
+
+@pytest.mark.parametrize("config, open_ones", [
+    ({"TOOLDISCOVERY_OPAL_BEARER_TOKEN": "t"}, "oxp, tdp, mcp"),
+    ({"TOOLDISCOVERY_OXP_API_KEY": "k", "TOOLDISCOVERY_MCP_BEARER_TOKEN": "t"}, "opal, tdp"),
+])
+def test_half_protected_configurations_are_refused(config: dict[str, str], open_ones: str) -> None:
+    app = Flask("x")
+    app.config.update(TOOLDISCOVERY_DIALECTS=["explorer", "opal", "oxp", "tdp", "mcp"], **config)
+    with pytest.raises(SettingsError) as info:
+        ToolDiscovery().init_app(app)
+    assert f"{open_ones} would run the same tools for anyone" in str(info.value)
+    assert "TOOLDISCOVERY_OPEN_DIALECTS" in str(info.value)
+    opted_in = Flask("y")
+    opted_in.config.update(TOOLDISCOVERY_DIALECTS=["explorer", "opal", "oxp", "tdp", "mcp"],
+                           TOOLDISCOVERY_OPEN_DIALECTS=open_ones.replace(" ", ""), **config)
+    ToolDiscovery().init_app(opted_in)  # the user said so: accepted
+    explorer_runs = Flask("z")
+    explorer_runs.config.update(TOOLDISCOVERY_DIALECTS=["explorer", "opal"], TOOLDISCOVERY_ALLOW_EXECUTE=True,
+                                TOOLDISCOVERY_OPAL_BEARER_TOKEN="t")
+    with pytest.raises(SettingsError, match="explorer would run the same tools"):
+        ToolDiscovery().init_app(explorer_runs)
+
+
+class KeyServer:
+    """A JWKS endpoint on a live server that counts how often it is fetched."""
+
+    def __init__(self) -> None:
+        self.keys: dict[str, Any] = {}
+        self.fetches = 0
+        self.app = Flask("issuer")
+
+        @self.app.get("/jwks.json")
+        def jwks() -> Any:
+            self.fetches += 1
+            return jsonify({"keys": [self.jwk(kid, key) for kid, key in self.keys.items()]})
+
+    def add(self, kid: str, key: Any) -> None:
+        self.keys[kid] = key
+
+    @staticmethod
+    def jwk(kid: str, key: Any) -> dict[str, Any]:
+        algorithm = jwt.algorithms.RSAAlgorithm if isinstance(key, rsa.RSAPrivateKey) else jwt.algorithms.ECAlgorithm
+        data = json.loads(algorithm.to_jwk(key.public_key()))
+        return {**data, "kid": kid, "use": "sig"}
+
+    def token(self, kid: str, **claims: Any) -> str:
+        key = self.keys[kid]
+        alg = "RS256" if isinstance(key, rsa.RSAPrivateKey) else "ES256"
+        payload = {"iss": "https://issuer.test", "aud": "https://tools.test", "sub": "alice",
+                   "exp": int(time.time()) + 300, "scope": "tools.read tools.write", **claims}
+        return jwt.encode(payload, key, algorithm=alg, headers={"kid": kid})
+
+
+@pytest.fixture
+def issuer():
+    server = KeyServer()
+    server.add("k1", rsa.generate_private_key(public_exponent=65537, key_size=2048))
+    with live_server(server.app) as base:
+        server.url = f"{base}/jwks.json"  # type: ignore[attr-defined]
+        yield server
+
+
+def jwks_config(issuer: KeyServer) -> dict[str, Any]:
+    return {"TOOLDISCOVERY_JWT_JWKS_URL": issuer.url, "TOOLDISCOVERY_JWT_ISSUER": "https://issuer.test",  # type: ignore[attr-defined]
+            "TOOLDISCOVERY_JWT_AUDIENCE": "https://tools.test"}
+
+
+@pytest.mark.parametrize("dialect", FIVE)
+def test_jwks_verified_jwts_guard_every_dialect(issuer: KeyServer, dialect: str) -> None:
+    driver = DRIVERS[dialect]
+    d = ToolDiscovery()
+    whoami_tools(d)
+    client = build(dialect, d, **jwks_config(issuer)).test_client()
+    good = {"Authorization": f"Bearer {issuer.token('k1')}"}
+    ok = driver.result(driver.call(client, "whoami", {}, headers=good))
+    assert ok.kind == "ok" and ok.value["user_id"] == "alice" and ok.value["scopes"] == ["tools.read", "tools.write"]
+    assert ok.value["claims"]["iss"] == "https://issuer.test"
+    for bad in (issuer.token("k1", aud="https://elsewhere.test"), issuer.token("k1", iss="https://evil.test"),
+                issuer.token("k1", exp=int(time.time()) - 10), jwt.encode({"sub": "x"}, "s" * 32, algorithm="HS256")):
+        r = driver.call(client, "whoami", {}, headers={"Authorization": f"Bearer {bad}"})
+        assert r.status_code == 401 and 'error="invalid_token"' in r.headers["WWW-Authenticate"]
+
+
+def test_jwks_rotation_fetches_a_new_key_id_once(issuer: KeyServer) -> None:
+    d = ToolDiscovery()
+    whoami_tools(d)
+    client = build("opal", d, **jwks_config(issuer), TOOLDISCOVERY_JWT_JWKS_COOLDOWN=0).test_client()
+
+    def call(token: str) -> int:
+        return client.post("/opal/tools/whoami", json={}, headers={"Authorization": f"Bearer {token}"}).status_code
+
+    assert call(issuer.token("k1")) == 200
+    assert call(issuer.token("k1")) == 200
+    assert issuer.fetches == 1  # cached
+    issuer.add("k2", ec.generate_private_key(ec.SECP256R1()))  # the issuer rotates to an ES256 key
+    assert call(issuer.token("k2")) == 200
+    assert issuer.fetches == 2  # the unknown key id was fetched once
+    for _ in range(3):
+        assert call(issuer.token("k2")) == 200 and call(issuer.token("k1")) == 200
+    assert issuer.fetches == 2
+    forged = KeyServer()
+    forged.add("k1", rsa.generate_private_key(public_exponent=65537, key_size=2048))
+    assert call(forged.token("k1")) == 401  # same key id, another key: refused
+    assert issuer.fetches == 2
+
+
+def test_unknown_key_ids_cannot_make_it_fetch_again_and_again(issuer: KeyServer) -> None:
+    d = ToolDiscovery()
+    whoami_tools(d)
+    client = build("opal", d, **jwks_config(issuer)).test_client()  # default cooldown: 30 s
+    assert client.post("/opal/tools/whoami", json={}, headers={
+        "Authorization": f"Bearer {issuer.token('k1')}"}).status_code == 200
+    stranger = KeyServer()
+    for i in range(5):
+        stranger.add(f"random-{i}", rsa.generate_private_key(public_exponent=65537, key_size=2048))
+        r = client.post("/opal/tools/whoami", json={}, headers={
+            "Authorization": f"Bearer {stranger.token(f'random-{i}')}"})
+        assert r.status_code == 401
+    assert issuer.fetches == 1
+
+
+def test_jwks_without_pyjwt_fails_at_init_app(monkeypatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "jwt", None)
+    app = Flask("x")
+    app.config.update(TOOLDISCOVERY_DIALECTS=["opal"], TOOLDISCOVERY_JWT_JWKS_URL="https://issuer.test/jwks")
+    with pytest.raises(RuntimeError, match=r"flask-tooldiscovery\[jwt\]"):
+        ToolDiscovery().init_app(app)
