@@ -7,23 +7,49 @@ import sys
 from typing import Any
 
 import click
-from flask import current_app
+from flask import current_app, g
 from flask.cli import AppGroup
 
+from .auth import Identity
 from .export import lint, openai_tools, openapi_document
 from .wire import parse_json
 
 tools_cli = AppGroup("tools", help="List, inspect, call, export and lint the app's tools.")
 
 
+def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    ctx.meta[f"tooldiscovery.{param.name}"] = value
+    return value
+
+
+tools_cli.params += [
+    click.Option(["--as", "subject"], metavar="SUBJECT", expose_value=False, callback=_remember,
+                 help="Show and call the tools as this caller sees them (with --scope)."),
+    click.Option(["--scope", "scopes"], metavar="SCOPE", multiple=True, expose_value=False, callback=_remember,
+                 help="A scope the caller holds (repeat it); tools needing others are hidden."),
+]
+
+
 def _ext() -> Any:
+    """The extension, with the caller given by ``--as``/``--scope`` (if any) in force for this command."""
+    meta = click.get_current_context().meta
+    subject, scopes = meta.get("tooldiscovery.subject"), meta.get("tooldiscovery.scopes") or ()
+    if subject or scopes:
+        g._tooldiscovery_identity = Identity(subject=subject, scopes=tuple(scopes), method="cli")
     return current_app.extensions["tooldiscovery"]
+
+
+def _tools() -> Any:
+    """The tools in force, as the ``--as``/``--scope`` caller sees them (everything without them)."""
+    ext = _ext()
+    identity = g.get("_tooldiscovery_identity")
+    return ext.tools().visible_to(identity) if identity is not None else ext.tools()
 
 
 def _find(name: str) -> Any:
     """The tool ``name`` (latest) or ``name@x.y.z`` (that version), or a click error."""
     base, _, version = name.partition("@")
-    tool = _ext().tools().get(base, version or None)
+    tool = _tools().get(base, version or None)
     if tool is None:
         raise click.ClickException(f"Tool not found: {name}")
     return tool
@@ -36,7 +62,7 @@ def _dump(value: Any) -> None:
 @tools_cli.command("list")
 def list_tools() -> None:
     """List every tool with its version and the first line of its description."""
-    for tool in _ext().tools():
+    for tool in _tools():
         first = (tool.description or "").strip().splitlines()[:1]
         click.echo(f"{tool.name}@{tool.version}\t{first[0] if first else ''}")
 
@@ -98,7 +124,7 @@ def check() -> None:
     """Lint every tool against every mounted dialect's rules; exit 1 when anything is found."""
     found = lint(_ext())
     if not found:
-        click.echo(f"All {len(list(_ext().tools()))} tools pass the checks of every mounted dialect.")
+        click.echo(f"All {len(list(_tools()))} tools pass the checks of every mounted dialect.")
         return
     for tool, dialect, problem in found:
         click.echo(f"{tool}: [{dialect}] {problem}")

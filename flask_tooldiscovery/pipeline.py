@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-from flask import Blueprint, Response, current_app, g, request
+from flask import Blueprint, Response, current_app, g, has_request_context, request
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.sansio.utils import host_is_trusted
 
@@ -266,6 +266,9 @@ class Pipeline:
                 identity = auth.authenticate(request)
             except AuthError as exc:
                 raise Unauthorized(challenge=auth.challenge(request), reason=exc.reason) from None
+        elif auth is not None and kind == "discovery":  # open discovery: a caller who says who it is sees its tools
+            with contextlib.suppress(AuthError):
+                identity = auth.authenticate(request)
         g._tooldiscovery_identity = identity
         return identity
 
@@ -336,10 +339,14 @@ class Pipeline:
         """The tools in force for this request; a failing provider is logged and answered as
         :class:`~.errors.Unavailable`."""
         try:
-            return self.ext.tools()
+            toolset: ToolSet = self.ext.tools()
         except ProviderError:
             log.exception("flask-tooldiscovery: a tools provider failed (trace_id=%s)", self.trace_id)
             raise Unavailable() from None
+        identity = self.identity
+        if identity is None and not has_request_context():
+            return toolset  # the CLI without --as: every tool
+        return toolset.visible_to(identity)
 
     def find(self, name: str) -> Tool:
         """The latest version of tool ``name``, or :class:`UnknownTool`."""

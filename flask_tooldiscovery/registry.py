@@ -13,13 +13,16 @@ import math
 import re
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .async_bridge import await_sync
 from .json_schema import InvalidSchemaError, check_schema
 from .schema_sources import resolve_input_schema, resolve_output_schema
 from .signature import describe_function
 from .tool import METADATA_OPTIONS, Tool, parse_version
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .auth import Identity
 
 log = logging.getLogger("flask_tooldiscovery")
 
@@ -28,7 +31,7 @@ ToolsProvider = list[Any] | Callable[[], Any]
 #: Every keyword ``@discovery.tool(...)`` accepts.
 TOOL_OPTIONS = (
     "name", "description", "title", "input_schema", "output_schema", "annotations", "category",
-    "tags", "version", "toolkit", "examples", "requirements", "timeout", *METADATA_OPTIONS,
+    "tags", "version", "toolkit", "examples", "requirements", "timeout", "scopes", "visible", *METADATA_OPTIONS,
 )
 #: MCP's tool-name rule (1-128 of letters, digits, "_", "-", "."), ASCII only, no "..": safe in
 #: every dialect's URLs and ids.
@@ -68,9 +71,12 @@ def _check_options(label: str, options: Mapping[str, Any]) -> None:
     timeout = options.get("timeout")
     if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
         raise RegistrationError(f"{label}: timeout must be a positive number of seconds")
-    for key in ("tags",):
-        if options.get(key) is not None and not all(isinstance(t, str) for t in options[key]):
+    for key in ("tags", "scopes"):
+        if options.get(key) is not None and (isinstance(options[key], str)
+                                             or not all(isinstance(t, str) for t in options[key])):
             raise RegistrationError(f"{label}: {key} must be a list of strings")
+    if options.get("visible") is not None and not callable(options["visible"]):
+        raise RegistrationError(f"{label}: visible must be a callable taking the caller's Identity (or None)")
 
 
 def _normalize_requirements(req: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -172,6 +178,8 @@ def tool_from_function(func: Callable[..., Any], options: Mapping[str, Any]) -> 
         requirements=_normalize_requirements(options.get("requirements")),
         timeout=options.get("timeout"),
         metadata=metadata,
+        scopes=tuple(options.get("scopes") or ()),
+        visible=options.get("visible"),
         func=func,
         is_async=desc.is_async,
         context_params=desc.context_params,
@@ -240,6 +248,7 @@ def tool_from_object(obj: Any) -> Tool:
         requirements=_normalize_requirements(_read(data, "requirements")),
         timeout=_read(data, "timeout"),
         metadata=metadata,
+        scopes=tuple(str(s) for s in _read(data, "scopes") or ()),
     )
 
 
@@ -267,6 +276,9 @@ class ToolSet:
     fingerprint: Hashable = None
 
     def __post_init__(self) -> None:
+        #: True when some tool is not for everyone (``scopes`` or ``visible``).
+        self.restricted = any(t.scopes or t.visible for t in self.tools)
+        self._views: dict[frozenset[str], ToolSet] = {}
         if self.fingerprint is None:
             self.fingerprint = ("tools", tuple(t.fingerprint for t in self.tools))
         self._by_name: dict[str, list[Tool]] = {}
@@ -284,6 +296,22 @@ class ToolSet:
     def latest(self) -> list[Tool]:
         """One tool per name (its highest version), in the order names were first registered."""
         return [self._by_name[name][-1] for name in self._by_name]
+
+    def visible_to(self, identity: Identity | None) -> ToolSet:
+        """The tools ``identity`` may see and call: those whose ``scopes`` it holds and whose
+        ``visible`` predicate accepts it. Cached per scope set when no predicate is involved."""
+        if not self.restricted:
+            return self
+        held = frozenset(identity.scopes) if identity is not None else frozenset()
+        key = held if not any(t.visible for t in self.tools) else None
+        if key is not None and key in self._views:
+            return self._views[key]
+        shown = [t for t in self.tools if set(t.scopes) <= held and (t.visible is None or t.visible(identity))]
+        hidden = tuple(sorted((t.name, t.version) for t in self.tools if t not in shown))
+        view = ToolSet(shown, fingerprint=(self.fingerprint, hidden))
+        if key is not None:
+            self._views[key] = view
+        return view
 
     def get(self, name: str, version: str | None = None) -> Tool | None:
         """The tool ``name`` at ``version`` (exact ``x.y.z``), or its latest version."""

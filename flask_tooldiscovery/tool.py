@@ -138,6 +138,10 @@ class Tool:
     requirements: dict[str, Any] | None = None
     timeout: float | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: Scopes a caller needs to see and call this tool (all of them).
+    scopes: tuple[str, ...] = ()
+    #: ``visible(identity) -> bool``: whether a caller (``None``: anonymous) sees and may call it.
+    visible: Callable[[Identity | None], bool] | None = None
     func: Callable[..., Any] | None = None
     is_async: bool = False
     #: Names of parameters that receive the :class:`ToolContext`.
@@ -153,7 +157,7 @@ class Tool:
 
         shown = {k: getattr(self, k) for k in (
             "name", "description", "input_schema", "output_schema", "title", "annotations", "version",
-            "toolkit", "category", "tags", "examples", "requirements", "timeout", "metadata")}
+            "toolkit", "category", "tags", "examples", "requirements", "timeout", "metadata", "scopes")}
         text = json.dumps(shown, sort_keys=True, default=repr, separators=(",", ":"))
         return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 

@@ -20,6 +20,14 @@ from werkzeug.test import TestResponse
 Kind = str
 
 
+def _text_value(text: str) -> Any:
+    """A text content block's value: JSON when it parses, else the text itself (a string result)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
 @dataclass
 class Result:
     kind: Kind
@@ -154,7 +162,8 @@ class Explorer(Driver):
     def result(self, r):
         body = r.get_json()
         if r.status_code == 200 and body.get("isError") is False:
-            return Result("ok", body.get("structuredContent", json.loads(body["content"][0]["text"])))
+            return Result("ok", body["structuredContent"] if "structuredContent" in body
+                          else _text_value(body["content"][0]["text"]))
         if "isError" in body:
             text = body["content"][0]["text"]
             if r.status_code == 400:
@@ -185,7 +194,9 @@ class Mcp(Driver):
             res = body["result"]
             text = res["content"][0]["text"]
             if not res["isError"]:
-                return Result("ok", res.get("structuredContent", {}).get("result", json.loads(text)))
+                structured = res.get("structuredContent")
+                return Result("ok", structured.get("result", structured) if isinstance(structured, dict)
+                              else _text_value(text))
             if text.startswith("Invalid arguments"):
                 return Result("invalid", message=text)
             return Result("failure" if text.startswith("The tool failed with an unexpected") else "tool_error",
