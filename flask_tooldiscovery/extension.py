@@ -12,7 +12,17 @@ from flask import Flask, current_app, g, has_app_context, has_request_context, r
 from flask.cli import FlaskGroup
 
 from . import settings as cfg
-from .auth import Authenticator, AuthHook, HookVerifier, IdentityHook, JwksVerifier, Verifier
+from .auth import (
+    ApiKeyVerifier,
+    Authenticator,
+    AuthHook,
+    BearerVerifier,
+    HookVerifier,
+    IdentityHook,
+    JwksVerifier,
+    JwtVerifier,
+    Verifier,
+)
 from .dialects import BUILTIN, Dialect, load
 from .invoke import HandOff, Outcome, invoke
 from .logs import log, show_call_log
@@ -130,6 +140,12 @@ class ToolDiscovery:
         shared: list[Verifier] = []
         if self._identity_hook is not None:
             shared.append(HookVerifier(self._identity_hook, "tools"))
+        if settings.bearer_token:
+            shared.append(BearerVerifier(settings.bearer_token, "tools"))
+        if settings.api_key:
+            shared.append(ApiKeyVerifier(settings.api_key, settings.api_key_header, "tools"))
+        if settings.jwt_secret:
+            shared.append(JwtVerifier(settings.jwt_secret, "tools", audience=settings.jwt_audience))
         if settings.jwt_jwks_url:
             shared.append(JwksVerifier(settings.jwt_jwks_url, "tools", issuer=settings.jwt_issuer,
                                        audience=settings.jwt_audience, algorithms=settings.jwt_algorithms,

@@ -190,6 +190,10 @@ SPECS: tuple[Spec, ...] = (
     Spec("AUTH_DISCOVERY", False, parse_bool, "Discovery needs credentials too, wherever tool calls do."),
     Spec("OPEN_DIALECTS", [], parse_list,
          "Dialects you mean to leave open (no identity needed) while others are protected."),
+    Spec("BEARER_TOKEN", None, parse_str, "A static bearer token every dialect accepts."),
+    Spec("API_KEY", None, parse_str, "A static API key every dialect accepts, in the API_KEY_HEADER header."),
+    Spec("API_KEY_HEADER", "X-API-Key", parse_str, "The header that carries API_KEY."),
+    Spec("JWT_SECRET", None, parse_str, "HS256 secret of bearer JWTs every dialect accepts (needs the jwt extra)."),
     # --- explorer ---
     Spec("TITLE", "Tool Explorer", parse_str, "The explorer page's title."),
     Spec("ALLOW_EXECUTE", False, parse_bool, "Let the explorer run tools."),
@@ -277,6 +281,10 @@ class Settings:
     jwt_jwks_cooldown: float
     auth_discovery: bool
     open_dialects: tuple[str, ...]
+    bearer_token: str | None
+    api_key: str | None
+    api_key_header: str
+    jwt_secret: str | None
     title: str
     allow_execute: bool
     opal_bearer_token: str | None

@@ -224,3 +224,34 @@ def test_jwks_without_pyjwt_fails_at_init_app(monkeypatch) -> None:
     app.config.update(TOOLDISCOVERY_DIALECTS=["opal"], TOOLDISCOVERY_JWT_JWKS_URL="https://issuer.test/jwks")
     with pytest.raises(RuntimeError, match=r"flask-tooldiscovery\[jwt\]"):
         ToolDiscovery().init_app(app)
+
+
+SECRET = "hs256-shared-secret-" + "x" * 40
+VERIFIERS = {
+    "bearer": ({"TOOLDISCOVERY_BEARER_TOKEN": "static-tok"}, {"Authorization": "Bearer static-tok"},
+               {"Authorization": "Bearer wrong"}, None),
+    "api_key": ({"TOOLDISCOVERY_API_KEY": "key-1", "TOOLDISCOVERY_API_KEY_HEADER": "X-Tools-Key"},
+                {"X-Tools-Key": "key-1"}, {"X-Tools-Key": "key-2"}, None),
+    "hs256": ({"TOOLDISCOVERY_JWT_SECRET": SECRET, "TOOLDISCOVERY_JWT_AUDIENCE": "tools"},
+              {"Authorization": "Bearer " + jwt.encode({"sub": "carol", "aud": "tools", "scope": "a b",
+                                                        "exp": int(time.time()) + 600}, SECRET, algorithm="HS256")},
+              {"Authorization": "Bearer " + jwt.encode({"sub": "carol", "aud": "other",
+                                                        "exp": int(time.time()) + 600}, SECRET, algorithm="HS256")},
+              "carol"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(VERIFIERS))
+@pytest.mark.parametrize("dialect", FIVE)
+def test_each_built_in_verifier_guards_every_dialect(kind: str, dialect: str) -> None:
+    config, good, bad, subject = VERIFIERS[kind]
+    driver = DRIVERS[dialect]
+    d = ToolDiscovery()
+    whoami_tools(d)
+    client = build(dialect, d, **config).test_client()
+    assert driver.call(client, "whoami", {}).status_code == 401
+    assert driver.call(client, "whoami", {}, headers=bad).status_code == 401
+    ok = driver.result(driver.call(client, "whoami", {}, headers=good))
+    assert ok.kind == "ok" and ok.value["user_id"] == subject
+    if kind == "hs256":
+        assert ok.value["scopes"] == ["a", "b"]
