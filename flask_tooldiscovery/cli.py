@@ -11,7 +11,7 @@ from flask import current_app, g
 from flask.cli import AppGroup
 
 from .auth import Identity
-from .export import lint, openai_tools, openapi_document
+from .export import lint, openai_tools
 from .wire import parse_json
 
 tools_cli = AppGroup("tools", help="List, inspect, call, export and lint the app's tools.")
@@ -103,19 +103,24 @@ def call_tool(name: str, input_: str) -> None:
 
 @tools_cli.command("export")
 @click.argument("what")
-def export(what: str) -> None:
-    """Print a discovery document: a dialect's (opal, oxp, tdp, explorer, mcp...), or openai
-    (function-calling tools) or openapi (an OpenAPI 3.1 document)."""
+@click.option("--base-url", default=None, metavar="URL",
+              help="Root URL for the absolute URLs some documents hold (utcp, openapi, server_card); "
+                   "default: from SERVER_NAME, else http://localhost/.")
+def export(what: str, base_url: str | None) -> None:
+    """Print a discovery document: a dialect's (opal, oxp, tdp, explorer, mcp, utcp, openapi,
+    server_card), or openai (function-calling tools)."""
     ext = _ext()
     exportable = [n for n in ext.dialect_names if ext.dialect(n).export_document is not None]
     if what == "openai":
         _dump(openai_tools(ext))
-    elif what == "openapi":
-        _dump(openapi_document(ext))
     elif what in exportable:
-        _dump(ext.dialect(what).export_document(ext.pipeline(what)))
+        with current_app.test_request_context(base_url=base_url):  # as if served at that root
+            try:
+                _dump(ext.dialect(what).export_document(ext.pipeline(what)))
+            except ValueError as exc:  # a document that needs another dialect mounted
+                raise click.ClickException(str(exc)) from None
     else:
-        choices = sorted([*exportable, "openai", "openapi"])
+        choices = sorted([*exportable, "openai"])
         raise click.ClickException(f"Cannot export {what!r}; choose one of: {', '.join(choices)}")
 
 

@@ -1,11 +1,13 @@
 """Documents that are not a dialect's own: an OpenAI function-calling tool list, an OpenAPI 3.1
-document of the mounted dialects' execution endpoints, and the lint behind ``flask tools check``."""
+document of one mounted dialect's call routes (served by the ``openapi`` dialect), and the lint
+behind ``flask tools check``."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
+from .auth import ApiKeyVerifier, Authenticator, JwksVerifier, JwtVerifier
 from .json_schema import InvalidSchemaError, check_schema, inline_refs
 
 _OPENAI_NAME = re.compile(r"[^A-Za-z0-9_-]+")
@@ -26,20 +28,44 @@ def openai_tools(ext: Any) -> list[dict[str, Any]]:
     return out
 
 
-def openapi_document(ext: Any) -> dict[str, Any]:
-    """An OpenAPI 3.1 document of every mounted dialect's execution endpoints."""
+def security_schemes(authenticator: Authenticator | None) -> dict[str, Any]:
+    """OpenAPI security schemes of a dialect's credentials, by name (any one of them lets a call in);
+    a verifier of another kind (the identity hook) is named by the scheme of its challenge."""
+    schemes: dict[str, Any] = {}
+    for verifier in authenticator.verifiers if authenticator is not None else ():
+        if isinstance(verifier, ApiKeyVerifier):
+            schemes["apiKey"] = {"type": "apiKey", "in": "header", "name": verifier.header}
+        elif isinstance(verifier, (JwtVerifier, JwksVerifier)):
+            schemes["jwt"] = {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}
+        else:
+            schemes[verifier.scheme.lower()] = {"type": "http", "scheme": verifier.scheme.lower()}
+    return schemes
+
+
+def openapi_document(ext: Any, server_url: str | None = None) -> dict[str, Any]:
+    """An OpenAPI 3.1 document of the call routes of the dialect ``TOOLDISCOVERY_OPENAPI_DIALECT``
+    names (``utcp``: one operation per tool), which must be mounted: ``servers`` is ``server_url``
+    when given, and the security schemes are those of that dialect's credentials.
+    ``ValueError`` when that dialect is not mounted or describes no routes."""
     settings = ext.settings
-    paths: dict[str, Any] = {}
-    for name in settings.dialects:
-        build = ext.dialect(name).openapi_paths
-        if build is not None:
-            paths.update(build(ext.pipeline(name)))
-    return {
-        "openapi": "3.1.0",
-        "info": {"title": settings.server_name, "version": settings.server_version,
-                 "description": settings.server_description},
-        "paths": paths,
-    }
+    name = settings.openapi_dialect
+    describe = ext.dialect(name).openapi_paths if name in settings.dialects else None
+    if describe is None:
+        raise ValueError(f"TOOLDISCOVERY_OPENAPI_DIALECT is {name!r}: the OpenAPI document describes the call "
+                         "routes of a mounted dialect that has an OpenAPI description (utcp, opal...)")
+    pipe = ext.pipeline(name)
+    info = {"title": settings.server_name, "version": settings.server_version}
+    if settings.server_description:
+        info["description"] = settings.server_description
+    document: dict[str, Any] = {"openapi": "3.1.0", "info": info}
+    if server_url:
+        document["servers"] = [{"url": server_url}]
+    document["paths"] = describe(pipe)
+    schemes = security_schemes(pipe.authenticator)
+    if schemes:
+        document["components"] = {"securitySchemes": schemes}
+        document["security"] = [{scheme: []} for scheme in schemes]
+    return document
 
 
 def lint(ext: Any) -> list[tuple[str, str, str]]:

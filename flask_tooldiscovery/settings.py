@@ -9,6 +9,7 @@ The README's settings table mirrors :data:`SPECS`.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -17,7 +18,7 @@ from typing import Any
 PREFIX = "TOOLDISCOVERY_"
 
 #: Every dialect this package ships, in the order they are mounted by default.
-ALL_DIALECTS = ("explorer", "opal", "oxp", "tdp", "mcp")
+ALL_DIALECTS = ("explorer", "opal", "oxp", "tdp", "mcp", "utcp", "openapi")
 
 #: Host names a server answers for when neither TOOLDISCOVERY_ALLOWED_HOSTS nor Flask's
 #: TRUSTED_HOSTS is set: loopback only, so a DNS-rebinding page cannot reach it.
@@ -138,6 +139,19 @@ def _choice(*choices: str) -> Callable[[str, Any], str]:
     return parse
 
 
+def _matching(pattern: str, what: str, *, lower: bool = False) -> Callable[[str, Any], str]:
+    compiled = re.compile(pattern)
+
+    def parse(key: str, value: Any) -> str:
+        text = (parse_str(key, value) or "").strip()
+        text = text.lower() if lower else text
+        if not compiled.fullmatch(text):
+            raise SettingsError(f"{key} must be {what}, not {value!r}")
+        return text
+
+    return parse
+
+
 def _optional(parse: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
     def parse_or_none(key: str, value: Any) -> Any:
         return None if value is None or value == "" else parse(key, value)
@@ -238,6 +252,9 @@ SPECS: tuple[Spec, ...] = (
     Spec("MCP_PAGE_SIZE", 100, lambda k, v: parse_int(k, v, 1), "tools/list page size."),
     Spec("MCP_MAX_BATCH", 10, lambda k, v: parse_int(k, v, 1),
          "Largest JSON-RPC batch (protocol versions before 2025-06-18; later ones refuse batches)."),
+    # --- openapi ---
+    Spec("OPENAPI_DIALECT", "utcp", _matching(r"[a-z_][a-z0-9_]*", "a dialect name", lower=True),
+         "The mounted dialect whose call routes the OpenAPI document describes (utcp: one operation per tool)."),
 )
 
 _BY_NAME = {spec.name: spec for spec in SPECS}
@@ -301,6 +318,7 @@ class Settings:
     mcp_allowed_origins: tuple[str, ...]
     mcp_page_size: int
     mcp_max_batch: int
+    openapi_dialect: str
     #: Mount point of each mounted dialect (``""`` for the root).
     prefixes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     #: Every ``TOOLDISCOVERY_*`` key as the config had it, for dialects defined outside this

@@ -56,9 +56,11 @@ def test_call(runner) -> None:
     ("openai", lambda d: d[0] == {"type": "function", "function": {
         "name": "add", "description": "Add two numbers.", "parameters": d[0]["function"]["parameters"]}}
         and d[0]["function"]["parameters"]["required"] == ["a", "b"]),
-    ("openapi", lambda d: d["openapi"] == "3.1.0" and "/opal/tools/add" in d["paths"]
-        and "/oxp/tools/call" in d["paths"] and "/api/v1/tools/execute" in d["paths"]
-        and "/explorer/tools/add/call" in d["paths"] and "/mcp" in d["paths"]),
+    ("openapi", lambda d: d["openapi"] == "3.1.0" and d["servers"] == [{"url": "http://localhost"}]
+        and list(d["paths"]) == ["/utcp/tools/add", "/utcp/tools/get_weather", "/utcp/tools/boom"]
+        and [op["operationId"] for item in d["paths"].values() for op in item.values()]
+        == ["add", "get_weather", "boom"]),
+    ("utcp", lambda d: d["tools"][0]["tool_call_template"]["url"] == "http://localhost/utcp/tools/add"),
 ])
 def test_export(runner, what, check) -> None:
     result = runner.invoke(args=["tools", "export", what])
@@ -68,8 +70,10 @@ def test_export(runner, what, check) -> None:
 
 def test_export_openapi_is_valid_openapi(runner) -> None:
     from jsonschema import Draft202012Validator
+    from openapi_spec_validator import validate
 
     doc = json.loads(runner.invoke(args=["tools", "export", "openapi"]).output)
+    validate(doc)
     for path, item in doc["paths"].items():
         assert path.startswith("/")
         for op in item.values():

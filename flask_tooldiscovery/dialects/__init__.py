@@ -75,6 +75,8 @@ BUILTIN: dict[str, str] = {
     "oxp": "flask_tooldiscovery.dialects.oxp",
     "tdp": "flask_tooldiscovery.dialects.tdp",
     "mcp": "flask_tooldiscovery.dialects.mcp",
+    "utcp": "flask_tooldiscovery.dialects.utcp",
+    "openapi": "flask_tooldiscovery.dialects.openapi",
 }
 
 

@@ -211,10 +211,34 @@ class Mcp(Driver):
         return Result(kind, message=message)
 
 
+class Utcp(Driver):
+    def discover(self, client, **kw):
+        return client.get("/utcp", **kw)
+
+    def names(self, response):
+        return [t["name"] for t in response.get_json()["tools"]]
+
+    def call_path(self, tool):
+        return f"/utcp/tools/{tool}"
+
+    def call_body(self, tool, args):
+        return args
+
+    def result(self, r):
+        body = r.get_json()
+        if r.status_code == 200:
+            return Result("ok", body)
+        kind = {400: "invalid" if "parameter_errors" in body else "malformed", 404: "unknown", 422: "tool_error",
+                500: "failure", 503: "unavailable", 401: "refused", 403: "refused", 413: "too_large",
+                415: "refused"}.get(r.status_code, f"http {r.status_code}")
+        return Result(kind, message=body["error"])
+
+
 DRIVERS: dict[str, Driver] = {
     "opal": Opal("opal", {"TOOLDISCOVERY_OPAL_BEARER_TOKEN": "tok-opal"}, {"Authorization": "Bearer tok-opal"}),
     "oxp": Oxp("oxp", {"TOOLDISCOVERY_OXP_API_KEY": "key-oxp"}, {"OXP-API-Key": "key-oxp"}),
     "tdp": Tdp("tdp"),
     "explorer": Explorer("explorer", execute_setting="TOOLDISCOVERY_ALLOW_EXECUTE"),
     "mcp": Mcp("mcp", {"TOOLDISCOVERY_MCP_BEARER_TOKEN": "tok-mcp"}, {"Authorization": "Bearer tok-mcp"}),
+    "utcp": Utcp("utcp"),
 }

@@ -1,0 +1,148 @@
+"""Dialect ``utcp``: a UTCP manual (``GET /utcp``), every tool once with an ``http`` call template
+for ``POST /utcp/tools/<name>``. UTCP clients send one argument (``body_field``) as the JSON body and
+the others as a query string, so each tool takes one, ``body``: the object of its typed arguments
+(as UTCP's OpenAPI converter names a request body). Clients take any 200 as success: a tool's own
+error is a 422 with its message, an unexpected failure a 500 that says nothing more."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import quote
+
+from flask import Blueprint, Response, request
+
+from ..export import security_schemes
+from ..invoke import Outcome
+from ..json_schema import inline_refs
+from ..pipeline import Pipeline
+from ..tool import Tool
+from ..wire import JSON_MIMETYPE, json_response
+from . import Dialect
+
+NAME = "utcp"
+UTCP_VERSION = "1.0.1"
+_ERROR = {"type": "object", "properties": {"error": {"type": "string"}}, "required": ["error"]}
+
+
+def object_schemas(schema: Any) -> Any:
+    """``schema`` with boolean subschemas under ``properties`` and ``items`` written as objects
+    (``true``: ``{}``, ``false``: ``{"not": {}}``). UTCP clients model those as objects only: one
+    boolean there (a tuple's ``items: false``) and they refuse the whole manual."""
+    if isinstance(schema, list):
+        return [object_schemas(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "properties" and isinstance(value, dict):
+            out[key] = {name: _as_object(sub) for name, sub in value.items()}
+        elif key == "items":
+            out[key] = [_as_object(sub) for sub in value] if isinstance(value, list) else _as_object(value)
+        else:
+            out[key] = value if key in ("enum", "const", "default", "examples") else object_schemas(value)
+    return out
+
+
+def _as_object(schema: Any) -> Any:
+    return {} if schema is True else {"not": {}} if schema is False else object_schemas(schema)
+
+
+def arguments_schema(tool: Tool) -> dict[str, Any]:
+    """The schema of ``body``: the tool's input schema, refs inlined, described."""
+    schema = {k: v for k, v in object_schemas(tool.resolved_input_schema).items() if k != "$schema"}
+    schema.setdefault("type", "object")
+    schema.setdefault("description", f"The arguments of {tool.name}, as one JSON object.")
+    return schema
+
+
+def _outputs(tool: Tool) -> dict[str, Any]:
+    return object_schemas(inline_refs(tool.output_schema)) if tool.output_schema else {}
+
+
+def _tags(tool: Tool) -> list[str]:  # the category too: clients search tools by tag
+    return list(dict.fromkeys([*tool.tags, *([tool.category] if tool.category else [])]))
+
+
+def manual_tool(tool: Tool) -> dict[str, Any]:
+    """A tool's manual entry, less its call template (which holds this request's URL)."""
+    return {"name": tool.name, "description": tool.description_or_title,
+            "inputs": {"type": "object", "properties": {"body": arguments_schema(tool)}, "required": ["body"]},
+            "outputs": _outputs(tool), "tags": _tags(tool)}
+
+
+def call_path(pipe: Pipeline, tool: Tool) -> str:
+    return f"{pipe.prefix}/tools/{quote(tool.name, safe='')}"
+
+
+def call_auth(pipe: Pipeline) -> dict[str, Any] | None:
+    """The credential the call route needs, as a UTCP ``auth`` whose value the client fills from
+    its variable ``<manual name>_TOKEN`` (``_API_KEY`` for an API key header); ``None`` when open."""
+    scheme = next(iter(security_schemes(pipe.authenticator).values()), None)
+    if scheme is None:
+        return None
+    if scheme["type"] == "apiKey":
+        return {"auth_type": "api_key", "api_key": "${API_KEY}", "var_name": scheme["name"], "location": "header"}
+    return {"auth_type": "api_key", "api_key": "Bearer ${TOKEN}", "var_name": "Authorization", "location": "header"}
+
+
+def manual(pipe: Pipeline, tools: list[Tool] | None = None) -> dict[str, Any]:
+    """The manual (``tools``: the latest version of each), call URLs absolute from this request."""
+    base, auth = request.url_root.rstrip("/"), call_auth(pipe)
+    template = {"name": re.sub(r"\W", "_", pipe.settings.server_name), "call_template_type": "http",
+                "http_method": "POST", "content_type": JSON_MIMETYPE, "body_field": "body",
+                "headers": {"Content-Type": JSON_MIMETYPE}, **({"auth": auth} if auth else {})}
+    return {"utcp_version": UTCP_VERSION, "manual_version": pipe.settings.server_version, "tools": [
+        {**pipe.dump(NAME, tool, manual_tool), "tool_call_template": {**template, "url": base + call_path(pipe, tool)}}
+        for tool in (pipe.tools().latest() if tools is None else tools)]}
+
+
+def answer(outcome: Outcome) -> Response:
+    """An outcome as UTCP clients read it: the value on 200, any failure as an HTTP error."""
+    if outcome.ok:
+        return json_response(outcome.value)
+    if outcome.status == "invalid":
+        return json_response({"error": outcome.error_message, "parameter_errors": outcome.parameter_errors}, 400)
+    failure = outcome.failure
+    assert failure is not None
+    more = failure.additional_prompt_content
+    body = {"error": f"{failure.message}\n{more}" if more else failure.message,
+            "can_retry": failure.can_retry or None, "retry_after_ms": failure.retry_after_ms}
+    return json_response({k: v for k, v in body.items() if v is not None}, 422 if failure.expected else 500)
+
+
+def openapi_paths(pipe: Pipeline) -> dict[str, Any]:
+    """One ``POST`` operation per tool (``operationId``: its name), the body its arguments."""
+    return {call_path(pipe, tool): pipe.dump(f"{NAME}.openapi", tool, _operation) for tool in pipe.tools().latest()}
+
+
+def _operation(tool: Tool) -> dict[str, Any]:
+    ok = {"description": "The tool's return value.",
+          **({"content": {JSON_MIMETYPE: {"schema": _outputs(tool)}}} if tool.output_schema else {})}
+    errors = {"400": "Malformed JSON, or arguments that fail the input schema (`parameter_errors`).",
+              "422": "The tool reported an error; `error` is its message.", "500": "The tool failed unexpectedly."}
+    return {"post": {
+        "operationId": tool.name, "description": tool.description_or_title, "tags": _tags(tool),
+        "requestBody": {"required": True, "content": {JSON_MIMETYPE: {"schema": arguments_schema(tool)}}},
+        "responses": {"200": ok, **{status: {"description": text, "content": {JSON_MIMETYPE: {"schema": _ERROR}}}
+                                    for status, text in errors.items()}}}}
+
+
+def make_blueprint(pipe: Pipeline) -> Blueprint:
+    bp = pipe.blueprint(__name__)
+
+    @pipe.route("" if pipe.prefix else "/", "discovery", ["GET"], endpoint="manual", strict_slashes=False)
+    def manual_view() -> Response:
+        return pipe.send(pipe.document(("manual", request.url_root), lambda tools: manual(pipe, tools.latest())))
+
+    @pipe.route("/tools/<path:name>", "call", ["POST"], endpoint="call")
+    def call(name: str) -> Response:
+        return answer(pipe.invoke(pipe.find(name), pipe.body(), pipe.context()))
+
+    return bp
+
+
+DIALECT = Dialect(name=NAME, make_blueprint=make_blueprint, default_prefix="/utcp", export_document=manual,
+                  openapi_paths=openapi_paths, security_warning=lambda settings, ext: (  # no credential of its own
+                      "utcp's POST /utcp/tools/<name> has no authentication of its own: use the identity layer, "
+                      "keep it on a private network or guard it in front of the app"))
