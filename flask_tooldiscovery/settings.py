@@ -18,7 +18,7 @@ from typing import Any
 PREFIX = "TOOLDISCOVERY_"
 
 #: Every dialect this package ships, in the order they are mounted by default.
-ALL_DIALECTS = ("explorer", "opal", "oxp", "tdp", "mcp", "utcp", "openapi")
+ALL_DIALECTS = ("explorer", "opal", "oxp", "tdp", "mcp", "utcp", "openapi", "server_card")
 
 #: Host names a server answers for when neither TOOLDISCOVERY_ALLOWED_HOSTS nor Flask's
 #: TRUSTED_HOSTS is set: loopback only, so a DNS-rebinding page cannot reach it.
@@ -252,9 +252,12 @@ SPECS: tuple[Spec, ...] = (
     Spec("MCP_PAGE_SIZE", 100, lambda k, v: parse_int(k, v, 1), "tools/list page size."),
     Spec("MCP_MAX_BATCH", 10, lambda k, v: parse_int(k, v, 1),
          "Largest JSON-RPC batch (protocol versions before 2025-06-18; later ones refuse batches)."),
-    # --- openapi ---
+    # --- openapi, server_card ---
     Spec("OPENAPI_DIALECT", "utcp", _matching(r"[a-z_][a-z0-9_]*", "a dialect name", lower=True),
          "The mounted dialect whose call routes the OpenAPI document describes (utcp: one operation per tool)."),
+    Spec("SERVER_CARD_NAME", None, _optional(_matching(r"(?=.{3,200}$)[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+",
+                                                       "'namespace/name' in reverse DNS (com.example/tools)")),
+         "MCP Server Card name (default: the request's host name reversed, '/', the server name)."),
 )
 
 _BY_NAME = {spec.name: spec for spec in SPECS}
@@ -319,6 +322,7 @@ class Settings:
     mcp_page_size: int
     mcp_max_batch: int
     openapi_dialect: str
+    server_card_name: str | None
     #: Mount point of each mounted dialect (``""`` for the root).
     prefixes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     #: Every ``TOOLDISCOVERY_*`` key as the config had it, for dialects defined outside this

@@ -61,6 +61,7 @@ def test_call(runner) -> None:
         and [op["operationId"] for item in d["paths"].values() for op in item.values()]
         == ["add", "get_weather", "boom"]),
     ("utcp", lambda d: d["tools"][0]["tool_call_template"]["url"] == "http://localhost/utcp/tools/add"),
+    ("server_card", lambda d: d["remotes"][0]["url"] == "http://localhost/mcp"),
 ])
 def test_export(runner, what, check) -> None:
     result = runner.invoke(args=["tools", "export", what])

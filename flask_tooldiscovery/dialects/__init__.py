@@ -77,6 +77,7 @@ BUILTIN: dict[str, str] = {
     "mcp": "flask_tooldiscovery.dialects.mcp",
     "utcp": "flask_tooldiscovery.dialects.utcp",
     "openapi": "flask_tooldiscovery.dialects.openapi",
+    "server_card": "flask_tooldiscovery.dialects.server_card",
 }
 
 
