@@ -18,6 +18,8 @@ import requests
 from .conftest import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
+#: The environment for a fresh venv's pip: without PYTHONPATH, which would make the checkout look installed.
+CLEAN_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 pytestmark = pytest.mark.slow
 
 
@@ -194,7 +196,7 @@ def test_wheel_and_sdist_install_and_serve(tmp_path) -> None:
     venv.EnvBuilder(with_pip=True, system_site_packages=False).create(env_dir)
     py = env_dir / "bin" / "python"
     subprocess.run([str(py), "-m", "pip", "install", "--quiet", str(wheel)], check=True,
-                   capture_output=True, text=True)
+                   capture_output=True, text=True, env=CLEAN_ENV)
     # The example app is run from a copy outside the source tree, against the installed wheel.
     app_dir = tmp_path / "app"
     app_dir.mkdir()
@@ -237,7 +239,7 @@ def test_the_readme_first_screen_on_a_fresh_venv(tmp_path) -> None:
     venv.EnvBuilder(with_pip=True).create(env_dir)
     py = env_dir / "bin" / "python"
     subprocess.run([str(py), "-m", "pip", "install", "--quiet", str(next(dist.glob("*.whl")))], check=True,
-                   capture_output=True, text=True)
+                   capture_output=True, text=True, env=CLEAN_ENV)
     work = tmp_path / "work"
     work.mkdir()
     (work / "quickstart.py").write_text(quickstart)
