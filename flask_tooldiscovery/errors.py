@@ -101,11 +101,11 @@ class MisdirectedRequest(CoreError):
     default_message = "Misdirected request: this host name is not served here."
 
 
-class Busy(CoreError):
-    """Every slot for tool calls in this worker is taken; try again after ``retry_after`` s."""
+class RetryLater(CoreError):
+    """Refused for now, not for good: the call may be retried after ``retry_after`` seconds
+    (whole seconds, rounded up; also sent as ``Retry-After``). Dialects map every subclass alike."""
 
     status = 503
-    default_message = "The server is busy running other tools; retry shortly."
 
     def __init__(self, message: str | None = None, *, retry_after: float = 1.0) -> None:
         seconds = max(1, int(-(-retry_after // 1)))  # whole seconds, rounded up
@@ -116,6 +116,24 @@ class Busy(CoreError):
     def retry_after_ms(self) -> int:
         """``retry_after`` in milliseconds, for wire formats that count in ms."""
         return self.retry_after * 1000
+
+
+class Busy(RetryLater):
+    """Every slot for tool calls in this worker is taken; try again after ``retry_after`` s."""
+
+    status = 503
+    default_message = "The server is busy running other tools; retry shortly."
+
+
+class RateLimited(RetryLater):
+    """The caller has used up its rate limit for this tool; ``limit`` says which (``5 per 1 minute``)."""
+
+    status = 429
+    default_message = "Too many calls of this tool; retry later."
+
+    def __init__(self, message: str | None = None, *, retry_after: float = 1.0, limit: str = "") -> None:
+        super().__init__(message, retry_after=retry_after)
+        self.limit = limit
 
 
 class Unavailable(CoreError):
@@ -135,6 +153,6 @@ STATUS_NAMES = {
 
 __all__ = [
     "STATUS_NAMES", "BadRequest", "Busy", "CoreError", "Forbidden", "MethodNotAllowed",
-    "MisdirectedRequest", "NotFound", "PayloadTooLarge", "Unauthorized", "Unavailable",
-    "UnsupportedMediaType",
+    "MisdirectedRequest", "NotFound", "PayloadTooLarge", "RateLimited", "RetryLater", "Unauthorized",
+    "Unavailable", "UnsupportedMediaType",
 ]

@@ -15,7 +15,7 @@ from flask import Blueprint, Response, request
 from marshmallow import fields
 
 from ..auth import Authenticator, BearerVerifier
-from ..errors import Busy, CoreError, Unavailable
+from ..errors import CoreError, RetryLater, Unavailable
 from ..invoke import Outcome
 from ..logs import log
 from ..pipeline import MalformedBody, Pipeline, UnknownTool
@@ -233,7 +233,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         context = pipe.context(extra={"meta": meta}, trace_id=traceparent if isinstance(traceparent, str) else None)
         try:
             return call_result(pipe.invoke(tool, arguments or {}, context))
-        except Busy as exc:  # a tool result the model can act on, and Retry-After on the response
+        except RetryLater as exc:  # busy, rate limited: a result the model can act on, and Retry-After
             pipe.add_headers(exc.headers)
             return {"content": [{"type": "text", "text": f"{exc.message} Retry in {exc.retry_after} s."}],
                     "isError": True, "_meta": {"retryAfterMs": exc.retry_after_ms}}

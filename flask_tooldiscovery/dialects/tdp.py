@@ -129,11 +129,11 @@ def _failed(message: str, code: str) -> dict[str, Any]:
 
 
 def error_response(exc: CoreError) -> tuple[Any, int]:
-    """On the execute route, its result shape (``success``, ``error``, ``code``); elsewhere, and for
-    a body over the size limit (answered before any route, as ever), ``error`` and ``message``."""
+    """Execute route: its result shape (success, error, code); elsewhere, or a body too large: error, message."""
     unknown = exc.name if isinstance(exc, UnknownTool) else None
     if (request.endpoint or "").endswith(".execute") and not isinstance(exc, PayloadTooLarge):
-        code = "unknown_tool" if unknown is not None else "internal_error" if exc.status >= 500 else "invalid_args"
+        code = ("unknown_tool" if unknown is not None else "rate_limited" if exc.status == 429 else
+                "internal_error" if exc.status >= 500 else "invalid_args")
         return _failed(exc.message if unknown is None else f"unknown tool: {unknown}", code), exc.status
     message = (f"tool not found: {unknown}" if unknown is not None else
                "scenario unavailable: the tool list could not be produced" if isinstance(exc, Unavailable) else
