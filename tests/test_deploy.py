@@ -211,7 +211,7 @@ def test_wheel_and_sdist_install_and_serve(tmp_path) -> None:
     try:
         wait_until_up(base + "/", proc)
         located = subprocess.run([str(py), "-c", "import flask_tooldiscovery; print(flask_tooldiscovery.__file__)"],
-                                 cwd=app_dir, capture_output=True, text=True, check=True).stdout
+                                 cwd=app_dir, capture_output=True, text=True, check=True, env=CLEAN_ENV).stdout
         assert str(env_dir) in located
         page = requests.get(f"{base}/explorer/")
         assert page.status_code == 200 and "Example tools" in page.text
