@@ -26,6 +26,8 @@ from .auth import (
 from .dialects import BUILTIN, Dialect, load
 from .invoke import HandOff, Outcome, invoke
 from .logs import log, show_call_log
+from .observe import KEY as OPERATIONS_KEY
+from .observe import Operations
 from .pipeline import AppState, Pipeline, Slots
 from .registry import ToolRegistry, ToolSet, ToolsProvider, tool_from_function
 from .settings import Settings, SettingsError
@@ -109,6 +111,7 @@ class ToolDiscovery:
         settings = cfg.build_settings(app.config, app_name=app.name, default_prefixes=defaults,
                                       known_keys=extra_keys)
         slots = Slots(settings.max_concurrent_calls, settings.busy_retry_after)
+        operations = Operations(settings)  # rate limits, tracing, metrics: checked before anything is mounted
         authenticators = self._authenticators(settings)
         pipelines = {}
         for name in settings.dialects:
@@ -119,9 +122,14 @@ class ToolDiscovery:
             pipelines[name] = pipeline
         app.extensions["tooldiscovery"] = self
         app.extensions[STATE_KEY] = AppState(settings, slots, pipelines)
+        app.extensions[OPERATIONS_KEY] = operations
         app.add_template_filter(page_settings, "tooldiscovery_page")
         for pipeline in pipelines.values():
             app.register_blueprint(pipeline.dialect.make_blueprint(pipeline), url_prefix=pipeline.prefix or None)
+        if settings.metrics and settings.metrics_path:
+            from . import metrics
+
+            app.register_blueprint(metrics.blueprint(settings, app.config.get("TRUSTED_HOSTS")))
         show_call_log(settings.call_log)
         if settings.warn_unauthenticated and not (app.debug or app.testing or _read_only_cli()):
             warnings = [w for name in settings.dialects

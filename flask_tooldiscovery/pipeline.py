@@ -380,15 +380,23 @@ class Pipeline:
 
     def invoke(self, tool: Tool, arguments: Any, context: ToolContext, *, coerce: bool | None = None,
                around: Callable[[Callable[[], Outcome]], Outcome] | None = None) -> Outcome:
-        """Run ``tool`` in one of the worker's call slots (:class:`~.errors.Busy` when none is free)."""
+        """Run ``tool`` within the caller's rate limit (:class:`~.errors.RateLimited`) in one of the
+        worker's call slots (:class:`~.errors.Busy` when none is free), between the call signals,
+        inside its span and counted in the metrics (:func:`~.observe.observe_call`)."""
+        from .observe import observe_call
+
         if coerce is None:
             coerce = self.settings.coerce_arguments
-        with self.slots.hold() as hand_off:
-            def run() -> Outcome:
-                return self.ext.call(tool, arguments, context, coerce=coerce, hand_off=hand_off,
-                                     max_errors=self.settings.max_validation_errors)
 
-            return around(run) if around is not None else run()
+        def call() -> Outcome:
+            with self.slots.hold() as hand_off:
+                def run() -> Outcome:
+                    return self.ext.call(tool, arguments, context, coerce=coerce, hand_off=hand_off,
+                                         max_errors=self.settings.max_validation_errors)
+
+                return around(run) if around is not None else run()
+
+        return observe_call(self, tool, context, call)
 
     # -- discovery ----------------------------------------------------------------------------
 

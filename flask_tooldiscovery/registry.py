@@ -71,6 +71,9 @@ def _check_options(label: str, options: Mapping[str, Any]) -> None:
     timeout = options.get("timeout")
     if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
         raise RegistrationError(f"{label}: timeout must be a positive number of seconds")
+    rate = options.get("rate_limit_per_minute")
+    if rate is not None and (not isinstance(rate, int) or isinstance(rate, bool) or rate <= 0):
+        raise RegistrationError(f"{label}: rate_limit_per_minute must be a positive whole number")
     for key in ("tags", "scopes"):
         if options.get(key) is not None and (isinstance(options[key], str)
                                              or not all(isinstance(t, str) for t in options[key])):

@@ -258,6 +258,22 @@ SPECS: tuple[Spec, ...] = (
     Spec("SERVER_CARD_NAME", None, _optional(_matching(r"(?=.{3,200}$)[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+",
                                                        "'namespace/name' in reverse DNS (com.example/tools)")),
          "MCP Server Card name (default: the request's host name reversed, '/', the server name)."),
+    # --- operating: rate limits, tracing, metrics ---
+    Spec("RATELIMIT_DEFAULT", None, parse_str,
+         "Calls per tool and caller for tools that declare no rate_limit_per_minute, in limits' notation "
+         "('100/minute', '10/second;500/hour'); unset: no limit."),
+    Spec("RATELIMIT_DIALECTS", {}, parse_mapping, "Per-dialect defaults over RATELIMIT_DEFAULT: {'mcp': '30/minute'}."),
+    Spec("RATELIMIT_TOOLS", {}, parse_mapping,
+         "Limits of tools that declare no rate_limit_per_minute, by tool name: {'search': '5/second'}."),
+    Spec("RATELIMIT_STORAGE_URI", "memory://", parse_str,
+         "Where rate limit counters live: memory:// (per worker process), or redis://, memcached://, mongodb:// "
+         "(shared by every worker and host; needs limits[redis], limits[memcached], limits[mongodb])."),
+    Spec("RATELIMIT_STRATEGY", "fixed-window", _choice("fixed-window", "moving-window", "sliding-window-counter"),
+         "How limits count: fixed-window, moving-window or sliding-window-counter (limits' strategies)."),
+    Spec("OTEL", False, parse_bool, "One OpenTelemetry span per tool call (needs the otel extra)."),
+    Spec("METRICS", False, parse_bool, "Prometheus metrics of tool calls (needs the metrics extra)."),
+    Spec("METRICS_PATH", None, _optional(parse_prefix),
+         "Serve the metrics at this path, e.g. '/metrics' (with METRICS on); unset: not served."),
 )
 
 _BY_NAME = {spec.name: spec for spec in SPECS}
@@ -323,6 +339,14 @@ class Settings:
     mcp_max_batch: int
     openapi_dialect: str
     server_card_name: str | None
+    ratelimit_default: str | None
+    ratelimit_dialects: Mapping[str, Any]
+    ratelimit_tools: Mapping[str, Any]
+    ratelimit_storage_uri: str | None
+    ratelimit_strategy: str
+    otel: bool
+    metrics: bool
+    metrics_path: str | None
     #: Mount point of each mounted dialect (``""`` for the root).
     prefixes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     #: Every ``TOOLDISCOVERY_*`` key as the config had it, for dialects defined outside this
