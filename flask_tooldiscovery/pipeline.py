@@ -257,8 +257,9 @@ class Pipeline:
             origin = request.headers.get("Origin")
             if origin is not None and not self.origin_allowed(origin):
                 raise Forbidden("Forbidden: origin not allowed.", reason=f"origin {origin!r} is not allowed")
-            if request.method == "POST" and request.mimetype != JSON_MIMETYPE:
-                raise UnsupportedMediaType()
+            empty = not request.content_length and "Transfer-Encoding" not in request.headers
+            if request.method == "POST" and request.mimetype != JSON_MIMETYPE and not (empty and not request.mimetype):
+                raise UnsupportedMediaType()  # an empty POST with no type at all carries nothing to refuse
         identity = None
         auth = self.authenticator
         if auth is not None and (kind == "call" or (kind == "discovery" and auth.protect_discovery)):

@@ -245,3 +245,19 @@ def test_unsafe_provided_names_are_skipped_with_a_warning(caplog) -> None:
         names = [t["name"] for t in app.test_client().get("/explorer/tools").get_json()]
     assert names == ["fine"]
     assert sum("skipped" in r.getMessage() for r in caplog.records) == 2
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_an_empty_post_without_a_type_is_not_refused_but_still_checked(app, ran, dialect) -> None:
+    """Clients that send no body for a tool without arguments (UTCP's OpenAPI converter) send no
+    Content-Type either; that request carries nothing a browser could smuggle, and the Origin check
+    still applies."""
+    c = app.test_client()
+    path, _ = CALLS[dialect]
+    if dialect not in ("opal", "explorer"):  # the others' bodies name the tool: never empty
+        assert c.post(path.format(name="boom")).status_code in (400, 415)
+        return
+    r = c.post(path.format(name="boom"))
+    assert r.status_code == 500 and "secret internals" not in r.get_data(as_text=True)  # it ran: no 415
+    assert c.post(path.format(name="boom"), headers={"Origin": "https://evil.example"}).status_code == 403
+    assert c.post(path.format(name="boom"), data=b"", content_type="text/plain").status_code == 415
