@@ -464,3 +464,14 @@ def test_json_call_log_lines_carry_the_call_fields_and_no_secret(tmp_path: Path)
         assert len(line["call_id"]) == 36 and line["duration_ms"] >= 0 and line["level"] == "INFO"
     assert calls[0]["call_id"] != calls[1]["call_id"]
     assert "s3cr3t-value" not in result.stderr and "key-very-secret" not in result.stderr
+
+
+def test_gunicorns_child_exit_hook_forgets_a_dead_workers_live_gauges(monkeypatch, tmp_path) -> None:
+    pytest.importorskip("prometheus_client")
+    from flask_tooldiscovery.metrics import child_exit
+
+    (tmp_path / "gauge_livesum_4242.db").write_bytes(b"")
+    (tmp_path / "counter_4242.db").write_bytes(b"")
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
+    child_exit(None, type("Worker", (), {"pid": 4242})())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["counter_4242.db"]  # counts stay: they add up
