@@ -1,5 +1,6 @@
-"""Who is calling: :class:`Identity`, the built-in verifiers (bearer token, API key, HS256 JWT)
-combined per dialect by an :class:`Authenticator`, and the explorer's auth hook.
+"""Who is calling: :class:`Identity`, the built-in verifiers (bearer token, API key, HS256 JWT,
+JWKS-verified JWT, OAuth 2.1 resource server) combined per dialect by an :class:`Authenticator`,
+and the explorer's auth hook.
 
 Comparisons of secrets are constant-time; no secret is ever logged."""
 
@@ -7,15 +8,22 @@ from __future__ import annotations
 
 import hmac
 import inspect
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from asgiref.sync import sync_to_async
 from flask import Request
 
 from .async_bridge import await_sync, run_sync
+from .errors import InsufficientScope
 
 
 class AuthError(Exception):
@@ -24,6 +32,16 @@ class AuthError(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class ScopeError(AuthError):
+    """A valid token that lacks a required scope: refused with 403, not 401. ``challenge`` is the
+    ``WWW-Authenticate`` value (``error="insufficient_scope"``), ``scopes`` the ones required."""
+
+    def __init__(self, reason: str, *, challenge: str, scopes: Iterable[str]) -> None:
+        super().__init__(reason)
+        self.challenge = challenge
+        self.scopes = tuple(scopes)
 
 
 def secrets_equal(given: str | None, expected: str) -> bool:
@@ -111,6 +129,8 @@ class Verifier:
 
     #: The ``WWW-Authenticate`` scheme and realm this verifier asks for.
     scheme = "Bearer"
+    #: Whose challenge an :class:`Authenticator` sends: the highest, the last one of those.
+    challenge_priority = 0
 
     def __init__(self, realm: str) -> None:
         self.realm = realm
@@ -189,34 +209,50 @@ class JwtVerifier(Verifier):
 class JwksVerifier(Verifier):
     """A bearer JWT signed by a key of a JWKS (RS256/ES256...): ``iss``, ``aud`` and ``exp``
     checked. Keys are fetched and cached by PyJWT's ``PyJWKClient``; a token with a key id not
-    seen yet makes it fetch the set once more (key rotation)."""
+    seen yet makes it fetch the set once more (key rotation). ``url`` may be a callable that
+    finds the JWKS URL when the first token arrives (an authorization server's metadata)."""
 
-    def __init__(self, url: str, realm: str, *, issuer: str | None, audience: Iterable[str] | None,
-                 algorithms: Iterable[str], cooldown: float = 30.0) -> None:
+    def __init__(self, url: str | Callable[[], str], realm: str, *, issuer: str | None,
+                 audience: Iterable[str] | None, algorithms: Iterable[str], cooldown: float = 30.0) -> None:
         super().__init__(realm)
         require_jwt()
-        import jwt
-
-        self._client = jwt.PyJWKClient(url, cache_keys=True, lifespan=3600, cooldown_duration=cooldown)
+        self._url = url
+        self._cooldown = cooldown
+        self._client: Any = None
+        self._lock = threading.Lock()
         self.issuer = issuer
         self.audience = list(audience) if audience else None
         self.algorithms = list(algorithms)
 
-    def verify(self, request: Request) -> Identity | None:
-        import jwt
+    def _keys(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                import jwt
 
+                url = self._url if isinstance(self._url, str) else self._url()
+                self._client = jwt.PyJWKClient(url, cache_keys=True, lifespan=3600, cooldown_duration=self._cooldown)
+            return self._client
+
+    def verify(self, request: Request) -> Identity | None:
         token = bearer_token(request)
         if token is None:
             return None
+        return identity_from_claims(self.decode(token, self.audience), "jwks")
+
+    def decode(self, token: str, audience: list[str] | None) -> dict[str, Any]:
+        """The verified claims of ``token`` (``aud`` checked against ``audience`` unless ``None``)."""
+        import jwt
+
         try:
-            key = self._client.get_signing_key_from_jwt(token).key
-            payload = jwt.decode(token, key, algorithms=self.algorithms, audience=self.audience, issuer=self.issuer,
-                                 options={"require": ["exp"], "verify_aud": self.audience is not None})
+            key = self._keys().get_signing_key_from_jwt(token).key
+            payload: dict[str, Any] = jwt.decode(
+                token, key, algorithms=self.algorithms, audience=audience, issuer=self.issuer,
+                options={"require": ["exp"], "verify_aud": audience is not None})
         except jwt.PyJWKClientConnectionError:
             raise AuthError("the JWKS could not be fetched") from None
         except jwt.PyJWTError as exc:
             raise AuthError(f"invalid token: {type(exc).__name__}") from None
-        return identity_from_claims(payload, "jwks")
+        return payload
 
     def challenge(self, request: Request) -> str:
         value = super().challenge(request)
@@ -230,6 +266,113 @@ def identity_from_claims(claims: Mapping[str, Any], method: str) -> Identity:
     subject = claims.get("sub")
     return Identity(subject=str(subject) if subject is not None else None, scopes=scopes, claims=dict(claims),
                     method=method)
+
+
+def metadata_urls(issuer: str) -> list[str]:
+    """Where an authorization server's metadata is: RFC 8414's well-known URL (path inserted after
+    the host), then OpenID discovery's two forms."""
+    parts = urlsplit(issuer)
+    base, path = f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
+    urls = [f"{base}/.well-known/oauth-authorization-server{path}", f"{base}/.well-known/openid-configuration{path}",
+            f"{base}{path}/.well-known/openid-configuration"]
+    return list(dict.fromkeys(urls))
+
+
+def discover_jwks_uri(issuer: str, timeout: float = 5.0) -> str:
+    """The ``jwks_uri`` of the authorization server ``issuer`` (its metadata must name exactly that
+    issuer, RFC 8414 section 3.3); ``ValueError`` (or ``OSError``) when it cannot be found."""
+    problems = []
+    for url in metadata_urls(issuer):
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, headers={"Accept": "application/json"}),
+                                        timeout=timeout) as response:
+                document = json.loads(response.read(1 << 20))
+        except urllib.error.HTTPError as exc:
+            problems.append(f"{url}: HTTP {exc.code}")
+            continue
+        except (OSError, ValueError) as exc:
+            problems.append(f"{url}: {type(exc).__name__}")
+            continue
+        if not isinstance(document, dict) or document.get("issuer") != issuer:
+            named = document.get("issuer") if isinstance(document, dict) else None
+            raise ValueError(f"{url} names issuer {named!r}, not {issuer!r}")
+        jwks_uri = document.get("jwks_uri")
+        if not isinstance(jwks_uri, str) or not jwks_uri:
+            raise ValueError(f"{url} names no jwks_uri")
+        return jwks_uri
+    raise ValueError(f"no metadata for authorization server {issuer} ({'; '.join(problems)})")
+
+
+class JwksDiscovery:
+    """``discover_jwks_uri(issuer)`` when first needed, for :class:`JwksVerifier`; after a failure
+    it is not tried again for ``cooldown`` seconds (every token would otherwise fetch)."""
+
+    def __init__(self, issuer: str, cooldown: float = 30.0) -> None:
+        self.issuer = issuer
+        self.cooldown = cooldown
+        self._failed_at: float | None = None
+
+    def __call__(self) -> str:
+        now = time.monotonic()
+        if self._failed_at is not None and now - self._failed_at < self.cooldown:
+            raise AuthError(f"authorization server {self.issuer}: metadata unavailable (retried later)")
+        try:
+            return discover_jwks_uri(self.issuer)
+        except (OSError, ValueError) as exc:
+            self._failed_at = now
+            raise AuthError(f"authorization server {self.issuer}: {exc}") from None
+
+
+class OAuthResourceVerifier(Verifier):
+    """An OAuth 2.1 resource server's bearer tokens (MCP authorization; RFC 9068 JWT access tokens):
+    issued by one of ``issuers`` (``iss``, exactly), signed by a key of that issuer's JWKS
+    (``jwks_url``, else the ``jwks_uri`` of its metadata, fetched on the first token), ``aud`` the
+    resource ``resource(request)`` (RFC 8707), not expired, and carrying every scope of ``scopes``:
+    a valid token without them raises :class:`ScopeError`. Its challenges name the protected
+    resource metadata ``metadata_url(request)`` (RFC 9728), and take precedence."""
+
+    challenge_priority = 1
+
+    def __init__(self, issuers: Iterable[str], realm: str, *, resource: Callable[[Request], str],
+                 metadata_url: Callable[[Request], str], scopes: Iterable[str] = (), jwks_url: str | None = None,
+                 algorithms: Iterable[str] = ("RS256", "ES256"), cooldown: float = 30.0) -> None:
+        super().__init__(realm)
+        self.resource = resource
+        self.metadata_url = metadata_url
+        self.scopes = tuple(scopes)
+        self._issuers = {issuer: JwksVerifier(jwks_url or JwksDiscovery(issuer, cooldown), realm, issuer=issuer,
+                                              audience=None, algorithms=algorithms, cooldown=cooldown)
+                         for issuer in issuers}
+
+    def verify(self, request: Request) -> Identity | None:
+        import jwt
+
+        token = bearer_token(request)
+        if token is None:
+            return None
+        try:
+            issuer = jwt.decode(token, options={"verify_signature": False}).get("iss")
+        except jwt.PyJWTError as exc:
+            raise AuthError(f"invalid token: {type(exc).__name__}") from None
+        keys = self._issuers.get(issuer) if isinstance(issuer, str) else None
+        if keys is None:
+            raise AuthError("token issuer not accepted")
+        identity = identity_from_claims(keys.decode(token, [self.resource(request)]), "oauth")
+        missing = [scope for scope in self.scopes if scope not in identity.scopes]
+        if missing:
+            raise ScopeError(f"token lacks scope(s) {' '.join(missing)}", scopes=self.scopes,
+                             challenge=self._challenge(request, "insufficient_scope"))
+        return identity
+
+    def challenge(self, request: Request) -> str:
+        return self._challenge(request, "invalid_token" if bearer_token(request) is not None else None)
+
+    def _challenge(self, request: Request, error: str | None) -> str:
+        parts = [f'error="{error}"'] if error else []
+        parts.append(f'resource_metadata="{self.metadata_url(request)}"')
+        if self.scopes:
+            parts.append(f'scope="{" ".join(self.scopes)}"')
+        return "Bearer " + ", ".join(parts)
 
 
 IdentityHook = Callable[[Request], Any]
@@ -268,17 +411,23 @@ class Authenticator:
     protect_discovery: bool = False
 
     def authenticate(self, request: Request) -> Identity:
-        """The caller's :class:`Identity`; :class:`AuthError` with every reason otherwise."""
+        """The caller's :class:`Identity`; :class:`AuthError` with every reason otherwise, or
+        :class:`~.errors.InsufficientScope` when a valid token lacked a scope and nothing else let
+        the request in."""
         reasons = []
+        short: ScopeError | None = None
         for verifier in self.verifiers:
             try:
                 identity = verifier.verify(request)
             except AuthError as exc:
                 reasons.append(exc.reason)
+                short = short or (exc if isinstance(exc, ScopeError) else None)
                 continue
             if identity is not None:
                 return identity
             reasons.append(f"no {verifier.scheme} credential")
+        if short is not None:
+            raise InsufficientScope(challenge=short.challenge, scopes=short.scopes, reason="; ".join(reasons))
         raise AuthError("; ".join(reasons) or "no credentials")
 
     def including(self, verifiers: Iterable[Verifier], *, protect_discovery: bool = False) -> Authenticator:
@@ -286,8 +435,9 @@ class Authenticator:
         return Authenticator((*self.verifiers, *verifiers), self.protect_discovery or protect_discovery)
 
     def challenge(self, request: Request) -> str:
-        """What to put in ``WWW-Authenticate``: the last verifier's (JWT before API key)."""
-        return self.verifiers[-1].challenge(request)
+        """What to put in ``WWW-Authenticate``: the last verifier's (JWT before API key), unless one
+        has a higher ``challenge_priority`` (the OAuth resource server's names its metadata)."""
+        return max(reversed(self.verifiers), key=lambda verifier: verifier.challenge_priority).challenge(request)
 
 
 def require_jwt() -> None:

@@ -62,6 +62,19 @@ class Forbidden(CoreError):
     default_message = "Forbidden."
 
 
+class InsufficientScope(Forbidden):
+    """A valid access token lacks a scope the resource requires (RFC 6750 ``insufficient_scope``):
+    ``challenge`` is the ``WWW-Authenticate`` value naming them, ``scopes`` the ones required."""
+
+    default_message = "Forbidden: the access token lacks a required scope."
+
+    def __init__(self, message: str | None = None, *, challenge: str, scopes: tuple[str, ...] = (),
+                 reason: str | None = None) -> None:
+        super().__init__(message, headers={"WWW-Authenticate": challenge}, reason=reason)
+        self.challenge = challenge
+        self.scopes = scopes
+
+
 class NotFound(CoreError):
     """No such tool (or route)."""
 
@@ -152,7 +165,7 @@ STATUS_NAMES = {
 }
 
 __all__ = [
-    "STATUS_NAMES", "BadRequest", "Busy", "CoreError", "Forbidden", "MethodNotAllowed",
+    "STATUS_NAMES", "BadRequest", "Busy", "CoreError", "Forbidden", "InsufficientScope", "MethodNotAllowed",
     "MisdirectedRequest", "NotFound", "PayloadTooLarge", "RateLimited", "RetryLater", "Unauthorized",
     "Unavailable", "UnsupportedMediaType",
 ]
