@@ -126,6 +126,9 @@ class ToolDiscovery:
         app.add_template_filter(page_settings, "tooldiscovery_page")
         for pipeline in pipelines.values():
             app.register_blueprint(pipeline.dialect.make_blueprint(pipeline), url_prefix=pipeline.prefix or None)
+            root = pipeline.dialect.root_blueprint(pipeline) if pipeline.dialect.root_blueprint else None
+            if root is not None:
+                app.register_blueprint(root)
         if settings.metrics and settings.metrics_path:
             from . import metrics
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
+from urllib.parse import urlsplit
 
 PREFIX = "TOOLDISCOVERY_"
 
@@ -159,6 +160,28 @@ def _optional(parse: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
     return parse_or_none
 
 
+def parse_url(key: str, value: Any, *, query: bool = False) -> str | None:
+    """An absolute http(s) URL without a fragment (nor a query unless ``query``), or ``None``."""
+    text = (parse_str(key, value) or "").strip()
+    if not text:
+        return None
+    try:
+        parts = urlsplit(text)
+        wrong = parts.scheme not in ("http", "https") or not parts.hostname or "#" in text \
+            or bool(parts.query and not query)
+    except ValueError:
+        wrong = True
+    if wrong:
+        what = "" if query else "query or "
+        raise SettingsError(f"{key} must be an absolute http(s) URL without {what}fragment, not {value!r}")
+    return text
+
+
+def parse_urls(key: str, value: Any) -> tuple[str, ...]:
+    """A list of URLs (see :func:`parse_url`), or one comma-separated string."""
+    return tuple(parse_url(key, item) or "" for item in parse_list(key, value))
+
+
 @dataclass(frozen=True)
 class Spec:
     """One setting: its key (without the prefix), default and parser."""
@@ -274,6 +297,16 @@ SPECS: tuple[Spec, ...] = (
     Spec("METRICS", False, parse_bool, "Prometheus metrics of tool calls (needs the metrics extra)."),
     Spec("METRICS_PATH", None, _optional(parse_prefix),
          "Serve the metrics at this path, e.g. '/metrics' (with METRICS on); unset: not served."),
+    # --- mcp as an OAuth 2.1 resource server ---
+    Spec("MCP_AUTHORIZATION_SERVERS", [], parse_urls,
+         "Issuer URLs of the OAuth authorization servers whose JWT access tokens MCP accepts (needs the jwt "
+         "extra): MCP then serves protected resource metadata and its 401s point to it."),
+    Spec("MCP_RESOURCE", None, parse_url,
+         "The MCP endpoint's public URL: the resource tokens must name in aud (default: built from each request)."),
+    Spec("MCP_SCOPES", [], parse_list,
+         "Scopes every access token must carry (403 insufficient_scope otherwise); advertised as scopes_supported."),
+    Spec("MCP_JWKS_URL", None, lambda k, v: parse_url(k, v, query=True),
+         "JWKS of the authorization server(s) (default: jwks_uri from their metadata, fetched on the first token)."),
 )
 
 _BY_NAME = {spec.name: spec for spec in SPECS}
@@ -347,6 +380,10 @@ class Settings:
     otel: bool
     metrics: bool
     metrics_path: str | None
+    mcp_authorization_servers: tuple[str, ...]
+    mcp_resource: str | None
+    mcp_scopes: tuple[str, ...]
+    mcp_jwks_url: str | None
     #: Mount point of each mounted dialect (``""`` for the root).
     prefixes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     #: Every ``TOOLDISCOVERY_*`` key as the config had it, for dialects defined outside this

@@ -66,6 +66,9 @@ class Dialect:
     guarded: Callable[[ToolDiscovery], bool] = lambda ext: False
     #: Setting names it reads through ``settings.raw`` (so they are not warned about).
     config_keys: tuple[str, ...] = ()
+    #: A second blueprint, mounted at the app's root outside its prefix (``/.well-known/...``
+    #: documents); the factory returns ``None`` when these settings need none.
+    root_blueprint: Callable[[Pipeline], Blueprint | None] | None = None
 
 
 #: The dialects this package ships, by name: the module whose ``DIALECT`` describes each.

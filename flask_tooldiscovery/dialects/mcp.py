@@ -14,16 +14,15 @@ from typing import Any
 from flask import Blueprint, Response, request
 from marshmallow import fields
 
-from ..auth import Authenticator, BearerVerifier
 from ..errors import CoreError, RetryLater, Unavailable
 from ..invoke import Outcome
 from ..logs import log
 from ..pipeline import MalformedBody, Pipeline, UnknownTool
-from ..settings import Settings
 from ..tool import Tool
 from ..wire import WireSchema, json_response, openapi_post, page_cursor, read_cursor
 from . import Dialect
 from . import jsonrpc as rpc
+from .mcp_auth import authenticator, root_blueprint, security_warning
 
 NAME = "mcp"
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
@@ -129,31 +128,16 @@ def call_result(outcome: Outcome) -> dict[str, Any]:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": False}
     schema, wrapped = object_output_schema(outcome.tool)
-    if wrapped:
+    if wrapped or (isinstance(value, list) and schema is None):
         result["structuredContent"] = {"result": value}
     elif isinstance(value, dict):
         result["structuredContent"] = value
-    elif isinstance(value, list) and schema is None:
-        result["structuredContent"] = {"result": value}
     return result
 
 
 def export_document(pipe: Pipeline) -> dict[str, Any]:
     """What ``tools/list`` answers, unpaginated."""
     return {"tools": [pipe.dump(NAME, t, _TOOL.dump) for t in pipe.tools().latest()]}
-
-
-def security_warning(settings: Settings, ext: Any) -> str | None:
-    """Why this dialect would run tools for anyone, or ``None``."""
-    if not settings.mcp_bearer_token:
-        return "mcp runs tools without authentication (set TOOLDISCOVERY_MCP_BEARER_TOKEN)"
-    return None
-
-
-def authenticator(settings: Settings) -> Authenticator | None:
-    """A static bearer token on every request, when ``TOOLDISCOVERY_MCP_BEARER_TOKEN`` is set."""
-    token = settings.mcp_bearer_token
-    return Authenticator((BearerVerifier(token, "mcp"),)) if token else None
 
 
 def to_rpc(exc: CoreError) -> rpc.RpcError:
@@ -202,8 +186,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         if not isinstance(requested, str):
             raise rpc.RpcError(rpc.INVALID_PARAMS, "initialize needs params.protocolVersion (a string).")
         version = requested if requested in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
-        return with_instructions({"protocolVersion": version, "capabilities": capabilities,
-                                  "serverInfo": server_info})
+        return with_instructions({"protocolVersion": version, "capabilities": capabilities, "serverInfo": server_info})
 
     def discover(params: dict[str, Any]) -> dict[str, Any]:
         return with_instructions({"supportedVersions": list(ALL_VERSIONS), "capabilities": capabilities})
@@ -263,8 +246,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         return result
 
     def failed(method: str, exc: Exception) -> rpc.RpcError:
-        log.error("mcp: %s failed (trace_id=%s)", method, pipe.trace_id,
-                                 exc_info=(type(exc), exc, exc.__traceback__))
+        log.error("mcp: %s failed (trace_id=%s)", method, pipe.trace_id, exc_info=(type(exc), exc, exc.__traceback__))
         return rpc.RpcError(rpc.INTERNAL_ERROR, "Internal error.")
 
     def header_refusal(payload: Any) -> tuple[dict[str, Any], int] | None:
@@ -314,5 +296,5 @@ DIALECT = Dialect(
     name=NAME, make_blueprint=make_blueprint, default_prefix="/mcp", error_response=error_response,
     authenticator=authenticator, export_document=export_document,
     cors_headers=("MCP-Protocol-Version", "Mcp-Session-Id", "Last-Event-ID", "Mcp-Method", "Mcp-Name", "Mcp-Param-*"),
-    security_warning=security_warning, openapi_paths=openapi_paths,
+    security_warning=security_warning, openapi_paths=openapi_paths, root_blueprint=root_blueprint,
 )
