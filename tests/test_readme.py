@@ -48,3 +48,12 @@ def test_the_quickstart_answers_every_curl_it_shows(tmp_path: Path) -> None:
         r = client.post(path, data=body, content_type="application/json")
         assert r.status_code == 200, (path, r.get_data(as_text=True))
         assert "3" in r.get_data(as_text=True)
+
+
+def test_the_settings_table_names_every_setting() -> None:
+    from flask_tooldiscovery.settings import ALL_DIALECTS, SPECS
+
+    for spec in SPECS:
+        assert f"``TOOLDISCOVERY_{spec.name}``" in README, spec.name
+    for name in ALL_DIALECTS:
+        assert f"``TOOLDISCOVERY_{name.upper()}_URL_PREFIX``" in README, name
