@@ -31,7 +31,7 @@ def wait_until_up(url: str, proc: subprocess.Popen, timeout: float = 30.0) -> No
         try:
             requests.get(url, timeout=1)
             return
-        except requests.ConnectionError:
+        except (requests.ConnectionError, requests.Timeout):  # listening before a worker answers
             time.sleep(0.2)
     raise TimeoutError(f"{url} did not come up")
 
