@@ -253,28 +253,6 @@ SPECS: tuple[Spec, ...] = (
     Spec("MCP_PAGE_SIZE", 100, lambda k, v: parse_int(k, v, 1), "tools/list page size."),
     Spec("MCP_MAX_BATCH", 10, lambda k, v: parse_int(k, v, 1),
          "Largest JSON-RPC batch (protocol versions before 2025-06-18; later ones refuse batches)."),
-    # --- explorer ---
-    Spec("TITLE", "Tool Explorer", parse_str, "The explorer page's title."),
-    Spec("ALLOW_EXECUTE", False, parse_bool, "Let the explorer run tools."),
-    # --- opal ---
-    Spec("OPAL_BEARER_TOKEN", None, parse_str, "Bearer token Opal must send on calls."),
-    # --- oxp ---
-    Spec("OXP_JWT_SECRET", None, parse_str, "HS256 secret for OXP bearer JWTs (needs the jwt extra)."),
-    Spec("OXP_JWT_AUDIENCE", None, _optional(parse_list), "Accepted JWT audience(s)."),
-    Spec("OXP_JWT_REQUIRE_EXP", True, parse_bool, "Require an exp claim."),
-    Spec("OXP_JWT_CLAIMS", {}, parse_mapping, "Claims that must be present with these values."),
-    Spec("OXP_API_KEY", None, parse_str, "API key accepted in the OXP-API-Key header."),
-    Spec("OXP_TOOLKIT", None, parse_str, "Toolkit for tools that name none."),
-    Spec("OXP_LEGACY_TOOLS_KEY", False, parse_bool, "Also send the list under 'tools'."),
-    # --- tdp ---
-    Spec("TDP_WIRE", "spec", _choice("spec", "protojson"), "TDP wire form: spec or protojson."),
-    Spec("TDP_BASE_URL", None, parse_str, "scenario.base_url of the manifest."),
-    # --- mcp ---
-    Spec("MCP_BEARER_TOKEN", None, parse_str, "Bearer token MCP clients must send."),
-    Spec("MCP_ALLOWED_ORIGINS", [], parse_list, "Older name of ALLOWED_ORIGINS; its origins are added to that list."),
-    Spec("MCP_PAGE_SIZE", 100, lambda k, v: parse_int(k, v, 1), "tools/list page size."),
-    Spec("MCP_MAX_BATCH", 10, lambda k, v: parse_int(k, v, 1),
-         "Largest JSON-RPC batch (protocol versions before 2025-06-18; later ones refuse batches)."),
     # --- openapi, server_card ---
     Spec("OPENAPI_DIALECT", "utcp", _matching(r"[a-z_][a-z0-9_]*", "a dialect name", lower=True),
          "The mounted dialect whose call routes the OpenAPI document describes (utcp: one operation per tool)."),
