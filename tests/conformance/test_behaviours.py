@@ -131,15 +131,20 @@ def test_execution_can_be_disabled(driver) -> None:
     assert r.status_code == 403 and driver.result(r).kind == "refused"
 
 
-def test_auth_required_when_configured(driver) -> None:
-    if driver.auth_config is None:
-        pytest.skip(f"{driver.name} has no credentials of its own")
-    client = build(driver, **driver.auth_config).test_client()
+@pytest.mark.parametrize("layer", [False, True], ids=["own", "layer"])
+def test_auth_required_when_configured(driver, layer) -> None:
+    """With the dialect's own credentials (where it has some) and with the identity layer's."""
+    if not layer and driver.auth_config is None:  # nothing of its own to configure: it stays open
+        assert driver.result(driver.call(build(driver).test_client(), "add", {"a": 1, "b": 2})).value == 3
+        return
+    config = {"TOOLDISCOVERY_BEARER_TOKEN": "tok-layer"} if layer else driver.auth_config
+    headers = {"Authorization": "Bearer tok-layer"} if layer else driver.auth_headers
+    client = build(driver, **config).test_client()
     r = driver.call(client, "add", {"a": 1, "b": 2})
     assert r.status_code == 401 and r.headers["WWW-Authenticate"]
-    wrong = {k: v + "-wrong" for k, v in driver.auth_headers.items()}
+    wrong = {k: v + "-wrong" for k, v in headers.items()}
     assert driver.call(client, "add", {"a": 1, "b": 2}, headers=wrong).status_code == 401
-    ok = driver.call(client, "add", {"a": 1, "b": 2}, headers=driver.auth_headers)
+    ok = driver.call(client, "add", {"a": 1, "b": 2}, headers=headers)
     assert driver.result(ok).value == 3
 
 
