@@ -1,6 +1,7 @@
 """Discovery at the speed of static bytes: serialized documents cached per tool-set fingerprint,
 with a strong ``ETag``; each tool's wire translation computed once; tool look-ups by any
-dialect's id from one index per tool set.
+dialect's id from one index per tool set; and :class:`FastDiscovery`, which answers repeated
+anonymous discovery GETs with the bytes and headers the full request path last answered them with.
 
 Nothing here knows a dialect: dialects hand in a serializer (or a key function) and a name for it.
 A cache belongs to one dialect of one app (its settings are fixed), so a key needs only the tool
@@ -13,9 +14,11 @@ import hashlib
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
+
+from werkzeug.http import parse_etags
 
 from .registry import ToolSet
 from .tool import Tool
@@ -89,4 +92,100 @@ class WireCache:
         return index
 
 
-__all__ = ["Document", "WireCache"]
+#: A WSGI environ, a WSGI ``start_response``.
+Environ = dict[str, Any]
+StartResponse = Callable[..., Any]
+Headers = list[tuple[str, str]]
+
+
+@dataclass
+class Served:
+    """What the full request path answered to an anonymous discovery GET: the document, the
+    status line and headers of its ``200`` (and, once seen, of its ``304``), and ``valid``, which
+    tells whether a new request may have the same answer (same tool set, no credentials...).
+    ``trace_id(environ)`` makes the request's ``X-Trace-Id``, put where the learned one was."""
+
+    document: Document
+    valid: Callable[[Environ], bool]
+    trace_id: Callable[[Environ], str]
+    answers: dict[bool, tuple[str, Headers, int | None]]
+
+
+class FastDiscovery:
+    """WSGI middleware in front of one Flask app (installed by the first dialect mounted on it).
+
+    The full request path (guard, identity, tool set, cached bytes, response headers) answers a
+    discovery GET and, when nothing in the request could change the answer but the trace id and
+    ``If-None-Match``, teaches it here (:meth:`teach`) under (host, scheme, script name, path).
+    The same request again is then answered from those bytes and headers without Flask, after
+    ``Served.valid`` has checked the tool set is unchanged and the request carries nothing the
+    full path would read differently. Anything else goes through Flask as ever.
+    """
+
+    ENVIRON_KEY = "tooldiscovery.fast"
+
+    def __init__(self, wsgi_app: Callable[[Environ, StartResponse], Iterable[bytes]],
+                 max_entries: int = 1024) -> None:
+        self.wsgi_app = wsgi_app
+        self.max_entries = max_entries
+        self._served: dict[tuple[Any, ...], Served] = {}
+
+    def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
+        if environ.get("REQUEST_METHOD") != "GET" or environ.get("QUERY_STRING"):
+            return self.wsgi_app(environ, start_response)
+        key = (environ.get("HTTP_HOST"), environ.get("wsgi.url_scheme"), environ.get("SCRIPT_NAME", ""),
+               environ.get("PATH_INFO"))
+        served = self._served.get(key)
+        if served is not None and served.valid(environ):
+            tags = environ.get("HTTP_IF_NONE_MATCH")
+            matched = tags is not None and parse_etags(tags).contains(served.document.etag[1:-1])
+            answer = served.answers.get(matched)
+            if answer is not None:
+                status, headers, trace_at = answer
+                if trace_at is not None:
+                    headers = headers.copy()
+                    headers[trace_at] = ("X-Trace-Id", served.trace_id(environ))
+                start_response(status, headers)
+                return [] if matched else [served.document.body]
+        if key[0] is None:
+            return self.wsgi_app(environ, start_response)
+        environ[self.ENVIRON_KEY] = None
+        answered: list[Any] = []
+
+        def capture(status: str, headers: Headers, exc_info: Any = None) -> Any:
+            answered[:] = [status, headers]
+            if exc_info is not None:
+                return start_response(status, headers, exc_info)
+            return start_response(status, headers)
+
+        body = self.wsgi_app(environ, capture)
+        lesson = environ.get(self.ENVIRON_KEY)
+        if lesson is None or not answered or answered[0][:3] not in ("200", "304"):
+            return body
+        try:  # the answer to learn: read it whole, then hand the same bytes on
+            data = b"".join(body)
+        finally:
+            close = getattr(body, "close", None)
+            if close is not None:
+                close()
+        self.teach(key, lesson, answered[0], answered[1], data)
+        return [data]
+
+    def teach(self, key: tuple[Any, ...], lesson: tuple[Document, Callable[[Environ], bool], Callable[[Environ], str]],
+              status: str, headers: Headers, data: bytes) -> None:
+        """Remember the answer ``status``/``headers``/``data`` to the request under ``key``."""
+        document, valid, trace_id = lesson
+        matched = status.startswith("304")
+        if data != (b"" if matched else document.body):
+            return
+        served = self._served.get(key)
+        if served is None or served.document is not document:
+            if len(self._served) >= self.max_entries:
+                self._served.clear()
+            served = self._served[key] = Served(document, valid, trace_id, {})
+        names = [name.lower() for name, _ in headers]
+        trace_at = names.index("x-trace-id") if "x-trace-id" in names else None
+        served.answers[matched] = (status, list(headers), trace_at)
+
+
+__all__ = ["Document", "FastDiscovery", "Served", "WireCache"]

@@ -76,7 +76,8 @@ def observe_call(pipe: Pipeline, tool: Tool, context: ToolContext, call: Callabl
     identity = pipe.identity
     fields: dict[str, Any] = {"tool": tool, "dialect": pipe.name, "call_id": context.call_id,
                               "trace_id": context.trace_id, "identity": identity}
-    signals.tool_called.send(app, duration_ms=0.0, **fields)
+    if signals.tool_called.receivers:  # sending to no one still costs; ask first
+        signals.tool_called.send(app, duration_ms=0.0, **fields)
     started = time.perf_counter()
     metrics = ops.metrics
     if metrics is not None:
@@ -85,7 +86,8 @@ def observe_call(pipe: Pipeline, tool: Tool, context: ToolContext, call: Callabl
     try:
         with ops.span(tool, context, pipe.name) as span:
             try:
-                ops.limits.check(tool, pipe.name, RateLimits.caller(identity, request.remote_addr))
+                if ops.limits.limits_for(tool, pipe.name):  # whom to count only when something counts
+                    ops.limits.check(tool, pipe.name, RateLimits.caller(identity, request.remote_addr))
                 ran = True
                 outcome = call()
             except CoreError as exc:
@@ -107,7 +109,8 @@ def observe_call(pipe: Pipeline, tool: Tool, context: ToolContext, call: Callabl
         if metrics is not None:
             metrics.finished(tool.name, pipe.name, label, time.perf_counter() - started if ran else None)
     sent = signals.tool_succeeded if outcome.ok else signals.tool_failed
-    sent.send(app, duration_ms=outcome.duration_ms, outcome=outcome, **fields)
+    if sent.receivers:
+        sent.send(app, duration_ms=outcome.duration_ms, outcome=outcome, **fields)
     return outcome
 
 

@@ -20,12 +20,24 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-from flask import Blueprint, Response, current_app, g, has_request_context, request
+from flask import Blueprint, Flask, Response, current_app, g, has_request_context, request
+from flask import signals as flask_signals
+from flask.blueprints import BlueprintSetupState
+from flask.sessions import SecureCookieSessionInterface
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.sansio.utils import host_is_trusted
 
-from .auth import Authenticator, AuthError, Identity
-from .cache import Document, WireCache
+from .auth import (
+    ApiKeyVerifier,
+    Authenticator,
+    AuthError,
+    BearerVerifier,
+    Identity,
+    JwksVerifier,
+    JwtVerifier,
+    OAuthResourceVerifier,
+)
+from .cache import Document, Environ, FastDiscovery, WireCache
 from .errors import (
     BadRequest,
     Busy,
@@ -61,6 +73,26 @@ CORS_EXPOSED_HEADERS = ("Mcp-Session-Id", "WWW-Authenticate", "X-Trace-Id", "Ret
 
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
 _TRACE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+#: Verifiers that read nothing but the ``Authorization`` header (bearer tokens, JWTs).
+_BEARER_VERIFIERS = (BearerVerifier, JwtVerifier, JwksVerifier, OAuthResourceVerifier)
+#: Flask signals sent around every request: a receiver makes every request go through Flask.
+_REQUEST_SIGNALS = (flask_signals.request_started, flask_signals.request_finished,
+                    flask_signals.request_tearing_down, flask_signals.appcontext_pushed,
+                    flask_signals.appcontext_popped, flask_signals.appcontext_tearing_down)
+
+
+def trace_id_of(traceparent: str, given: str) -> str:
+    """The trace id of a request with these ``traceparent`` and ``X-Trace-Id`` headers (the
+    ``traceparent``'s, else the given one when well formed, else a new one)."""
+    match = _TRACEPARENT.match(traceparent.strip().lower())
+    if match:
+        return match.group(1)
+    given = given.strip()
+    return given if _TRACE_ID.match(given) else str(uuid.uuid4())
+
+
+def _environ_trace_id(environ: Environ) -> str:
+    return trace_id_of(environ.get("HTTP_TRACEPARENT", ""), environ.get("HTTP_X_TRACE_ID", ""))
 
 
 class MalformedBody(BadRequest):
@@ -167,6 +199,25 @@ class Pipeline:
         self.origins = frozenset(o for o in (origin_of(a) for a in allowed if a != "*") if o)
         self._kinds: dict[str, RouteKind] = {}
         self._methods: dict[str, set[str]] = {}
+        #: The WSGI environ keys of every credential this dialect reads on discovery, or ``None``
+        #: when that cannot be told from headers (an identity hook reads what it likes).
+        self._credential_keys: tuple[str, ...] | None = self._credentials_read(self.authenticator)
+
+    @staticmethod
+    def _credentials_read(auth: Authenticator | None) -> tuple[str, ...] | None:
+        if auth is None:
+            return ()
+        if auth.protect_discovery:
+            return None
+        keys = set()
+        for verifier in auth.verifiers:
+            if isinstance(verifier, _BEARER_VERIFIERS):
+                keys.add("HTTP_AUTHORIZATION")
+            elif isinstance(verifier, ApiKeyVerifier):
+                keys.add("HTTP_" + verifier.header.upper().replace("-", "_"))
+            else:
+                return None
+        return tuple(sorted(keys))
 
     # -- blueprint and routes ---------------------------------------------------------------
 
@@ -177,8 +228,24 @@ class Pipeline:
         bp.after_request(self._after)
         bp.register_error_handler(CoreError, self.error_response)
         bp.register_error_handler(HTTPException, self._http_error)
+        bp.record_once(self._install_fast_path)
         self._blueprint = bp
         return bp
+
+    @staticmethod
+    def _install_fast_path(state: BlueprintSetupState) -> None:
+        """Put :class:`~.cache.FastDiscovery` in front of the app, once, while nothing else wraps
+        its ``wsgi_app`` yet (middleware applied before, such as ProxyFix, changes what a request
+        means: then every request goes through Flask)."""
+        app = state.app
+        if not isinstance(app, Flask) or "tooldiscovery.fast" in app.extensions:
+            return
+        inner = app.wsgi_app
+        pristine = getattr(inner, "__func__", None) is type(app).wsgi_app and getattr(inner, "__self__", None) is app
+        fast = FastDiscovery(inner) if pristine else None
+        app.extensions["tooldiscovery.fast"] = fast
+        if fast is not None:
+            app.wsgi_app = fast  # type: ignore[method-assign]
 
     def route(self, rule: str, kind: RouteKind, methods: list[str], *, endpoint: str | None = None,
               guard_methods: bool = True, **options: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -231,11 +298,7 @@ class Pipeline:
 
     @staticmethod
     def _incoming_trace_id() -> str:
-        match = _TRACEPARENT.match(request.headers.get("traceparent", "").strip().lower())
-        if match:
-            return match.group(1)
-        given = request.headers.get("X-Trace-Id", "").strip()
-        return given if _TRACE_ID.match(given) else str(uuid.uuid4())
+        return trace_id_of(request.headers.get("traceparent", ""), request.headers.get("X-Trace-Id", ""))
 
     @property
     def trace_id(self) -> str:
@@ -403,13 +466,17 @@ class Pipeline:
 
     def document(self, key: Hashable, build: Callable[[ToolSet], Any], toolset: ToolSet | None = None) -> Document:
         """The serialized document ``build(toolset)`` for this request's tool set, built once."""
-        toolset = self.tools() if toolset is None else toolset
+        own = self.tools()
+        toolset = own if toolset is None else toolset
 
         def serialize() -> bytes:
             text: str = current_app.json.dumps(build(toolset), sort_keys=False)
             return text.encode("utf-8")
 
-        return self.cache.document(key, toolset, serialize)
+        document = self.cache.document(key, toolset, serialize)
+        if toolset is own:  # this request's own tool set: the fast path may learn the answer
+            g._tooldiscovery_document = (document, toolset)
+        return document
 
     def send(self, document: Document, headers: dict[str, str] | None = None) -> Response:
         """``document`` as a JSON response with its ``ETag``; ``304`` when the client has it."""
@@ -421,7 +488,57 @@ class Pipeline:
             response.status_code = 304
             response.set_data(b"")
             response.headers.pop("Content-Type", None)
+        if FastDiscovery.ENVIRON_KEY in request.environ:
+            self._teach(document)
         return response
+
+    # -- the fast path ----------------------------------------------------------------------------
+
+    def _teach(self, document: Document) -> None:
+        """Let :class:`~.cache.FastDiscovery` answer this request again without Flask, when nothing
+        but the trace id and ``If-None-Match`` could change the answer."""
+        built = g.get("_tooldiscovery_document")
+        if built is None or built[0] is not document or request.method != "GET" or g.get("_tooldiscovery_headers"):
+            return
+        toolset: ToolSet = built[1]
+        registry = self.ext.registry
+        if registry.static is None or toolset.predicated or self._kinds.get(
+                (request.endpoint or "").rpartition(".")[2]) != "discovery":
+            return
+        environ = request.environ
+        if self.identity is not None or not self._plain(environ) or not self._plain_app(current_app):
+            return
+        fingerprint = toolset.fingerprint
+
+        def valid(environ: Environ) -> bool:
+            if not self._plain(environ) or any(signal.receivers for signal in _REQUEST_SIGNALS):
+                return False
+            static = registry.static
+            if static is None:
+                return False
+            return (static.visible_to(None) if static.restricted else static).fingerprint == fingerprint
+
+        environ[FastDiscovery.ENVIRON_KEY] = (document, valid, _environ_trace_id)
+
+    def _plain(self, environ: Environ) -> bool:
+        """True when a discovery GET carries nothing the full path would read: no body, cookie,
+        credential, nor an ``Origin`` (unless discovery answers every origin alike)."""
+        keys = self._credential_keys
+        return (keys is not None and environ.get("CONTENT_LENGTH") in (None, "", "0")
+                and "HTTP_TRANSFER_ENCODING" not in environ and "HTTP_COOKIE" not in environ
+                and ("HTTP_ORIGIN" not in environ or self.dialect.public_discovery)
+                and not any(key in environ for key in keys))
+
+    def _plain_app(self, app: Flask) -> bool:
+        """True when the app runs nothing of its own around this blueprint's requests (request
+        hooks, URL value preprocessors, signal receivers, a session interface other than Flask's)."""
+        name = self._blueprint.name
+        for table, ours in ((app.before_request_funcs, [self._before]), (app.after_request_funcs, [self._after]),
+                            (app.teardown_request_funcs, []), (app.url_value_preprocessors, [])):
+            if table.get(None) or list(table.get(name, ())) != ours:
+                return False
+        return type(app.session_interface) is SecureCookieSessionInterface and not any(
+            signal.receivers for signal in _REQUEST_SIGNALS)
 
     # -- responses -----------------------------------------------------------------------------
 
@@ -509,4 +626,4 @@ _METHOD_ORDER = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 _UNREAD = object()
 _BY_STATUS: dict[int, type[CoreError]] = {400: BadRequest, 403: Forbidden, 404: NotFound, 503: Unavailable}
 
-__all__ = ["AppState", "MalformedBody", "Pipeline", "RouteKind", "Slots", "UnknownTool", "origin_of"]
+__all__ = ["AppState", "MalformedBody", "Pipeline", "RouteKind", "Slots", "UnknownTool", "origin_of", "trace_id_of"]

@@ -281,7 +281,10 @@ class ToolSet:
     def __post_init__(self) -> None:
         #: True when some tool is not for everyone (``scopes`` or ``visible``).
         self.restricted = any(t.scopes or t.visible for t in self.tools)
+        #: True when some tool has a ``visible`` predicate (views are then computed per request).
+        self.predicated = self.restricted and any(t.visible for t in self.tools)
         self._views: dict[frozenset[str], ToolSet] = {}
+        self._latest: list[Tool] | None = None
         if self.fingerprint is None:
             self.fingerprint = ("tools", tuple(t.fingerprint for t in self.tools))
         self._by_name: dict[str, list[Tool]] = {}
@@ -297,8 +300,11 @@ class ToolSet:
         return len(self.tools)
 
     def latest(self) -> list[Tool]:
-        """One tool per name (its highest version), in the order names were first registered."""
-        return [self._by_name[name][-1] for name in self._by_name]
+        """One tool per name (its highest version), in the order names were first registered
+        (computed once per set: shared, never mutate it)."""
+        if self._latest is None:
+            self._latest = [versions[-1] for versions in self._by_name.values()]
+        return self._latest
 
     def visible_to(self, identity: Identity | None) -> ToolSet:
         """The tools ``identity`` may see and call: those whose ``scopes`` it holds and whose
@@ -306,7 +312,7 @@ class ToolSet:
         if not self.restricted:
             return self
         held = frozenset(identity.scopes) if identity is not None else frozenset()
-        key = held if not any(t.visible for t in self.tools) else None
+        key = held if not self.predicated else None
         if key is not None and key in self._views:
             return self._views[key]
         shown = [t for t in self.tools if set(t.scopes) <= held and (t.visible is None or t.visible(identity))]
@@ -390,6 +396,12 @@ class ToolRegistry:
         self._has_providers = True
         self._static = None
         self.version += 1
+
+    @property
+    def static(self) -> ToolSet | None:
+        """The tools in force when no provider is registered (they cannot change between two
+        registrations), else ``None``."""
+        return None if self._has_providers else self.resolve()
 
     def resolve(self) -> ToolSet:
         """The tools in force now. Providers are called (their errors raise ProviderError)."""
