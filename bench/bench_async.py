@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from flask_tooldiscovery.async_bridge import run_sync  # noqa: E402
+from flask_tooldiscovery.async_bridge import run_sync
 
 
 async def tool(city: str) -> dict[str, str]:

@@ -83,8 +83,8 @@ def main() -> None:
         first = (time.perf_counter() - started) * 1000
         kib = (tracemalloc.get_traced_memory()[0] - before) / 1024 / n
         tracemalloc.stop()
-        fast = us_per(lambda: request(app, "GET", "/opal/discovery"))
-        flask_path = us_per(lambda: request(app.wsgi_app.wsgi_app, "GET", "/opal/discovery"))
+        fast = us_per(lambda app=app: request(app, "GET", "/opal/discovery"))
+        flask_path = us_per(lambda app=app: request(app.wsgi_app.wsgi_app, "GET", "/opal/discovery"))
         pages = max(n // 100, 1)  # MCP_PAGE_SIZE is 100
         first_page = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode()
         last_cursor = json.loads(request(app, "POST", "/mcp", first_page)).get("result", {}).get("nextCursor")
@@ -94,8 +94,8 @@ def main() -> None:
 
             last_page = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
                                     "params": {"cursor": page_cursor((pages - 1) * 100)}}).encode()
-        p1 = us_per(lambda: request(app, "POST", "/mcp", first_page))
-        plast = us_per(lambda: request(app, "POST", "/mcp", last_page))
+        p1 = us_per(lambda app=app, body=first_page: request(app, "POST", "/mcp", body))
+        plast = us_per(lambda app=app, body=last_page: request(app, "POST", "/mcp", body))
         print(f"{n:>6} {registered:10.3f} {initialized:10.3f} {first:11.1f} {fast:8.1f} {flask_path:9.1f} "
               f"{p1:9.1f} {plast:11.1f} {kib:8.2f}")
 
