@@ -199,6 +199,7 @@ class Pipeline:
         self.origins = frozenset(o for o in (origin_of(a) for a in allowed if a != "*") if o)
         self._kinds: dict[str, RouteKind] = {}
         self._methods: dict[str, set[str]] = {}
+        self._public: set[str] = set()
         #: The WSGI environ keys of every credential this dialect reads on discovery, or ``None``
         #: when that cannot be told from headers (an identity hook reads what it likes).
         self._credential_keys: tuple[str, ...] | None = self._credentials_read(self.authenticator)
@@ -221,9 +222,10 @@ class Pipeline:
 
     # -- blueprint and routes ---------------------------------------------------------------
 
-    def blueprint(self, import_name: str, **options: Any) -> Blueprint:
-        """The dialect's blueprint, with the core's guard, error mapping and response headers."""
-        bp = Blueprint(f"tooldiscovery_{self.name}", import_name, **options)
+    def blueprint(self, import_name: str, *, suffix: str = "", **options: Any) -> Blueprint:
+        """The dialect's blueprint (``suffix``: a second one, e.g. mounted at the root), with the
+        core's guard, error mapping and response headers; routes are then added with :meth:`route`."""
+        bp = Blueprint(f"tooldiscovery_{self.name}{suffix}", import_name, **options)
         bp.before_request(self._before)
         bp.after_request(self._after)
         bp.register_error_handler(CoreError, self.error_response)
@@ -248,9 +250,11 @@ class Pipeline:
             app.wsgi_app = fast  # type: ignore[method-assign]
 
     def route(self, rule: str, kind: RouteKind, methods: list[str], *, endpoint: str | None = None,
-              guard_methods: bool = True, **options: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+              guard_methods: bool = True, public: bool = False,
+              **options: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Register a view of ``kind`` on the blueprint. Other methods on ``rule`` answer a JSON 405
-        from the dialect (unless ``guard_methods`` is false)."""
+        from the dialect (unless ``guard_methods`` is false). ``public``: any website may read it
+        (``Access-Control-Allow-Origin: *``), as metadata documents are."""
 
         def register(view: Callable[..., Any]) -> Callable[..., Any]:
             name = endpoint or view.__name__
@@ -263,6 +267,8 @@ class Pipeline:
 
             self._blueprint.add_url_rule(rule, endpoint=name, view_func=guarded, methods=methods, **options)
             self._kinds[name] = kind
+            if public:
+                self._public.add(name)
             self._methods.setdefault(rule, set()).update(m.upper() for m in methods)
             if guard_methods:
                 self._method_guard(rule, methods, name, kind)
@@ -580,9 +586,10 @@ class Pipeline:
             response.headers["X-Trace-Id"] = trace_id
         if request.method == "OPTIONS" or response.status_code in (202, 204, 304):
             self._bodiless(response)
-        kind = self._kinds.get((request.endpoint or "").rpartition(".")[2])
+        endpoint = (request.endpoint or "").rpartition(".")[2]
+        kind = self._kinds.get(endpoint)
         origin = request.headers.get("Origin")
-        if kind == "discovery" and self.dialect.public_discovery:
+        if (kind == "discovery" and self.dialect.public_discovery) or endpoint in self._public:
             response.headers["Access-Control-Allow-Origin"] = "*"
             self._preflight(response)
         elif kind in ("call", "discovery") and origin and self.origin_allowed(origin):

@@ -16,7 +16,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from flask import Blueprint, Request, Response, request
-from werkzeug.sansio.utils import host_is_trusted
 
 from ..auth import Authenticator, BearerVerifier, OAuthResourceVerifier, Verifier
 from ..pipeline import Pipeline
@@ -75,11 +74,9 @@ def root_blueprint(pipe: Pipeline) -> Blueprint | None:
     settings = pipe.settings
     if not settings.mcp_authorization_servers:
         return None
-    bp = Blueprint(f"tooldiscovery_{pipe.name}_oauth", __name__)
+    bp = pipe.blueprint(__name__, suffix="_oauth")
 
     def protected_resource_metadata() -> Response:
-        if pipe.hosts is not None and not host_is_trusted(request.host, pipe.hosts):
-            return json_response({"error": "Misdirected request: this host name is not served here."}, 421)
         document: dict[str, Any] = {
             "resource": resource_url(settings, request),
             "authorization_servers": list(settings.mcp_authorization_servers),
@@ -91,19 +88,9 @@ def root_blueprint(pipe: Pipeline) -> Blueprint | None:
     paths = [WELL_KNOWN, WELL_KNOWN + pipe.prefix]
     if settings.mcp_resource:  # where a client looks when a proxy mounts the endpoint elsewhere
         paths.append(WELL_KNOWN + urlsplit(settings.mcp_resource).path.rstrip("/"))
-    for path in dict.fromkeys(paths):
-        bp.add_url_rule(path, "protected_resource_metadata", protected_resource_metadata, methods=["GET"])
-
-    @bp.after_request
-    def public(response: Response) -> Response:  # any site's browser client may read it
-        response.headers["Access-Control-Allow-Origin"] = "*"
-        response.headers["X-Content-Type-Options"] = "nosniff"
-        if request.method == "OPTIONS":
-            response.headers["Access-Control-Allow-Methods"] = "GET, OPTIONS"
-            response.headers["Access-Control-Allow-Headers"] = "MCP-Protocol-Version"
-            response.headers["Access-Control-Max-Age"] = "600"
-        return response
-
+    for i, path in enumerate(dict.fromkeys(paths)):  # public: any site's browser client may read it
+        pipe.route(path, "health", ["GET"], endpoint=f"protected_resource_metadata_{i}", public=True)(
+            protected_resource_metadata)
     return bp
 
 
