@@ -12,6 +12,7 @@ from flask.cli import AppGroup
 
 from .auth import Identity
 from .export import lint, openai_tools
+from .targets import TARGETS
 from .wire import parse_json
 
 tools_cli = AppGroup("tools", help="List, inspect, call, export and lint the app's tools.")
@@ -102,16 +103,27 @@ def call_tool(name: str, input_: str) -> None:
 
 
 @tools_cli.command("export")
-@click.argument("what")
+@click.argument("what", required=False)
+@click.option("--target", type=click.Choice(list(TARGETS)), default=None,
+              help="Write the tools as this target model or platform accepts them, each schema simplified "
+                   "to its rules (see check --target).")
 @click.option("--base-url", default=None, metavar="URL",
               help="Root URL for the absolute URLs some documents hold (utcp, openapi, server_card); "
                    "default: from SERVER_NAME, else http://localhost/.")
-def export(what: str, base_url: str | None) -> None:
+def export(what: str | None, target: str | None, base_url: str | None) -> None:
     """Print a discovery document: a dialect's (opal, oxp, tdp, explorer, mcp, utcp, openapi,
-    server_card), or openai (function-calling tools)."""
+    server_card), or openai (function-calling tools); or, with --target, the tools as
+    that target accepts them."""
     ext = _ext()
     exportable = [n for n in ext.dialect_names if ext.dialect(n).export_document is not None]
-    if what == "openai":
+    if target is not None and what is not None:
+        raise click.ClickException("give a document to export or --target, not both")
+    if target is not None:
+        from .targets import export as export_target
+
+        with current_app.test_request_context(base_url=base_url):
+            _dump(export_target(ext, target))
+    elif what == "openai":
         _dump(openai_tools(ext))
     elif what in exportable:
         with current_app.test_request_context(base_url=base_url):  # as if served at that root
@@ -121,17 +133,62 @@ def export(what: str, base_url: str | None) -> None:
                 raise click.ClickException(str(exc)) from None
     else:
         choices = sorted([*exportable, "openai"])
-        raise click.ClickException(f"Cannot export {what!r}; choose one of: {', '.join(choices)}")
+        raise click.ClickException(f"Cannot export {what!r}; choose one of: {', '.join(choices)} "
+                                   f"(or --target {'|'.join(TARGETS)})")
 
 
 @tools_cli.command("check")
-def check() -> None:
-    """Lint every tool against every mounted dialect's rules; exit 1 when anything is found."""
-    found = lint(_ext())
-    if not found:
-        click.echo(f"All {len(list(_tools()))} tools pass the checks of every mounted dialect.")
-        return
+@click.option("--target", "targets", type=click.Choice(list(TARGETS)), multiple=True,
+              help="Lint against what this target model or platform refuses (repeat it) instead of the "
+                   "mounted dialects' rules; export --target writes what it accepts.")
+@click.option("--replay", is_flag=True,
+              help="Run each tool's declared examples through every mounted dialect in process and report "
+                   "where the outcomes differ.")
+@click.option("--header", "headers", metavar="'NAME: VALUE'", multiple=True,
+              help="A header sent with every replayed call (credentials: 'Authorization: Bearer ...').")
+@click.option("--include-destructive", is_flag=True,
+              help="Replay tools marked destructive or needing approval too (they run once per dialect).")
+def check(targets: tuple[str, ...], replay: bool, headers: tuple[str, ...], include_destructive: bool) -> None:
+    """Lint every tool against every mounted dialect's rules (or --target's); exit 1 when anything
+    is found. With --replay, also run the examples through every dialect."""
+    ext = _ext()
+    if targets:
+        from .targets import lint as lint_targets
+
+        found = lint_targets(list(_tools()), list(targets))
+        where = ", ".join(targets)
+    else:
+        found, where = lint(ext), "every mounted dialect"
     for tool, dialect, problem in found:
         click.echo(f"{tool}: [{dialect}] {problem}")
-    click.echo(f"{len(found)} problem(s) found.", err=True)
-    sys.exit(1)
+    differences = _replay(headers, include_destructive) if replay else 0
+    if found or differences:
+        click.echo(f"{len(found)} problem(s) found" + (f", {differences} replay difference(s)." if replay else "."),
+                   err=True)
+        sys.exit(1)
+    click.echo(f"All {len(list(_tools()))} tools pass the checks of {where}."
+               + (" Every replayed example agrees across the dialects." if replay else ""))
+
+
+def _replay(header_lines: tuple[str, ...], include_destructive: bool) -> int:
+    """Replay the examples, print the differences and notes; the number of differences."""
+    from .replay import replay
+
+    headers = {}
+    for line in header_lines:
+        name, sep, value = line.partition(":")
+        if not sep or not name.strip():
+            raise click.ClickException(f"--header must be 'Name: value', not {line!r}")
+        headers[name.strip()] = value.strip()
+    results, notes = replay(current_app._get_current_object(), _ext(), list(_tools()),  # type: ignore[attr-defined]
+                            headers=headers, include_destructive=include_destructive)
+    for note in notes:
+        click.echo(f"replay: {note}")
+    count = 0
+    for result in results:
+        for difference in result.differences():
+            count += 1
+            click.echo(f"{result.tool}: [replay] {result.example}: {difference}")
+    click.echo(f"replay: {len(results)} example(s) run through {len(results[0].answers) if results else 0} "
+               f"dialect(s).")
+    return count
