@@ -229,8 +229,11 @@ def primary_type(schema: dict[str, Any], default: str = "string") -> str:
 
 def inline_refs(schema: Any, *, max_depth: int = 32) -> Any:
     """A copy of ``schema`` with local ``$ref``s (``#/$defs/...``, ``#/definitions/...``)
-    replaced by what they point to and the definitions removed; recursion stops at
-    ``max_depth`` with an unconstrained ``{}``. For wire formats that exclude ``$ref``."""
+    replaced by what they point to and the definitions removed. A definition met again inside
+    itself (a recursive model) is not expanded again: it becomes ``{"type": ...}`` with a
+    description naming it, so a tree of two recursive fields stays small; past ``max_depth``
+    nested expansions a reference becomes an unconstrained ``{}``. For wire formats that
+    exclude ``$ref``."""
     if not isinstance(schema, dict):
         return schema
     defs: dict[str, Any] = {}
@@ -238,18 +241,25 @@ def inline_refs(schema: Any, *, max_depth: int = 32) -> Any:
         for name, value in (schema.get(section) or {}).items():
             defs[f"#/{section}/{name}"] = value
 
-    def walk(node: Any, depth: int) -> Any:
+    def recursive(ref: str) -> dict[str, Any]:
+        target = defs[ref] if isinstance(defs[ref], dict) else {}
+        name = target.get("title") or ref.rsplit("/", 1)[-1]
+        out = {k: target[k] for k in ("type",) if k in target}
+        out["description"] = f"A {name}, of the same shape as the enclosing one (recursive)."
+        return out
+
+    def walk(node: Any, expanding: tuple[str, ...]) -> Any:
         if isinstance(node, list):
-            return [walk(n, depth) for n in node]
+            return [walk(n, expanding) for n in node]
         if not isinstance(node, dict):
             return node
         ref = node.get("$ref")
         if isinstance(ref, str) and ref in defs:
-            if depth >= max_depth:
+            if len(expanding) >= max_depth:
                 return {}
-            target = walk(defs[ref], depth + 1)
-            siblings = {k: walk(v, depth) for k, v in node.items() if k != "$ref"}
+            siblings = {k: walk(v, expanding) for k, v in node.items() if k not in ("$ref", "$defs", "definitions")}
+            target = recursive(ref) if ref in expanding else walk(defs[ref], (*expanding, ref))
             return {**target, **siblings} if isinstance(target, dict) else target
-        return {k: walk(v, depth) for k, v in node.items() if k not in ("$defs", "definitions")}
+        return {k: walk(v, expanding) for k, v in node.items() if k not in ("$defs", "definitions")}
 
-    return walk(schema, 0)
+    return walk(schema, ())

@@ -9,7 +9,7 @@ from typing import Any
 
 from marshmallow import Schema, fields, validate
 
-from .json_schema import check_schema
+from .json_schema import check_schema, inline_refs
 
 _FIELD_TYPES: list[tuple[type, dict[str, Any]]] = [
     # Order matters: subclasses before their bases.
@@ -146,7 +146,9 @@ def resolve_input_schema(
         check_schema(schema, what=what)
         return schema, lambda args: dict(instance.load(dict(args)))
     if _is_pydantic_model(source):
-        schema = source.model_json_schema()
+        # Self-contained, without $ref: nested models stay readable in every dialect (the explorer's
+        # forms, MCP clients that resolve no references, an output schema MCP wraps in an object).
+        schema = inline_refs(source.model_json_schema())
         check_schema(schema, what=what)
         return schema, lambda args: dict(source.model_validate(dict(args)))
     raise SchemaSourceError(
