@@ -1,4 +1,5 @@
-"""A realistic app offering a handful of tools through every dialect.
+"""A realistic app offering a handful of tools through every dialect, and an existing flask-smorest
+API (``pets.py``, with the ``example`` extra) offered as tools without touching its views.
 
 Run it with ``flask --app example_app run`` or ``gunicorn "example_app:create_app()"``.
 """
@@ -16,10 +17,17 @@ from flask import Flask
 
 from flask_tooldiscovery import ToolContext, ToolDiscovery, ToolError
 
+try:  # the pets API needs the example extra (flask-smorest); the example runs without it
+    from . import pets
+except ImportError:  # pragma: no cover - exercised by the deploy test's bare install
+    pets = None  # type: ignore[assignment]
+
 discovery = ToolDiscovery()
 discovery.category("math", "Math", "Arithmetic and statistics", icon="calculator")
 discovery.category("weather", "Weather", "Forecasts and conditions", icon="cloud")
 discovery.category("orders", "Orders", "The shop's order book", icon="package")
+if pets is not None:
+    pets.offer(discovery)  # the flask-smorest views, as tools
 
 
 class Priority(enum.Enum):
@@ -158,11 +166,16 @@ def create_app(config: dict | None = None) -> Flask:
             except ValueError:
                 app.config[key] = value
     app.config.update(config or {})
+    if pets is not None:
+        pets.register(app)
+    else:
+        app.logger.info("flask-smorest is not installed: the pets API is left out (pip install -e '.[example]')")
     discovery.init_app(app)
 
     @app.get("/")
     def index() -> dict:
-        return {"explorer": "/explorer/", "opal": "/opal/discovery", "oxp": "/oxp/tools",
-                "tdp": "/api/v1/tools", "mcp": "/mcp"}
+        return {"manifest": "/.well-known/tool-discovery", "explorer": "/explorer/", "opal": "/opal/discovery",
+                "oxp": "/oxp/tools", "tdp": "/api/v1/tools", "mcp": "/mcp",
+                **({"pets": "/api/pets/"} if pets is not None else {})}
 
     return app

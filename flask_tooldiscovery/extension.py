@@ -32,6 +32,7 @@ from .pipeline import AppState, Pipeline, Slots
 from .registry import ToolRegistry, ToolSet, ToolsProvider, tool_from_function
 from .settings import Settings, SettingsError
 from .tool import Tool, ToolContext
+from .views import ViewTools
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -64,6 +65,7 @@ class ToolDiscovery:
         self._identity_hook = identity
         self._categories: dict[str, dict[str, Any]] = {}
         self._dialects: dict[str, Dialect | str] = dict(BUILTIN)
+        self._views = ViewTools(self.registry)
         for dialect in dialects:
             self.add_dialect(dialect)
         if tools is not None:
@@ -113,6 +115,7 @@ class ToolDiscovery:
         slots = Slots(settings.max_concurrent_calls, settings.busy_retry_after)
         operations = Operations(settings)  # rate limits, tracing, metrics: checked before anything is mounted
         authenticators = self._authenticators(settings)
+        self._views.resolve(app)  # views offered with add_view(s): the app's URL map holds them by now
         pipelines = {}
         for name in settings.dialects:
             dialect = self.dialect(name)
@@ -240,6 +243,26 @@ class ToolDiscovery:
     def add_tool(self, func: Callable[..., Any], **options: Any) -> Tool:
         """Register ``func`` as a tool without decorating it; returns the :class:`Tool`."""
         return self.registry.add_tool(tool_from_function(func, options))
+
+    def add_view(self, view: Any, *, method: str | None = None, **options: Any) -> None:
+        """Offer an existing Flask view (an endpoint name such as ``"pets.list"``, or the view
+        function or MethodView class) as a tool. Its input schema comes from the schemas it declares
+        (flask-smorest, webargs, an apispec docstring), else its URL rule and docstring; calls run the
+        view through the app with the caller's headers, so its own auth, validation and error
+        handlers apply. ``method`` picks one of several it serves; ``options`` are :meth:`tool`'s
+        (``name``, ``description``, ``annotations``...). Resolved by ``init_app``: register the view
+        (or its blueprint) first."""
+        self._views.add_view(view, method, **options)
+
+    def add_views(self, *, blueprint: Any = None, rule: str | None = None, include: Iterable[str] | None = None,
+                  exclude: Iterable[str] = (), methods: Iterable[str] = ("GET", "POST", "PUT", "PATCH", "DELETE"),
+                  **options: Any) -> None:
+        """Offer many views as tools (see :meth:`add_view`): those of ``blueprint`` (a name or a
+        Blueprint), those whose URL rule matches the glob ``rule`` (``"/api/pets*"``), those whose
+        endpoint matches a glob in ``include``; less the endpoints matching a glob in ``exclude``.
+        Each tool is named after its endpoint (and its method when the rule serves several)."""
+        self._views.add_views(blueprint=blueprint, rule=rule, include=include, exclude=exclude, methods=methods,
+                              **options)
 
     def add_provider(self, provider: ToolsProvider) -> None:
         """Add a tools provider; its tools follow those registered before it."""
