@@ -146,7 +146,7 @@ def _groups(rule: Rule, handler: Callable[..., Any], method: str) -> tuple[list[
         instance = schema() if isinstance(schema, type) else schema
         json_schema = marshmallow_to_json_schema(instance)
         if getattr(instance, "many", False):
-            json_schema = {"type": "array", "items": json_schema, "x-nest": True}
+            json_schema = {"type": "array", "items": json_schema, "x-nest": True, "x-required": required}
         elif not required:
             json_schema.pop("required", None)
         groups.append((where, json_schema))
@@ -181,13 +181,14 @@ def input_schema_of(rule: Rule, handler: Callable[..., Any], method: str,
     places: dict[str, tuple[str, str | None]] = {}
     for location, schema in groups:
         props = schema.get("properties") or {}
+        whole = schema.pop("x-required", False)
         nest = schema.pop("x-nest", False) or bool(set(props) & set(properties)) or "properties" not in schema
         if nest:
             key = _NEST.get(location, location)
             if key in properties:
                 raise RegistrationError(f"view {rule.endpoint!r}: argument names collide in {location} and path")
             properties[key], places[key] = schema, (location, None)
-            if (schema.get("required") and location != "query") or location == "path":
+            if whole or (schema.get("required") and location != "query") or location == "path":
                 required.append(key)
             continue
         for name, prop in props.items():
@@ -232,12 +233,14 @@ def _loosen(schema: Any) -> Any:
 # -- calling ---------------------------------------------------------------------------------------
 
 
-def _split(plan: Plan, arguments: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    parts: dict[str, dict[str, Any]] = {"path": {}, "query": {}, "json": {}, "form": {}}
+def _split(plan: Plan, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments by location; a nested location's argument is the whole of it (a JSON array
+    body stays an array)."""
+    parts: dict[str, Any] = {"path": {}, "query": {}, "json": {}, "form": {}}
     for name, value in arguments.items():
         location, key = plan.places[name]
         if key is None:
-            parts[location] = value if isinstance(value, dict) else {"": value}
+            parts[location] = value
         else:
             parts[location][key] = value
     return parts

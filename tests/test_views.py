@@ -60,6 +60,16 @@ def library() -> SmorestBlueprint:
             g_books().append(book)
             return book
 
+    @blp.route("/bulk")
+    class Bulk(MethodView):
+        @blp.arguments(BookSchema(many=True))
+        @blp.response(201, BookSchema(many=True))
+        def post(self, books: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            """Add several books."""
+            added = [{"id": len(g_books()) + i + 1, **b} for i, b in enumerate(books)]
+            g_books().extend(added)
+            return added
+
     @blp.route("/<int:book_id>")
     class Book(MethodView):
         @blp.response(200, BookSchema)
@@ -198,9 +208,19 @@ def test_every_dialect_calls_a_view(monkeypatch: pytest.MonkeyPatch) -> None:
         assert bad.kind == "tool_error" and "No book 404." in bad.message, (name, bad)
 
 
+def test_a_json_array_body_is_one_argument() -> None:
+    discovery = ToolDiscovery()
+    discovery.add_view("books.Bulk", name="add_books")
+    app = smorest_app(discovery)
+    tool = app.extensions["tooldiscovery"].registry.resolve().get("add_books")
+    assert tool.input_schema["properties"]["body"]["type"] == "array" and tool.input_schema["required"] == ["body"]
+    added = mcp_call(app.test_client(), "add_books", {"body": [{"title": "Kim"}, {"title": "Nana", "year": 1880}]})
+    assert [b["title"] for b in added["structuredContent"]["result"]] == ["Kim", "Nana"]
+
+
 def test_a_blueprint_in_bulk() -> None:
     discovery = ToolDiscovery()
-    discovery.add_views(blueprint="books", exclude=["books.Book"], tags=["library"])
+    discovery.add_views(blueprint="books", exclude=["books.Book", "books.Bulk"], tags=["library"])
     tools = {t.name: t for t in smorest_app(discovery).extensions["tooldiscovery"].registry.resolve()}
     assert set(tools) == {"books_Books_get", "books_Books_post"}
     assert tools["books_Books_get"].tags == ["library"]
