@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 PREFIX = "TOOLDISCOVERY_"
 
 #: Every dialect this package ships, in the order they are mounted by default.
-ALL_DIALECTS = ("explorer", "opal", "oxp", "tdp", "mcp", "utcp", "openapi", "server_card")
+ALL_DIALECTS = ("explorer", "opal", "oxp", "tdp", "mcp", "utcp", "openapi", "server_card", "manifest")
 
 #: Host names a server answers for when neither TOOLDISCOVERY_ALLOWED_HOSTS nor Flask's
 #: TRUSTED_HOSTS is set: loopback only, so a DNS-rebinding page cannot reach it.

@@ -81,6 +81,7 @@ BUILTIN: dict[str, str] = {
     "utcp": "flask_tooldiscovery.dialects.utcp",
     "openapi": "flask_tooldiscovery.dialects.openapi",
     "server_card": "flask_tooldiscovery.dialects.server_card",
+    "manifest": "flask_tooldiscovery.dialects.manifest",
 }
 
 
