@@ -46,7 +46,7 @@ class Dialect:
     error_response: Callable[[CoreError], tuple[Any, int]] = default_error_response
     #: The credentials its tool-running routes need, from the settings (``None``: open).
     authenticator: Callable[[Settings], Authenticator | None] | None = None
-    #: Discovery answers any origin (``Access-Control-Allow-Origin: *``), as Opal's does.
+    #: Discovery may be read by any website (CORS for every origin), as Opal's is.
     public_discovery: bool = False
     #: Request headers its browser clients send, for CORS preflights (``Name-*``: a family).
     cors_headers: tuple[str, ...] = ()
