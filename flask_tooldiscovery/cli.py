@@ -172,7 +172,7 @@ def check(targets: tuple[str, ...], replay: bool, headers: tuple[str, ...], incl
 
 def _replay(header_lines: tuple[str, ...], include_destructive: bool) -> int:
     """Replay the examples, print the differences and notes; the number of differences."""
-    from .replay import replay
+    from .dialects.replay import replay
 
     headers = {}
     for line in header_lines:

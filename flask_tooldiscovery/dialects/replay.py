@@ -2,7 +2,8 @@
 dialect in process (the app's test client, so every guard, credential check and wire translation
 applies), and the outcomes compared.
 
-Replay speaks each built-in dialect as its clients do (a :class:`Driver` per dialect: the request
+It lives with the dialects because it is the one place that speaks several of them: the core
+knows none. Replay speaks each built-in dialect as its clients do (a :class:`Driver` per dialect: the request
 it sends, and how it reads the answer back into an :class:`Observed`). Dialects without a driver,
 or that run no tools, are left out and named. An example is ``{"input": {...}}`` with an optional
 ``description`` and ``expected_output``; when that is given, every dialect's value is checked
@@ -20,8 +21,8 @@ from urllib.parse import quote
 
 from flask import Flask
 
-from .invoke import GENERIC_FAILURE
-from .tool import Tool
+from ..invoke import GENERIC_FAILURE
+from ..tool import Tool
 
 
 @dataclass
@@ -90,7 +91,7 @@ def _opal(status: int, body: Any) -> Observed:
 
 
 def _oxp_request(prefix: str, tool: Tool, args: Any, settings: Any) -> tuple[str, Any]:
-    from .dialects.oxp import tool_id
+    from .oxp import tool_id
 
     return f"{prefix}/tools/call", {"request": {"tool_id": tool_id(tool, settings), "input": args}}
 
