@@ -448,8 +448,7 @@ class Pipeline:
         return ToolContext(dialect=self.name, request=request._get_current_object(),  # type: ignore[attr-defined]
                            identity=identity, **fields)
 
-    def invoke(self, tool: Tool, arguments: Any, context: ToolContext, *, coerce: bool | None = None,
-               around: Callable[[Callable[[], Outcome]], Outcome] | None = None) -> Outcome:
+    def invoke(self, tool: Tool, arguments: Any, context: ToolContext, *, coerce: bool | None = None) -> Outcome:
         """Run ``tool`` within the caller's rate limit (:class:`~.errors.RateLimited`) in one of the
         worker's call slots (:class:`~.errors.Busy` when none is free), between the call signals,
         inside its span and counted in the metrics (:func:`~.observe.observe_call`)."""
@@ -460,11 +459,8 @@ class Pipeline:
 
         def call() -> Outcome:
             with self.slots.hold() as hand_off:
-                def run() -> Outcome:
-                    return self.ext.call(tool, arguments, context, coerce=coerce, hand_off=hand_off,
-                                         max_errors=self.settings.max_validation_errors)
-
-                return around(run) if around is not None else run()
+                return self.ext.call(tool, arguments, context, coerce=coerce, hand_off=hand_off,
+                                     max_errors=self.settings.max_validation_errors)
 
         return observe_call(self, tool, context, call)
 
