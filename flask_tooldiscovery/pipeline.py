@@ -53,6 +53,7 @@ from .errors import (
 )
 from .invoke import Outcome
 from .logs import log
+from .observe import observe_call
 from .registry import ProviderError, ToolSet
 from .settings import Settings, host_allow_list
 from .tool import Tool, ToolContext
@@ -452,8 +453,6 @@ class Pipeline:
         """Run ``tool`` within the caller's rate limit (:class:`~.errors.RateLimited`) in one of the
         worker's call slots (:class:`~.errors.Busy` when none is free), between the call signals,
         inside its span and counted in the metrics (:func:`~.observe.observe_call`)."""
-        from .observe import observe_call
-
         if coerce is None:
             coerce = self.settings.coerce_arguments
 
