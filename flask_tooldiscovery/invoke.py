@@ -26,6 +26,7 @@ from .logs import log
 from .tool import Tool, ToolContext, ToolError
 
 GENERIC_FAILURE = "The tool failed with an unexpected error."
+CANCELLED = "The call was cancelled."
 
 #: ``hand_off()`` is called when a timed-out sync tool is left running; it returns the function
 #: to call once that tool really ends (the caller's concurrency slot stays taken until then).
@@ -43,6 +44,8 @@ class Failure:
     additional_prompt_content: str | None = None
     #: True when the tool raised :class:`ToolError` on purpose.
     expected: bool = True
+    #: True when the caller cancelled the call (the tool stopped, or was told to).
+    cancelled: bool = False
 
     @classmethod
     def from_tool_error(cls, exc: ToolError) -> Failure:
@@ -150,8 +153,18 @@ def _call(
     if inspect.isawaitable(result):  # async tools and async call handlers; timeout enforced here
         awaitable = result
 
-        async def wait() -> Any:
-            return await (asyncio.wait_for(awaitable, tool.timeout) if tool.timeout else awaitable)
+        async def wait() -> Any:  # a cancelled call cancels the task, from whatever thread cancels it
+            task = asyncio.ensure_future(awaitable)
+            loop = asyncio.get_running_loop()
+
+            def cancel() -> None:
+                loop.call_soon_threadsafe(task.cancel)
+
+            forget = context.on_cancel(cancel)
+            try:
+                return await (asyncio.wait_for(task, tool.timeout) if tool.timeout else task)
+            finally:
+                forget()
 
         return run_sync(wait)
     return result
@@ -247,6 +260,9 @@ def invoke(
             return done("invalid", errors=_loader_errors(exc))
     try:
         value = _call(tool, arguments, context, call_handler, hand_off)
+    except asyncio.CancelledError:
+        call_log.info("tool %s was cancelled (%s)", tool.name, ids)
+        return done("failure", failure=Failure(message=CANCELLED, cancelled=True))
     except ToolError as exc:
         if exc.developer_message:
             call_log.info("tool %s raised ToolError (%s): %s", tool.name, ids, exc.developer_message)

@@ -5,8 +5,11 @@ Every dialect translates from these; none of them knows a wire format.
 
 from __future__ import annotations
 
+import asyncio
+import math
 import re
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -66,6 +69,54 @@ class ToolError(Exception):
         self.additional_prompt_content = additional_prompt_content
 
 
+#: Log levels a tool may use with :meth:`ToolContext.log` (syslog's, as MCP names them).
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A tool's progress report: ``progress`` so far, of ``total`` when known."""
+
+    progress: float
+    total: float | None = None
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """A log line a tool sent to its caller while running."""
+
+    level: str
+    message: str
+
+
+#: What a running tool reports to whoever listens to its call (a streaming dialect).
+ToolEvent = Progress | LogEntry
+
+
+class _Done:
+    """The value of :meth:`ToolContext.report_progress` and :meth:`ToolContext.log`: nothing, and
+    awaitable too, so ``await ctx.report_progress(...)`` works in async tools as in other SDKs."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return
+        yield  # pragma: no cover
+
+    def __bool__(self) -> bool:
+        return False
+
+
+_DONE = _Done()
+
+
+def _finite(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, not {value!r}")
+    return float(value)
+
+
 @dataclass
 class ToolContext:
     """What a tool may know about the call it serves.
@@ -88,6 +139,69 @@ class ToolContext:
     request: Request | None = None
     #: Who is calling, when the dialect's credentials established it.
     identity: Identity | None = None
+    #: Receives the tool's progress reports and log lines (set by dialects that stream them).
+    listener: Callable[[ToolEvent], None] | None = field(default=None, repr=False, compare=False)
+    _cancel_event: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
+    _cancel_callbacks: list[Callable[[], None]] = field(default_factory=list, repr=False, compare=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    # -- while the tool runs ---------------------------------------------------------------------
+
+    def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> _Done:
+        """Tell the caller how far the tool got (``progress`` of ``total``). Callers that cannot
+        receive it (a plain JSON answer) never see it. Usable from sync and async tools (the value
+        may be awaited or ignored)."""
+        event = Progress(_finite("progress", progress), None if total is None else _finite("total", total),
+                         None if message is None else str(message))
+        if self.listener is not None:
+            self.listener(event)
+        return _DONE
+
+    def log(self, level: str, message: str) -> _Done:
+        """Send a log line to the caller (``level`` one of :data:`LOG_LEVELS`: ``"info"``...)."""
+        if level not in LOG_LEVELS:
+            raise ValueError(f"level must be one of {', '.join(LOG_LEVELS)}, not {level!r}")
+        if self.listener is not None:
+            self.listener(LogEntry(level, str(message)))
+        return _DONE
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the caller gave up on the call: a sync tool that runs long should poll it
+        (or call :meth:`check_cancelled`); an async tool is cancelled for it."""
+        return self._cancel_event.is_set()
+
+    def check_cancelled(self) -> None:
+        """Raise :class:`asyncio.CancelledError` when the call was cancelled (the call then ends
+        as cancelled)."""
+        if self._cancel_event.is_set():
+            raise asyncio.CancelledError("the call was cancelled")
+
+    def cancel(self) -> None:
+        """Cancel the call (dialects do this when the caller gives up); idempotent."""
+        with self._lock:
+            if self._cancel_event.is_set():
+                return
+            self._cancel_event.set()
+            callbacks, self._cancel_callbacks = self._cancel_callbacks, []
+        for callback in callbacks:
+            callback()
+
+    def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Run ``callback`` when the call is cancelled (now, if it already is); returns the
+        function that unregisters it."""
+        with self._lock:
+            if not self._cancel_event.is_set():
+                self._cancel_callbacks.append(callback)
+
+                def remove() -> None:
+                    with self._lock:
+                        if callback in self._cancel_callbacks:
+                            self._cancel_callbacks.remove(callback)
+
+                return remove
+        callback()
+        return lambda: None
 
     @property
     def scopes(self) -> tuple[str, ...]:
