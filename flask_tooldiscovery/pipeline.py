@@ -27,6 +27,7 @@ from flask.sessions import SecureCookieSessionInterface
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.sansio.utils import host_is_trusted
 
+from .approvals import Approval, ApprovalRequired, Sealer, needs_approval, prompt_for
 from .auth import (
     ApiKeyVerifier,
     Authenticator,
@@ -51,7 +52,7 @@ from .errors import (
     Unavailable,
     UnsupportedMediaType,
 )
-from .invoke import Outcome
+from .invoke import Failure, Outcome
 from .logs import log
 from .observe import observe_call
 from .registry import ProviderError, ToolSet
@@ -449,12 +450,27 @@ class Pipeline:
         return ToolContext(dialect=self.name, request=request._get_current_object(),  # type: ignore[attr-defined]
                            identity=identity, **fields)
 
-    def invoke(self, tool: Tool, arguments: Any, context: ToolContext, *, coerce: bool | None = None) -> Outcome:
+    def invoke(self, tool: Tool, arguments: Any, context: ToolContext, *, coerce: bool | None = None,
+               approval: Approval | None = None) -> Outcome:
         """Run ``tool`` within the caller's rate limit (:class:`~.errors.RateLimited`) in one of the
         worker's call slots (:class:`~.errors.Busy` when none is free), between the call signals,
-        inside its span and counted in the metrics (:func:`~.observe.observe_call`)."""
+        inside its span and counted in the metrics (:func:`~.observe.observe_call`).
+
+        A tool that needs a person's approval runs only with an ``approval`` of this very call
+        (:mod:`~.approvals`): without one, :class:`~.approvals.ApprovalRequired` carries the sealed
+        request to send back; a declined one ends the call unrun."""
         if coerce is None:
             coerce = self.settings.coerce_arguments
+        if needs_approval(tool, destructive=self.settings.approve_destructive):
+            subject = context.user_id if context.identity is None else context.identity.subject
+            sealer = self.sealer()
+            if approval is None:
+                raise ApprovalRequired(tool, sealer.seal(tool, arguments, subject, context.call_id),
+                                       prompt_for(tool, arguments if isinstance(arguments, dict) else {}))
+            sealer.open(approval.state, tool, arguments, subject)
+            if not approval.approved:
+                return Outcome(tool=tool, call_id=context.call_id, status="failure",
+                               failure=Failure(message="The call was not approved, so the tool did not run."))
 
         def call() -> Outcome:
             with self.slots.hold() as hand_off:
@@ -462,6 +478,15 @@ class Pipeline:
                                      max_errors=self.settings.max_validation_errors)
 
         return observe_call(self, tool, context, call)
+
+    def sealer(self) -> Sealer:
+        """Seals approval requests with the app's ``SECRET_KEY`` (and ``SECRET_KEY_FALLBACKS``)."""
+        app = current_app
+        if not app.secret_key:
+            raise Unavailable("This tool needs approval, and approvals are not set up on this server.",
+                              reason="approvals need the app's SECRET_KEY")
+        fallbacks = app.config.get("SECRET_KEY_FALLBACKS") or ()
+        return Sealer(app.secret_key, list(fallbacks), max_age=self.settings.approval_ttl)
 
     # -- discovery ----------------------------------------------------------------------------
 

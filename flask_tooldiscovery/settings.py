@@ -285,6 +285,12 @@ SPECS: tuple[Spec, ...] = (
          "Scopes every access token must carry (403 insufficient_scope otherwise); advertised as scopes_supported."),
     Spec("MCP_JWKS_URL", None, lambda k, v: parse_url(k, v, query=True),
          "JWKS of the authorization server(s) (default: jwks_uri from their metadata, fetched on the first token)."),
+    Spec("APPROVE_DESTRUCTIVE", False, parse_bool,
+         "Tools annotated destructiveHint=true need a person's approval on each call, as requires_approval tools do."),
+    Spec("APPROVAL_TTL", 600, lambda k, v: parse_int(k, v, 1),
+         "Seconds a sealed approval request stays valid (signed with SECRET_KEY, checked by any worker)."),
+    Spec("STREAM_KEEPALIVE", 15, lambda k, v: parse_float(k, v, 0.05),
+         "Seconds of silence after which a streamed call (MCP SSE, the explorer) sends a keep-alive."),
 )
 
 _BY_NAME = {spec.name: spec for spec in SPECS}
@@ -362,6 +368,9 @@ class Settings:
     mcp_resource: str | None
     mcp_scopes: tuple[str, ...]
     mcp_jwks_url: str | None
+    approve_destructive: bool
+    approval_ttl: int
+    stream_keepalive: float
     #: Mount point of each mounted dialect (``""`` for the root).
     prefixes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     #: Every ``TOOLDISCOVERY_*`` key as the config had it, for dialects defined outside this
