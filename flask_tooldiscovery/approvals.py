@@ -25,6 +25,8 @@ from .errors import BadRequest, CoreError
 from .tool import Tool
 
 SALT = "flask-tooldiscovery.approval"
+#: The request header a JSON dialect's client sends the sealed state back in, once the person approved.
+APPROVAL_HEADER = "X-Tool-Approval"
 
 
 class ApprovalRequired(CoreError):
@@ -36,7 +38,7 @@ class ApprovalRequired(CoreError):
 
     def __init__(self, tool: Tool, state: str, prompt: str) -> None:
         super().__init__(f"Tool {tool.name!r} needs approval before it runs.",
-                         extra={"code": "approval_required", "approval_state": state})
+                         extra={"code": "approval_required", "approval_state": state, "prompt": prompt})
         self.tool = tool
         self.state = state
         self.prompt = prompt
@@ -116,4 +118,5 @@ class Sealer:
         return str(data.get("c") or "")
 
 
-__all__ = ["Approval", "ApprovalRequired", "InvalidApproval", "Sealer", "digest", "needs_approval", "prompt_for"]
+__all__ = ["APPROVAL_HEADER", "Approval", "ApprovalRequired", "InvalidApproval", "Sealer", "digest", "needs_approval",
+           "prompt_for"]

@@ -27,7 +27,7 @@ from flask.sessions import SecureCookieSessionInterface
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.sansio.utils import host_is_trusted
 
-from .approvals import Approval, ApprovalRequired, Sealer, needs_approval, prompt_for
+from .approvals import APPROVAL_HEADER, Approval, ApprovalRequired, Sealer, needs_approval, prompt_for
 from .auth import (
     ApiKeyVerifier,
     Authenticator,
@@ -70,7 +70,8 @@ RouteKind = Literal["discovery", "call", "health", "page"]
 
 #: Request headers a browser client may send (CORS preflight answer).
 #: Request headers every dialect's browser clients may send (a dialect adds its own).
-CORS_REQUEST_HEADERS = ("Authorization", "Content-Type", "Accept", "X-Trace-Id", "traceparent", "tracestate")
+CORS_REQUEST_HEADERS = ("Authorization", "Content-Type", "Accept", "X-Trace-Id", "traceparent", "tracestate",
+                        APPROVAL_HEADER)
 CORS_EXPOSED_HEADERS = ("Mcp-Session-Id", "WWW-Authenticate", "X-Trace-Id", "Retry-After", "ETag")
 
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
@@ -458,12 +459,15 @@ class Pipeline:
 
         A tool that needs a person's approval runs only with an ``approval`` of this very call
         (:mod:`~.approvals`): without one, :class:`~.approvals.ApprovalRequired` carries the sealed
-        request to send back; a declined one ends the call unrun."""
+        request to send back; a declined one ends the call unrun. Without ``approval``, the one the
+        request carries in ``X-Tool-Approval`` (:meth:`approval`) is used."""
         if coerce is None:
             coerce = self.settings.coerce_arguments
         if needs_approval(tool, destructive=self.settings.approve_destructive):
             subject = context.user_id if context.identity is None else context.identity.subject
             sealer = self.sealer()
+            if approval is None:
+                approval = self.approval()
             if approval is None:
                 raise ApprovalRequired(tool, sealer.seal(tool, arguments, subject, context.call_id),
                                        prompt_for(tool, arguments if isinstance(arguments, dict) else {}))
@@ -478,6 +482,14 @@ class Pipeline:
                                      max_errors=self.settings.max_validation_errors)
 
         return observe_call(self, tool, context, call)
+
+    def approval(self) -> Approval | None:
+        """The approval this request carries: the sealed state a client sends back in the
+        ``X-Tool-Approval`` header once the person approved (``None`` without one)."""
+        if not has_request_context():
+            return None
+        state = request.headers.get(APPROVAL_HEADER, "").strip()
+        return Approval(state, True) if state else None
 
     def sealer(self) -> Sealer:
         """Seals approval requests with the app's ``SECRET_KEY`` (and ``SECRET_KEY_FALLBACKS``)."""

@@ -132,9 +132,11 @@ def error_response(exc: CoreError) -> tuple[Any, int]:
     """Execute route: its result shape (success, error, code); elsewhere, or a body too large: error, message."""
     unknown = exc.name if isinstance(exc, UnknownTool) else None
     if (request.endpoint or "").endswith(".execute") and not isinstance(exc, PayloadTooLarge):
-        code = ("unknown_tool" if unknown is not None else "rate_limited" if exc.status == 429 else
-                "internal_error" if exc.status >= 500 else "invalid_args")
-        return _failed(exc.message if unknown is None else f"unknown tool: {unknown}", code), exc.status
+        code = exc.extra.get("code") or ("unknown_tool" if unknown is not None else "rate_limited" if exc.status == 429
+                                         else "internal_error" if exc.status >= 500 else "invalid_args")
+        # approval_required (428, with approval_state and prompt), invalid_approval (400)
+        return {**_failed(exc.message if unknown is None else f"unknown tool: {unknown}", code), **exc.extra,
+                "code": code}, exc.status
     message = (f"tool not found: {unknown}" if unknown is not None else
                "scenario unavailable: the tool list could not be produced" if isinstance(exc, Unavailable) else
                str(RequestEntityTooLarge.description) if isinstance(exc, PayloadTooLarge) else exc.message)

@@ -1,0 +1,93 @@
+"""MCP approvals: a ``tools/call`` of a tool that needs a person's approval (:mod:`..approvals`).
+
+2026-07-28 (multi-round-trip): the call answers an ``InputRequiredResult`` asking the client for
+one form elicitation (``inputRequests.approval``: a boolean ``approve``), with the sealed request as
+``requestState``. The client asks its user and retries the same call with ``inputResponses`` and
+the ``requestState``; whichever worker receives it checks the seal (signed with ``SECRET_KEY``,
+nothing stored). An ``accept`` with ``approve: true`` runs the tool, anything else answers an
+``isError`` result, unrun; a tampered, expired or foreign ``requestState`` is refused as the
+official SDK refuses one (-32602 ``Invalid or expired requestState``).
+
+Handshake era (2024-11-05 .. 2025-11-25): this endpoint is stateless and answers each call with
+one JSON body, so it cannot send an ``elicitation/create`` request and wait for the answer; such a
+call answers an ``isError`` result saying the approval could not be asked (a client may still send
+the sealed state back in the ``X-Tool-Approval`` header, as JSON dialects' clients do).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..approvals import Approval, ApprovalRequired, InvalidApproval
+from ..invoke import Outcome
+from ..logs import log
+from ..pipeline import Pipeline
+from ..tool import Tool, ToolContext
+from . import jsonrpc as rpc
+
+#: The key of the one input request (and of its response) in ``inputRequests``/``inputResponses``.
+APPROVAL_KEY = "approval"
+#: The form the client shows: one boolean the person ticks to approve.
+REQUESTED_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"approve": {"type": "boolean", "title": "Approve",
+                               "description": "Allow the tool to run with these arguments."}},
+    "required": ["approve"],
+}
+INVALID_STATE = "Invalid or expired requestState"
+
+
+def approval_of(params: Mapping[str, Any]) -> Approval | None:
+    """The approval a retried ``tools/call`` carries: its ``requestState`` and whether the
+    person accepted the form with ``approve: true``. ``None`` without a ``requestState`` or
+    without an answer to the approval request (then it is asked again)."""
+    state = params.get("requestState")
+    if state is None:
+        return None
+    if not isinstance(state, str):
+        raise invalid_state()
+    responses = params.get("inputResponses")
+    answer = responses.get(APPROVAL_KEY) if isinstance(responses, dict) else None
+    if not isinstance(answer, dict):
+        return None
+    content = answer.get("content")
+    approved = answer.get("action") == "accept" and isinstance(content, dict) and content.get("approve") is True
+    return Approval(state, approved)
+
+
+def invalid_state() -> rpc.RpcError:
+    """The refusal of a bad ``requestState``, worded as the official SDK's server words it."""
+    return rpc.RpcError(rpc.INVALID_PARAMS, INVALID_STATE, {"reason": "invalid_request_state"})
+
+
+def input_required(exc: ApprovalRequired) -> dict[str, Any]:
+    """The 2026-07-28 ``InputRequiredResult`` asking the person to approve the call."""
+    return {"resultType": "input_required",
+            "inputRequests": {APPROVAL_KEY: {"method": "elicitation/create", "params": {
+                "mode": "form", "message": exc.prompt, "requestedSchema": REQUESTED_SCHEMA}}},
+            "requestState": exc.state}
+
+
+def cannot_ask(exc: ApprovalRequired) -> dict[str, Any]:
+    """A handshake-era answer: the tool did not run, since its approval could not be asked."""
+    text = (f"{exc.message} This server asks for approval through MCP 2026-07-28 input requests "
+            "(elicitation in a multi-round-trip call), which this client did not use, so the tool did not run.")
+    return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+def call(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, context: ToolContext,
+         params: Mapping[str, Any], result: Callable[[Outcome], dict[str, Any]], modern: bool) -> dict[str, Any]:
+    """Run a ``tools/call`` through the pipeline with the approval it carries: ``result`` of its
+    outcome, or the request for approval (``modern``: an ``InputRequiredResult``)."""
+    try:
+        return result(pipe.invoke(tool, arguments or {}, context, approval=approval_of(params)))
+    except ApprovalRequired as exc:
+        return input_required(exc) if modern else cannot_ask(exc)
+    except InvalidApproval as exc:
+        log.info("flask-tooldiscovery: mcp tools/call %s refused: %s (trace_id=%s)", tool.name, exc.reason,
+                 context.trace_id)
+        raise invalid_state() from None
+
+
+__all__ = ["APPROVAL_KEY", "REQUESTED_SCHEMA", "approval_of", "call", "cannot_ask", "input_required", "invalid_state"]
