@@ -291,6 +291,18 @@ SPECS: tuple[Spec, ...] = (
          "Seconds a sealed approval request stays valid (signed with SECRET_KEY, checked by any worker)."),
     Spec("STREAM_KEEPALIVE", 15, lambda k, v: parse_float(k, v, 0.05),
          "Seconds of silence after which a streamed call (MCP SSE, the explorer) sends a keep-alive."),
+    # --- opal: asynchronous execution of long_running tools ---
+    Spec("OPAL_CALLBACK_HOSTS", [], parse_list,
+         "Hosts Opal's async_callback URLs may name (http or https; '.example.com' adds its subdomains); "
+         "unset: https only, to hosts with no loopback, private or reserved address."),
+    Spec("OPAL_CALLBACK_RETRIES", 2, parse_int,
+         "Further attempts to POST an async result after a failed one (connection error, 5xx, 429), "
+         "waiting 0.5 s, 1 s, 2 s... between them."),
+    Spec("OPAL_CALLBACK_TIMEOUT", 10, lambda k, v: parse_float(k, v, 0.1),
+         "Seconds each attempt to POST an async result may take."),
+    # --- rich results ---
+    Spec("MCP_RESOURCES", False, parse_bool,
+         "MCP serves the resources registered with @discovery.resource (resources/list, /templates/list, /read)."),
 )
 
 _BY_NAME = {spec.name: spec for spec in SPECS}
@@ -371,6 +383,10 @@ class Settings:
     approve_destructive: bool
     approval_ttl: int
     stream_keepalive: float
+    opal_callback_hosts: tuple[str, ...]
+    opal_callback_retries: int
+    opal_callback_timeout: float
+    mcp_resources: bool
     #: Mount point of each mounted dialect (``""`` for the root).
     prefixes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     #: Every ``TOOLDISCOVERY_*`` key as the config had it, for dialects defined outside this

@@ -20,7 +20,7 @@ from ..pipeline import Pipeline
 from ..settings import Settings
 from ..tool import Tool
 from ..wire import WireSchema, json_response, openapi_post
-from . import Dialect
+from . import Dialect, opal_async
 
 NAME = "opal"
 NO_CACHE = {"Cache-Control": "no-cache, no-store, must-revalidate"}
@@ -74,6 +74,8 @@ class OpalFunctionSchema(WireSchema):
     http_method = fields.Constant("POST")
     auth_requirements = fields.Method("get_auth_requirements")
     hints = fields.Method("get_hints")
+    mode = fields.Function(opal_async.mode)  # "async": long_running, answered 202 + callback
+    timeout = fields.Function(opal_async.timeout)
 
     def get_endpoint(self, tool: Tool) -> str:
         return f"/tools/{tool.name}"
@@ -149,7 +151,7 @@ def error_response(exc: CoreError) -> tuple[Any, int]:
     message = exc.message
     if isinstance(exc, Unauthorized):
         message = "Unauthorized: a valid bearer token is required."
-    body: dict[str, Any] = {"error": message, "detail": message}
+    body: dict[str, Any] = {"error": message, "detail": message, **exc.extra}  # approvals: code, approval_state
     retry_after_ms = getattr(exc, "retry_after_ms", None)
     if retry_after_ms is not None:
         body.update(can_retry=True, retry_after_ms=retry_after_ms)
@@ -249,6 +251,9 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
                 "headers": {k.lower(): v for k, v in request.headers.items() if k.lower().startswith("x-opal-")},
             },
         )
+        accepted = opal_async.accept(pipe, tool, parameters, context, body)  # async_callback: 202
+        if accepted is not None:
+            return accepted
         outcome = pipe.invoke(tool, parameters, context, coerce=True)
         if outcome.status == "invalid":
             return json_response({"error": outcome.error_message, "detail": outcome.error_message,

@@ -1,0 +1,259 @@
+"""Opal's asynchronous execution under gunicorn: a long_running tool called with an
+``async_callback`` is answered 202 at once and its result is POSTed to the callback URL (a local
+receiver here), retried on 503; everything else stays synchronous; unsafe callback URLs are refused."""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from flask_tooldiscovery.invoke import GENERIC_FAILURE
+
+from .conftest import free_port
+from .test_deploy import stop
+from .test_operating_server import start
+
+pytestmark = pytest.mark.slow
+
+RESULT_TYPE = "application/vnd.optimizely.opal.tools+json"
+WAIT = 60  # seconds a test waits for a callback at most (it normally comes at once)
+
+
+class Receiver:
+    """An HTTP server on 127.0.0.1 recording every POST by path; ``fail[path]`` statuses are
+    answered first, one per POST, then 204."""
+
+    def __init__(self) -> None:
+        self.posts: dict[str, list[tuple[dict[str, str], bytes]]] = {}
+        self.fail: dict[str, list[int]] = {}
+        self.changed = threading.Condition()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                with receiver.changed:
+                    receiver.posts.setdefault(self.path, []).append((dict(self.headers), body))
+                    statuses = receiver.fail.get(self.path) or []
+                    status = statuses.pop(0) if statuses else 204
+                    receiver.changed.notify_all()
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def url(self, *fail: int) -> str:
+        """A fresh callback URL whose first POSTs are answered with ``fail``."""
+        path = f"/callbacks/{uuid.uuid4().hex}"
+        self.fail[path] = list(fail)
+        return self.base + path
+
+    def wait(self, url: str, count: int = 1) -> list[tuple[dict[str, str], bytes]]:
+        path = url[len(self.base):]
+        with self.changed:
+            assert self.changed.wait_for(lambda: len(self.posts.get(path, [])) >= count, WAIT), self.posts
+            return list(self.posts[path])
+
+    def received(self, url: str) -> list[tuple[dict[str, str], bytes]]:
+        with self.changed:
+            return list(self.posts.get(url[len(self.base):], []))
+
+
+@pytest.fixture(scope="module")
+def receiver() -> Iterator[Receiver]:
+    r = Receiver()
+    yield r
+    r.server.shutdown()
+    r.server.server_close()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    """The app with 127.0.0.1 as its one callback host."""
+    base, proc = start("tests.apps.opal_async_app:create_app(hosts='127.0.0.1')")
+    yield base
+    stop(proc)
+
+
+def call(base: str, tool: str, parameters: dict[str, Any], callback: Any = None, **extra: Any) -> requests.Response:
+    body: dict[str, Any] = {"parameters": parameters, **extra}
+    if callback is not None:
+        body["async_callback"] = callback
+    headers = {"X-Trace-Id": "trace-async-1", "X-Opal-Thread-Id": "thread-9"}
+    return requests.post(f"{base}/opal/tools/{tool}", json=body, headers=headers, timeout=30)
+
+
+def callback(url: str, token: str | None = "cb-token-1") -> dict[str, Any]:
+    return {"url": url, "tool_call_id": "tc-" + url[-6:], **({"callback_token": token} if token else {})}
+
+
+def barrier(server: str, receiver: Receiver) -> None:
+    """A long-running call whose result has arrived: any callback an earlier call would have sent
+    in this worker has had its turn."""
+    url = receiver.url()
+    assert call(server, "build_report", {"n": 0}, callback(url)).status_code == 202
+    receiver.wait(url)
+
+
+def test_discovery_marks_long_running_tools_async(server: str) -> None:
+    functions = {f["name"]: f for f in requests.get(f"{server}/opal/discovery", timeout=10).json()["functions"]}
+    assert functions["build_report"]["mode"] == "async"
+    assert functions["build_report"]["timeout"] == 60
+    assert functions["fail"]["mode"] == "async" and "timeout" not in functions["fail"]
+    assert "mode" not in functions["quick"] and "timeout" not in functions["quick"]
+
+
+def test_202_at_once_then_the_result_is_posted_to_the_callback(server: str, receiver: Receiver,
+                                                               tmp_path: Path) -> None:
+    gate, url = tmp_path / "gate", receiver.url()
+    r = call(server, "build_report", {"n": "2", "gate": str(gate)}, callback(url))
+    assert r.status_code == 202, r.text
+    assert r.json() == {"status": "accepted"}
+    assert r.headers["X-Trace-Id"] == "trace-async-1"
+    assert receiver.received(url) == []  # the tool is still waiting for its gate: 202 came first
+    gate.touch()
+    [(headers, body)] = receiver.wait(url)
+    assert json.loads(body) == {"content": {"n": 2, "double": 4}, "content_type": "application/json"}
+    assert headers["Content-Type"] == RESULT_TYPE
+    assert headers["Authorization"] == "Bearer cb-token-1"
+    assert headers["X-Trace-Id"] == "trace-async-1"
+
+
+def test_the_background_call_keeps_the_requests_context(server: str, receiver: Receiver) -> None:
+    url = receiver.url()
+    auth = {"provider": "OptiID", "credentials": {"access_token": "opti-tok", "user_id": "u-7"}}
+    assert call(server, "who", {}, callback(url, token=None), auth=auth).status_code == 202
+    [(headers, body)] = receiver.wait(url)
+    assert "Authorization" not in headers  # no callback_token given, none sent
+    assert json.loads(body)["content"] == {
+        "app": "opal_async", "user_id": "u-7", "trace_id": "trace-async-1", "token": "opti-tok",
+        "thread": "thread-9", "header": "thread-9", "tool_call_id": "tc-" + url[-6:]}
+
+
+def test_a_failing_receiver_gets_the_result_on_the_third_attempt(server: str, receiver: Receiver) -> None:
+    url = receiver.url(503, 503)
+    assert call(server, "build_report", {"n": 5}, callback(url)).status_code == 202
+    attempts = receiver.wait(url, 3)
+    assert len(attempts) == 3
+    assert [json.loads(body) for _, body in attempts] == [
+        {"content": {"n": 5, "double": 10}, "content_type": "application/json"}] * 3
+
+
+def test_invalid_arguments_are_answered_at_once_and_nothing_runs(server: str, receiver: Receiver) -> None:
+    bad, missing = receiver.url(), receiver.url()
+    r = call(server, "build_report", {"n": "many"}, callback(bad))
+    assert r.status_code == 400, r.text
+    assert "n" in r.json()["parameter_errors"] and r.json()["error"] == r.json()["detail"]
+    r = call(server, "build_report", {}, callback(missing))
+    assert r.status_code == 400 and "n" in r.json()["parameter_errors"]
+    barrier(server, receiver)
+    assert receiver.received(bad) == [] and receiver.received(missing) == []
+
+
+def test_a_tool_error_and_a_crash_deliver_error_bodies_without_details(server: str, receiver: Receiver) -> None:
+    expected, crashed = receiver.url(), receiver.url()
+    assert call(server, "fail", {"kind": "tool_error"}, callback(expected)).status_code == 202
+    assert call(server, "fail", {"kind": "crash"}, callback(crashed)).status_code == 202
+    [(_, body)] = receiver.wait(expected)
+    assert json.loads(body) == {"message": "Quota exceeded for this month", "error": {
+        "type": "about:blank", "title": "Provider Error", "status": 502,
+        "detail": "Quota exceeded for this month", "error_code": "PROVIDER_ERROR"}}
+    [(_, body)] = receiver.wait(crashed)
+    assert json.loads(body)["message"] == GENERIC_FAILURE
+    assert json.loads(body)["error"]["detail"] == GENERIC_FAILURE
+    for _, raw in receiver.received(expected) + receiver.received(crashed):
+        for leak in (b"Traceback", b"hunter2", b"settings.py", b"RuntimeError", b"quota row"):
+            assert leak not in raw
+
+
+def test_refusals_after_the_202_reach_the_callback(server: str, receiver: Receiver) -> None:
+    first, second = receiver.url(), receiver.url()
+    assert call(server, "once_a_minute", {}, callback(first)).status_code == 202
+    assert json.loads(receiver.wait(first)[0][1]) == {"message": "done"}
+    assert call(server, "once_a_minute", {}, callback(second)).status_code == 202
+    error = json.loads(receiver.wait(second)[0][1])["error"]
+    assert error["status"] == 429 and error["error_code"] == "RATE_LIMITED" and error["retry_after"] >= 1
+
+
+def test_without_long_running_or_without_callback_the_call_stays_synchronous(server: str,
+                                                                             receiver: Receiver) -> None:
+    url = receiver.url()
+    r = call(server, "quick", {"n": 3}, callback(url))
+    assert r.status_code == 200 and r.json() == {"n": 3}
+    r = call(server, "build_report", {"n": 4})
+    assert r.status_code == 200 and r.json() == {"n": 4, "double": 8}
+    r = call(server, "fail", {"kind": "tool_error"}, None)
+    assert r.status_code == 500 and r.json()["error"] == "Quota exceeded for this month"
+    approval = receiver.url()  # a tool that needs a person's approval asks for it on the call itself
+    r = call(server, "wipe", {}, callback(approval))
+    assert r.status_code == 428 and "approval" in r.json()["error"], r.text
+    barrier(server, receiver)
+    assert receiver.received(url) == [] and receiver.received(approval) == []
+
+
+@pytest.mark.parametrize("url", ["ftp://127.0.0.1/cb", "http://localhost/cb", "https://10.1.2.3/cb",
+                                 "http://user:pw@127.0.0.1/cb", "/relative/cb", "http://[::1/cb"])
+def test_callback_urls_not_listed_are_refused_with_400(server: str, url: str) -> None:
+    r = call(server, "build_report", {"n": 1}, {"url": url, "tool_call_id": "tc"})
+    assert r.status_code == 400, r.text
+    assert r.json()["error"].startswith("The callback URL is refused") and r.json()["error"] == r.json()["detail"]
+    assert "Traceback" not in r.text
+
+
+@pytest.mark.parametrize("value", ["http://127.0.0.1/cb", {"tool_call_id": "tc"}, {"url": 7}])
+def test_a_malformed_callback_is_refused_with_400(server: str, value: Any) -> None:
+    r = call(server, "build_report", {"n": 1}, value)
+    assert r.status_code == 400 and r.json()["error"], r.text
+
+
+def test_unset_hosts_allow_only_https_to_public_addresses(receiver: Receiver) -> None:
+    base, proc = start("tests.apps.opal_async_app:create_app()")
+    try:
+        for url in (receiver.url(), "https://127.0.0.1/cb", "https://localhost/cb", "https://[::1]/cb",
+                    "https://169.254.169.254/latest", "https://192.168.1.1/cb", "https://0.0.0.0/cb",
+                    "https://224.0.0.1/cb", "https://[::ffff:127.0.0.1]/cb"):
+            r = call(base, "build_report", {"n": 1}, {"url": url, "tool_call_id": "tc"})
+            assert r.status_code == 400, (url, r.text)
+            assert "refused" in r.json()["error"]
+        assert call(base, "quick", {"n": 1}, {"url": "https://127.0.0.1/cb"}).status_code == 200
+    finally:
+        stop(proc)
+
+
+def test_each_failed_attempt_is_logged_and_the_give_up_too(receiver: Receiver) -> None:
+    base, proc = start("tests.apps.opal_async_app:create_app(hosts='127.0.0.1', retries=1, call_log='json')")
+    try:
+        down, gone = receiver.url(503, 503, 503), receiver.url(404)
+        assert call(base, "build_report", {"n": 1}, callback(down)).status_code == 202
+        assert call(base, "build_report", {"n": 1}, callback(gone)).status_code == 202
+        receiver.wait(down, 2)
+        receiver.wait(gone, 1)
+    finally:
+        stop(proc)  # a graceful stop: the worker finishes its deliveries first
+    assert len(receiver.received(down)) == 2  # RETRIES=1: two attempts in all
+    assert len(receiver.received(gone)) == 1  # a 404 is not retried
+    lines = [json.loads(line) for line in (proc.stdout.read() if proc.stdout else "").splitlines()
+             if line.startswith("{")]
+    for url, failed in ((down, 2), (gone, 1)):
+        path = url.split("/")[-1]
+        mine = [line for line in lines if path in line["message"]]
+        warnings = [line for line in mine if line["level"] == "WARNING"]
+        errors = [line for line in mine if line["level"] == "ERROR"]
+        assert len(warnings) == failed and len(errors) == 1, mine
+        for line in warnings + errors:
+            assert "trace_id=trace-async-1" in line["message"] and "call_id=" in line["message"]
+            assert "cb-token-1" not in line["message"]
