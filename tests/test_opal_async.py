@@ -117,6 +117,24 @@ def test_discovery_marks_long_running_tools_async(server: str) -> None:
     assert "mode" not in functions["quick"] and "timeout" not in functions["quick"]
 
 
+def test_the_openapi_document_shows_the_callback_and_the_202() -> None:
+    from openapi_spec_validator import validate
+
+    from .apps.opal_async_app import create_app
+
+    app = create_app(TOOLDISCOVERY_OPENAPI_DIALECT="opal")
+    document = app.test_client().get("/tools/openapi.json").get_json()
+    validate(document)
+    report = document["paths"]["/opal/tools/build_report"]["post"]
+    assert report["responses"]["202"]["content"]["application/json"]["schema"]["properties"]["status"] == {
+        "enum": ["accepted"]}
+    callback = report["requestBody"]["content"]["application/json"]["schema"]["properties"]["async_callback"]
+    assert callback["required"] == ["url"]
+    quick = document["paths"]["/opal/tools/quick"]["post"]
+    assert "202" not in quick["responses"]
+    assert "async_callback" not in quick["requestBody"]["content"]["application/json"]["schema"]["properties"]
+
+
 def test_202_at_once_then_the_result_is_posted_to_the_callback(server: str, receiver: Receiver,
                                                                tmp_path: Path) -> None:
     gate, url = tmp_path / "gate", receiver.url()

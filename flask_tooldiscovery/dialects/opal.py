@@ -199,6 +199,7 @@ def openapi_paths(pipe: Pipeline) -> dict[str, Any]:
             "401": "Bearer token missing or wrong.", "500": "The tool failed."})
         item["post"]["responses"]["200"]["content"] = {
             "application/json": {"schema": inline_refs(tool.output_schema or {})}}
+        opal_async.openapi(tool, item)
         paths[f"{pipe.prefix}/tools/{tool.name}"] = item
     return paths
 

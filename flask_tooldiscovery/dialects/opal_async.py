@@ -50,6 +50,17 @@ def timeout(tool: Tool) -> int | None:
     return math.ceil(tool.timeout) if mode(tool) and tool.timeout else None
 
 
+def openapi(tool: Tool, item: dict[str, Any]) -> None:
+    """A long-running tool's OpenAPI operation (``item``) also takes ``async_callback`` and answers 202."""
+    if mode(tool):
+        post, text = item["post"], {"type": "string"}
+        post["requestBody"]["content"]["application/json"]["schema"]["properties"]["async_callback"] = {
+            "type": "object", "required": ["url"],
+            "properties": {"url": {"type": "string", "format": "uri"}, "tool_call_id": text, "callback_token": text}}
+        post["responses"]["202"] = {"description": "Accepted: the result is POSTed to async_callback.url.", "content": {
+            "application/json": {"schema": {"type": "object", "properties": {"status": {"enum": ["accepted"]}}}}}}
+
+
 def _valid(tool: Tool, parameters: dict[str, Any]) -> bool:
     """The checks :func:`~..invoke.invoke` makes before running a tool, without running it."""
     arguments = coerce_value(parameters, {"type": "object", **tool.resolved_input_schema})

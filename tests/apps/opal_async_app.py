@@ -12,7 +12,7 @@ from flask import Flask, current_app
 from flask_tooldiscovery import ToolContext, ToolDiscovery, ToolError
 
 
-def create_app(hosts: str = "", retries: int = 2, call_log: str | None = None) -> Flask:
+def create_app(hosts: str = "", retries: int = 2, call_log: str | None = None, **config: object) -> Flask:
     discovery = ToolDiscovery()
 
     @discovery.tool(long_running=True, timeout=60)
@@ -62,6 +62,6 @@ def create_app(hosts: str = "", retries: int = 2, call_log: str | None = None) -
     app = Flask("opal_async")
     app.config.update(SECRET_KEY="opal-async-tests", TOOLDISCOVERY_WARN_UNAUTHENTICATED=False,
                       TOOLDISCOVERY_OPAL_CALLBACK_HOSTS=hosts,
-                      TOOLDISCOVERY_OPAL_CALLBACK_RETRIES=retries, TOOLDISCOVERY_CALL_LOG=call_log)
+                      TOOLDISCOVERY_OPAL_CALLBACK_RETRIES=retries, TOOLDISCOVERY_CALL_LOG=call_log, **config)
     discovery.init_app(app)
     return app
