@@ -1,9 +1,17 @@
 """Linear cost: registration, start-up, discovery latency and memory at 10 .. 10,000 tools, and
 the cost of one MCP ``tools/list`` page (first and last) against the registry size.
 
-Run: ``python bench/bench_scale.py`` (in-process WSGI calls, no sockets; bench/RESULTS.rst
-records a run). Discovery is timed twice: through the fast path (the default) and with the fast
-path off (the full Flask request path, the bytes still cached).
+Run: ``python bench/bench_scale.py [MAX_TOOLS]`` (in-process WSGI calls, no sockets;
+bench/RESULTS.rst records runs). Every tool is a different function (its own name, parameter
+name, default and docstring), so no cache keyed on a schema's text can flatter the figures.
+
+Timings are taken without tracing; memory is measured in a second, traced pass (tracemalloc
+slows Python down several times, which an earlier version of this script counted as
+registration time). "start-up" is registration + ``init_app`` + the first discovery document.
+Discovery is timed through the fast path (the default) and with it off (the full Flask request
+path, the bytes still cached). The provider rows time a discovery request whose tools come from a
+provider returning the same N dicts every time (a new document is not built: only the provider's
+resolution and the cache look-up), and the same with ``Tool`` objects built once.
 """
 
 from __future__ import annotations
@@ -16,8 +24,9 @@ import statistics
 import sys
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 logging.disable(logging.WARNING)
@@ -26,15 +35,36 @@ from flask import Flask  # noqa: E402
 
 from flask_tooldiscovery import ToolDiscovery  # noqa: E402
 
-
-def forecast(city: str, days: int = 1) -> dict[str, Any]:
-    """Fetch a forecast.
+SOURCE = '''
+def forecast_{i}(city_{i}: str, days: int = {days}, units: Literal["metric", "imperial"] = "metric"
+                 ) -> dict[str, Any]:
+    """Fetch forecast number {i}.
 
     Args:
-        city: City name.
+        city_{i}: The city, number {i}.
         days: How many days.
+        units: Unit system.
     """
-    return {"city": city, "days": days}
+    return {{"city": city_{i}, "days": days}}
+'''
+
+
+def make_tools(n: int) -> list[Callable[..., Any]]:
+    """``n`` different functions (name, parameter, default and docstring differ)."""
+    out = []
+    for i in range(n):
+        namespace: dict[str, Any] = {"Any": Any, "Literal": Literal}
+        exec(SOURCE.format(i=i, days=i % 7 + 1), namespace)
+        out.append(namespace[f"forecast_{i}"])
+    return out
+
+
+def provided(n: int) -> list[dict[str, Any]]:
+    """``n`` provider tools as dicts (MCP's shape)."""
+    return [{"name": f"remote_{i}", "description": f"Remote tool number {i}.",
+             "inputSchema": {"type": "object", "properties": {f"q_{i}": {"type": "string", "description": "Query."},
+                                                              "limit": {"type": "integer", "default": i % 10}},
+                             "required": [f"q_{i}"]}} for i in range(n)]
 
 
 def request(app: Any, method: str, path: str, body: bytes = b"") -> bytes:
@@ -61,28 +91,42 @@ def us_per(fn: Any, seconds: float = 0.3) -> float:
     return statistics.median(rounds)
 
 
+def start(funcs: list[Callable[..., Any]]) -> tuple[Flask, float, float, float]:
+    """An app with ``funcs`` as tools: (app, registration s, init_app s, first discovery ms)."""
+    started = time.perf_counter()
+    d = ToolDiscovery()
+    for func in funcs:
+        d.add_tool(func)
+    registered = time.perf_counter() - started
+    app = Flask("scale")
+    app.config.update(TOOLDISCOVERY_DIALECTS=["opal", "mcp"], TOOLDISCOVERY_MAX_CONCURRENT_CALLS=0)
+    started = time.perf_counter()
+    d.init_app(app)
+    initialized = time.perf_counter() - started
+    started = time.perf_counter()
+    request(app, "GET", "/opal/discovery")
+    first = (time.perf_counter() - started) * 1000
+    return app, registered, initialized, first
+
+
+def provider_app(tools: list[Any]) -> Flask:
+    app = Flask("provider")
+    app.config.update(TOOLDISCOVERY_DIALECTS=["opal"], TOOLDISCOVERY_MAX_CONCURRENT_CALLS=0)
+    ToolDiscovery(app, tools=lambda: tools)
+    return app
+
+
 def main() -> None:
-    print(f"{'tools':>6} {'register s':>10} {'init_app s':>10} {'1st disc ms':>11} {'fast us':>8} {'flask us':>9} "
-          f"{'mcp p1 us':>9} {'mcp last us':>11} {'KB/tool':>8}")
-    for n in (10, 100, 1000, 10_000):
+    top = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
+    sizes = [n for n in (10, 100, 1000, 10_000) if n <= top]
+    print(f"Python {sys.version.split()[0]}; times untraced, memory in a separate traced pass")
+    print(f"{'tools':>6} {'register s':>10} {'init_app s':>10} {'1st disc ms':>11} {'start-up s':>10} "
+          f"{'fast us':>8} {'flask us':>9} {'mcp p1 us':>9} {'mcp last us':>11} {'KB/tool':>8}")
+    for n in sizes:
+        funcs = make_tools(n)
         gc.collect()
-        tracemalloc.start()
-        before = tracemalloc.get_traced_memory()[0]
-        started = time.perf_counter()
-        d = ToolDiscovery()
-        for i in range(n):
-            d.add_tool(forecast, name=f"forecast_{i}")
-        registered = time.perf_counter() - started
-        app = Flask("scale")
-        app.config.update(TOOLDISCOVERY_DIALECTS=["opal", "mcp"], TOOLDISCOVERY_MAX_CONCURRENT_CALLS=0)
-        started = time.perf_counter()
-        d.init_app(app)
-        initialized = time.perf_counter() - started
-        started = time.perf_counter()
-        request(app, "GET", "/opal/discovery")
-        first = (time.perf_counter() - started) * 1000
-        kib = (tracemalloc.get_traced_memory()[0] - before) / 1024 / n
-        tracemalloc.stop()
+        app, registered, initialized, first = start(funcs)
+        startup = registered + initialized + first / 1000
         fast = us_per(lambda app=app: request(app, "GET", "/opal/discovery"))
         flask_path = us_per(lambda app=app: request(app.wsgi_app.wsgi_app, "GET", "/opal/discovery"))
         pages = max(n // 100, 1)  # MCP_PAGE_SIZE is 100
@@ -96,8 +140,29 @@ def main() -> None:
                                     "params": {"cursor": page_cursor((pages - 1) * 100)}}).encode()
         p1 = us_per(lambda app=app, body=first_page: request(app, "POST", "/mcp", body))
         plast = us_per(lambda app=app, body=last_page: request(app, "POST", "/mcp", body))
-        print(f"{n:>6} {registered:10.3f} {initialized:10.3f} {first:11.1f} {fast:8.1f} {flask_path:9.1f} "
-              f"{p1:9.1f} {plast:11.1f} {kib:8.2f}")
+        del app
+        gc.collect()
+        tracemalloc.start()
+        before = tracemalloc.get_traced_memory()[0]
+        app = start(funcs)[0]
+        kib = (tracemalloc.get_traced_memory()[0] - before) / 1024 / n
+        tracemalloc.stop()
+        del app
+        print(f"{n:>6} {registered:10.3f} {initialized:10.3f} {first:11.1f} {startup:10.3f} {fast:8.1f} "
+              f"{flask_path:9.1f} {p1:9.1f} {plast:11.1f} {kib:8.2f}")
+    print()
+    print(f"{'tools':>6} {'provider: dicts, us/discovery':>30} {'provider: Tool objects, us/discovery':>37}")
+    from flask_tooldiscovery.registry import tool_from_object
+
+    for n in sizes:
+        dicts = provided(n)
+        built = [tool_from_object(t) for t in dicts]
+        a, b = provider_app(dicts), provider_app(built)
+        request(a, "GET", "/opal/discovery")
+        request(b, "GET", "/opal/discovery")
+        da = us_per(lambda a=a: request(a, "GET", "/opal/discovery"))
+        db = us_per(lambda b=b: request(b, "GET", "/opal/discovery"))
+        print(f"{n:>6} {da:30.1f} {db:37.1f}")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,9 @@ validation errors with JSON pointers, and helpers dialects use to read a propert
 from __future__ import annotations
 
 import json
+import re
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -43,9 +46,15 @@ def _canonical(schema: Any) -> str:
 
 
 def check_schema(schema: Any, *, what: str = "schema") -> None:
-    """Raise :class:`InvalidSchemaError` unless ``schema`` is a valid JSON Schema."""
+    """Raise :class:`InvalidSchemaError` unless ``schema`` is a valid JSON Schema.
+
+    Schemas made of the common keywords (what signatures, marshmallow and pydantic produce) are
+    accepted by :func:`plainly_valid` without jsonschema's meta-schema pass; anything else, and
+    every invalid schema, goes through that pass, so the verdict and the message are its own."""
     if not isinstance(schema, (dict, bool)):
         raise InvalidSchemaError(f"{what} must be a JSON object, not {type(schema).__name__}")
+    if plainly_valid(schema):
+        return
     try:
         compile_validator(_canonical(schema))
     except SchemaError as exc:
@@ -53,6 +62,108 @@ def check_schema(schema: Any, *, what: str = "schema") -> None:
         raise InvalidSchemaError(
             f"{what} is not a valid JSON Schema: {exc.message}" + (f" (at /{where})" if where else "")
         ) from None
+
+
+_DRAFT_2020_12 = ("https://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2020-12/schema#")
+_SIMPLE_TYPES = frozenset(("array", "boolean", "integer", "null", "number", "object", "string"))
+#: Keywords whose value is one schema / a non-empty list of schemas / an object of schemas.
+_ONE_SCHEMA = frozenset(("items", "contains", "additionalProperties", "propertyNames", "if", "then", "else",
+                         "not", "unevaluatedItems", "unevaluatedProperties", "contentSchema"))
+_SCHEMA_LISTS = frozenset(("prefixItems", "allOf", "anyOf", "oneOf"))
+_SCHEMA_MAPS = frozenset(("properties", "$defs", "dependentSchemas"))
+_STRINGS = frozenset(("title", "description", "format", "contentEncoding", "contentMediaType", "$comment"))
+_NUMBERS = frozenset(("maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum"))
+_COUNTS = frozenset(("maxLength", "minLength", "maxItems", "minItems", "maxContains", "minContains",
+                     "maxProperties", "minProperties"))
+_BOOLEANS = frozenset(("uniqueItems", "deprecated", "readOnly", "writeOnly"))
+_ANY_VALUE = frozenset(("const", "default"))
+_ARRAYS = frozenset(("enum", "examples"))
+_MAX_DEPTH = 64
+
+
+def _plain_json(value: Any, depth: int = 0) -> bool:
+    """True when ``value`` is made of JSON's own types only (so encoding it cannot fail)."""
+    kind = type(value)
+    if kind in (str, int, float, bool) or value is None:
+        return True
+    if depth > _MAX_DEPTH:
+        return False
+    if kind is list:
+        return all(_plain_json(v, depth + 1) for v in value)
+    if kind is dict:
+        return all(type(k) is str and _plain_json(v, depth + 1) for k, v in value.items())
+    return False
+
+
+def _plain_schema(node: Any, depth: int) -> bool:
+    kind = type(node)
+    if kind is bool:
+        return True
+    if kind is not dict or depth > _MAX_DEPTH:
+        return False
+    for key, value in node.items():
+        vtype = type(value)
+        if key in _SCHEMA_MAPS:
+            if vtype is not dict or not all(type(k) is str and _plain_schema(v, depth + 1) for k, v in value.items()):
+                return False
+        elif key in _ONE_SCHEMA:
+            if not _plain_schema(value, depth + 1):
+                return False
+        elif key in _SCHEMA_LISTS:
+            if vtype is not list or not value or not all(_plain_schema(v, depth + 1) for v in value):
+                return False
+        elif key == "type":
+            if vtype is str:
+                if value not in _SIMPLE_TYPES:
+                    return False
+            elif vtype is not list or not value or len(set(map(str, value))) != len(value) or not all(
+                    type(t) is str and t in _SIMPLE_TYPES for t in value):
+                return False
+        elif key == "required":
+            if vtype is not list or not all(type(v) is str for v in value) or len(set(value)) != len(value):
+                return False
+        elif key in _STRINGS:
+            if vtype is not str:
+                return False
+        elif key in _NUMBERS:
+            if vtype not in (int, float):
+                return False
+        elif key in _COUNTS:
+            if vtype is not int or value < 0:
+                return False
+        elif key in _BOOLEANS:
+            if vtype is not bool:
+                return False
+        elif key in _ARRAYS:
+            if vtype is not list or not _plain_json(value, depth):
+                return False
+        elif key in _ANY_VALUE:
+            if not _plain_json(value, depth):
+                return False
+        elif key == "multipleOf":
+            if vtype not in (int, float) or not value > 0:
+                return False
+        elif key == "pattern":
+            if vtype is not str:
+                return False
+            try:
+                re.compile(value)
+            except re.error:
+                return False
+        else:  # "$ref", "$id", "patternProperties", other drafts' keywords, unknown ones...
+            return False
+    return True
+
+
+def plainly_valid(schema: Any) -> bool:
+    """True when ``schema`` is certainly a valid draft 2020-12 JSON Schema by a quick walk: every
+    keyword one of the common ones, with the value the meta-schema asks for, every value made of
+    JSON's own types. ``False`` means "not sure", never "invalid": ask :func:`check_schema`."""
+    if type(schema) is dict and "$schema" in schema:
+        if schema["$schema"] not in _DRAFT_2020_12:
+            return False
+        schema = {k: v for k, v in schema.items() if k != "$schema"}
+    return _plain_schema(schema, 0)
 
 
 @lru_cache(maxsize=1024)
@@ -63,13 +174,33 @@ def compile_validator(canonical_schema: str) -> Validator:
     """
     schema = json.loads(canonical_schema)
     cls = validator_for(schema, default=Draft202012Validator)
-    cls.check_schema(schema)
+    if not plainly_valid(schema):
+        cls.check_schema(schema)
     return cls(schema, format_checker=cls.FORMAT_CHECKER)
 
 
+#: Validators by schema object: a tool's schema is looked up by identity, without encoding it
+#: (the entry keeps the schema alive, so its id cannot be reused while it is there).
+_BY_ID: OrderedDict[int, tuple[Any, Validator]] = OrderedDict()
+_BY_ID_MAX = 16_384
+_BY_ID_LOCK = threading.Lock()
+_ACCEPT_ALL: dict[str, Any] = {}
+
+
 def validator_for_schema(schema: dict[str, Any] | None) -> Validator:
-    """The cached validator of ``schema`` (``None`` accepts everything)."""
-    return compile_validator(_canonical(schema if schema is not None else {}))
+    """The cached validator of ``schema`` (``None`` accepts everything). A schema must not be
+    changed in place once it has been used (tools' schemas never are)."""
+    if schema is None:
+        schema = _ACCEPT_ALL
+    found = _BY_ID.get(id(schema))
+    if found is not None and found[0] is schema:
+        return found[1]
+    validator = compile_validator(_canonical(schema))
+    with _BY_ID_LOCK:
+        _BY_ID[id(schema)] = (schema, validator)
+        if len(_BY_ID) > _BY_ID_MAX:
+            _BY_ID.popitem(last=False)
+    return validator
 
 
 def _pointer(parts: Iterable[Any]) -> str:
@@ -236,6 +367,8 @@ def inline_refs(schema: Any, *, max_depth: int = 32) -> Any:
     exclude ``$ref``."""
     if not isinstance(schema, dict):
         return schema
+    if "$defs" not in schema and "definitions" not in schema:  # nothing to resolve: a copy without defs
+        return _without_defs(schema)
     defs: dict[str, Any] = {}
     for section in ("$defs", "definitions"):
         for name, value in (schema.get(section) or {}).items():
@@ -263,3 +396,13 @@ def inline_refs(schema: Any, *, max_depth: int = 32) -> Any:
         return {k: walk(v, expanding) for k, v in node.items() if k not in ("$defs", "definitions")}
 
     return walk(schema, ())
+
+
+def _without_defs(node: Any) -> Any:
+    """A copy of ``node`` with every ``$defs``/``definitions`` dropped (what :func:`inline_refs`
+    makes when the root defines nothing a reference could point to)."""
+    if isinstance(node, dict):
+        return {k: _without_defs(v) for k, v in node.items() if k != "$defs" and k != "definitions"}
+    if isinstance(node, list):
+        return [_without_defs(n) for n in node]
+    return node

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .async_bridge import await_sync
 from .json_schema import InvalidSchemaError, check_schema
+from .results import mime_type_error
 from .schema_sources import resolve_input_schema, resolve_output_schema
 from .signature import describe_function
 from .tool import METADATA_OPTIONS, Tool, parse_version
@@ -78,6 +79,8 @@ def _check_options(label: str, options: Mapping[str, Any]) -> None:
         if options.get(key) is not None and (isinstance(options[key], str)
                                              or not all(isinstance(t, str) for t in options[key])):
             raise RegistrationError(f"{label}: {key} must be a list of strings")
+    if options.get("result_mime_type") is not None and (error := mime_type_error(options["result_mime_type"])):
+        raise RegistrationError(f"{label}: result_mime_type: {error}")
     if options.get("visible") is not None and not callable(options["visible"]):
         raise RegistrationError(f"{label}: visible must be a callable taking the caller's Identity (or None)")
 
@@ -97,15 +100,20 @@ def _normalize_requirements(req: Mapping[str, Any] | None) -> dict[str, Any] | N
 
 
 #: Keywords whose value is a schema, a list of schemas, or a map of names to schemas.
-_SUBSCHEMA = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
-              "additionalItems", "unevaluatedItems", "unevaluatedProperties")
-_SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
-_SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_SUBSCHEMA = frozenset(("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
+                        "additionalItems", "unevaluatedItems", "unevaluatedProperties"))
+_SUBSCHEMA_LISTS = frozenset(("allOf", "anyOf", "oneOf", "prefixItems", "items"))
+_SUBSCHEMA_MAPS = frozenset(("properties", "patternProperties", "$defs", "definitions", "dependentSchemas"))
+
+
+_SAFE_SCALARS = frozenset((str, bool, type(None)))
 
 
 def _unrepresentable(value: Any) -> Any:
     """The first number in a JSON value that strict readers refuse, or ``None``: a non-finite
     float (JSON has no ``Infinity`` or ``NaN``) or an integer outside int64 (protobuf consumers)."""
+    if type(value) in _SAFE_SCALARS:
+        return None
     if (isinstance(value, float) and not math.isfinite(value)) or (
             isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63):
         return value
@@ -140,7 +148,8 @@ def tool_from_function(func: Callable[..., Any], options: Mapping[str, Any]) -> 
     label = f"tool {options.get('name') or getattr(func, '__name__', func)!r}"
     _check_options(label, options)
     explicit = options.get("input_schema") is not None
-    desc = describe_function(func, name=options.get("name"), derive_input=not explicit)
+    desc = describe_function(func, name=options.get("name"), derive_input=not explicit,
+                             result_mime_type=options.get("result_mime_type"))
     name = desc.name
     label = f"tool {name!r}"
     if not valid_tool_name(name):

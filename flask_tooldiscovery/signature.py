@@ -15,6 +15,7 @@ import datetime as _dt
 import enum
 import functools
 import inspect
+import re
 import types
 import typing
 import uuid
@@ -24,9 +25,12 @@ from dataclasses import dataclass
 from typing import Any, Literal, Union
 
 import docstring_parser
+import docstring_parser.google
+import docstring_parser.rest
 from marshmallow import ValidationError
 
 from .json_schema import inline_refs
+from .results import kind_of, schema_for_type, schema_of
 from .tool import ToolContext
 
 Converter = Callable[[Any], Any] | None
@@ -343,10 +347,29 @@ def _apply(converters: dict[str, Converter], value: Mapping[str, Any]) -> dict[s
     return out
 
 
+#: A line that may open a section in the ReST (``:``), Epydoc (``@``) or NumPy (a ``---``
+#: underline, a ``.. deprecated::`` directive) styles.
+_OTHER_STYLES = re.compile(r"^(?:[:@]|-|\.\.)", re.MULTILINE)
+
+
+def _parse_doc(text: str) -> docstring_parser.Docstring:
+    """``docstring_parser.parse(text)`` (style auto-detected), without running the four parsers
+    when the answer is known: auto-detection keeps the parse with the most sections, the first of
+    ReST, Google, NumPy, Epydoc on a tie, and a text with no line that can open a ReST, Epydoc or
+    NumPy section gives those three no section at all."""
+    if _OTHER_STYLES.search(text):
+        return docstring_parser.parse(text)
+    try:
+        google = docstring_parser.google.parse(text)
+    except docstring_parser.ParseError:
+        return docstring_parser.parse(text)
+    return google if google.meta else docstring_parser.rest.parse(text)
+
+
 def _docstring_params(doc: str | None) -> dict[str, str]:
     if not doc:
         return {}
-    parsed = docstring_parser.parse(inspect.cleandoc(doc))
+    parsed = _parse_doc(inspect.cleandoc(doc))
     return {p.arg_name: p.description for p in parsed.params if p.description}
 
 
@@ -355,7 +378,7 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str], str | None]:
     Sphinx style docstring."""
     if not doc:
         return "", {}, None
-    parsed = docstring_parser.parse(inspect.cleandoc(doc))
+    parsed = _parse_doc(inspect.cleandoc(doc))
     text = "\n\n".join(p for p in (parsed.short_description, parsed.long_description) if p)
     params: dict[str, str] = {}
     for p in parsed.params:
@@ -366,8 +389,72 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str], str | None]:
     return text.strip(), params, returns
 
 
+class _ReturnSchemaBuilder(_SchemaBuilder):
+    """A return annotation's schema: rich result types (:mod:`.results`) as their canonical form,
+    and ``bytes`` as an image, audio or file when the tool declares their MIME type."""
+
+    def __init__(self, bytes_mime_type: str | None) -> None:
+        super().__init__()
+        self.bytes_mime_type = bytes_mime_type
+
+    def build(self, tp: Any) -> tuple[dict[str, Any], Converter]:
+        rich = schema_for_type(tp, self.bytes_mime_type)
+        return (rich, None) if rich is not None else super().build(tp)
+
+
+def _resolved(tp: Any, depth: int = 0) -> bool:
+    """True when ``typing.get_type_hints`` would return ``tp`` as it is (or an equal rebuild):
+    nothing in it is a string or a forward reference to evaluate."""
+    if isinstance(tp, (str, typing.ForwardRef)) or depth > 16:
+        return False
+    origin = typing.get_origin(tp)
+    if origin is None or origin is Literal:  # a class, a value; Literal's arguments are values
+        return True
+    if origin is typing.Annotated:  # the metadata are left alone; the annotated type is evaluated
+        return _resolved(tp.__origin__, depth + 1)
+    return all(_resolved(arg, depth + 1) for arg in getattr(tp, "__args__", ()))
+
+
+@functools.lru_cache(maxsize=4096)
+def _annotation_code(text: str) -> types.CodeType:
+    return compile(text, "<string>", "eval")
+
+
+#: What ``typing`` refuses as a parameter or return annotation (left to ``get_type_hints`` to say).
+_NOT_ANNOTATIONS: tuple[Any, ...] = (typing.ClassVar, typing.Final, typing.Generic, typing.Protocol)
+
+
+def _type_hints(func: Callable[..., Any]) -> dict[str, Any]:
+    """``typing.get_type_hints(func, include_extras=True)`` for a plain function, without its
+    costs (it compiles every string annotation anew and rebuilds every generic alias): a string
+    is evaluated in the function's globals from a cached compiled form, and the result is used
+    when it is a type or a parametrized form holding nothing left to evaluate; in any other case
+    (and for anything but a plain function) ``get_type_hints`` answers, errors included."""
+    annotations = getattr(func, "__annotations__", None) if type(func) is types.FunctionType else None
+    if not isinstance(annotations, dict) or hasattr(func, "__wrapped__"):
+        return typing.get_type_hints(func, include_extras=True)
+    namespace = getattr(func, "__globals__", {})
+    hints: dict[str, Any] = {}
+    for name, value in annotations.items():
+        if isinstance(value, str):
+            try:
+                value = eval(_annotation_code(value), namespace, namespace)  # what ForwardRef does
+            except Exception:
+                return typing.get_type_hints(func, include_extras=True)
+        if value is None:
+            value = type(None)
+        origin = typing.get_origin(value)
+        plain = value is Any or (isinstance(value, type) and value not in _NOT_ANNOTATIONS) or (
+            origin is not None and origin not in _NOT_ANNOTATIONS)
+        if not plain or not _resolved(value):
+            return typing.get_type_hints(func, include_extras=True)
+        hints[name] = value
+    return hints
+
+
 def describe_function(
-    func: Callable[..., Any], *, name: str | None = None, derive_input: bool = True
+    func: Callable[..., Any], *, name: str | None = None, derive_input: bool = True,
+    result_mime_type: str | None = None,
 ) -> FunctionDescription:
     """Read ``func`` once: its input and output schemas, context parameters and argument loader.
 
@@ -381,7 +468,7 @@ def describe_function(
     except (TypeError, ValueError) as exc:
         raise SignatureError(f"{label}: cannot read its signature: {exc}") from None
     try:
-        hints = typing.get_type_hints(func, include_extras=True)
+        hints = _type_hints(func)
     except Exception as exc:  # NameError for unresolvable forward references, and friends
         raise SignatureError(f"{label}: cannot resolve its type hints: {exc}") from None
     description, param_docs, returns_doc = parse_docstring(inspect.getdoc(func))
@@ -438,11 +525,13 @@ def describe_function(
     ret = hints.get("return", signature.return_annotation)
     if ret not in (inspect.Signature.empty, None, type(None)):
         try:
-            output_schema = dict(_SchemaBuilder().build(ret)[0]) or None
+            output_schema = dict(_ReturnSchemaBuilder(result_mime_type).build(ret)[0]) or None
         except _Unsupported:
             output_schema = None
-        if output_schema is not None and returns_doc and "description" not in output_schema:
-            output_schema["description"] = returns_doc
+    elif result_mime_type is not None:  # no annotation: the declared MIME type says what it returns
+        output_schema = schema_of(kind_of(result_mime_type), result_mime_type)
+    if output_schema is not None and returns_doc and "description" not in output_schema:
+        output_schema["description"] = returns_doc
 
     def load_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
         loaded, errors = {}, {}
