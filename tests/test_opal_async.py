@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import requests
 
+from flask_tooldiscovery import callbacks
 from flask_tooldiscovery.invoke import GENERIC_FAILURE
 
 from .conftest import free_port
@@ -28,7 +29,7 @@ WAIT = 60  # seconds a test waits for a callback at most (it normally comes at o
 
 
 class Receiver:
-    """An HTTP server on 127.0.0.1 recording every POST by path; ``fail[path]`` statuses are
+    """An HTTP server on 127.0.0.1 recording every POST (and GET) by path; ``fail[path]`` statuses are
     answered first, one per POST, then 204."""
 
     def __init__(self) -> None:
@@ -46,8 +47,12 @@ class Receiver:
                     status = statuses.pop(0) if statuses else 204
                     receiver.changed.notify_all()
                 self.send_response(status)
+                if 300 <= status < 400:
+                    self.send_header("Location", receiver.base + self.path + "/moved")
                 self.send_header("Content-Length", "0")
                 self.end_headers()
+
+            do_GET = do_POST  # a followed redirect would arrive as a GET: recorded too
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -275,3 +280,24 @@ def test_each_failed_attempt_is_logged_and_the_give_up_too(receiver: Receiver) -
         for line in warnings + errors:
             assert "trace_id=trace-async-1" in line["message"] and "call_id=" in line["message"]
             assert "cb-token-1" not in line["message"]
+
+
+def test_a_redirect_is_an_answer_not_a_new_destination(server: str, receiver: Receiver) -> None:
+    url = receiver.url(302)
+    assert call(server, "build_report", {"n": 1}, callback(url)).status_code == 202
+    receiver.wait(url)
+    barrier(server, receiver)
+    assert len(receiver.received(url)) == 1 and receiver.received(url + "/moved") == []
+
+
+def test_connection_errors_are_retried_then_given_up(caplog: pytest.LogCaptureFixture) -> None:
+    url = f"http://127.0.0.1:{free_port()}/nobody-listens?sig=s3cret"
+    with caplog.at_level("WARNING", logger="flask_tooldiscovery"):
+        delivered = callbacks.deliver(url, {"message": "x"}, {"Authorization": "Bearer t0k"}, attempts=3,
+                                      timeout=5, hosts=("127.0.0.1",), setting="HOSTS", ids="call_id=c1",
+                                      backoff=0.01)
+    assert delivered is False
+    levels = [r.levelname for r in caplog.records]
+    assert levels == ["WARNING", "WARNING", "WARNING", "ERROR"]
+    assert all("call_id=c1" in r.getMessage() for r in caplog.records)
+    assert not any("s3cret" in r.getMessage() or "t0k" in r.getMessage() for r in caplog.records)
