@@ -10,6 +10,7 @@ import asyncio
 import enum
 import json
 import os
+import secrets
 from dataclasses import dataclass
 from typing import Annotated, Literal, TypedDict
 
@@ -166,6 +167,11 @@ def create_app(config: dict | None = None) -> Flask:
             except ValueError:
                 app.config[key] = value
     app.config.update(config or {})
+    if not app.config.get("SECRET_KEY"):  # seals approvals (create_order, remove_pet need a person's yes)
+        app.config["SECRET_KEY"] = os.environ.get("FLASK_SECRET_KEY") or secrets.token_hex(32)
+        if "FLASK_SECRET_KEY" not in os.environ:
+            app.logger.warning("FLASK_SECRET_KEY is not set: approvals use a key of this process only, so one "
+                               "asked on another worker or before a restart is refused")
     if pets is not None:
         pets.register(app)
     else:

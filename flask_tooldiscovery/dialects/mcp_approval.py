@@ -80,13 +80,16 @@ def call(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, context: 
          params: Mapping[str, Any], result: Callable[[Outcome], dict[str, Any]], modern: bool) -> dict[str, Any]:
     """Run a ``tools/call`` through the pipeline with the approval it carries: ``result`` of its
     outcome, or the request for approval (``modern``: an ``InputRequiredResult``)."""
+    approval = approval_of(params)
     try:
-        return result(pipe.invoke(tool, arguments or {}, context, approval=approval_of(params)))
+        return result(pipe.invoke(tool, arguments or {}, context, approval=approval))
     except ApprovalRequired as exc:
         return input_required(exc) if modern else cannot_ask(exc)
     except InvalidApproval as exc:
         log.info("flask-tooldiscovery: mcp tools/call %s refused: %s (trace_id=%s)", tool.name, exc.reason,
                  context.trace_id)
+        if approval is None and params.get("requestState") is None:  # X-Tool-Approval, not requestState
+            raise rpc.RpcError(rpc.INVALID_PARAMS, exc.message, {"reason": "invalid_approval"}) from None
         raise invalid_state() from None
 
 

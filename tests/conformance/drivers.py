@@ -81,7 +81,8 @@ class Opal(Driver):
         if r.status_code == 200:
             return Result("ok", body)
         kind = {400: "invalid" if "parameter_errors" in body else "malformed", 404: "unknown", 503: "unavailable",
-                401: "refused", 413: "too_large", 415: "refused", 403: "refused"}.get(r.status_code)
+                401: "refused", 413: "too_large", 415: "refused", 403: "refused",
+                428: "needs_approval"}.get(r.status_code)
         if r.status_code == 500:
             kind = "failure" if body["error"].startswith("The tool failed with an unexpected") else "tool_error"
         return Result(kind or f"http {r.status_code}", message=body["error"])
@@ -113,7 +114,7 @@ class Oxp(Driver):
             kind = "unknown" if body["message"].startswith("Tool not found") else "malformed"
         else:
             kind = {422: "invalid", 503: "unavailable", 401: "refused", 413: "too_large", 415: "refused",
-                    403: "refused"}.get(r.status_code, f"http {r.status_code}")
+                    403: "refused", 428: "needs_approval"}.get(r.status_code, f"http {r.status_code}")
         return Result(kind, message=body.get("message", ""))
 
 
@@ -142,7 +143,7 @@ class Tdp(Driver):
             kind = "malformed" if message.startswith("Malformed JSON") else "invalid"
         else:
             kind = {404: "unknown", 503: "unavailable", 401: "refused", 413: "too_large", 415: "refused",
-                    403: "refused"}.get(r.status_code, f"http {r.status_code}")
+                    403: "refused", 428: "needs_approval"}.get(r.status_code, f"http {r.status_code}")
         return Result(kind, message=str(message))
 
 
@@ -171,7 +172,7 @@ class Explorer(Driver):
             return Result("failure" if text.startswith("The tool failed with an unexpected") else "tool_error",
                           message=text)
         kind = {400: "malformed", 404: "unknown", 503: "unavailable", 401: "refused", 403: "refused",
-                413: "too_large", 415: "refused"}.get(r.status_code, f"http {r.status_code}")
+                413: "too_large", 415: "refused", 428: "needs_approval"}.get(r.status_code, f"http {r.status_code}")
         return Result(kind, message=body.get("error", ""))
 
 
@@ -199,6 +200,8 @@ class Mcp(Driver):
                               else _text_value(text))
             if text.startswith("Invalid arguments"):
                 return Result("invalid", message=text)
+            if "needs approval before it runs" in text:  # the handshake era cannot be asked
+                return Result("needs_approval", message=text)
             return Result("failure" if text.startswith("The tool failed with an unexpected") else "tool_error",
                           message=text)
         code, message = body["error"]["code"], body["error"]["message"]
@@ -230,7 +233,7 @@ class Utcp(Driver):
             return Result("ok", body)
         kind = {400: "invalid" if "parameter_errors" in body else "malformed", 404: "unknown", 422: "tool_error",
                 500: "failure", 503: "unavailable", 401: "refused", 403: "refused", 413: "too_large",
-                415: "refused"}.get(r.status_code, f"http {r.status_code}")
+                415: "refused", 428: "needs_approval"}.get(r.status_code, f"http {r.status_code}")
         return Result(kind, message=body["error"])
 
 

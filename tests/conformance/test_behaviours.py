@@ -169,3 +169,35 @@ def test_discovery_is_cached_with_an_etag(driver, client) -> None:
     again = driver.discover(client, headers={"If-None-Match": etag})
     assert again.status_code == 304 and again.get_data() == b""
     assert driver.discover(client).get_data() == first.get_data()
+
+
+def test_a_tool_needing_approval_runs_only_once_approved(driver) -> None:
+    """A requires_approval tool does not run on the first call, nor with tampered state; JSON
+    dialects run it with the sealed state sent back in X-Tool-Approval (MCP: tests/test_approvals.py)."""
+    runs: list[str] = []
+    d = ToolDiscovery()
+
+    @d.tool(requires_approval=True)
+    def wipe(what: str) -> str:
+        """Wipe something.
+
+        Args:
+            what: What.
+        """
+        runs.append(what)
+        return what
+
+    app = Flask("conformance")
+    app.config.update(TESTING=True, TOOLDISCOVERY_DIALECTS=[driver.name], TOOLDISCOVERY_ALLOW_EXECUTE=True,
+                      SECRET_KEY="conformance-" + "k" * 32)
+    d.init_app(app)
+    client = app.test_client()
+    first = driver.call(client, "wipe", {"what": "disk"})
+    assert driver.result(first).kind == "needs_approval" and runs == []
+    tampered = driver.call(client, "wipe", {"what": "disk"}, headers={"X-Tool-Approval": "forged.state.x"})
+    assert driver.result(tampered).kind != "ok" and runs == []
+    assert tampered.status_code == (200 if driver.name == "mcp" else 400)  # MCP: a JSON-RPC error
+    if driver.name != "mcp":
+        state = first.get_json()["approval_state"]
+        approved = driver.call(client, "wipe", {"what": "disk"}, headers={"X-Tool-Approval": state})
+        assert driver.result(approved).value == "disk" and runs == ["disk"]
