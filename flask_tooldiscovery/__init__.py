@@ -6,18 +6,23 @@ from .errors import CoreError
 from .extension import ToolDiscovery
 from .invoke import Failure, Outcome
 from .registry import ProviderError, RegistrationError
+from .results import Audio, File, Image, ResourceLink
 from .settings import Settings, SettingsError
 from .signature import SignatureError
 from .tool import Tool, ToolContext, ToolError
 
 __all__ = [
+    "Audio",
     "AuthError",
     "CoreError",
     "Dialect",
     "Failure",
+    "File",
+    "Image",
     "Outcome",
     "ProviderError",
     "RegistrationError",
+    "ResourceLink",
     "Settings",
     "SettingsError",
     "SignatureError",

@@ -17,28 +17,39 @@ from collections.abc import Mapping
 from typing import Any
 
 from .json_schema import primary_type, split_nullable
+from .results import RichResult, from_bytes
 
 _INT = re.compile(r"^[+-]?\d+$")
 
 
-def to_jsonable(value: Any) -> Any:
-    """Turn a tool's return value into JSON-ready data (dataclasses, enums, sets, dates...)."""
+def to_jsonable(value: Any, *, bytes_mime_type: str | None = None) -> Any:
+    """Turn a tool's return value into JSON-ready data (dataclasses, enums, sets, dates...).
+
+    Rich results (:mod:`.results`: ``Image``, ``Audio``, ``File``, ``ResourceLink``) become their
+    canonical form; ``bytes`` become base64 text, or, with ``bytes_mime_type`` (the tool's
+    ``result_mime_type``), the canonical form of an image, audio or file of that type.
+    """
     if value is None or isinstance(value, (str, bool, int)):
         return value
     if isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
             raise TypeError("NaN and infinity cannot be sent as JSON")
         return value
+    if isinstance(value, RichResult):
+        return value.to_json()
     if isinstance(value, Mapping):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
+        return {str(k): to_jsonable(v, bytes_mime_type=bytes_mime_type) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
-        return [to_jsonable(v) for v in value]
+        return [to_jsonable(v, bytes_mime_type=bytes_mime_type) for v in value]
     if isinstance(value, (bytes, bytearray, memoryview)):
+        if bytes_mime_type is not None:
+            return from_bytes(bytes(value), bytes_mime_type).to_json()
         return base64.b64encode(bytes(value)).decode("ascii")
     if isinstance(value, enum.Enum):
         return to_jsonable(value.value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {f.name: to_jsonable(getattr(value, f.name), bytes_mime_type=bytes_mime_type)
+                for f in dataclasses.fields(value)}
     if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
         return value.isoformat()
     if isinstance(value, uuid.UUID):

@@ -30,6 +30,7 @@ from .observe import KEY as OPERATIONS_KEY
 from .observe import Operations
 from .pipeline import AppState, Pipeline, Slots
 from .registry import ToolRegistry, ToolSet, ToolsProvider, tool_from_function
+from .resources import ResourceRegistry, resource_from_function
 from .settings import Settings, SettingsError
 from .tool import Tool, ToolContext
 from .views import ViewTools
@@ -60,6 +61,7 @@ class ToolDiscovery:
         dialects: Iterable[Dialect] = (),
     ) -> None:
         self.registry = ToolRegistry()
+        self.resources = ResourceRegistry()
         self.call_handler = call_handler
         self._auth_hook = auth_hook
         self._identity_hook = identity
@@ -263,6 +265,19 @@ class ToolDiscovery:
         Each tool is named after its endpoint (and its method when the rule serves several)."""
         self._views.add_views(blueprint=blueprint, rule=rule, include=include, exclude=exclude, methods=methods,
                               **options)
+
+    def resource(self, uri: str, **options: Any) -> Callable[[F], F]:
+        """Decorator: register a function (sync or async) as a readable resource at ``uri``, a
+        fixed URI or a template (``"reports://{report_id}"``: each variable is a string argument).
+        It returns bytes, text, a JSON value or an ``Image``/``Audio``/``File``; ``None`` means
+        not found. A ``ToolContext`` parameter receives the caller. Options: ``name``, ``title``,
+        ``description``, ``mime_type``, ``scopes``. MCP serves them with TOOLDISCOVERY_MCP_RESOURCES."""
+
+        def register(fn: F) -> F:
+            self.resources.add(resource_from_function(fn, uri, options))
+            return fn
+
+        return register
 
     def add_provider(self, provider: ToolsProvider) -> None:
         """Add a tools provider; its tools follow those registered before it."""

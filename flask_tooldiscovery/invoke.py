@@ -277,7 +277,7 @@ def invoke(
     except Exception as exc:
         return unexpected(exc)
     try:
-        value = to_jsonable(value)
-    except TypeError as exc:
+        value = to_jsonable(value, bytes_mime_type=tool.metadata.get("result_mime_type"))
+    except (TypeError, ValueError) as exc:
         return unexpected(exc)
     return done("success", value=value)

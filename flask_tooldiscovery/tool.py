@@ -30,6 +30,7 @@ METADATA_OPTIONS = (
     "modifies_state",
     "sensitive_output",
     "auth_requirements",
+    "result_mime_type",  # the MIME type of the bytes the tool returns (results.py)
 )
 
 _SEMVER = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")

@@ -1,0 +1,72 @@
+"""MCP resources, when ``TOOLDISCOVERY_MCP_RESOURCES`` is on: the ``resources`` capability and the
+``resources/list``, ``resources/templates/list`` and ``resources/read`` methods over the resources
+the app registered with ``@discovery.resource`` (:mod:`..resources`). Reads run the app's function
+with the caller's :class:`~..tool.ToolContext`; nothing a tool returned is kept, so any worker
+answers any read (a :class:`~..results.ResourceLink` names a resource the app can read again)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..pipeline import Pipeline
+from ..resources import NoSuchResource, Resource
+from ..settings import Settings
+from ..tool import ToolError
+from . import jsonrpc as rpc
+from .mcp_content import client_version
+
+METHODS = ("resources/list", "resources/templates/list", "resources/read")
+#: "Resource not found" through 2025-11-25; 2026-07-28 answers -32602 (SEP-2164), as the official
+#: SDK does. Both carry the URI in ``data``.
+RESOURCE_NOT_FOUND = -32002
+NOT_FOUND_AS_INVALID_PARAMS_SINCE = "2026-07-28"
+
+
+def capability(settings: Settings) -> dict[str, Any]:
+    """The ``resources`` capability when resources are served (no subscriptions, no list changes)."""
+    return {"resources": {"subscribe": False, "listChanged": False}} if settings.mcp_resources else {}
+
+
+def _described(resource: Resource, entry: dict[str, Any]) -> dict[str, Any]:
+    for key, value in (("title", resource.title), ("description", resource.description),
+                       ("mimeType", resource.mime_type)):
+        if value:
+            entry[key] = value
+    return entry
+
+
+def methods(pipe: Pipeline) -> dict[str, rpc.Method]:
+    """The resources methods for the MCP method table (none unless resources are on)."""
+    if not pipe.settings.mcp_resources:
+        return {}
+    registry = pipe.ext.resources
+
+    def list_resources(params: dict[str, Any]) -> dict[str, Any]:
+        return {"resources": [_described(r, {"uri": r.uri, "name": r.name})
+                              for r in registry.visible_to(pipe.identity) if not r.is_template]}
+
+    def list_templates(params: dict[str, Any]) -> dict[str, Any]:
+        return {"resourceTemplates": [_described(r, {"uriTemplate": r.uri, "name": r.name})
+                                      for r in registry.visible_to(pipe.identity) if r.is_template]}
+
+    def read(params: dict[str, Any]) -> dict[str, Any]:
+        uri = params.get("uri")
+        if not isinstance(uri, str) or not uri:
+            raise rpc.RpcError(rpc.INVALID_PARAMS, "resources/read needs params.uri (a string).")
+        meta: dict[str, Any] = params["_meta"] if isinstance(params.get("_meta"), dict) else {}
+        try:
+            resource, arguments = registry.find(uri, pipe.identity)
+            with pipe.slots.hold():
+                contents = resource.read(uri, arguments, pipe.context(extra={"meta": meta}))
+        except NoSuchResource:
+            modern = client_version(meta) >= NOT_FOUND_AS_INVALID_PARAMS_SINCE
+            code = rpc.INVALID_PARAMS if modern else RESOURCE_NOT_FOUND
+            raise rpc.RpcError(code, "Resource not found", {"uri": uri}) from None
+        except ToolError as exc:  # the app's own refusal, in its words
+            raise rpc.RpcError(rpc.INTERNAL_ERROR, exc.message, {"uri": uri}) from None
+        return {"contents": contents}
+
+    return {"resources/list": list_resources, "resources/templates/list": list_templates, "resources/read": read}
+
+
+__all__ = ["METHODS", "RESOURCE_NOT_FOUND", "capability", "methods"]
