@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import re
 from typing import Any
 
@@ -15,14 +14,14 @@ from flask import Blueprint, Response, request
 from marshmallow import fields
 
 from ..errors import CoreError, RetryLater, Unavailable
-from ..invoke import Outcome
 from ..logs import log
 from ..pipeline import MalformedBody, Pipeline, UnknownTool
-from ..tool import Tool
 from ..wire import WireSchema, json_response, openapi_post, page_cursor, read_cursor
-from . import Dialect
+from . import Dialect, mcp_approval
 from . import jsonrpc as rpc
+from . import mcp_resources as resources
 from .mcp_auth import authenticator, root_blueprint, security_warning
+from .mcp_content import call_result, object_output_schema
 
 NAME = "mcp"
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
@@ -88,17 +87,6 @@ def is_modern(message: Any) -> bool:
             or (isinstance(meta, dict) and VERSION_META_KEY in meta))
 
 
-def object_output_schema(tool: Tool) -> tuple[dict[str, Any] | None, bool]:
-    """(MCP ``outputSchema``, wrapped?). MCP output schemas are object schemas: any other
-    declared output is wrapped as ``{"result": ...}``, as the official SDK does."""
-    schema = tool.output_schema
-    if not schema:
-        return None, False
-    if schema.get("type") == "object":
-        return schema, False
-    return {"type": "object", "properties": {"result": schema}, "required": ["result"]}, True
-
-
 class McpToolSchema(WireSchema):
     """A registry :class:`Tool` dumped as an MCP ``Tool``."""
 
@@ -112,27 +100,6 @@ class McpToolSchema(WireSchema):
 
 
 _TOOL = McpToolSchema()
-
-
-def call_result(outcome: Outcome) -> dict[str, Any]:
-    """A ``CallToolResult``: text content, ``structuredContent`` for structured values, and
-    ``isError`` with an actionable message for failures and invalid arguments."""
-    if not outcome.ok:
-        text = outcome.error_message
-        if outcome.failure is not None and outcome.failure.additional_prompt_content:
-            text = f"{text}\n{outcome.failure.additional_prompt_content}"
-        if outcome.status == "invalid":
-            text += "\nCorrect the arguments to match the tool's input schema and call it again."
-        return {"content": [{"type": "text", "text": text}], "isError": True}
-    value = outcome.value
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": False}
-    schema, wrapped = object_output_schema(outcome.tool)
-    if wrapped or (isinstance(value, list) and schema is None):
-        result["structuredContent"] = {"result": value}
-    elif isinstance(value, dict):
-        result["structuredContent"] = value
-    return result
 
 
 def export_document(pipe: Pipeline) -> dict[str, Any]:
@@ -175,7 +142,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
     bp = pipe.blueprint(__name__)
     settings = pipe.settings
     server_info = {"name": settings.server_name, "version": settings.server_version, "title": settings.title}
-    capabilities = {"tools": {"listChanged": False}}
+    capabilities = {"tools": {"listChanged": False}, **resources.capability(settings)}
 
     def with_instructions(result: dict[str, Any]) -> dict[str, Any]:
         description = settings.server_description
@@ -215,14 +182,14 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         traceparent = meta.get("traceparent")
         context = pipe.context(extra={"meta": meta}, trace_id=traceparent if isinstance(traceparent, str) else None)
         try:
-            return call_result(pipe.invoke(tool, arguments or {}, context))
+            return mcp_approval.call(pipe, tool, arguments, context, params, call_result, is_modern({"params": params}))
         except RetryLater as exc:  # busy, rate limited: a result the model can act on, and Retry-After
             pipe.add_headers(exc.headers)
             return {"content": [{"type": "text", "text": f"{exc.message} Retry in {exc.retry_after} s."}],
                     "isError": True, "_meta": {"retryAfterMs": exc.retry_after_ms}}
 
     methods = {"initialize": initialize, "ping": lambda params: {}, "server/discover": discover,
-               "tools/list": list_tools, "tools/call": call_tool}
+               "tools/list": list_tools, "tools/call": call_tool, **resources.methods(pipe)}
 
     def run(method: str, params: dict[str, Any]) -> dict[str, Any]:
         modern = is_modern({"params": params})
@@ -239,7 +206,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         if modern:
             result = dict(result)
             result.setdefault("resultType", "complete")
-            if method in ("tools/list", "server/discover"):
+            if method in ("tools/list", "server/discover", *resources.METHODS):
                 result.setdefault("ttlMs", 0)
                 result.setdefault("cacheScope", "private")
             result["_meta"] = {**(result.get("_meta") or {}), SERVER_INFO_META_KEY: server_info}
