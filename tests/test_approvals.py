@@ -229,8 +229,43 @@ def test_mcp_2026_bad_request_state_is_the_sdks_error() -> None:
 
 def test_mcp_handshake_era_is_told_the_approval_could_not_be_asked() -> None:
     app, runs = build()
-    result = mcp(app.test_client(), {"name": "wipe", "arguments": {"what": "disk"}}, modern=False).get_json()["result"]
+    client = app.test_client()
+    params = {"name": "wipe", "arguments": {"what": "disk"}}
+    result = mcp(client, params, modern=False).get_json()["result"]
     assert result["isError"] is True and "approval" in result["content"][0]["text"] and runs == []
+    carried = result["_meta"]["flask-tooldiscovery/approval"]
+    assert "wipe" in carried["prompt"]
+    # A client that can send the header runs it; a forged one is an invalid-params error naming the approval.
+    forged = client.post("/mcp", json={"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": params},
+                         headers={"X-Tool-Approval": flip(carried["approval_state"])}).get_json()
+    assert forged["error"]["code"] == -32602 and forged["error"]["data"] == {"reason": "invalid_approval"}
+    approved = client.post("/mcp", json={"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": params},
+                           headers={"X-Tool-Approval": carried["approval_state"]}).get_json()
+    assert approved["result"]["structuredContent"]["wiped"] == "disk" and runs == ["disk"]
+
+
+def test_replay_approves_what_it_was_asked_to_include() -> None:
+    runs: list[str] = []
+    d = ToolDiscovery()
+
+    @d.tool(requires_approval=True, examples=[{"input": {"what": "disk"}, "expected_output": "disk"}])
+    def wipe(what: str) -> str:
+        """Wipe something.
+
+        Args:
+            what: What to wipe.
+        """
+        runs.append(what)
+        return what
+
+    app = Flask("replayed")
+    app.config.update(SECRET_KEY=KEY, TOOLDISCOVERY_ALLOW_EXECUTE=True, TOOLDISCOVERY_WARN_UNAUTHENTICATED=False)
+    d.init_app(app)
+    skipped = app.test_cli_runner().invoke(args=["tools", "check", "--replay"])
+    assert "needs approval; not replayed" in skipped.output and runs == []
+    result = app.test_cli_runner().invoke(args=["tools", "check", "--replay", "--include-destructive"])
+    assert result.exit_code == 0, result.output
+    assert "agrees across the dialects" in result.output and len(runs) == 6  # once per dialect
 
 
 def test_the_official_client_answers_the_approval_with_its_elicitation_callback() -> None:

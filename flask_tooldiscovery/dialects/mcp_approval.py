@@ -10,8 +10,9 @@ official SDK refuses one (-32602 ``Invalid or expired requestState``).
 
 Handshake era (2024-11-05 .. 2025-11-25): this endpoint is stateless and answers each call with
 one JSON body, so it cannot send an ``elicitation/create`` request and wait for the answer; such a
-call answers an ``isError`` result saying the approval could not be asked (a client may still send
-the sealed state back in the ``X-Tool-Approval`` header, as JSON dialects' clients do).
+call answers an ``isError`` result saying the approval could not be asked; its ``_meta`` carries the
+sealed state and prompt (:data:`META_KEY`), which a client may send back in the ``X-Tool-Approval``
+header once its user approved, as JSON dialects' clients do.
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ REQUESTED_SCHEMA: dict[str, Any] = {
     "required": ["approve"],
 }
 INVALID_STATE = "Invalid or expired requestState"
+#: Where a handshake-era refusal carries the sealed state, for a client that can send it back in
+#: ``X-Tool-Approval`` once its user approved.
+META_KEY = "flask-tooldiscovery/approval"
 
 
 def approval_of(params: Mapping[str, Any]) -> Approval | None:
@@ -73,7 +77,8 @@ def cannot_ask(exc: ApprovalRequired) -> dict[str, Any]:
     """A handshake-era answer: the tool did not run, since its approval could not be asked."""
     text = (f"{exc.message} This server asks for approval through MCP 2026-07-28 input requests "
             "(elicitation in a multi-round-trip call), which this client did not use, so the tool did not run.")
-    return {"content": [{"type": "text", "text": text}], "isError": True}
+    return {"content": [{"type": "text", "text": text}], "isError": True,
+            "_meta": {META_KEY: {"approval_state": exc.state, "prompt": exc.prompt}}}
 
 
 def call(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, context: ToolContext,
@@ -93,4 +98,5 @@ def call(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, context: 
         raise invalid_state() from None
 
 
-__all__ = ["APPROVAL_KEY", "REQUESTED_SCHEMA", "approval_of", "call", "cannot_ask", "input_required", "invalid_state"]
+__all__ = ["APPROVAL_KEY", "META_KEY", "REQUESTED_SCHEMA", "approval_of", "call", "cannot_ask", "input_required",
+           "invalid_state"]

@@ -212,6 +212,17 @@ class Replay:
         return out
 
 
+def _approval_state(body: Any) -> str | None:
+    """The sealed state of a call that needs approval: a 428 body's, or an MCP result's ``_meta``."""
+    if not isinstance(body, dict):
+        return None
+    result = body.get("result")
+    meta = result.get("_meta") if isinstance(result, dict) else None
+    found = (meta.get("flask-tooldiscovery/approval") or {}) if isinstance(meta, dict) else body
+    state = found.get("approval_state") if isinstance(found, dict) else None
+    return state if isinstance(state, str) else None
+
+
 def replay(app: Flask, ext: Any, tools: Iterable[Tool], *, headers: dict[str, str] | None = None,
            include_destructive: bool = False) -> tuple[list[Replay], list[str]]:
     """Every example of ``tools`` through every mounted dialect that runs tools; the replays and
@@ -246,6 +257,11 @@ def replay(app: Flask, ext: Any, tools: Iterable[Tool], *, headers: dict[str, st
                 path, body = driver.request(prefix, tool, arguments, settings)
                 with app.app_context():  # a fresh g per call: the CLI's app context would be shared
                     response = client.post(path, json=body, base_url=base, headers=headers or {})
+                state = _approval_state(response.get_json(silent=True))
+                if state:  # --include-destructive: whoever replays approves the call
+                    with app.app_context():
+                        response = client.post(path, json=body, base_url=base,
+                                               headers={**(headers or {}), "X-Tool-Approval": state})
                 answers[name] = driver.read(response.status_code, response.get_json(silent=True))
             label = str(example.get("description") or f"example {i + 1}") if isinstance(example, dict) else f"#{i + 1}"
             has_expected = isinstance(example, dict) and "expected_output" in example
