@@ -7,10 +7,14 @@ every request; the library never caches their answer.
 
 from __future__ import annotations
 
+import functools
 import inspect
+import json
 import logging
 import math
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -43,6 +47,10 @@ def valid_tool_name(name: Any) -> bool:
     """True for a name every dialect can carry safely."""
     return isinstance(name, str) and bool(_NAME.fullmatch(name)) and ".." not in name
 _REQUIREMENT_KEYS = {"authorization", "secrets", "user_id"}
+
+
+#: ``parse_version`` remembered: a tool set reads every tool's version on every request.
+_version = functools.lru_cache(maxsize=1024)(parse_version)
 
 
 class RegistrationError(ValueError):
@@ -208,8 +216,18 @@ def _is_v1_model(obj: Any) -> bool:
             and callable(getattr(obj, "dict", None)) and hasattr(type(obj), "__fields__"))
 
 
+_JSON_SCALARS = frozenset((str, int, float, bool, type(None)))
+
+
 def _plain(obj: Any) -> Any:
     """F2's serialization rules: pydantic v2, then v1, then dicts recursively, else as is."""
+    kind = type(obj)
+    if kind in _JSON_SCALARS:  # JSON's own types are no models: no attribute look-ups
+        return obj
+    if kind is dict:
+        return {k: _plain(v) for k, v in obj.items() if v is not None}
+    if kind is list:
+        return [_plain(v) for v in obj]
     if _is_v2_model(obj):
         return _plain(obj.model_dump(exclude_none=True, by_alias=True))
     if _is_v1_model(obj):
@@ -264,6 +282,10 @@ def tool_from_object(obj: Any) -> Tool:
     )
 
 
+def _no_key(value: Any) -> Any:
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
 def resolve_provider(provider: Any) -> list[Any]:
     """F2's resolution: a list is used as is; otherwise call it, awaiting an awaitable result."""
     if isinstance(provider, (list, tuple)):
@@ -300,7 +322,8 @@ class ToolSet:
         for tool in self.tools:
             self._by_name.setdefault(tool.name, []).append(tool)
         for versions in self._by_name.values():
-            versions.sort(key=lambda t: t.version_tuple)
+            if len(versions) > 1:
+                versions.sort(key=lambda t: t.version_tuple)
 
     def __iter__(self) -> Iterator[Tool]:
         return iter(self.tools)
@@ -353,6 +376,9 @@ class ToolRegistry:
         self._keys: set[tuple[str, tuple[int, int, int]]] = set()
         self._has_providers = False
         self._static: ToolSet | None = None
+        #: Provider tools given as dicts, read once per content (canonical JSON -> Tool).
+        self._provided: OrderedDict[str, Tool] = OrderedDict()
+        self._lock = threading.Lock()
         #: Bumped on every registration; part of every cache key.
         self.version = 0
         #: Keys under which two differently named tools may not meet: (label, key, {key: name}).
@@ -426,7 +452,7 @@ class ToolRegistry:
                 candidates = [entry]
             else:
                 try:
-                    candidates = [tool_from_object(o) for o in resolve_provider(entry)]
+                    candidates = [self._read_provided(o) for o in resolve_provider(entry)]
                     for bad in [t for t in candidates if not valid_tool_name(t.name)]:
                         log.warning("provided tool %r skipped: a tool name is 1-128 ASCII letters, "
                                     "digits, '_', '-' and '.', without '..'", bad.name)
@@ -436,7 +462,7 @@ class ToolRegistry:
                 except Exception as exc:
                     raise ProviderError(f"tools provider {entry!r} failed: {exc}") from exc
             for tool in candidates:
-                key = (tool.name, tool.version_tuple)
+                key = (tool.name, _version(tool.version))
                 if key in seen:
                     log.warning("duplicate tool %s@%s from a provider ignored", tool.name, tool.version)
                     continue
@@ -445,6 +471,28 @@ class ToolRegistry:
                 seen.add(key)
                 tools.append(tool)
         return ToolSet(tools)
+
+    def _read_provided(self, obj: Any) -> Tool:
+        """:func:`tool_from_object`, once per distinct content of a plain dict (a provider called
+        on every request usually answers the same dicts): the same ``Tool`` object comes back, with
+        its fingerprint and wire dumps already made. Anything else is read every time."""
+        if type(obj) is not dict:
+            return tool_from_object(obj)
+        try:
+            key = json.dumps(obj, separators=(",", ":"), default=_no_key)  # key order counts: it is shown
+        except (TypeError, ValueError):  # not plain JSON (models, objects inside): read it as it is
+            return tool_from_object(obj)
+        tool = self._provided.get(key)
+        if tool is None:
+            tool = tool_from_object(obj)
+            with self._lock:
+                self._provided[key] = tool
+                while len(self._provided) > self.MAX_PROVIDED:
+                    self._provided.popitem(last=False)
+        return tool
+
+    #: How many distinct provided dicts are remembered (least recently read ones go first).
+    MAX_PROVIDED = 50_000
 
     def _unique_for_provider(self, tool: Tool, unique_seen: list[dict[Hashable, str]]) -> bool:
         for (label, key, _), seen in zip(self._unique, unique_seen, strict=True):

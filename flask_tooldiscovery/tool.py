@@ -273,7 +273,8 @@ class Tool:
         shown = {k: getattr(self, k) for k in (
             "name", "description", "input_schema", "output_schema", "title", "annotations", "version",
             "toolkit", "category", "tags", "examples", "requirements", "timeout", "metadata", "scopes")}
-        text = json.dumps(shown, sort_keys=True, default=repr, separators=(",", ":"))
+        # Key order is kept: dialects show a schema's properties in the order they were given.
+        text = json.dumps(shown, default=repr, separators=(",", ":"))
         return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
     @property

@@ -1,0 +1,123 @@
+"""A provider called on every request: its dicts are read once per content, yet every change a
+provider makes, in place or not, shows in the very next document (issue #14: "the cache is keyed
+so a provider's new tool list shows up at once")."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from flask import Flask
+
+from flask_tooldiscovery import Tool, ToolDiscovery
+
+PATHS = {"opal": "/opal/discovery", "oxp": "/oxp/tools", "tdp": "/api/v1/tools", "explorer": "/explorer/tools"}
+
+
+def make(d: ToolDiscovery) -> Flask:
+    app = Flask("providers")
+    app.config.update({"TESTING": True, "TOOLDISCOVERY_DIALECTS": [*PATHS, "mcp"],
+                       "TOOLDISCOVERY_ALLOW_EXECUTE": True})
+    d.init_app(app)
+    return app
+
+
+def mcp_tools(client: Any) -> list[dict[str, Any]]:
+    body = client.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                       headers={"Accept": "application/json, text/event-stream",
+                                "MCP-Protocol-Version": "2025-06-18"}).get_json()
+    tools: list[dict[str, Any]] = body["result"]["tools"]
+    return tools
+
+
+def search_tool() -> dict[str, Any]:
+    return {"name": "search", "description": "Search the catalogue.",
+            "inputSchema": {"type": "object", "properties": {"query": {"type": "string", "description": "Words."},
+                                                             "limit": {"type": "integer", "default": 5}},
+                            "required": ["query"]}}
+
+
+@pytest.mark.parametrize("dialect", [*PATHS, "mcp"])
+def test_a_dict_changed_in_place_shows_at_once(dialect: str) -> None:
+    tool = search_tool()
+    d = ToolDiscovery(tools=lambda: [tool])
+    client = make(d).test_client()
+
+    def text() -> str:
+        return json.dumps(mcp_tools(client)) if dialect == "mcp" else client.get(PATHS[dialect]).get_data(as_text=True)
+
+    first = text()
+    assert "Search the catalogue." in first and text() == first
+    tool["description"] = "Search the archive."
+    assert "Search the archive." in text() and "Search the catalogue." not in text()
+    tool["inputSchema"]["properties"]["query"]["description"] = "Terms to look for."
+    if dialect != "explorer":  # its list shows no parameters
+        assert "Terms to look for." in text()
+    tool["description"] = "Search the catalogue."
+    tool["inputSchema"]["properties"]["query"]["description"] = "Words."
+    assert text() == first
+
+
+def test_property_order_change_shows_at_once() -> None:
+    """Dialects show a schema's properties in the order given: a provider that reorders them gets
+    the new order (the document cache keys on it)."""
+    tool = search_tool()
+    d = ToolDiscovery(tools=lambda: [tool])
+    client = make(d).test_client()
+    assert list(mcp_tools(client)[0]["inputSchema"]["properties"]) == ["query", "limit"]
+    opal = client.get("/opal/discovery").get_json()
+    assert [p["name"] for p in opal["functions"][0]["parameters"]] == ["query", "limit"]
+    props = tool["inputSchema"]["properties"]
+    tool["inputSchema"]["properties"] = {"limit": props["limit"], "query": props["query"]}
+    assert list(mcp_tools(client)[0]["inputSchema"]["properties"]) == ["limit", "query"]
+    opal = client.get("/opal/discovery").get_json()
+    assert [p["name"] for p in opal["functions"][0]["parameters"]] == ["limit", "query"]
+
+
+def test_provided_dicts_calls_and_validation() -> None:
+    tool = search_tool()
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    def handler(name: str, arguments: dict[str, Any]) -> Any:
+        seen.append((name, arguments))
+        return {"hits": [arguments.get("query")]}
+
+    d = ToolDiscovery(tools=lambda: [dict(tool)], call_handler=handler)
+    client = make(d).test_client()
+    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
+
+    def call(arguments: dict[str, Any]) -> dict[str, Any]:
+        body = client.post("/mcp", headers=headers, json={
+            "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "search", "arguments": arguments}})
+        result: dict[str, Any] = body.get_json()["result"]
+        return result
+
+    assert call({"query": "owls"})["structuredContent"] == {"hits": ["owls"]}
+    assert call({"limit": 3})["isError"] is True  # query is required: the handler is not called
+    assert seen == [("search", {"query": "owls"})]
+    tool["inputSchema"] = {"type": "object", "properties": {"limit": {"type": "integer"}}}  # the next list
+    assert call({"limit": 3})["structuredContent"] == {"hits": [None]}
+    assert seen[-1] == ("search", {"limit": 3})
+
+
+def test_models_and_objects_are_read_every_time() -> None:
+    class Remote:
+        def __init__(self) -> None:
+            self.name = "remote"
+            self.description = "First."
+
+    remote = Remote()
+    d = ToolDiscovery(tools=lambda: [remote, {"name": "mixed", "description": "Has an object.", "meta": remote}])
+    client = make(d).test_client()
+    assert "First." in client.get("/oxp/tools").get_data(as_text=True)
+    remote.description = "Second."
+    assert "Second." in client.get("/oxp/tools").get_data(as_text=True)
+
+
+def test_tool_objects_from_a_provider_are_served_as_given() -> None:
+    built = Tool(name="prebuilt", description="Built once.", input_schema={"type": "object"})
+    d = ToolDiscovery(tools=lambda: [built])
+    client = make(d).test_client()
+    assert "Built once." in client.get("/opal/discovery").get_data(as_text=True)
+    assert d.tools().get("prebuilt") is built
