@@ -228,7 +228,8 @@ class ToolDiscovery:
         ``annotations``, ``category``, ``tags``, ``version``, ``toolkit``, ``examples``,
         ``requirements``, ``timeout``, and the metadata ``enabled_by_default``,
         ``requires_approval``, ``rate_limit_per_minute``, ``cost_estimate``, ``long_running``,
-        ``idempotent``, ``modifies_state``, ``sensitive_output``, ``auth_requirements``.
+        ``idempotent``, ``modifies_state``, ``sensitive_output``, ``auth_requirements``, and
+        ``result_mime_type`` (the MIME type of the ``bytes`` it returns: an image, audio or file).
         The function is returned unchanged.
         """
 

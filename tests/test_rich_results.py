@@ -337,3 +337,10 @@ def test_the_official_client_finds_resources_off_by_default(servers: dict[bool, 
     capabilities, error = asyncio.run(_without_resources(servers[False]))
     assert capabilities is not None and capabilities.resources is None
     assert error is not None and error.error.code == -32601
+
+
+def test_the_manifest_shows_the_resources_capability_when_on() -> None:
+    for on in (True, False):
+        client = build(TOOLDISCOVERY_MCP_RESOURCES=on)[1].test_client()
+        capabilities = client.get("/.well-known/tool-discovery").get_json()["mcp"]["capabilities"]
+        assert ("resources" in capabilities) is on

@@ -19,6 +19,7 @@ from flask import Blueprint, Response, current_app, request
 from ..pipeline import Pipeline
 from . import Dialect
 from .mcp import ALL_VERSIONS
+from .mcp_resources import capability as resources_capability
 from .utcp import UTCP_VERSION
 
 NAME = "manifest"
@@ -68,7 +69,8 @@ def _mcp(pipe: Pipeline, dialects: dict[str, Any]) -> dict[str, Any] | None:
         return None
     settings = pipe.settings
     out: dict[str, Any] = {"url": dialects["mcp"]["url"], "transport": "streamable-http",
-                           "protocolVersions": list(ALL_VERSIONS), "capabilities": {"tools": {"listChanged": False}}}
+                           "protocolVersions": list(ALL_VERSIONS),
+                           "capabilities": {"tools": {"listChanged": False}, **resources_capability(settings)}}
     if "server_card" in dialects:
         from .server_card import card
 
