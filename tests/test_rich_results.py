@@ -279,7 +279,7 @@ async def _session(url: str, mode: str) -> dict[str, Any]:
     async with Client(f"{url}/mcp", mode=mode) as client:  # type: ignore[arg-type]
         out["version"] = client.protocol_version
         for name, args in (("chart", {}), ("snapshot", {}), ("voice", {}), ("export", {}), ("gallery", {}),
-                           ("report_link", {"report_id": "42"})):
+                           ("raw", {}), ("report_link", {"report_id": "42"})):
             out[name] = await client.call_tool(name, args)
         link = out["report_link"].content[0]
         out["read"] = await client.read_resource(str(link.uri))
@@ -309,6 +309,7 @@ def test_the_official_client_gets_rich_content_and_reads_links(servers: dict[boo
     assert file.type == "resource" and file.resource.mime_type == "application/pdf"
     assert base64.b64decode(file.resource.blob) == PDF and str(file.resource.uri) == "file:///q3.pdf"
     assert [b.type for b in out["gallery"].content] == ["text", "image", "image"]
+    assert out["raw"].is_error is False and out["raw"].structured_content == {"result": B64["pdf"]}
     (link,) = out["report_link"].content
     assert (link.type, str(link.uri), link.name, link.mime_type) == \
         ("resource_link", "reports://42", "Report 42", "application/pdf")
@@ -344,3 +345,38 @@ def test_the_manifest_shows_the_resources_capability_when_on() -> None:
         client = build(TOOLDISCOVERY_MCP_RESOURCES=on)[1].test_client()
         capabilities = client.get("/.well-known/tool-discovery").get_json()["mcp"]["capabilities"]
         assert ("resources" in capabilities) is on
+
+
+def test_resource_templates_async_functions_and_failures(caplog: pytest.LogCaptureFixture) -> None:
+    from flask import Flask
+
+    from flask_tooldiscovery import ToolError
+
+    discovery = ToolDiscovery()
+
+    @discovery.resource("files://{+path}", mime_type="text/plain")
+    async def file(path: str) -> str:
+        return f"contents of {path}"
+
+    @discovery.resource("users://{user}/avatar")
+    def avatar(user: str) -> Image:
+        if user == "ghost":
+            raise ToolError("That user has no avatar.")
+        if user == "boom":
+            raise RuntimeError("secret database password in this message")
+        return Image(PNG, "image/png")
+
+    app = Flask("templates")
+    app.config.update(TOOLDISCOVERY_MCP_RESOURCES=True, TOOLDISCOVERY_WARN_UNAUTHENTICATED=False)
+    discovery.init_app(app)
+    client = app.test_client()
+    assert rpc(client, "resources/read", {"uri": "files://a/b%20c.txt"})["result"]["contents"] == [
+        {"uri": "files://a/b%20c.txt", "mimeType": "text/plain", "text": "contents of a/b c.txt"}]
+    assert rpc(client, "resources/read", {"uri": "users://ann%2Fbob/avatar"})["result"]["contents"] == [
+        {"uri": "users://ann%2Fbob/avatar", "mimeType": "image/png", "blob": B64["png"]}]
+    assert rpc(client, "resources/read", {"uri": "users://ann/bob/avatar"})["error"]["code"] == -32002
+    assert rpc(client, "resources/read", {"uri": "users://ghost/avatar"})["error"] == {
+        "code": -32603, "message": "That user has no avatar.", "data": {"uri": "users://ghost/avatar"}}
+    error = rpc(client, "resources/read", {"uri": "users://boom/avatar"})["error"]
+    assert error["code"] == -32603 and "secret" not in str(error)
+    assert "secret database password" in caplog.text  # logged, not sent
