@@ -85,10 +85,12 @@ def digest(arguments: Any) -> str:
 class Sealer:
     """Seals and opens approval state with the app's secret key (and its fallbacks)."""
 
-    def __init__(self, secret_key: str | bytes, fallbacks: Sequence[str | bytes] = (), max_age: int = 600) -> None:
-        # itsdangerous signs with the last key and verifies with all of them.
+    def __init__(self, secret_key: str | bytes, fallbacks: Sequence[str | bytes] = (), max_age: int = 600,
+                 audience: str = "") -> None:
+        # itsdangerous signs with the last key and verifies with all of them. The audience (the
+        # server's name) is in the salt: another service sharing the key cannot mint state for this one.
         keys = [k.encode("utf-8") if isinstance(k, str) else k for k in (*fallbacks, secret_key)]
-        self._serializer = URLSafeTimedSerializer(keys, salt=SALT)
+        self._serializer = URLSafeTimedSerializer(keys, salt=f"{SALT}:{audience}" if audience else SALT)
         self.max_age = max_age
 
     def seal(self, tool: Tool, arguments: Any, subject: str | None, call_id: str) -> str:

@@ -498,7 +498,8 @@ class Pipeline:
             raise Unavailable("This tool needs approval, and approvals are not set up on this server.",
                               reason="approvals need the app's SECRET_KEY")
         fallbacks = app.config.get("SECRET_KEY_FALLBACKS") or ()
-        return Sealer(app.secret_key, list(fallbacks), max_age=self.settings.approval_ttl)
+        return Sealer(app.secret_key, list(fallbacks), max_age=self.settings.approval_ttl,
+                      audience=self.settings.server_name)
 
     # -- discovery ----------------------------------------------------------------------------
 

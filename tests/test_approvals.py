@@ -159,6 +159,14 @@ def test_key_rotation_old_key_in_fallbacks_still_verifies_an_unknown_key_does_no
     assert refused.get_json()["success"] is False
 
 
+def test_another_service_sharing_the_key_cannot_mint_state_for_this_one() -> None:
+    other, _ = build(TOOLDISCOVERY_SERVER_NAME="billing")
+    state = call(other.test_client(), "tdp", "wipe", {"what": "disk"}).get_json()["approval_state"]
+    app, runs = build()
+    refused = call(app.test_client(), "tdp", "wipe", {"what": "disk"}, state)
+    assert refused.status_code == 400 and refused.get_json()["code"] == "invalid_approval" and runs == []
+
+
 def test_without_a_secret_key_approvals_are_unavailable_and_nothing_runs() -> None:
     app, runs = build(SECRET_KEY=None)
     refused = call(app.test_client(), "explorer", "wipe", {"what": "disk"})
