@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -20,9 +19,12 @@ from ..auth import AuthError, AuthHook, HookCall
 from ..errors import CoreError, Forbidden, PayloadTooLarge, Unauthorized
 from ..invoke import Outcome, check_arguments
 from ..pipeline import MalformedBody, Pipeline
+from ..results import is_rich
 from ..settings import Settings
 from ..wire import WireSchema, json_response, openapi_post
 from . import Dialect
+from .explorer_stream import stream_response, wants_stream
+from .mcp_content import LATEST, content_blocks
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..extension import ToolDiscovery
@@ -30,8 +32,8 @@ if TYPE_CHECKING:  # pragma: no cover
 NAME = "explorer"
 CHALLENGE = 'Bearer realm="explorer"'
 PAGE_HEADERS = {
-    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
-                               "connect-src 'self'; frame-ancestors 'self'",
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; media-src 'self' blob:; style-src 'self'; "
+                               "script-src 'self'; connect-src 'self'; frame-ancestors 'self'",
     "X-Content-Type-Options": "nosniff",
 }
 
@@ -77,7 +79,7 @@ def error_response(exc: CoreError) -> tuple[Any, int]:
         return {"error": f"Invalid JSON: {exc.detail}"}, exc.status
     if isinstance(exc, PayloadTooLarge):  # the words the explorer has always used
         return {"error": RequestEntityTooLarge.description}, exc.status
-    return {"error": exc.message}, exc.status
+    return {"error": exc.message, **exc.extra}, exc.status  # a 428 carries code, approval_state, prompt
 
 
 def security_warning(settings: Settings, ext: ToolDiscovery) -> str | None:
@@ -136,11 +138,10 @@ def _result(outcome: Outcome, trace_id: str | None) -> Response:
     """F3: the outcome, MCP-shaped; 400 for invalid arguments, 500 when the tool failed."""
     meta = {"_trace_id": trace_id} if trace_id else None
     if outcome.ok:
-        value = outcome.value
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        value = outcome.value  # images, audio, files, links: MCP's content blocks, no structuredContent
         return json_response(_RESULT.dump({
-            "content": [{"type": "text", "text": text}], "isError": False, "_meta": meta,
-            "structuredContent": value if isinstance(value, (dict, list)) else None}))
+            "content": content_blocks(value, LATEST), "isError": False, "_meta": meta,
+            "structuredContent": value if isinstance(value, (dict, list)) and not is_rich(value) else None}))
     invalid = outcome.status == "invalid"
     return json_response(_RESULT.dump({
         "content": [{"type": "text", "text": outcome.error_message}], "isError": True, "_meta": meta,
@@ -188,6 +189,9 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             raise Forbidden("Tool execution is disabled.")
         tool = pipe.find(name)
         context = pipe.context()
+        if wants_stream(request):  # Accept: text/event-stream: progress and log lines live
+            return stream_response(pipe, tool, context, lambda: _arguments(pipe.body()),
+                                   lambda outcome: _result(outcome, context.trace_id))
         outcome = _behind(pipe.ext.current_auth_hook,
                           lambda: pipe.invoke(tool, _arguments(pipe.body()), context))
         return _result(outcome, context.trace_id)

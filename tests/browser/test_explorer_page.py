@@ -118,14 +118,20 @@ def test_destructive_confirmation_and_structured_content(page) -> None:
         page.click("#td-execute")
         page.wait_for_selector("#td-confirm[open]")
         page.click("#td-confirm-run")
+        # create_order also needs the server's approval (requires_approval): its prompt, then it runs.
+        page.wait_for_selector("#td-approve[open]")
+        assert "create_order" in page.inner_text("#td-approve-text")
+        page.click("#td-approve-run")
         page.wait_for_selector("#td-status:has-text('Done')")
         structured = json.loads(page.inner_text("#td-structured"))
         assert structured["items"] == ["SKU-1"] and structured["ship_to"]["city"] == "Berlin"
         assert page.is_visible("#td-output-wrap")
-        # History replay runs the same call again (after confirming).
+        # History replay runs the same call again, once the server's question is answered (the
+        # page no longer asks first: the server does).
         page.click("#td-history button:has-text('Replay')")
-        page.wait_for_selector("#td-confirm[open]")
-        page.click("#td-confirm-run")
+        page.wait_for_selector("#td-approve[open]")
+        assert page.locator("#td-confirm[open]").count() == 0
+        page.click("#td-approve-run")
         expect(page.locator("#td-history li")).to_have_count(2)
 
 
@@ -382,5 +388,7 @@ def test_destructive_confirmation_after_validation(page) -> None:
         page.click("#td-execute")
         page.wait_for_selector("#td-confirm[open]")
         page.click("#td-confirm-run")
+        page.wait_for_selector("#td-approve[open]")  # the server asks too (428), then runs it
+        page.click("#td-approve-run")
         page.wait_for_selector("#td-status:has-text('Done')")
-        assert validated == ["validate", "validate", "call"]
+        assert validated == ["validate", "validate", "call", "call"]

@@ -7,7 +7,7 @@
   var config = JSON.parse(document.getElementById("td-config").textContent);
   var base = location.pathname.replace(/[^/]*$/, "");  // the explorer's prefix, e.g. /explorer/
   var $ = function (id) { return document.getElementById(id); };
-  var state = { tools: [], current: null, detail: null, mode: "form" };
+  var state = { tools: [], current: null, detail: null, mode: "form", running: null, urls: [], serverApproval: {} };
   var HISTORY_LIMIT = 20;
 
   function el(tag, attrs, children) {
@@ -63,14 +63,88 @@
   // shows: the whole JSON document pretty-printed (_meta included), else the body as it came.
   function request(method, url, body) {
     return fetch(url, { method: method, headers: headers(body !== undefined), body: body === undefined ? undefined : JSON.stringify(body) })
-      .then(function (response) {
-        return response.text().then(function (text) {
-          var data = null, raw = text;
-          try { data = text ? JSON.parse(text) : null; raw = data === null ? "" : pretty(data); } catch (e) { data = { error: text }; }
-          return { status: response.status, ok: response.ok, data: data, raw: raw };
-        });
-      });
+      .then(answer);
   }
+  function answer(response) {
+    return response.text().then(function (text) {
+      var data = null, raw = text;
+      try { data = text ? JSON.parse(text) : null; raw = data === null ? "" : pretty(data); } catch (e) { data = { error: text }; }
+      return { status: response.status, ok: response.ok, data: data, raw: raw };
+    });
+  }
+
+  /* ---------- live calls ---------- */
+  // A call asking for events (Accept: text/event-stream): progress and log lines reach onEvent as
+  // they come; resolves to what request() gives, from the last event (result: the plain call's
+  // body; error: {status, body}). A refusal before the stream opens is a plain JSON answer.
+  function callLive(url, args, approvalState, signal, onEvent) {
+    var h = headers(true);
+    h["Accept"] = "text/event-stream";
+    if (approvalState) h["X-Tool-Approval"] = approvalState;
+    return fetch(url, { method: "POST", headers: h, body: JSON.stringify(args), signal: signal }).then(function (response) {
+      if (!/^text\/event-stream/i.test(response.headers.get("Content-Type") || "") || !response.body) return answer(response);
+      return readEvents(response.body.getReader(), onEvent);
+    });
+  }
+  function readEvents(reader, onEvent) {
+    var decoder = new TextDecoder(), buffer = "", name = "message", lines = [], last = null;
+    function dispatch() {
+      var data = null;
+      try { data = lines.length ? JSON.parse(lines.join("\n")) : null; } catch (e) { /* not ours */ }
+      if (data && name === "result") last = { status: data.isError ? (data.errors ? 400 : 500) : 200, data: data };
+      else if (data && name === "error") last = { status: data.status, data: data.body };
+      else if (data) onEvent(name, data);
+      name = "message"; lines = [];
+    }
+    function line(text) {  // the SSE line format: "field: value", ":" comments, "" ends an event
+      if (text === "") { dispatch(); return; }
+      if (text.charAt(0) === ":") return;  // keep-alive
+      var colon = text.indexOf(":"), field = colon < 0 ? text : text.slice(0, colon), value = colon < 0 ? "" : text.slice(colon + 1);
+      if (value.charAt(0) === " ") value = value.slice(1);
+      if (field === "event") name = value; else if (field === "data") lines.push(value);
+    }
+    function pump() {
+      return reader.read().then(function (chunk) {
+        buffer += chunk.done ? decoder.decode() + "\n\n" : decoder.decode(chunk.value, { stream: true });
+        var parts = buffer.split(/\r\n|\r|\n/);
+        buffer = parts.pop();
+        parts.forEach(line);
+        if (!chunk.done) return pump();
+        if (!last) throw new Error("the call's stream ended without a result");
+        var ok = last.status >= 200 && last.status < 300;
+        return { status: last.status, ok: ok, data: last.data, raw: last.data === null || last.data === undefined ? "" : pretty(last.data) };
+      });
+    }
+    return pump();
+  }
+  function startLive(controller) {
+    state.running = controller;
+    $("td-live").hidden = true;
+    $("td-progress").removeAttribute("value");
+    $("td-progress-text").textContent = "";
+    clear($("td-log"));
+    $("td-log").hidden = true;
+    $("td-stop").hidden = false;
+    $("td-execute").disabled = true;
+  }
+  function finishLive() {
+    state.running = null;
+    $("td-stop").hidden = true;
+    $("td-execute").disabled = false;
+  }
+  function showLive(kind, data) {
+    $("td-live").hidden = false;
+    if (kind === "progress" && typeof data.progress === "number") {
+      var bar = $("td-progress"), total = typeof data.total === "number" && data.total > 0 ? data.total : null;
+      if (total !== null) { bar.max = total; bar.value = Math.min(data.progress, total); } else bar.removeAttribute("value");
+      $("td-progress-text").textContent = (total !== null ? data.progress + " / " + total : String(data.progress)) +
+        (data.message ? " \u2014 " + data.message : "");
+    } else if (kind === "log") {
+      $("td-log").hidden = false;
+      $("td-log").appendChild(el("li", { "data-level": String(data.level), text: "[" + data.level + "] " + data.message }));
+    }
+  }
+  $("td-stop").addEventListener("click", function () { if (state.running) state.running.abort(); });
 
   /* ---------- tool list ---------- */
   function badgesFor(annotations) {
@@ -349,6 +423,8 @@
   function showResult(r, outcome) {
     var wrap = $("td-result-wrap"), out = $("td-result"), data = r.data, httpStatus = r.status;
     clear(out);
+    state.urls.forEach(function (url) { URL.revokeObjectURL(url); });
+    state.urls = [];
     wrap.hidden = false;
     $("td-raw-wrap").hidden = !r.raw;
     $("td-raw").textContent = r.raw || "";
@@ -360,21 +436,73 @@
     } else if (data && data.error && !data.content) {
       out.appendChild(el("p", { className: "error", text: "Error " + httpStatus + ": " + data.error }));
     }
-    ((data && data.content) || []).forEach(function (item) {
-      if (item.type === "text") {
-        var text = item.text, parsed = null;
-        try { parsed = JSON.parse(text); } catch (e) { /* plain text */ }
-        out.appendChild(el("pre", { className: "code" + (data.isError ? " error" : ""), text: parsed !== null && typeof parsed === "object" ? pretty(parsed) : text }));
-      } else if (item.type === "image" && /^image\/(png|jpeg|gif|webp)$/.test(item.mimeType || "")) {
-        out.appendChild(el("img", { className: "result-image", alt: "image result", src: "data:" + item.mimeType + ";base64," + item.data }));
-      } else {
-        out.appendChild(el("pre", { className: "code", text: pretty(item) }));
-      }
+    ((data && Array.isArray(data.content) && data.content) || []).forEach(function (item) {
+      out.appendChild(renderBlock(item || {}, !!data.isError));
     });
     var structured = data && data.structuredContent;
     $("td-structured-wrap").hidden = structured === undefined || structured === null;
     $("td-structured").textContent = structured === undefined || structured === null ? "" : pretty(structured);
     if (data && data.errors) showFieldErrors(data.errors);
+  }
+
+  /* ---------- rich results: images, audio, files, links ---------- */
+  // Only what a browser shows safely is shown inline: PNG, JPEG, GIF and WebP images (never SVG,
+  // which can hold scripts), audio; anything else is a download (a Blob typed as plain bytes, so
+  // opening it never renders it in this origin); links only for http(s).
+  var INLINE_IMAGE = /^image\/(png|jpeg|gif|webp)$/, BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+  function mimeOf(value) { return String(value || "").split(";")[0].trim().toLowerCase(); }
+  function bytesOf(b64) {
+    var text = atob(String(b64 || "").replace(/\s+/g, "")), bytes = new Uint8Array(text.length);
+    for (var i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
+    return bytes;
+  }
+  function objectUrl(bytes, type) {
+    var url = URL.createObjectURL(new Blob([bytes], { type: type }));
+    state.urls.push(url);
+    return url;
+  }
+  function fileName(uri, fallback) {
+    var last = String(uri || "").replace(/[?#].*$/, "").split("/").pop();
+    try { last = decodeURIComponent(last); } catch (e) { /* as it is */ }
+    return last || fallback;
+  }
+  function download(bytes, name, mime) {
+    return el("p", { className: "result-file" }, [
+      el("a", { href: objectUrl(bytes, "application/octet-stream"), download: name, className: "download", text: "Download " + name }),
+      el("span", { className: "muted", text: " (" + (mime || "unknown type") + ", " + bytes.length + " bytes)" })
+    ]);
+  }
+  function renderBlock(item, isError) {
+    var type = item.type, mime = mimeOf(item.mimeType);
+    try {
+      if (type === "text") {
+        var text = String(item.text), parsed = null;
+        try { parsed = JSON.parse(text); } catch (e) { /* plain text */ }
+        return el("pre", { className: "code" + (isError ? " error" : ""), text: parsed !== null && typeof parsed === "object" ? pretty(parsed) : text });
+      }
+      if (type === "image" && INLINE_IMAGE.test(mime) && BASE64.test(item.data || "")) {
+        return el("img", { className: "result-image", alt: "image result (" + mime + ")", src: "data:" + mime + ";base64," + item.data });
+      }
+      if (type === "audio" && /^audio\//.test(mime)) {
+        return el("audio", { controls: true, className: "result-audio", src: objectUrl(bytesOf(item.data), mime) });
+      }
+      if (type === "image" || type === "audio" || type === "file") {  // SVG and the like: downloads
+        var ext = (mime.split("/")[1] || "bin").replace(/\+.*$/, "").replace(/[^a-z0-9]/g, "") || "bin";
+        return download(bytesOf(item.data), item.name || type + "." + ext, mime);
+      }
+      if (type === "resource" && item.resource && typeof item.resource === "object") {
+        var res = item.resource, bytes = typeof res.blob === "string" ? bytesOf(res.blob) : new TextEncoder().encode(String(res.text || ""));
+        return download(bytes, fileName(res.uri, "resource"), mimeOf(res.mimeType));
+      }
+      if (type === "resource_link") {
+        var uri = String(item.uri || ""), label = String(item.name || uri);
+        var node = /^https?:\/\//i.test(uri)
+          ? el("a", { href: uri, target: "_blank", rel: "noopener noreferrer", text: label })
+          : el("span", { text: label + " (" + uri + ")" });
+        return el("p", { className: "result-link" }, [node, item.description ? el("span", { className: "muted", text: " \u2014 " + item.description }) : null]);
+      }
+    } catch (e) { /* bad base64: shown as JSON below */ }
+    return el("pre", { className: "code", text: pretty(item) });
   }
 
   /* ---------- validate / execute ---------- */
@@ -400,44 +528,68 @@
     return validate(args).then(function (valid) { return valid ? ask() : "invalid"; });
   }
   function ask() {
-    var dialog = $("td-confirm");
-    $("td-confirm-text").textContent = "\u201c" + state.current + "\u201d is marked destructive: it may delete or change data. Run it?";
+    return askIn("td-confirm", "\u201c" + state.current + "\u201d is marked destructive: it may delete or change data. Run it?");
+  }
+  // Shows the dialog with ``text`` (as text, never HTML); resolves to "run" or "cancel".
+  function askIn(id, text) {
+    var dialog = $(id);
+    $(id + "-text").textContent = text;
     return new Promise(function (resolve) {
       var done = function () { dialog.removeEventListener("close", done); resolve(dialog.returnValue === "run" ? "run" : "cancel"); };
       dialog.addEventListener("close", done);
       dialog.returnValue = "";
       dialog.showModal();
-      $("td-confirm-cancel").focus();
+      $(id + "-cancel").focus();
     });
   }
   function execute(argsOverride) {
-    if (!config.allow_execute) return;
+    if (!config.allow_execute || state.running) return;
     clearErrors();
     var args = argsOverride !== undefined ? argsOverride : argsOrReport();
     if (args === undefined) return;
     var name = state.current;
-    confirmDestructive(args).then(function (go) {
+    // A tool the server asks approval for is confirmed in the server's words, not twice.
+    (state.serverApproval[name] ? Promise.resolve("run") : confirmDestructive(args)).then(function (go) {
       if (go === "invalid") return;  // validate() showed the errors
       if (go !== "run") { status("Cancelled.", ""); return; }
-      status("Running\u2026", "");
-      var started = performance.now();
-      return request("POST", toolUrl(name, "/call"), args).then(function (r) {
-        var ms = Math.round(performance.now() - started);
-        $("td-elapsed").textContent = ms + " ms";
-        if (r.status === 403 && r.data && /execution is disabled/i.test(r.data.error || "")) {
-          // Turned off on the server since this page was rendered: as the peer page does, no Execute.
-          $("td-result-wrap").hidden = true;
-          setExecute(false);
-          status("Execution is disabled on this server.", "error");
-          return;
-        }
-        var outcome = outcomeOf(r);
-        status(outcome.text, outcome.ok ? "ok" : "error");
-        showResult(r, outcome);
-        addHistory(name, { at: new Date().toISOString(), args: args, ok: outcome.ok, ms: ms, status: r.status });
-      });
+      return run(name, args, null);
     }).then(null, function (err) {
       status("Request failed: " + err.message, "error");
+    });
+  }
+  function run(name, args, approvalState) {
+    status("Running\u2026", "");
+    $("td-result-wrap").hidden = true;
+    var controller = new AbortController();
+    startLive(controller);
+    var started = performance.now();
+    return callLive(toolUrl(name, "/call"), args, approvalState, controller.signal, showLive).then(function (r) {
+      finishLive();
+      var ms = Math.round(performance.now() - started);
+      $("td-elapsed").textContent = ms + " ms";
+      if (r.status === 403 && r.data && /execution is disabled/i.test(r.data.error || "")) {
+        // Turned off on the server since this page was rendered: as the peer page does, no Execute.
+        $("td-result-wrap").hidden = true;
+        setExecute(false);
+        status("Execution is disabled on this server.", "error");
+        return;
+      }
+      if (r.status === 428 && r.data && r.data.code === "approval_required" && !approvalState) {
+        state.serverApproval[name] = true;
+        status("Waiting for your approval\u2026", "");
+        return askIn("td-approve", String(r.data.prompt || "Allow this call?")).then(function (go) {
+          if (go === "run") return run(name, args, String(r.data.approval_state || ""));
+          status("Not run: the call was not approved.", "");
+        });
+      }
+      var outcome = outcomeOf(r);
+      status(outcome.text, outcome.ok ? "ok" : "error");
+      showResult(r, outcome);
+      addHistory(name, { at: new Date().toISOString(), args: args, ok: outcome.ok, ms: ms, status: r.status });
+    }, function (err) {
+      finishLive();
+      if (err && err.name === "AbortError") { status("Stopped: the call was cancelled.", "error"); return; }
+      throw err;
     });
   }
   function setExecute(allowed) {
@@ -514,6 +666,7 @@
 
   /* ---------- selecting a tool ---------- */
   function selectTool(name, focus) {
+    if (state.running) state.running.abort();  // another tool: the call running here is cancelled
     state.current = name;
     if (location.hash !== "#tool=" + encodeURIComponent(name)) history.replaceState(null, "", "#tool=" + encodeURIComponent(name));
     renderList();
