@@ -11,6 +11,7 @@ import contextlib
 import contextvars
 import json
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -246,3 +247,32 @@ def test_the_stream_runs_inside_the_auth_hook(flavour) -> None:
         assert [name for name, _ in got] == ["comment", "progress", "progress", "log", "result"]
         assert json.loads(got[-1][1])["structuredContent"] == {"n": 1, "caller": "alice"}
         assert seen == ["hook", "in", "out"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("worker_class", ["gthread", "sync"])
+def test_under_gunicorn_events_come_live_and_leaving_cancels(tmp_path, worker_class) -> None:
+    from .test_deploy import stop
+    from .test_operating_server import start
+
+    base, proc = start(f"tests.apps.explorer_live_app:create_app(markers={str(tmp_path)!r})",
+                       worker_class=worker_class)
+    try:
+        # The progress event arrives while the tool still waits for the release file...
+        stream = events(call(base, "slow", {}))
+        assert [next(stream)[0], next(stream)[0], next(stream)[0]] == ["comment", "progress", "log"]
+        (tmp_path / "release").touch()
+        name, data = [item for item in stream if item[0] != "comment"][-1]
+        assert name == "result" and json.loads(data)["content"][0]["text"] == "released"
+        # ... and a client that goes away cancels the call in the worker.
+        (tmp_path / "release").unlink()
+        r = call(base, "slow", {})
+        assert next(item for item in events(r) if item[0] == "progress")
+        r.close()
+        events_file = tmp_path / "events"
+        deadline = time.monotonic() + WAIT
+        while not events_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert events_file.read_text() == "cancelled\n"
+    finally:
+        stop(proc)
