@@ -1,13 +1,9 @@
 """The explorer's live calls: ``POST <explorer>/tools/<name>/call`` with ``Accept: text/event-stream``
-answers Server-Sent Events while the tool runs.
-
-Events: ``progress`` (``{progress, total?, message?}``), ``log`` (``{level, message}``), a comment
-after each ``TOOLDISCOVERY_STREAM_KEEPALIVE`` seconds of silence, and last ``result`` (its data is
-exactly the JSON body the plain call answers) or ``error`` (``{status, body}``: the plain call's
-answer when the pipeline refused the call once the stream was open: busy, rate limited, approval
-required...). What is refused before the stream opens (execution disabled, unknown tool, the auth
-hook, a malformed body) is the plain call's JSON answer. The client closing the stream cancels the call.
-"""
+answers Server-Sent Events: ``progress`` ``{progress, total?, message?}``, ``log`` ``{level,
+message}``, keep-alive comments, and last ``result`` (data: exactly the plain call's JSON body) or
+``error`` (``{status, body, headers?}``: the plain call's answer to a refusal inside the pipeline:
+busy, rate limited, approval required...). What is refused before the stream opens keeps its JSON
+answer. The client closing the stream cancels the call."""
 
 from __future__ import annotations
 
@@ -73,10 +69,8 @@ def _frames(pipe: Pipeline, items: Items, result: Callable[[Outcome], Response])
 
 def _error(pipe: Pipeline, exc: CoreError) -> str:
     answer = pipe.error_response(exc)  # logged and shaped as the plain call's would be
-    data = {"status": answer.status_code, "body": answer.get_json()}
-    if exc.headers:
-        data["headers"] = dict(exc.headers)
-    return _event("error", data)
+    headers = {"headers": dict(exc.headers)} if exc.headers else {}
+    return _event("error", {"status": answer.status_code, "body": answer.get_json(), **headers})
 
 
 def _behind_hook(hook: AuthHook, start: Callable[[], Items], context: ToolContext) -> Items:
