@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 from asgiref.sync import sync_to_async
 from flask import Request
 
-from .async_bridge import await_sync, run_sync
+from .async_bridge import await_sync, run_sync_serving_this_thread
 from .errors import InsufficientScope
 
 
@@ -484,7 +484,7 @@ class HookCall:
                     return await sync_to_async(call, thread_sensitive=True)()
 
             try:
-                return run_sync(guarded)
+                return run_sync_serving_this_thread(guarded)
             except Exception as exc:
                 if not entered:
                     raise AuthError(f"auth hook rejected the request ({type(exc).__name__})") from None
