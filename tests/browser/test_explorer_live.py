@@ -143,6 +143,9 @@ def test_progress_and_log_lines_show_while_the_tool_runs(page) -> None:
         assert page.inner_text("#td-result").strip() == "crunched"
         assert page.is_hidden("#td-stop") and page.is_visible("#td-live")
         assert page.locator("#td-history li:not(.muted)").count() == 1
+        page.click("[data-tool='picture']")  # another tool: the last call's progress goes with it
+        page.wait_for_selector("#td-name:has-text('picture')")
+        assert page.is_hidden("#td-live")
 
 
 def test_stop_cancels_the_call_on_the_server(page) -> None:

@@ -685,6 +685,7 @@
       $("td-output-wrap").hidden = !r.data.outputSchema;
       $("td-output-schema").textContent = r.data.outputSchema ? pretty(r.data.outputSchema) : "";
       $("td-result-wrap").hidden = true;
+      $("td-live").hidden = true;
       $("td-elapsed").textContent = "";
       status("", "");
       clearErrors();
