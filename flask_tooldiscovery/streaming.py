@@ -41,36 +41,43 @@ class InFlight:
     """The calls running in this worker process, by a key the dialect chooses (for MCP: the
     caller and the JSON-RPC request id), so a cancellation arriving on another request finds
     them. A cancellation reaching another worker finds nothing there; the caller closing its
-    stream cancels the call wherever it runs."""
+    stream cancels the call wherever it runs. Several calls may run under one key (two sessions of
+    one caller reuse request ids): a cancellation by that key then cancels none, since it cannot
+    tell which one it means."""
 
     def __init__(self) -> None:
-        self._calls: dict[object, ToolContext] = {}
+        self._calls: dict[object, list[ToolContext]] = {}
         self._lock = threading.Lock()
 
     def add(self, key: object, context: ToolContext) -> Callable[[], None]:
-        """Track ``context`` under ``key``; returns the function that forgets it."""
+        """Track ``context`` under ``key``; returns the function that forgets it (idempotent)."""
         with self._lock:
-            self._calls[key] = context
+            self._calls.setdefault(key, []).append(context)
 
         def forget() -> None:
             with self._lock:
-                if self._calls.get(key) is context:
-                    del self._calls[key]
+                calls = self._calls.get(key, [])
+                for i, known in enumerate(calls):
+                    if known is context:
+                        del calls[i]
+                        break
+                if not calls:
+                    self._calls.pop(key, None)
 
         return forget
 
     def cancel(self, key: object) -> bool:
-        """Cancel the call under ``key``; False when no such call runs here."""
+        """Cancel the call under ``key``; False when no such call runs here, or several do."""
         with self._lock:
-            context = self._calls.get(key)
-        if context is None:
+            calls = list(self._calls.get(key, ()))
+        if len(calls) != 1:
             return False
-        context.cancel()
+        calls[0].cancel()
         return True
 
     def __len__(self) -> int:
         with self._lock:
-            return len(self._calls)
+            return sum(len(calls) for calls in self._calls.values())
 
 
 def stream_call(pipe: Pipeline, tool: Tool, arguments: object, context: ToolContext, *,

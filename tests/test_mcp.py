@@ -128,7 +128,7 @@ def test_initialize_negotiation(app) -> None:
         res = r.get_json()["result"]
         assert res["protocolVersion"] == got
         assert res["serverInfo"]["name"] == "acme-mcp"
-        assert res["capabilities"] == {"tools": {"listChanged": False}}
+        assert res["capabilities"] == {"tools": {"listChanged": False}, "logging": {}}
         assert res["instructions"] == "Acme tools."
         assert "Mcp-Session-Id" not in r.headers
     assert rpc(c, "ping").get_json() == {"jsonrpc": "2.0", "id": 1, "result": {}}

@@ -138,7 +138,7 @@ def test_cancelling_the_context_ends_the_call_as_cancelled(pipe: Pipeline, marks
     assert marks["started"].wait(WAIT)
     assert not inflight.cancel(("bob", 7))  # another caller's key finds nothing
     assert inflight.cancel(("alice", 7))
-    outcome = [i for i in stream if isinstance(i, Outcome)][0]
+    outcome = next(i for i in stream if isinstance(i, Outcome))
     forget()
     assert outcome.status == "failure" and outcome.failure is not None
     assert outcome.failure.cancelled and outcome.failure.message == CANCELLED

@@ -17,7 +17,7 @@ from ..errors import CoreError, RetryLater, Unavailable
 from ..logs import log
 from ..pipeline import MalformedBody, Pipeline, UnknownTool
 from ..wire import WireSchema, json_response, openapi_post, page_cursor, read_cursor
-from . import Dialect, mcp_approval
+from . import Dialect, mcp_approval, mcp_stream
 from . import jsonrpc as rpc
 from . import mcp_resources as resources
 from .mcp_auth import authenticator, root_blueprint, security_warning
@@ -142,7 +142,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
     bp = pipe.blueprint(__name__)
     settings = pipe.settings
     server_info = {"name": settings.server_name, "version": settings.server_version, "title": settings.title}
-    capabilities = {"tools": {"listChanged": False}, **resources.capability(settings)}
+    capabilities = {"tools": {"listChanged": False}, "logging": {}, **resources.capability(settings)}
 
     def with_instructions(result: dict[str, Any]) -> dict[str, Any]:
         description = settings.server_description
@@ -181,6 +181,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         meta: dict[str, Any] = params["_meta"] if isinstance(params.get("_meta"), dict) else {}
         traceparent = meta.get("traceparent")
         context = pipe.context(extra={"meta": meta}, trace_id=traceparent if isinstance(traceparent, str) else None)
+        mcp_stream.listen(pipe, context)  # cancellable from now on; streamed calls start their stream
         try:
             return mcp_approval.call(pipe, tool, arguments, context, params, call_result, is_modern({"params": params}))
         except RetryLater as exc:  # busy, rate limited: a result the model can act on, and Retry-After
@@ -189,7 +190,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
                     "isError": True, "_meta": {"retryAfterMs": exc.retry_after_ms}}
 
     methods = {"initialize": initialize, "ping": lambda params: {}, "server/discover": discover,
-               "tools/list": list_tools, "tools/call": call_tool, **resources.methods(pipe)}
+               "tools/list": list_tools, "tools/call": call_tool, **resources.methods(pipe),
+               "logging/setLevel": mcp_stream.set_level}
 
     def run(method: str, params: dict[str, Any]) -> dict[str, Any]:
         modern = is_modern({"params": params})
@@ -249,9 +251,9 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
                 return json_response(rpc.error_body(None, rpc.INVALID_REQUEST, f"Invalid Request: {refusal}."), 400)
             answers = [a for a in (rpc.dispatch(m, run, failed) for m in payload) if a is not None]
             return json_response(answers) if answers else Response(status=202)
-        reply = rpc.dispatch(payload, run, failed)
-        if reply is None:
-            return Response(status=202)
+        reply = mcp_stream.dispatch(pipe, payload, lambda: rpc.dispatch(payload, run, failed))
+        if not isinstance(reply, dict):  # a notification (202), or the SSE stream of a call
+            return reply or Response(status=202)
         code = reply.get("error", {}).get("code")
         status = MODERN_STATUS.get(code, 200) if is_modern(payload) else 400 if code == rpc.INVALID_REQUEST else 200
         return json_response(reply, status)
