@@ -10,6 +10,7 @@ closed, and that another caller's ``notifications/cancelled`` cancels nothing.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import http.client
 import json
 import os
@@ -216,6 +217,20 @@ def test_another_caller_cannot_cancel_your_call(serve: Callable[..., str], tmp_p
     finally:
         stream.close()
     assert "cancelled mine" not in (tmp_path / "events").read_text()
+
+
+def test_a_plain_json_call_is_cancelled_by_notification_too(serve: Callable[..., str], tmp_path: Path) -> None:
+    base = serve(1)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        answer = pool.submit(post, base, call_body("plain-1", "sleeper", {"name": "plain"}),
+                             {"Accept": "application/json"})
+        assert marked(tmp_path, "started plain")
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "plain-1"}}
+        assert post(base, cancel).status_code == 202
+        assert marked(tmp_path, "cancelled plain")
+        reply = answer.result(WAIT)
+    assert reply.headers["Content-Type"] == "application/json"
+    assert reply.json()["result"] == {"content": [{"type": "text", "text": "The call was cancelled."}], "isError": True}
 
 
 # -- the official client -------------------------------------------------------------------------

@@ -44,6 +44,7 @@ def create_app(markers: str, limit: int = 0, keepalive: float = 0.2, jwt_secret:
             name: Names this call in the marker file.
         """
         await ctx.report_progress(0, message="started")
+        mark(f"started {name}")
         try:
             await asyncio.sleep(300)
         except asyncio.CancelledError:
