@@ -7,7 +7,7 @@ import json
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -180,27 +180,197 @@ def compile_validator(canonical_schema: str) -> Validator:
 
 
 #: Validators by schema object: a tool's schema is looked up by identity, without encoding it
-#: (the entry keeps the schema alive, so its id cannot be reused while it is there).
-_BY_ID: OrderedDict[int, tuple[Any, Validator]] = OrderedDict()
+#: (the entry keeps the schema alive, so its id cannot be reused while it is there), with the
+#: quick check compiled for it (``None`` when it has none).
+_BY_ID: OrderedDict[int, tuple[Any, Validator, Check | None]] = OrderedDict()
 _BY_ID_MAX = 16_384
 _BY_ID_LOCK = threading.Lock()
 _ACCEPT_ALL: dict[str, Any] = {}
 
 
-def validator_for_schema(schema: dict[str, Any] | None) -> Validator:
-    """The cached validator of ``schema`` (``None`` accepts everything). A schema must not be
-    changed in place once it has been used (tools' schemas never are)."""
+def _entry(schema: dict[str, Any] | None) -> tuple[Any, Validator, Check | None]:
     if schema is None:
         schema = _ACCEPT_ALL
     found = _BY_ID.get(id(schema))
     if found is not None and found[0] is schema:
-        return found[1]
+        return found
     validator = compile_validator(_canonical(schema))
+    entry = (schema, validator, quick_check(schema))
     with _BY_ID_LOCK:
-        _BY_ID[id(schema)] = (schema, validator)
+        _BY_ID[id(schema)] = entry
         if len(_BY_ID) > _BY_ID_MAX:
             _BY_ID.popitem(last=False)
-    return validator
+    return entry
+
+
+def validator_for_schema(schema: dict[str, Any] | None) -> Validator:
+    """The cached validator of ``schema`` (``None`` accepts everything). A schema must not be
+    changed in place once it has been used (tools' schemas never are)."""
+    return _entry(schema)[1]
+
+
+#: ``check(value) -> True`` only when ``value`` is valid (``False``: not valid, or not sure).
+Check = Callable[[Any], bool]
+_NUMBER_TYPES = (int, float)
+_TYPE_TESTS: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: type(v) is str,
+    "integer": lambda v: type(v) is int or (type(v) is float and v.is_integer()),
+    "number": lambda v: type(v) in _NUMBER_TYPES,
+    "boolean": lambda v: type(v) is bool,
+    "null": lambda v: v is None,
+    "array": lambda v: type(v) is list,
+    "object": lambda v: type(v) is dict,
+}
+_ANNOTATIONS = frozenset(("title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly",
+                          "$comment", "contentEncoding", "contentMediaType"))
+_JSON_VALUE_TYPES = (str, int, float, bool, type(None), list, dict)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """jsonschema's equality for scalars (``True`` is not ``1``; ``1`` is ``1.0``); ``False``
+    for containers (not sure: jsonschema decides)."""
+    if type(a) is bool or type(b) is bool:
+        return type(a) is type(b) and a == b
+    if type(a) in (list, dict) or type(b) in (list, dict):
+        return False
+    return bool(a == b)
+
+
+def _any_type(tests: list[Callable[[Any], bool]]) -> Check:
+    return lambda v: any(t(v) for t in tests)
+
+
+def _properties(props: dict[str, Check]) -> Check:
+    return lambda v: type(v) is not dict or all(check(v[name]) for name, check in props.items() if name in v)
+
+
+def _required(names: tuple[str, ...]) -> Check:
+    return lambda v: type(v) is not dict or all(n in v for n in names)
+
+
+def _additional(known: frozenset[str], extra: Check) -> Check:
+    return lambda v: type(v) is not dict or all(extra(item) for name, item in v.items() if name not in known)
+
+
+def _items(each: Check) -> Check:
+    return lambda v: type(v) is not list or all(each(item) for item in v)
+
+
+def _any_of(options: list[Check]) -> Check:
+    return lambda v: any(o(v) for o in options)
+
+
+def _one_of_values(allowed: list[Any]) -> Check:
+    return lambda v: any(_same(v, a) for a in allowed)
+
+
+_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
+    "minimum": lambda v, b: bool(v >= b), "maximum": lambda v, b: bool(v <= b),
+    "exclusiveMinimum": lambda v, b: bool(v > b), "exclusiveMaximum": lambda v, b: bool(v < b)}
+
+
+def _bound(key: str, bound: Any) -> Check:
+    compare = _COMPARE[key]
+    return lambda v: type(v) not in _NUMBER_TYPES or compare(v, bound)
+
+
+def _size(key: str, n: int) -> Check:
+    kind: Any = str if key.endswith("Length") else list
+    low = key.startswith("min")
+
+    def check(v: Any) -> bool:
+        if type(v) is not kind:
+            return True
+        size = len(v)
+        return size >= n if low else size <= n
+
+    return check
+
+
+def _all_of(checks: list[Check]) -> Check:
+    if not checks:
+        return lambda v: type(v) in _JSON_VALUE_TYPES
+    if len(checks) == 1:
+        only = checks[0]
+        return lambda v: type(v) in _JSON_VALUE_TYPES and only(v)
+    return lambda v: type(v) in _JSON_VALUE_TYPES and all(check(v) for check in checks)
+
+
+def _compile(schema: Any, depth: int = 0) -> Check | None:
+    if schema is True:
+        return lambda value: True
+    if schema is False:
+        return lambda value: False
+    if type(schema) is not dict or depth > 32:
+        return None
+    checks: list[Check] = []
+    for key, value in schema.items():
+        if key in _ANNOTATIONS:
+            continue
+        if key == "type":
+            names = [value] if type(value) is str else value
+            if type(names) is not list or not names or not all(n in _TYPE_TESTS for n in names):
+                return None
+            tests = [_TYPE_TESTS[n] for n in names]
+            checks.append(tests[0] if len(tests) == 1 else _any_type(tests))
+        elif key == "properties":
+            if type(value) is not dict:
+                return None
+            props: dict[str, Check] = {}
+            for name, sub in value.items():
+                compiled = _compile(sub, depth + 1)
+                if compiled is None:
+                    return None
+                props[name] = compiled
+            checks.append(_properties(props))
+        elif key == "required":
+            if type(value) is not list:
+                return None
+            checks.append(_required(tuple(value)))
+        elif key == "additionalProperties":
+            extra = _compile(value, depth + 1)
+            if extra is None or "patternProperties" in schema:
+                return None
+            checks.append(_additional(frozenset(schema.get("properties") or ()), extra))
+        elif key == "items":
+            each = _compile(value, depth + 1)
+            if each is None or "prefixItems" in schema:
+                return None
+            checks.append(_items(each))
+        elif key == "anyOf":
+            if type(value) is not list or not value:
+                return None
+            options = [_compile(sub, depth + 1) for sub in value]
+            if any(o is None for o in options):
+                return None
+            checks.append(_any_of([o for o in options if o is not None]))
+        elif key in ("enum", "const"):
+            allowed = value if key == "enum" else [value]
+            if type(allowed) is not list:
+                return None
+            checks.append(_one_of_values(allowed))
+        elif key in _COMPARE:
+            if type(value) not in _NUMBER_TYPES:
+                return None
+            checks.append(_bound(key, value))
+        elif key in ("minLength", "maxLength", "minItems", "maxItems"):
+            if type(value) is not int:
+                return None
+            checks.append(_size(key, value))
+        else:  # format, pattern, $ref, uniqueItems, oneOf...: jsonschema decides
+            return None
+    return _all_of(checks)
+
+
+def quick_check(schema: Any) -> Check | None:
+    """A check that says quickly that a value is valid against ``schema`` (a draft 2020-12 schema
+    made of the common keywords), or ``None``. It only ever answers ``True`` for a value
+    jsonschema accepts; on ``False`` jsonschema is asked, and its errors are the answer."""
+    if type(schema) is dict and "$schema" in schema and schema["$schema"] not in _DRAFT_2020_12:
+        return None
+    if type(schema) is dict and "$schema" in schema:
+        schema = {k: v for k, v in schema.items() if k != "$schema"}
+    return _compile(schema)
 
 
 def _pointer(parts: Iterable[Any]) -> str:
@@ -283,7 +453,9 @@ def validate_arguments(
     With ``limit``, at most that many are returned; one more entry (keyword ``limit``) says how
     many were left out (counted up to :data:`MAX_COUNTED`), so a huge bad input gets a small answer.
     """
-    validator = validator_for_schema(schema)
+    _, validator, check = _entry(schema)
+    if check is not None and check(arguments):
+        return []
     seen: set[tuple[str, str]] = set()
     out: list[ArgumentError] = []
     more = 0

@@ -1,6 +1,7 @@
-"""Registration's shortcuts give the answers of the slow paths they skip (issue #14, start-up):
-the quick schema walk never accepts what jsonschema's meta-schema refuses, and bad schemas are
-still refused at registration with jsonschema's own message; docstrings parse as
+"""Shortcuts give the answers of the slow paths they skip (issue #14): the quick schema walk
+never accepts what jsonschema's meta-schema refuses, and bad schemas are still refused at
+registration with jsonschema's own message; the quick argument check never accepts what
+jsonschema refuses (and invalid arguments get jsonschema's errors); docstrings parse as
 ``docstring_parser`` parses them; type hints read as ``typing.get_type_hints`` reads them."""
 
 from __future__ import annotations
@@ -21,7 +22,13 @@ from jsonschema.exceptions import SchemaError
 from jsonschema.validators import Draft202012Validator
 
 from flask_tooldiscovery import ToolContext, ToolDiscovery
-from flask_tooldiscovery.json_schema import check_schema, plainly_valid, validator_for_schema
+from flask_tooldiscovery.json_schema import (
+    check_schema,
+    plainly_valid,
+    quick_check,
+    validate_arguments,
+    validator_for_schema,
+)
 from flask_tooldiscovery.registry import RegistrationError
 from flask_tooldiscovery.signature import _parse_doc, _type_hints, parse_docstring
 
@@ -257,3 +264,86 @@ def test_many_tools_keep_their_own_schemas() -> None:
         prop = tool.input_schema["properties"][f"v_{i}"]
         assert prop["type"] == {"int": "integer", "str": "string", "float": "number"}[kind]
         assert prop["description"] == f"Value {i}."
+
+
+def _random_value(rng: random.Random, depth: int = 0) -> Any:
+    scalars = [0, 1, -1, 2.5, 3.0, True, False, None, "", "a", "metric", "x" * 6, 1e308, float("inf")]
+    roll = rng.random()
+    if depth > 2 or roll < 0.6:
+        return rng.choice(scalars)
+    if roll < 0.8:
+        return [_random_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+    keys = ["a", "p0", "p1", "p2", "query", "limit"]
+    return {rng.choice(keys): _random_value(rng, depth + 1) for _ in range(rng.randint(0, 3))}
+
+
+def _value_schema(rng: random.Random, depth: int = 0) -> Any:
+    """Schemas of the keywords the quick check compiles (and some it leaves to jsonschema)."""
+    if depth > 2 or rng.random() < 0.25:
+        return rng.choice([True, False, {}, {"type": "string"}, {"type": "integer"}, {"type": "number"},
+                           {"type": ["string", "null"]}, {"type": "boolean"}, {"enum": [1, "a", True, None]},
+                           {"const": 1}, {"const": False}, {"type": "string", "format": "date"}])
+    schema: dict[str, Any] = {}
+    for _ in range(rng.randint(1, 4)):
+        roll = rng.random()
+        if roll < 0.2:
+            schema["properties"] = {f"p{i}": _value_schema(rng, depth + 1) for i in range(rng.randint(0, 3))}
+        elif roll < 0.3:
+            schema["required"] = rng.sample(["p0", "p1", "a"], rng.randint(0, 2))
+        elif roll < 0.4:
+            schema["additionalProperties"] = _value_schema(rng, depth + 1)
+        elif roll < 0.5:
+            schema["items"] = _value_schema(rng, depth + 1)
+        elif roll < 0.6:
+            schema["anyOf"] = [_value_schema(rng, depth + 1) for _ in range(rng.randint(1, 3))]
+        elif roll < 0.7:
+            schema["type"] = rng.choice(["object", "array", "integer", "number", ["integer", "string"], "null"])
+        elif roll < 0.8:
+            schema[rng.choice(["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"])] = rng.choice([0, 1, 2.5])
+        elif roll < 0.9:
+            schema[rng.choice(["minLength", "maxLength", "minItems", "maxItems"])] = rng.randint(0, 3)
+        else:
+            schema[rng.choice(["enum", "description", "default", "uniqueItems"])] = rng.choice(
+                [[1, 1.0, "a"], "text", [True], True])
+    return schema
+
+
+def test_quick_check_never_accepts_what_jsonschema_refuses() -> None:
+    rng = random.Random(1414)
+    compiled = quick = 0
+    for _ in range(1500):
+        schema = _value_schema(rng)
+        if not meta_valid(schema):
+            continue
+        check = quick_check(schema)
+        if check is None:
+            continue
+        compiled += 1
+        validator = Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+        for _ in range(12):
+            value = _random_value(rng)
+            if check(value):
+                quick += 1
+                assert validator.is_valid(value), (schema, value)
+            assert validate_arguments(schema, value) == [] if validator.is_valid(value) else \
+                validate_arguments(schema, value)
+    assert compiled > 300 and quick > 500
+
+
+def test_invalid_arguments_get_jsonschemas_errors_through_the_quick_check(make_app: Any) -> None:
+    d = ToolDiscovery()
+
+    @d.tool
+    def pick(units: Literal["metric", "imperial"], days: Annotated[int, {"minimum": 1}] = 1) -> str:
+        return units
+
+    with make_app(d, TOOLDISCOVERY_DIALECTS=[]).test_request_context():
+        tool = d.tools().get("pick")
+        assert quick_check(tool.input_schema) is not None
+        assert d.call(tool, {"units": "metric", "days": 3.0}, d.make_context("t")).value == "metric"
+        out = d.call(tool, {"units": "kelvin", "days": 0, "extra": 1}, d.make_context("t"))
+        assert out.status == "invalid"
+        assert {e.keyword for e in out.errors} == {"enum", "minimum", "additionalProperties"}
+        assert out.parameter_errors["extra"] == "Unexpected parameter."
+        assert d.call(tool, {"units": True}, d.make_context("t")).status == "invalid"
+        assert d.call(tool, {}, d.make_context("t")).errors[0].message == "Missing required parameter."
