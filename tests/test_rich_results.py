@@ -380,3 +380,14 @@ def test_resource_templates_async_functions_and_failures(caplog: pytest.LogCaptu
     error = rpc(client, "resources/read", {"uri": "users://boom/avatar"})["error"]
     assert error["code"] == -32603 and "secret" not in str(error)
     assert "secret database password" in caplog.text  # logged, not sent
+
+
+def test_replay_reads_rich_results_back_from_content_blocks() -> None:
+    """``flask tools check --replay``: MCP and the explorer send blocks, the JSON dialects the
+    canonical form; the same value read back from both, so they agree."""
+    discovery, app = build()
+    for name in ("snapshot", "voice", "export", "gallery", "report_link"):
+        tool = next(t for t in discovery.registry.resolve() if t.name == name)
+        tool.examples.append({"input": {"report_id": "42"} if name == "report_link" else {}})
+    result = app.test_cli_runner().invoke(args=["tools", "check", "--replay"])
+    assert "Every replayed example agrees across the dialects" in result.output, result.output

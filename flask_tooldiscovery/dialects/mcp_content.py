@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from flask import has_request_context, request
 
@@ -80,6 +80,33 @@ def content_blocks(value: Any, version: str = LATEST) -> list[dict[str, Any]]:
     return [content_block(value, version)]
 
 
+def rich_value(content: Any) -> Any:
+    """What a tool returned, read back from content blocks holding rich results (the canonical
+    form, a list when there were several blocks); ``None`` when they hold only text. A link sent
+    as an embedded ``text/uri-list`` (before 2025-06-18) cannot be read back whole."""
+    if not isinstance(content, list) or all(isinstance(b, dict) and b.get("type") == "text" for b in content):
+        return None
+    values = []
+    for block in content:
+        kind = block.get("type") if isinstance(block, dict) else None
+        resource = block.get("resource") if isinstance(block, dict) else None
+        if kind in ("image", "audio"):
+            values.append({"type": kind, "mimeType": block.get("mimeType"), "data": block.get("data")})
+        elif kind == "resource_link":
+            values.append({k: v for k, v in block.items() if k != "_meta"})
+        elif kind == "resource" and isinstance(resource, dict) and "blob" in resource:
+            uri, mime = resource.get("uri"), str(resource.get("mimeType"))
+            file = {"type": "file", "mimeType": mime, "data": resource.get("blob")}
+            if mime.startswith("audio/") and uri == _embedded_uri({"type": "audio", "mimeType": mime}):
+                file["type"] = "audio"  # audio embedded for a 2024-11-05 caller
+            elif uri != _embedded_uri(file):  # named
+                file["name"] = unquote(str(uri).removeprefix("file:///"))
+            values.append(file)
+        else:
+            values.append(block.get("text") if kind == "text" else block)
+    return values[0] if len(values) == 1 else values
+
+
 def call_result(outcome: Outcome, version: str | None = None) -> dict[str, Any]:
     """A ``CallToolResult``: text content, ``structuredContent`` for structured values, content
     blocks (and no ``structuredContent``) for rich results, and ``isError`` with an actionable
@@ -104,4 +131,4 @@ def call_result(outcome: Outcome, version: str | None = None) -> dict[str, Any]:
     return result
 
 
-__all__ = ["call_result", "client_version", "content_block", "content_blocks", "object_output_schema"]
+__all__ = ["call_result", "client_version", "content_block", "content_blocks", "object_output_schema", "rich_value"]

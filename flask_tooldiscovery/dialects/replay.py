@@ -23,6 +23,7 @@ from flask import Flask
 
 from ..invoke import GENERIC_FAILURE
 from ..tool import Tool
+from .mcp_content import rich_value
 
 
 @dataclass
@@ -63,7 +64,7 @@ def _mcp_result(result: dict[str, Any]) -> Observed:
     if isinstance(structured, dict):
         values += [structured["result"]] if set(structured) == {"result"} else []
         values.append(structured)
-    values.append(text)
+    values += [text, *([rich] if (rich := rich_value(result.get("content"))) is not None else [])]
     with contextlib.suppress(ValueError):
         values.append(json.loads(text))
     return Observed("ok", values)
