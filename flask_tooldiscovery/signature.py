@@ -350,6 +350,7 @@ def _apply(converters: dict[str, Converter], value: Mapping[str, Any]) -> dict[s
 #: A line that may open a section in the ReST (``:``), Epydoc (``@``) or NumPy (a ``---``
 #: underline, a ``.. deprecated::`` directive) styles.
 _OTHER_STYLES = re.compile(r"^(?:[:@]|-|\.\.)", re.MULTILINE)
+_GOOGLE = docstring_parser.google.GoogleParser()
 
 
 def _parse_doc(text: str) -> docstring_parser.Docstring:
@@ -359,8 +360,10 @@ def _parse_doc(text: str) -> docstring_parser.Docstring:
     NumPy section gives those three no section at all."""
     if _OTHER_STYLES.search(text):
         return docstring_parser.parse(text)
+    if ":" not in text:  # no Google section title either ("Args:"): no style finds a section
+        return docstring_parser.rest.parse(text)
     try:
-        google = docstring_parser.google.parse(text)
+        google = _GOOGLE.parse(text)  # what docstring_parser.google.parse does, without a new parser
     except docstring_parser.ParseError:
         return docstring_parser.parse(text)
     return google if google.meta else docstring_parser.rest.parse(text)
