@@ -491,7 +491,7 @@ class ToolRegistry:
                     self._provided.popitem(last=False)
         return tool
 
-    #: How many distinct provided dicts are remembered (least recently read ones go first).
+    #: How many distinct provided dicts are remembered (the oldest are forgotten first).
     MAX_PROVIDED = 50_000
 
     def _unique_for_provider(self, tool: Tool, unique_seen: list[dict[Hashable, str]]) -> bool:
