@@ -384,7 +384,12 @@ def test_execute(app) -> None:
     assert r.get_json() == {"success": True, "is_async": False,
                             "result": {"task": "x", "runner": "claude-code", "retries": 3}}
     # A non-object return value is wrapped; string-typed enums map back to the declared type.
-    r = c.post("/api/v1/tools/execute", json={"tool_name": "odd", "arguments": {"level": "2"}})
+    # ``odd`` requires approval: refused first, run once the sealed state comes back.
+    app.secret_key = "test-secret"
+    body = {"tool_name": "odd", "arguments": {"level": "2"}}
+    r = c.post("/api/v1/tools/execute", json=body)
+    assert r.status_code == 428 and r.get_json()["code"] == "approval_required"
+    r = c.post("/api/v1/tools/execute", json=body, headers={"X-Tool-Approval": r.get_json()["approval_state"]})
     assert r.get_json()["result"] == {"value": 2}
     r = c.post("/api/v1/tools/execute", json={"tool_name": "typed",
                                               "arguments": {"color": "blue", "box": {"width": 2}}})
