@@ -18,8 +18,7 @@ from flask import Blueprint, Response, current_app, request
 
 from ..pipeline import Pipeline
 from . import Dialect
-from .mcp import ALL_VERSIONS
-from .mcp_resources import capability as resources_capability
+from .mcp import ALL_VERSIONS, server_capabilities
 from .utcp import UTCP_VERSION
 
 NAME = "manifest"
@@ -70,7 +69,7 @@ def _mcp(pipe: Pipeline, dialects: dict[str, Any]) -> dict[str, Any] | None:
     settings = pipe.settings
     out: dict[str, Any] = {"url": dialects["mcp"]["url"], "transport": "streamable-http",
                            "protocolVersions": list(ALL_VERSIONS),
-                           "capabilities": {"tools": {"listChanged": False}, **resources_capability(settings)}}
+                           "capabilities": server_capabilities(settings)}
     if "server_card" in dialects:
         from .server_card import card
 

@@ -16,6 +16,7 @@ from marshmallow import fields
 from ..errors import CoreError, RetryLater, Unavailable
 from ..logs import log
 from ..pipeline import MalformedBody, Pipeline, UnknownTool
+from ..settings import Settings
 from ..wire import WireSchema, json_response, openapi_post, page_cursor, read_cursor
 from . import Dialect, mcp_approval, mcp_stream
 from . import jsonrpc as rpc
@@ -137,12 +138,17 @@ def openapi_paths(pipe: Pipeline) -> dict[str, Any]:
         {"200": "A JSON-RPC response.", "202": "A notification or response was accepted."})}
 
 
+def server_capabilities(settings: Settings) -> dict[str, Any]:
+    """What this server offers (``initialize``, ``server/discover``, the manifest)."""
+    return {"tools": {"listChanged": False}, "logging": {}, **resources.capability(settings)}
+
+
 def make_blueprint(pipe: Pipeline) -> Blueprint:
     """The MCP blueprint: one streamable-HTTP endpoint."""
     bp = pipe.blueprint(__name__)
     settings = pipe.settings
     server_info = {"name": settings.server_name, "version": settings.server_version, "title": settings.title}
-    capabilities = {"tools": {"listChanged": False}, "logging": {}, **resources.capability(settings)}
+    capabilities = server_capabilities(settings)
 
     def with_instructions(result: dict[str, Any]) -> dict[str, Any]:
         description = settings.server_description
