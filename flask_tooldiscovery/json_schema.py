@@ -574,7 +574,11 @@ def _without_defs(node: Any) -> Any:
     """A copy of ``node`` with every ``$defs``/``definitions`` dropped (what :func:`inline_refs`
     makes when the root defines nothing a reference could point to)."""
     if isinstance(node, dict):
-        return {k: _without_defs(v) for k, v in node.items() if k != "$defs" and k != "definitions"}
+        return {k: v if type(v) in _SCALARS else _without_defs(v)
+                for k, v in node.items() if k != "$defs" and k != "definitions"}
     if isinstance(node, list):
-        return [_without_defs(n) for n in node]
+        return [n if type(n) in _SCALARS else _without_defs(n) for n in node]
     return node
+
+
+_SCALARS = frozenset((str, int, float, bool, type(None)))

@@ -72,6 +72,8 @@ def is_async_callable(func: Callable[..., Any]) -> bool:
     """True for ``async def`` functions, also behind ``functools.partial`` or ``__call__``."""
     while isinstance(func, functools.partial):
         func = func.func
+    if type(func) is types.FunctionType:  # its type's __call__ is a slot wrapper, never a coroutine function
+        return inspect.iscoroutinefunction(func)
     return inspect.iscoroutinefunction(func) or (
         callable(func) and inspect.iscoroutinefunction(type(func).__call__)
     )

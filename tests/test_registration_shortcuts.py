@@ -10,6 +10,7 @@ import dataclasses
 import datetime
 import enum
 import itertools
+import json
 import random
 import typing
 import uuid
@@ -347,3 +348,24 @@ def test_invalid_arguments_get_jsonschemas_errors_through_the_quick_check(make_a
         assert out.parameter_errors["extra"] == "Unexpected parameter."
         assert d.call(tool, {"units": True}, d.make_context("t")).status == "invalid"
         assert d.call(tool, {}, d.make_context("t")).errors[0].message == "Missing required parameter."
+
+
+def test_opal_parameters_are_what_its_parameter_schema_dumps(make_app: Any) -> None:
+    from flask_tooldiscovery.dialects.opal import OpalParameterSchema
+
+    d = ToolDiscovery()
+
+    @d.tool
+    def shapes(name: str, sizes: list[int], box: dict[str, float] | None = None, mode: Literal["a", "b"] = "a",
+               point: Point | None = None) -> None:
+        """Shapes.
+
+        Args:
+            name: A name.
+        """
+
+    client = make_app(d, TOOLDISCOVERY_DIALECTS=["opal"]).test_client()
+    params = client.get("/opal/discovery").get_json()["functions"][0]["parameters"]
+    assert [p["name"] for p in params] == ["name", "sizes", "box", "mode", "point"]
+    assert params == OpalParameterSchema(many=True).dump(params)
+    assert json.dumps(params) == json.dumps(OpalParameterSchema(many=True).dump(params))  # key order too

@@ -96,10 +96,9 @@ class OpalFunctionSchema(WireSchema):
                 "in_context": False,
             }
             if ptype in ("array", "object"):
-                param["schema"] = split_nullable(prop)[0]
+                param["schema"] = dict(split_nullable(prop)[0])
             params.append(param)
-        dumped: list[dict[str, Any]] = _PARAMETERS.dump(params)
-        return dumped
+        return params  # already what OpalParameterSchema dumps (its fields, in its order; no None)
 
     def get_auth_requirements(self, tool: Tool) -> list[dict[str, Any]] | None:
         reqs = tool.metadata.get("auth_requirements")
@@ -118,7 +117,6 @@ class OpalFunctionSchema(WireSchema):
         return sorted(hints)
 
 
-_PARAMETERS = OpalParameterSchema(many=True)
 _AUTH_REQUIREMENTS = OpalAuthRequirementSchema(many=True)
 
 
