@@ -182,6 +182,15 @@ def parse_urls(key: str, value: Any) -> tuple[str, ...]:
     return tuple(parse_url(key, item) or "" for item in parse_list(key, value))
 
 
+def _state_storage(key: str, value: Any) -> str:
+    from .rendezvous import check_uri
+
+    try:
+        return check_uri(key, parse_str(key, value) or "")
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
+
+
 @dataclass(frozen=True)
 class Spec:
     """One setting: its key (without the prefix), default and parser."""
@@ -303,6 +312,13 @@ SPECS: tuple[Spec, ...] = (
     # --- rich results ---
     Spec("MCP_RESOURCES", False, parse_bool,
          "MCP serves the resources registered with @discovery.resource (resources/list, /templates/list, /read)."),
+    # --- approvals by elicitation, across workers ---
+    Spec("STATE_STORAGE_URI", None, _optional(_state_storage),
+         "Where a request waiting for another one's message meets it (an MCP elicitation's answer): unset, "
+         "in this worker process only; redis://host:6379/0 for every worker and host (needs the redis extra)."),
+    Spec("MCP_ELICITATION_TIMEOUT", 300, lambda k, v: parse_float(k, v, 0.0),
+         "Seconds a handshake-era MCP call waits for the answer to its approval elicitation (at most APPROVAL_TTL); "
+         "0: never ask by elicitation."),
 )
 
 _BY_NAME = {spec.name: spec for spec in SPECS}
@@ -387,6 +403,8 @@ class Settings:
     opal_callback_retries: int
     opal_callback_timeout: float
     mcp_resources: bool
+    state_storage_uri: str | None
+    mcp_elicitation_timeout: float
     #: Mount point of each mounted dialect (``""`` for the root).
     prefixes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     #: Every ``TOOLDISCOVERY_*`` key as the config had it, for dialects defined outside this

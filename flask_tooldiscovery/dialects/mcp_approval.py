@@ -8,11 +8,11 @@ nothing stored). An ``accept`` with ``approve: true`` runs the tool, anything el
 ``isError`` result, unrun; a tampered, expired or foreign ``requestState`` is refused as the
 official SDK refuses one (-32602 ``Invalid or expired requestState``).
 
-Handshake era (2024-11-05 .. 2025-11-25): this endpoint is stateless and answers each call with
-one JSON body, so it cannot send an ``elicitation/create`` request and wait for the answer; such a
-call answers an ``isError`` result saying the approval could not be asked; its ``_meta`` carries the
-sealed state and prompt (:data:`META_KEY`), which a client may send back in the ``X-Tool-Approval``
-header once its user approved, as JSON dialects' clients do.
+Handshake era: a 2025-06-18 or 2025-11-25 client accepting SSE is asked by a real
+``elicitation/create`` on the call's stream (:mod:`.mcp_elicit`). Any other, or one answering that
+request with an error, gets an ``isError`` result saying the approval could not be asked; its
+``_meta`` carries the sealed state and prompt (:data:`META_KEY`), which a client may send back in
+the ``X-Tool-Approval`` header once its user approved, as JSON dialects' clients do.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from ..logs import log
 from ..pipeline import Pipeline
 from ..tool import Tool, ToolContext
 from . import jsonrpc as rpc
+from . import mcp_elicit
 
 #: The key of the one input request (and of its response) in ``inputRequests``/``inputResponses``.
 APPROVAL_KEY = "approval"
@@ -75,8 +76,8 @@ def input_required(exc: ApprovalRequired) -> dict[str, Any]:
 
 def cannot_ask(exc: ApprovalRequired) -> dict[str, Any]:
     """A handshake-era answer: the tool did not run, since its approval could not be asked."""
-    text = (f"{exc.message} This server asks for approval through MCP 2026-07-28 input requests "
-            "(elicitation in a multi-round-trip call), which this client did not use, so the tool did not run.")
+    text = (f"{exc.message} This server asks for approval by elicitation (MCP 2026-07-28 input requests, or "
+            "from 2025-06-18 on a streamed call), which this client did not take, so the tool did not run.")
     return {"content": [{"type": "text", "text": text}], "isError": True,
             "_meta": {META_KEY: {"approval_state": exc.state, "prompt": exc.prompt}}}
 
@@ -89,7 +90,8 @@ def call(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, context: 
     try:
         return result(pipe.invoke(tool, arguments or {}, context, approval=approval))
     except ApprovalRequired as exc:
-        return input_required(exc) if modern else cannot_ask(exc)
+        return input_required(exc) if modern else (
+            mcp_elicit.ask(pipe, tool, arguments, context, exc, result) or cannot_ask(exc))
     except InvalidApproval as exc:
         log.info("flask-tooldiscovery: mcp tools/call %s refused: %s (trace_id=%s)", tool.name, exc.reason,
                  context.trace_id)

@@ -82,6 +82,8 @@ def events(plan: Plan, keepalive: float) -> Iterator[bytes]:
                 done = True
                 if item.reply is not None and not (plan.context is not None and plan.context.cancelled):
                     yield frame(item.reply)
+            elif isinstance(item, bytes):  # a message already framed (an elicitation request)
+                yield item
             elif (event := notification(plan, item)) is not None:
                 yield event
     finally:

@@ -24,6 +24,7 @@ from ..pipeline import Pipeline
 from ..streaming import InFlight
 from ..tool import LOG_LEVELS, ToolContext
 from . import jsonrpc as rpc
+from . import mcp_elicit as elicit
 from . import mcp_sse as sse
 from .mcp_sse import Done, Plan, Reply
 
@@ -79,9 +80,10 @@ def _plan(pipe: Pipeline, message: Any) -> Plan | None:
         tool = pipe.tools().get(name) if isinstance(name, str) else None
     except (rpc.RpcError, CoreError):
         return None  # the handler answers it with a plain error
-    if token is None and level is None and not (tool is not None and tool.metadata.get("long_running")):
-        return None
     version = request.headers.get("MCP-Protocol-Version") or str(meta.get(VERSION_META_KEY) or "2025-03-26")
+    if token is None and level is None and not (tool is not None and tool.metadata.get("long_running")) \
+            and not elicit.can_ask(pipe, tool, params, version):  # approval asked on the stream
+        return None
     level = level or (DEFAULT_LOG_LEVEL if version < "2026-07-28" else None)
     return Plan(message["id"], token, level, version, str(name))
 
@@ -96,6 +98,7 @@ def dispatch(pipe: Pipeline, payload: Any, run: Callable[[], Reply]) -> Reply | 
         log.info("flask-tooldiscovery: mcp request %r cancelled by the client (%r): %s (trace_id=%s)",
                  params["requestId"], str(params.get("reason"))[:200], "stopping it" if found
                  else "no such call in this worker", pipe.trace_id)
+    elicit.receive(pipe, payload)  # an answer to an approval request: to the call waiting for it
     plan = g._tooldiscovery_mcp_stream = _plan(pipe, payload)
     if plan is None:
         return run()
