@@ -225,7 +225,7 @@ def test_an_answer_from_another_caller_does_not_approve(serve: Callable[..., str
 
 
 def test_no_answer_in_time_ends_the_call_unrun(serve: Callable[..., str], tmp_path: Path) -> None:
-    base = serve(1, timeout=0.5)
+    base = serve(1, timeout=2)  # keep-alives every 0.2 s meanwhile
     stream = Stream(base, call_body(1, "wipe", {"what": "disk"}))
     try:
         asked = elicitation(stream)
@@ -288,3 +288,14 @@ def test_storage_uri_is_checked_at_init_app(monkeypatch: pytest.MonkeyPatch) -> 
     with pytest.raises(SettingsError, match=r"needs redis-py: pip install 'flask-tooldiscovery\[redis\]'"):
         init("redis://127.0.0.1:6379/0")
     assert init("").extensions["tooldiscovery"] is not None
+
+
+def test_timeout_zero_never_asks_by_elicitation(tmp_path: Path) -> None:
+    from .apps.elicit_app import create_app
+
+    app = create_app(runs=str(tmp_path / "runs"), timeout=0)
+    reply = app.test_client().post("/mcp", json=call_body(1, "wipe", {"what": "disk"}),
+                                   headers={"Accept": SSE, "MCP-Protocol-Version": "2025-11-25"})
+    assert reply.headers["Content-Type"] == "application/json"
+    assert "flask-tooldiscovery/approval" in reply.get_json()["result"]["_meta"]
+    assert not (tmp_path / "runs").exists()

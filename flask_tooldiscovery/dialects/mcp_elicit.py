@@ -109,7 +109,7 @@ def ask(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, context: T
         log.error("flask-tooldiscovery: mcp approval of %s not received: %s (call_id=%s)", tool.name, error,
                   context.call_id)
         return _not_received("The approval could not be received, so the tool did not run.")
-    if answer is None:
+    if answer is None or context.cancelled:  # no answer in time, or the client went away
         plan.channel.put(sse.frame({"jsonrpc": "2.0", "method": "notifications/cancelled",
                                     "params": {"requestId": request_id, "reason": "approval not received in time"}}))
         return _not_received()
@@ -133,10 +133,10 @@ def receive(pipe: Pipeline, payload: Any) -> None:
         return
     answer = {k: payload[k] for k in ("result", "error") if k in payload}
     data = json.dumps({"subject": _subject(pipe.identity), "message": answer}).encode("utf-8")
-    if not for_uri(pipe.settings.state_storage_uri).deliver(id_, data, timeout(pipe.settings)):
-        log.warning("flask-tooldiscovery: mcp approval answer %s: no call waits for it in this worker process "
-                    "(with several workers, set TOOLDISCOVERY_STATE_STORAGE_URI) (trace_id=%s)", id_[:40],
-                    pipe.trace_id)
+    storage = pipe.settings.state_storage_uri
+    if not for_uri(storage).deliver(id_, data, timeout(pipe.settings)) and not storage:
+        log.warning("flask-tooldiscovery: mcp approval answer dropped: no call waits for it in this worker process "
+                    "(with several workers, set TOOLDISCOVERY_STATE_STORAGE_URI) (trace_id=%s)", pipe.trace_id)
 
 
 __all__ = ["ELICITING_VERSIONS", "ID_PREFIX", "NOT_RECEIVED", "ask", "can_ask", "receive", "timeout"]
