@@ -11,12 +11,14 @@ import enum
 import json
 import os
 import secrets
+import struct
+import zlib
 from dataclasses import dataclass
 from typing import Annotated, Literal, TypedDict
 
 from flask import Flask
 
-from flask_tooldiscovery import ToolContext, ToolDiscovery, ToolError
+from flask_tooldiscovery import Image, ToolContext, ToolDiscovery, ToolError
 
 try:  # the pets API needs the example extra (flask-smorest); the example runs without it
     from . import pets
@@ -150,6 +152,40 @@ def order_status(order_id: str, include_history: bool = False) -> dict:
     return status
 
 
+@discovery.tool(annotations={"readOnlyHint": True}, category="orders", long_running=True)
+async def pack_orders(count: Annotated[int, {"minimum": 1, "maximum": 20}] = 5, ctx: ToolContext = None) -> dict:
+    """Pack a batch of orders, reporting progress as each one is packed (watch it live in the
+    explorer, or with an MCP client's progress callback)."""
+    for packed in range(1, count + 1):
+        await asyncio.sleep(0.3)  # cancelled here when the caller gives up
+        await ctx.report_progress(packed, count, f"packed order {packed} of {count}")
+    ctx.log("info", f"{count} orders packed")
+    return {"packed": count}
+
+
+@discovery.tool(annotations={"readOnlyHint": True}, category="weather")
+def temperature_chart(cities: list[Literal["berlin", "paris", "lisbon", "oslo"]]) -> Image:
+    """A bar chart (PNG) of the current temperature in some cities, one bar per city."""
+    if not cities:
+        raise ToolError("Name at least one city.")
+    width, height, bar = 12 * len(cities), 40, 8
+    rows = []
+    for y in range(height):
+        row = bytearray(b"\x00")  # PNG filter: none
+        for x in range(width):
+            city, inside = cities[x // 12], x % 12 < bar
+            filled = inside and height - y <= int(_CITIES[city] * 2)
+            row += b"\x2b\x6c\xb0" if filled else b"\xff\xff\xff"
+        rows.append(bytes(row))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+           + chunk(b"IDAT", zlib.compress(b"".join(rows))) + chunk(b"IEND", b""))
+    return Image(png, "image/png")
+
+
 def create_app(config: dict | None = None) -> Flask:
     """The example app with every dialect mounted and the explorer allowed to execute."""
     app = Flask(__name__)
@@ -157,7 +193,7 @@ def create_app(config: dict | None = None) -> Flask:
         TOOLDISCOVERY_TITLE="Example tools",
         TOOLDISCOVERY_ALLOW_EXECUTE=True,
         TOOLDISCOVERY_SERVER_NAME="example-tools",
-        TOOLDISCOVERY_SERVER_DESCRIPTION="Demo tools: math, weather and a small order book.",
+        TOOLDISCOVERY_SERVER_DESCRIPTION="Demo tools: math, weather (with a chart) and a small order book.",
         TOOLDISCOVERY_WARN_UNAUTHENTICATED=False,  # a local demo, open on purpose
     )
     for key, value in os.environ.items():  # TOOLDISCOVERY_* from the environment, JSON-parsed
