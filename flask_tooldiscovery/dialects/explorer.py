@@ -23,14 +23,13 @@ from ..results import is_rich
 from ..settings import Settings
 from ..wire import WireSchema, json_response, openapi_post
 from . import Dialect
-from .explorer_stream import stream_response, wants_stream
+from .explorer_stream import CHALLENGE, stream_response, wants_stream
 from .mcp_content import LATEST, content_blocks
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..extension import ToolDiscovery
 
 NAME = "explorer"
-CHALLENGE = 'Bearer realm="explorer"'
 PAGE_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; media-src 'self' blob:; style-src 'self'; "
                                "script-src 'self'; connect-src 'self'; frame-ancestors 'self'",

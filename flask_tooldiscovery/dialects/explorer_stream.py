@@ -24,6 +24,8 @@ from ..streaming import KeepAlive, StreamItem, stream_call
 from ..tool import LogEntry, Progress, Tool, ToolContext
 
 SSE = "text/event-stream"
+#: The explorer's ``WWW-Authenticate`` challenge.
+CHALLENGE = 'Bearer realm="explorer"'
 _STARTED, _DONE = object(), object()
 
 
@@ -100,8 +102,6 @@ def _behind_hook(hook: AuthHook, start: Callable[[], Items], context: ToolContex
         try:
             HookCall(hook, req).run(inside)
         except AuthError as exc:
-            from .explorer import CHALLENGE
-
             out.put(Unauthorized("Unauthorized", challenge=CHALLENGE, reason=exc.reason))
         except BaseException as exc:
             log.error("flask-tooldiscovery: explorer stream's auth hook failed", exc_info=exc)
@@ -145,4 +145,4 @@ def stream_response(pipe: Pipeline, tool: Tool, context: ToolContext, arguments:
     return response
 
 
-__all__ = ["SSE", "stream_response", "wants_stream"]
+__all__ = ["CHALLENGE", "SSE", "stream_response", "wants_stream"]

@@ -30,13 +30,6 @@ from . import mcp_elicit
 
 #: The key of the one input request (and of its response) in ``inputRequests``/``inputResponses``.
 APPROVAL_KEY = "approval"
-#: The form the client shows: one boolean the person ticks to approve.
-REQUESTED_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"approve": {"type": "boolean", "title": "Approve",
-                               "description": "Allow the tool to run with these arguments."}},
-    "required": ["approve"],
-}
 INVALID_STATE = "Invalid or expired requestState"
 #: Where a handshake-era refusal carries the sealed state, for a client that can send it back in
 #: ``X-Tool-Approval`` once its user approved.
@@ -70,7 +63,7 @@ def input_required(exc: ApprovalRequired) -> dict[str, Any]:
     """The 2026-07-28 ``InputRequiredResult`` asking the person to approve the call."""
     return {"resultType": "input_required",
             "inputRequests": {APPROVAL_KEY: {"method": "elicitation/create", "params": {
-                "mode": "form", "message": exc.prompt, "requestedSchema": REQUESTED_SCHEMA}}},
+                "mode": "form", "message": exc.prompt, "requestedSchema": mcp_elicit.REQUESTED_SCHEMA}}},
             "requestState": exc.state}
 
 
@@ -100,5 +93,5 @@ def call(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, context: 
         raise invalid_state() from None
 
 
-__all__ = ["APPROVAL_KEY", "META_KEY", "REQUESTED_SCHEMA", "approval_of", "call", "cannot_ask", "input_required",
+__all__ = ["APPROVAL_KEY", "META_KEY", "approval_of", "call", "cannot_ask", "input_required",
            "invalid_state"]

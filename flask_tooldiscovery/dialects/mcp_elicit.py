@@ -39,6 +39,13 @@ from . import mcp_sse as sse
 #: Protocol versions whose clients can be asked (elicitation came with 2025-06-18; ``mode`` with 2025-11-25).
 ELICITING_VERSIONS = ("2025-06-18", "2025-11-25")
 ID_PREFIX = "tooldiscovery-approval-"
+#: The form the client shows: one boolean the person ticks to approve.
+REQUESTED_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"approve": {"type": "boolean", "title": "Approve",
+                               "description": "Allow the tool to run with these arguments."}},
+    "required": ["approve"],
+}
 NOT_RECEIVED = "The approval was not received in time, so the tool did not run."
 
 
@@ -60,8 +67,6 @@ def _subject(identity: Identity | None) -> str | None:
 
 
 def _form(prompt: str, version: str) -> dict[str, Any]:
-    from .mcp_approval import REQUESTED_SCHEMA
-
     params = {"message": prompt, "requestedSchema": REQUESTED_SCHEMA}
     return {"mode": "form", **params} if version >= "2025-11-25" else params  # 2025-06-18 had no mode
 
@@ -139,4 +144,5 @@ def receive(pipe: Pipeline, payload: Any) -> None:
                     "(with several workers, set TOOLDISCOVERY_STATE_STORAGE_URI) (trace_id=%s)", pipe.trace_id)
 
 
-__all__ = ["ELICITING_VERSIONS", "ID_PREFIX", "NOT_RECEIVED", "ask", "can_ask", "receive", "timeout"]
+__all__ = ["ELICITING_VERSIONS", "ID_PREFIX", "NOT_RECEIVED", "REQUESTED_SCHEMA", "ask", "can_ask", "receive",
+           "timeout"]
