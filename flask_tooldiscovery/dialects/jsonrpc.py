@@ -1,8 +1,11 @@
-"""JSON-RPC 2.0 framing: error codes, error and result envelopes, and the dispatch of one message
-to a method table. Knows nothing of MCP's methods; the ``mcp`` dialect hands it those."""
+"""JSON-RPC 2.0 framing: error codes, error and result envelopes, the dispatch of one message to a
+method table, and the encoding of responses, into which a result already encoded as JSON
+(:class:`Encoded`, e.g. a cached page) is spliced as is. Knows nothing of MCP's methods; the
+``mcp`` dialect hands it those."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -12,7 +15,20 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
-Method = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class Encoded:
+    """A method's result already encoded as JSON text (UTF-8 bytes, by the same encoder that
+    encodes the response): :func:`encode` puts it in the response envelope without decoding it."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+
+Result = dict[str, Any] | Encoded
+Method = Callable[[dict[str, Any]], Result]
 
 
 class RpcError(Exception):
@@ -45,7 +61,7 @@ def is_request(message: Any) -> bool:
 
 def dispatch(
     message: Any,
-    call: Callable[[str, dict[str, Any]], dict[str, Any]],
+    call: Callable[[str, dict[str, Any]], Result],
     on_error: Callable[[str, Exception], RpcError],
 ) -> dict[str, Any] | None:
     """One JSON-RPC message -> its response (``None`` for notifications and client responses).
@@ -83,7 +99,20 @@ def dispatch(
     return {"jsonrpc": "2.0", "id": id_, "result": result}
 
 
+def encode(reply: Any, dumps: Callable[[Any], str]) -> bytes:
+    """A response (or a batch: a list of them) as JSON bytes, encoded by ``dumps``; an
+    :class:`Encoded` result is spliced in where ``dumps`` would have written it."""
+    if isinstance(reply, dict) and isinstance(reply.get("result"), Encoded):
+        head = dumps({**reply, "result": None})  # "result" is the envelope's last key: its null is the last
+        at = head.rindex("null")
+        return b"".join((head[:at].encode("utf-8"), reply["result"].data, head[at + 4:].encode("utf-8")))
+    if isinstance(reply, list) and any(isinstance(r, dict) and isinstance(r.get("result"), Encoded) for r in reply):
+        reply = [{**r, "result": json.loads(r["result"].data)} if isinstance(r, dict)
+                 and isinstance(r.get("result"), Encoded) else r for r in reply]  # a batch: rare, decoded
+    return dumps(reply).encode("utf-8")
+
+
 __all__ = [
-    "INTERNAL_ERROR", "INVALID_PARAMS", "INVALID_REQUEST", "METHOD_NOT_FOUND", "PARSE_ERROR", "RpcError",
-    "dispatch", "error_body", "is_request", "valid_id",
+    "INTERNAL_ERROR", "INVALID_PARAMS", "INVALID_REQUEST", "METHOD_NOT_FOUND", "PARSE_ERROR", "Encoded", "Method",
+    "Result", "RpcError", "dispatch", "encode", "error_body", "is_request", "valid_id",
 ]

@@ -10,14 +10,14 @@ import binascii
 import re
 from typing import Any
 
-from flask import Blueprint, Response, request
+from flask import Blueprint, Response, current_app, request
 from marshmallow import fields
 
 from ..errors import CoreError, RetryLater, Unavailable
 from ..logs import log
 from ..pipeline import MalformedBody, Pipeline, UnknownTool
 from ..settings import Settings
-from ..wire import WireSchema, json_response, openapi_post, page_cursor, read_cursor
+from ..wire import JSON_MIMETYPE, WireSchema, json_response, openapi_post, page_cursor, read_cursor
 from . import Dialect, mcp_approval, mcp_stream
 from . import jsonrpc as rpc
 from . import mcp_resources as resources
@@ -138,6 +138,16 @@ def openapi_paths(pipe: Pipeline) -> dict[str, Any]:
         {"200": "A JSON-RPC response.", "202": "A notification or response was accepted."})}
 
 
+def dumps(value: Any) -> str:
+    """JSON text by the app's JSON provider, keys in order (as :func:`~..wire.json_response`)."""
+    return current_app.json.dumps(value, sort_keys=False)
+
+
+def respond(reply: Any, status: int = 200) -> Response:
+    """A JSON-RPC reply (or batch) as the response; pre-encoded results go in as they are."""
+    return current_app.response_class(rpc.encode(reply, dumps), status=status, mimetype=JSON_MIMETYPE)
+
+
 def server_capabilities(settings: Settings) -> dict[str, Any]:
     """What this server offers (``initialize``, ``server/discover``, the manifest)."""
     return {"tools": {"listChanged": False}, "logging": {}, **resources.capability(settings)}
@@ -164,17 +174,22 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
     def discover(params: dict[str, Any]) -> dict[str, Any]:
         return with_instructions({"supportedVersions": list(ALL_VERSIONS), "capabilities": capabilities})
 
-    def list_tools(params: dict[str, Any]) -> dict[str, Any]:
-        tools = pipe.tools().latest()
-        size = settings.mcp_page_size
+    def list_tools(params: dict[str, Any]) -> rpc.Encoded:
+        """One page, encoded once per (visible tool set, page, era) in the pipeline's cache."""
+        toolset = pipe.tools()
+        tools, size, modern = toolset.latest(), settings.mcp_page_size, is_modern({"params": params})
         try:
             start = read_cursor(params["cursor"], len(tools)) if params.get("cursor") is not None else 0
         except ValueError:
             raise rpc.RpcError(rpc.INVALID_PARAMS, "Invalid cursor.") from None
-        result: dict[str, Any] = {"tools": [pipe.dump(NAME, t, _TOOL.dump) for t in tools[start:start + size]]}
-        if start + size < len(tools):
-            result["nextCursor"] = page_cursor(start + size)
-        return result
+
+        def page() -> bytes:
+            result: dict[str, Any] = {"tools": [pipe.dump(NAME, t, _TOOL.dump) for t in tools[start:start + size]]}
+            if start + size < len(tools):
+                result["nextCursor"] = page_cursor(start + size)
+            return dumps(complete("tools/list", result, modern)).encode("utf-8")
+
+        return rpc.Encoded(pipe.cache.document(("tools/list", start, modern), toolset, page).body)
 
     def call_tool(params: dict[str, Any]) -> dict[str, Any]:
         name = params.get("name")
@@ -195,11 +210,22 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             return {"content": [{"type": "text", "text": f"{exc.message} Retry in {exc.retry_after} s."}],
                     "isError": True, "_meta": {"retryAfterMs": exc.retry_after_ms}}
 
-    methods = {"initialize": initialize, "ping": lambda params: {}, "server/discover": discover,
-               "tools/list": list_tools, "tools/call": call_tool, **resources.methods(pipe),
-               "logging/setLevel": mcp_stream.set_level}
+    methods: dict[str, rpc.Method] = {"initialize": initialize, "ping": lambda params: {}, "server/discover": discover,
+                                      "tools/list": list_tools, "tools/call": call_tool, **resources.methods(pipe),
+                                      "logging/setLevel": mcp_stream.set_level}
 
-    def run(method: str, params: dict[str, Any]) -> dict[str, Any]:
+    def complete(method: str, result: dict[str, Any], modern: bool) -> dict[str, Any]:
+        """``result`` with what 2026-07-28 adds to every result (``modern``)."""
+        if modern:
+            result = dict(result)
+            result.setdefault("resultType", "complete")
+            if method in ("tools/list", "server/discover", *resources.METHODS):
+                result.setdefault("ttlMs", 0)
+                result.setdefault("cacheScope", "private")
+            result["_meta"] = {**(result.get("_meta") or {}), SERVER_INFO_META_KEY: server_info}
+        return result
+
+    def run(method: str, params: dict[str, Any]) -> rpc.Result:
         modern = is_modern({"params": params})
         refusal = modern_refusal(method, params) if modern else None
         if refusal is not None:
@@ -211,14 +237,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             result = handler(params)
         except CoreError as exc:
             raise to_rpc(exc) from None
-        if modern:
-            result = dict(result)
-            result.setdefault("resultType", "complete")
-            if method in ("tools/list", "server/discover", *resources.METHODS):
-                result.setdefault("ttlMs", 0)
-                result.setdefault("cacheScope", "private")
-            result["_meta"] = {**(result.get("_meta") or {}), SERVER_INFO_META_KEY: server_info}
-        return result
+        return result if isinstance(result, rpc.Encoded) else complete(method, result, modern)
 
     def failed(method: str, exc: Exception) -> rpc.RpcError:
         log.error("mcp: %s failed (trace_id=%s)", method, pipe.trace_id, exc_info=(type(exc), exc, exc.__traceback__))
@@ -227,11 +246,11 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
     def header_refusal(payload: Any) -> tuple[dict[str, Any], int] | None:
         """A routing header sent twice, or a protocol version this server does not speak."""
         id_ = payload.get("id") if isinstance(payload, dict) and rpc.valid_id(payload.get("id")) else None
+        environ = request.environ  # one key per header: WSGI servers join repeated ones with ","
         for name in ROUTING_HEADERS:
-            values = request.headers.getlist(name)  # WSGI servers join repeated headers with ","
-            if len(values) > 1 or any("," in v for v in values):
+            if "," in environ.get("HTTP_" + name.upper().replace("-", "_"), ""):
                 return rpc.error_body(id_, HEADER_MISMATCH, f"{name} header sent more than once"), 400
-        version = request.headers.get("MCP-Protocol-Version")
+        version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
         if version is not None and version not in ALL_VERSIONS:
             return rpc.error_body(id_, UNSUPPORTED_PROTOCOL_VERSION, f"Unsupported protocol version: {version}",
                               {"supported": list(ALL_VERSIONS), "requested": version}), 400
@@ -256,13 +275,13 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             if refusal:
                 return json_response(rpc.error_body(None, rpc.INVALID_REQUEST, f"Invalid Request: {refusal}."), 400)
             answers = [a for a in (rpc.dispatch(m, run, failed) for m in payload) if a is not None]
-            return json_response(answers) if answers else Response(status=202)
+            return respond(answers) if answers else Response(status=202)
         reply = mcp_stream.dispatch(pipe, payload, lambda: rpc.dispatch(payload, run, failed))
         if not isinstance(reply, dict):  # a notification (202), or the SSE stream of a call
             return reply or Response(status=202)
         code = reply.get("error", {}).get("code")
         status = MODERN_STATUS.get(code, 200) if is_modern(payload) else 400 if code == rpc.INVALID_REQUEST else 200
-        return json_response(reply, status)
+        return respond(reply, status)
 
     return bp
 
