@@ -44,7 +44,7 @@ class WireCache:
         self._documents: OrderedDict[Hashable, Document] = OrderedDict()
         self._max = max_documents
         self._lock = threading.Lock()
-        self._dumps: weakref.WeakKeyDictionary[Tool, dict[str, Any]] = weakref.WeakKeyDictionary()
+        self._dumps: dict[str, weakref.WeakKeyDictionary[Tool, Any]] = {}
         self._indexes: OrderedDict[Hashable, dict[Hashable, list[Tool]]] = OrderedDict()
 
     def document(self, key: Hashable, toolset: ToolSet, build: Callable[[], bytes]) -> Document:
@@ -64,13 +64,14 @@ class WireCache:
 
     def dump(self, what: str, tool: Tool, build: Callable[[Tool], Any]) -> Any:
         """``build(tool)``, computed once per tool object and ``what`` (shared: never mutate it)."""
-        per_tool = self._dumps.get(tool)
-        if per_tool is None:
-            per_tool = self._dumps.setdefault(tool, {})
+        dumps = self._dumps.get(what)
+        if dumps is None:  # one table per kind of dump: a weak reference per tool, no dict per tool
+            with self._lock:
+                dumps = self._dumps.setdefault(what, weakref.WeakKeyDictionary())
         try:
-            return per_tool[what]
+            return dumps[tool]
         except KeyError:
-            value = per_tool[what] = build(tool)
+            value = dumps[tool] = build(tool)
             return value
 
     def index(self, what: str, toolset: ToolSet, key: Callable[[Tool], Hashable]) -> dict[Hashable, list[Tool]]:

@@ -6,6 +6,7 @@ Every dialect translates from these; none of them knows a wire format.
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import re
 import threading
@@ -36,13 +37,21 @@ METADATA_OPTIONS = (
 _SEMVER = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
 
 
-def parse_version(version: str) -> tuple[int, int, int]:
-    """Parse ``x.y.z`` (or ``x`` / ``x.y``, padded with zeros) into a sortable tuple."""
+def _parse_version(version: Any) -> tuple[int, int, int]:
     parts = str(version).split(".")
     if not 1 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
         raise ValueError(f"version {version!r} is not of the form x.y.z")
     nums = [int(p) for p in parts] + [0] * (3 - len(parts))
     return nums[0], nums[1], nums[2]
+
+
+#: One tuple per version text, shared by every tool of that version.
+_parse_version_text = functools.lru_cache(maxsize=1024)(_parse_version)
+
+
+def parse_version(version: str) -> tuple[int, int, int]:
+    """Parse ``x.y.z`` (or ``x`` / ``x.y``, padded with zeros) into a sortable tuple."""
+    return _parse_version_text(version) if isinstance(version, str) else _parse_version(version)
 
 
 class ToolError(Exception):
@@ -230,6 +239,15 @@ class ToolContext:
         )
 
 
+def _defines(node: Any) -> bool:
+    """True when a ``$defs`` or ``definitions`` key appears anywhere in ``node`` (what
+    :func:`~.json_schema.inline_refs` would resolve or drop)."""
+    if isinstance(node, dict):
+        return "$defs" in node or "definitions" in node or any(
+            _defines(v) for v in node.values() if isinstance(v, (dict, list)))
+    return isinstance(node, list) and any(_defines(v) for v in node if isinstance(v, (dict, list)))
+
+
 @dataclass(eq=False)
 class Tool:
     """One tool as every dialect sees it.
@@ -290,10 +308,15 @@ class Tool:
 
     @cached_property
     def resolved_input_schema(self) -> dict[str, Any]:
-        """The input schema with local ``$ref``s inlined (computed once per tool object)."""
+        """The input schema with local ``$ref``s inlined (computed once per tool object; shared,
+        never mutate it). A schema defining nothing to inline is its own resolved form: the same
+        object, not a second copy of it."""
         from .json_schema import inline_refs
 
-        resolved: dict[str, Any] = inline_refs(self.input_schema or {})
+        schema = self.input_schema or {}
+        if not _defines(schema):
+            return schema
+        resolved: dict[str, Any] = inline_refs(schema)
         return resolved
 
     def missing_requirements(self, *, secrets: Mapping[str, Any], authorization: Mapping[str, Any],
