@@ -43,7 +43,7 @@ def test_versions_parse_as_before_and_are_shared() -> None:
     assert parse_version("2.1") == (2, 1, 0) and parse_version("3") == (3, 0, 0)
     assert tool({}, "a").version_tuple is tool({}, "b").version_tuple
     for bad in ("1.2.3.4", "x", "", "1..2"):
-        with pytest.raises(ValueError, match="is not of the form x.y.z"):
+        with pytest.raises(ValueError, match=r"is not of the form x\.y\.z"):
             parse_version(bad)
     with pytest.raises(ValueError, match=r"version \[1\] is not"):
         parse_version([1])  # type: ignore[arg-type]
