@@ -116,8 +116,8 @@ def _plain_schema(node: Any, depth: int) -> bool:
             if vtype is str:
                 if value not in _SIMPLE_TYPES:
                     return False
-            elif vtype is not list or not value or len(set(map(str, value))) != len(value) or not all(
-                    type(t) is str and t in _SIMPLE_TYPES for t in value):
+            elif vtype is not list or not value or not all(type(t) is str and t in _SIMPLE_TYPES for t in value) \
+                    or len(set(value)) != len(value):
                 return False
         elif key == "required":
             if vtype is not list or not all(type(v) is str for v in value) or len(set(value)) != len(value):
@@ -159,11 +159,17 @@ def plainly_valid(schema: Any) -> bool:
     """True when ``schema`` is certainly a valid draft 2020-12 JSON Schema by a quick walk: every
     keyword one of the common ones, with the value the meta-schema asks for, every value made of
     JSON's own types. ``False`` means "not sure", never "invalid": ask :func:`check_schema`."""
-    if type(schema) is dict and "$schema" in schema:
-        if schema["$schema"] not in _DRAFT_2020_12:
-            return False
-        schema = {k: v for k, v in schema.items() if k != "$schema"}
-    return _plain_schema(schema, 0)
+    return _plain_schema(_without_draft(schema), 0)
+
+
+def _without_draft(schema: Any) -> Any:
+    """``schema`` without its ``$schema`` when that names draft 2020-12; ``None`` (which neither
+    :func:`_plain_schema` nor :func:`_compile` vouches for) when it names another draft."""
+    if type(schema) is not dict or "$schema" not in schema:
+        return schema
+    if schema["$schema"] not in _DRAFT_2020_12:
+        return None
+    return {k: v for k, v in schema.items() if k != "$schema"}
 
 
 @lru_cache(maxsize=1024)
@@ -288,8 +294,6 @@ def _size(key: str, n: int) -> Check:
 
 
 def _all_of(checks: list[Check]) -> Check:
-    if not checks:
-        return lambda v: type(v) in _JSON_VALUE_TYPES
     if len(checks) == 1:
         only = checks[0]
         return lambda v: type(v) in _JSON_VALUE_TYPES and only(v)
@@ -329,12 +333,12 @@ def _compile(schema: Any, depth: int = 0) -> Check | None:
             checks.append(_required(tuple(value)))
         elif key == "additionalProperties":
             extra = _compile(value, depth + 1)
-            if extra is None or "patternProperties" in schema:
+            if extra is None:
                 return None
             checks.append(_additional(frozenset(schema.get("properties") or ()), extra))
         elif key == "items":
             each = _compile(value, depth + 1)
-            if each is None or "prefixItems" in schema:
+            if each is None:
                 return None
             checks.append(_items(each))
         elif key == "anyOf":
@@ -357,7 +361,7 @@ def _compile(schema: Any, depth: int = 0) -> Check | None:
             if type(value) is not int:
                 return None
             checks.append(_size(key, value))
-        else:  # format, pattern, $ref, uniqueItems, oneOf...: jsonschema decides
+        else:  # format, pattern, patternProperties, prefixItems, $ref, oneOf...: jsonschema decides
             return None
     return _all_of(checks)
 
@@ -366,11 +370,7 @@ def quick_check(schema: Any) -> Check | None:
     """A check that says quickly that a value is valid against ``schema`` (a draft 2020-12 schema
     made of the common keywords), or ``None``. It only ever answers ``True`` for a value
     jsonschema accepts; on ``False`` jsonschema is asked, and its errors are the answer."""
-    if type(schema) is dict and "$schema" in schema and schema["$schema"] not in _DRAFT_2020_12:
-        return None
-    if type(schema) is dict and "$schema" in schema:
-        schema = {k: v for k, v in schema.items() if k != "$schema"}
-    return _compile(schema)
+    return _compile(_without_draft(schema))
 
 
 def _pointer(parts: Iterable[Any]) -> str:
