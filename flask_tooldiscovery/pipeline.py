@@ -197,7 +197,7 @@ class Pipeline:
         self.authenticator: Authenticator | None = authenticator if authenticator is not None else (
             dialect.authenticator(settings) if dialect.authenticator is not None else None)
         self.hosts = host_allow_list(settings, trusted_hosts)
-        allowed = (*settings.allowed_origins, *settings.mcp_allowed_origins)
+        allowed = settings.allowed_origins
         self.any_origin = "*" in allowed
         self.origins = frozenset(o for o in (origin_of(a) for a in allowed if a != "*") if o)
         self._kinds: dict[str, RouteKind] = {}

@@ -450,6 +450,8 @@ def build_settings(
     values["server_description"] = values["server_description"] or ""
     values["server_version"] = values["server_version"] or "1.0.0"
     values["title"] = values["title"] or "Tool Explorer"
+    # The older MCP_ALLOWED_ORIGINS only adds to ALLOWED_ORIGINS: the core reads the one list.
+    values["allowed_origins"] = tuple(dict.fromkeys((*values["allowed_origins"], *values["mcp_allowed_origins"])))
     dialects = tuple(name.lower() for name in values["dialects"])
     unknown_dialects = [d for d in dialects if d not in default_prefixes]
     if unknown_dialects:
