@@ -9,7 +9,6 @@ import asyncio
 import concurrent.futures
 import contextvars
 import gc
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -20,8 +19,8 @@ import requests
 
 from flask_tooldiscovery.async_bridge import await_sync, run_sync, thread_loop
 
-from .conftest import free_port
-from .test_deploy import ROOT, stop
+from .test_deploy import stop
+from .test_operating_server import start
 
 var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
 
@@ -217,26 +216,8 @@ def test_threads_of_a_pool_keep_their_loops_apart() -> None:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    import subprocess
-
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "--workers", "1", "--worker-class", "gthread", "--threads", "4",
-         "--bind", f"127.0.0.1:{port}", "tests.apps.async_app:create_app()"],
-        cwd=ROOT, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
+    base, proc = start("tests.apps.async_app:create_app()")
     try:
-        while True:
-            try:
-                if requests.get(base + "/oxp/health", timeout=5).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"gunicorn did not come up:\n{proc.stdout.read() if proc.stdout else ''}")
-            time.sleep(0.2)
         yield base
     finally:
         stop(proc)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 import time
@@ -34,9 +33,10 @@ from flask_tooldiscovery.rendezvous import LOCAL, RedisRendezvous, RendezvousErr
 from flask_tooldiscovery.settings import SettingsError
 
 from .conftest import free_port, live_server
-from .test_deploy import ROOT, stop, wait_until_up
+from .test_deploy import stop
 from .test_mcp_stream import SSE, WAIT, Stream, call_body
 from .test_operating_server import redis_url  # noqa: F401  (a fixture: a redis-server of our own)
+from .test_operating_server import start as gunicorn
 
 pytestmark = pytest.mark.slow
 KEY = "shared-elicit-key-" + "e" * 32
@@ -51,16 +51,9 @@ def serve(tmp_path: Path) -> Iterator[Callable[..., str]]:
     (tmp_path / "runs").touch()
 
     def start(workers: int = 1, **args: Any) -> str:
-        port = free_port()
         call = ", ".join(f"{k}={v!r}" for k, v in {"runs": str(tmp_path / "runs"), **args}.items())
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "--workers", str(workers), "--worker-class", "gthread",
-             "--threads", "4", "--bind", f"127.0.0.1:{port}", f"tests.apps.elicit_app:create_app({call})"],
-            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        base, proc = gunicorn(f"tests.apps.elicit_app:create_app({call})", workers=workers, ready="/mcp")
         procs.append(proc)
-        base = f"http://127.0.0.1:{port}"
-        wait_until_up(base + "/mcp", proc)
         return base
 
     try:

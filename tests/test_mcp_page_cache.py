@@ -8,9 +8,6 @@ whole response would give."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,8 +16,8 @@ import requests
 
 from flask_tooldiscovery.cache import WireCache
 
-from .conftest import free_port
-from .test_deploy import ROOT, stop
+from .test_deploy import stop
+from .test_operating_server import start
 
 MODERN = "2026-07-28"
 SERVER_INFO = "io.modelcontextprotocol/serverInfo"
@@ -28,24 +25,8 @@ SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "--workers", "1", "--bind", f"127.0.0.1:{port}",
-         "tests.apps.mcp_pages_app:create_app()"],
-        cwd=ROOT, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
+    base, proc = start("tests.apps.mcp_pages_app:create_app()", worker_class="sync", threads=1)
     try:
-        while True:
-            try:
-                if requests.get(base + "/oxp/health", timeout=5).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"gunicorn did not come up:\n{proc.stdout.read() if proc.stdout else ''}")
-            time.sleep(0.2)
         yield base
     finally:
         stop(proc)

@@ -13,9 +13,7 @@ import asyncio
 import concurrent.futures
 import http.client
 import json
-import os
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,8 +27,8 @@ import requests
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from .conftest import free_port
-from .test_deploy import ROOT, stop, wait_until_up
+from .test_deploy import stop
+from .test_operating_server import start as gunicorn
 
 pytestmark = pytest.mark.slow
 
@@ -45,16 +43,9 @@ def serve(tmp_path: Path) -> Iterator[Callable[..., str]]:
     procs: list[subprocess.Popen[str]] = []
 
     def start(workers: int, **args: Any) -> str:
-        port = free_port()
         call = ", ".join(f"{k}={v!r}" for k, v in {"markers": str(tmp_path), **args}.items())
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "--workers", str(workers), "--worker-class", "gthread",
-             "--threads", "4", "--bind", f"127.0.0.1:{port}", f"tests.apps.stream_app:create_app({call})"],
-            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        base, proc = gunicorn(f"tests.apps.stream_app:create_app({call})", workers=workers, ready="/mcp")
         procs.append(proc)
-        base = f"http://127.0.0.1:{port}"
-        wait_until_up(base + "/mcp", proc)
         return base
 
     try:

@@ -21,7 +21,7 @@ from flask import Flask
 from flask_tooldiscovery import ToolDiscovery
 
 from .conftest import free_port
-from .test_deploy import ROOT, stop
+from .test_deploy import ROOT, stop, wait_until_up
 
 pytestmark = pytest.mark.slow
 
@@ -66,26 +66,23 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         stop(proc)
 
 
-def start(app_spec: str, *, workers: int = 1, worker_class: str = "gthread",
-          env: dict[str, str] | None = None) -> tuple[str, subprocess.Popen]:
+def start(app_spec: str, *, workers: int = 1, worker_class: str = "gthread", threads: int = 4,
+          env: dict[str, str] | None = None, ready: str = "/oxp/health") -> tuple[str, subprocess.Popen]:
+    """``app_spec`` under gunicorn on a free port, once a worker answers ``ready`` (the master
+    listens before its workers have booted): its base URL and process (``stop`` it)."""
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "--workers", str(workers), "--worker-class", worker_class,
-         "--threads", "4", "--bind", f"127.0.0.1:{port}", app_spec],
+         "--threads", str(threads), "--bind", f"127.0.0.1:{port}", app_spec],
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:  # up once a worker answers (the master listens before its workers have booted)
-        try:
-            if requests.get(base + "/oxp/health", timeout=5).status_code == 200:
-                return base, proc
-        except requests.RequestException:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            stop(proc)
-            raise RuntimeError(f"gunicorn did not come up:\n{proc.stdout.read() if proc.stdout else ''}")
-        time.sleep(0.2)
+    try:
+        wait_until_up(base + ready, proc, timeout=60)
+    except Exception:
+        stop(proc)
+        raise
+    return base, proc
 
 
 def opal(base: str, tool: str, **arguments: object) -> requests.Response:
