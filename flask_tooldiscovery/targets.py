@@ -354,9 +354,6 @@ def _object_simplify(schema: Schema) -> Schema:
 
 # -- Opal and TDP: flat parameters of one type each -----------------------------------------------
 
-_OPAL_TYPES = ("string", "integer", "number", "boolean", "array", "object")
-
-
 def _one_type_lint(schema: Schema, who: str, nested: bool) -> list[str]:
     out = _root_lint(schema)
     params = schema.get("properties") or {}
