@@ -433,4 +433,4 @@ class ViewTools:
         log.debug("flask-tooldiscovery: view %s %s offered as tool %r", method, rule.rule, name)
 
 
-__all__ = ["ENVIRON_KEY", "Plan", "ViewFailed", "ViewTools", "input_schema_of", "result_of", "run_view"]
+__all__ = ["ENVIRON_KEY", "ViewTools"]
