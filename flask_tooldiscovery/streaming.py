@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .approvals import Approval
 from .errors import CoreError
 from .invoke import Outcome
 from .logs import log
@@ -81,11 +80,11 @@ class InFlight:
 
 
 def stream_call(pipe: Pipeline, tool: Tool, arguments: object, context: ToolContext, *,
-                keepalive: float = 15.0, approval: Approval | None = None) -> Iterator[StreamItem]:
+                keepalive: float = 15.0) -> Iterator[StreamItem]:
     """Run ``tool`` through the pipeline (:meth:`~.pipeline.Pipeline.invoke`) in a helper thread
     and yield what it reports while it runs, :class:`KeepAlive` every ``keepalive`` seconds of
     silence, and finally its :class:`~.invoke.Outcome` (or the :class:`~.errors.CoreError` that
-    refused it). ``approval`` is passed on to :meth:`~.pipeline.Pipeline.invoke`.
+    refused it).
 
     Iterate it inside the request (``flask.stream_with_context``): the helper thread sees the same
     app and request context. Closing the iterator before the end (the client went away) cancels
@@ -97,7 +96,7 @@ def stream_call(pipe: Pipeline, tool: Tool, arguments: object, context: ToolCont
 
     def run() -> None:
         try:
-            events.put(copied.run(pipe.invoke, tool, arguments, context, approval=approval))
+            events.put(copied.run(pipe.invoke, tool, arguments, context))
         except CoreError as exc:
             events.put(exc)
         except BaseException as exc:  # a bug below the pipeline: never a silent hang
