@@ -86,8 +86,9 @@ def observe_call(pipe: Pipeline, tool: Tool, context: ToolContext, call: Callabl
     try:
         with ops.span(tool, context, pipe.name) as span:
             try:
-                if ops.limits.limits_for(tool, pipe.name):  # whom to count only when something counts
-                    ops.limits.check(tool, pipe.name, RateLimits.caller(identity, request.remote_addr))
+                limits = ops.limits.limits_for(tool, pipe.name)
+                if limits:  # whom to count only when something counts
+                    ops.limits.check(tool, limits, RateLimits.caller(identity, request.remote_addr))
                 ran = True
                 outcome = call()
             except CoreError as exc:

@@ -94,11 +94,9 @@ class RateLimits:
             return "sub:" + quote(identity.subject, safe="")
         return "addr:" + quote(address or "unknown", safe="")
 
-    def check(self, tool: Tool, dialect: str, caller: str) -> None:
-        """Count one call; :class:`~.errors.RateLimited` (with the wait) when a limit is used up."""
-        limits = self.limits_for(tool, dialect)
-        if not limits:
-            return
+    def check(self, tool: Tool, limits: Limits, caller: str) -> None:
+        """Count one call against ``limits`` (:meth:`limits_for`); :class:`~.errors.RateLimited`
+        (with the wait) when one is used up."""
         ids = ("tooldiscovery", self.namespace, tool.name, caller)
         for item in limits:
             try:
