@@ -6,15 +6,18 @@ file. Start it as ``tests.apps.approval_app:create_app()``."""
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from flask import Flask, Response
 
 from flask_tooldiscovery import ToolDiscovery
 
 
-def create_app() -> Flask:
+def wiping_app(name: str, label: str, runs: str, **config: Any) -> Flask:
+    """A Flask app ``name`` (``config`` set before ``init_app``) with one tool, ``wipe``, that needs a
+    person's approval and writes ``<label> <pid> <what>`` to the file ``runs`` each time it runs;
+    every answer names ``label`` in its ``X-Served-By`` header."""
     discovery = ToolDiscovery()
-    label, runs = os.environ["SERVER_LABEL"], os.environ["APPROVAL_RUNS_FILE"]
 
     @discovery.tool(requires_approval=True)
     def wipe(what: str) -> dict:
@@ -25,11 +28,10 @@ def create_app() -> Flask:
         """
         with open(runs, "a", encoding="utf-8") as file:
             file.write(f"{label} {os.getpid()} {what}\n")
-        return {"wiped": what, "server": label, "pid": os.getpid()}
+        return {"wiped": what, "server": label}
 
-    app = Flask("approvals")
-    app.config.update(SECRET_KEY=os.environ["APPROVAL_SECRET_KEY"], TOOLDISCOVERY_WARN_UNAUTHENTICATED=False,
-                      TOOLDISCOVERY_DIALECTS=["tdp", "oxp", "mcp"], TOOLDISCOVERY_OXP_TOOLKIT="Approvals")
+    app = Flask(name)
+    app.config.update(TOOLDISCOVERY_WARN_UNAUTHENTICATED=False, **config)
     discovery.init_app(app)
 
     @app.after_request
@@ -38,3 +40,9 @@ def create_app() -> Flask:
         return response
 
     return app
+
+
+def create_app() -> Flask:
+    return wiping_app("approvals", os.environ["SERVER_LABEL"], os.environ["APPROVAL_RUNS_FILE"],
+                      SECRET_KEY=os.environ["APPROVAL_SECRET_KEY"], TOOLDISCOVERY_DIALECTS=["tdp", "oxp", "mcp"],
+                      TOOLDISCOVERY_OXP_TOOLKIT="Approvals")

@@ -6,39 +6,14 @@ rendezvous."""
 
 from __future__ import annotations
 
-import os
+from flask import Flask
 
-from flask import Flask, Response
-
-from flask_tooldiscovery import ToolDiscovery
+from .approval_app import wiping_app
 
 
 def create_app(runs: str, label: str = "a", storage: str = "", timeout: float = 300, jwt_secret: str = "",
                secret: str = "elicit-test-key-" + "k" * 32, keepalive: float = 0.2) -> Flask:
-    discovery = ToolDiscovery()
-
-    @discovery.tool(requires_approval=True)
-    def wipe(what: str) -> dict:
-        """Wipe something (after a person approved).
-
-        Args:
-            what: What to wipe.
-        """
-        with open(runs, "a", encoding="utf-8") as file:
-            file.write(f"{label} {os.getpid()} {what}\n")
-        return {"wiped": what, "server": label}
-
-    app = Flask("elicit_app")
-    app.config.update(SECRET_KEY=secret, TOOLDISCOVERY_WARN_UNAUTHENTICATED=False, TOOLDISCOVERY_DIALECTS=["mcp"],
-                      TOOLDISCOVERY_STATE_STORAGE_URI=storage or None, TOOLDISCOVERY_MCP_ELICITATION_TIMEOUT=timeout,
-                      TOOLDISCOVERY_STREAM_KEEPALIVE=keepalive)
-    if jwt_secret:
-        app.config["TOOLDISCOVERY_JWT_SECRET"] = jwt_secret
-    discovery.init_app(app)
-
-    @app.after_request
-    def served_by(response: Response) -> Response:
-        response.headers["X-Served-By"] = label
-        return response
-
-    return app
+    jwt = {"TOOLDISCOVERY_JWT_SECRET": jwt_secret} if jwt_secret else {}
+    return wiping_app("elicit_app", label, runs, SECRET_KEY=secret, TOOLDISCOVERY_DIALECTS=["mcp"],
+                      TOOLDISCOVERY_STATE_STORAGE_URI=storage or None,
+                      TOOLDISCOVERY_MCP_ELICITATION_TIMEOUT=timeout, TOOLDISCOVERY_STREAM_KEEPALIVE=keepalive, **jwt)
