@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import time
 from typing import Any
 
 log = logging.getLogger("flask_tooldiscovery")
@@ -37,7 +38,7 @@ class JsonLinesFormatter(logging.Formatter):
         return json.dumps(line, ensure_ascii=False, default=str)
 
 
-JsonLinesFormatter.converter = __import__("time").gmtime  # UTC timestamps
+JsonLinesFormatter.converter = time.gmtime  # UTC timestamps
 
 
 class _CallLogHandler(logging.StreamHandler):  # type: ignore[type-arg]

@@ -8,13 +8,14 @@ The README's settings table mirrors :data:`SPECS`.
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit
+
+from .logs import log
 
 PREFIX = "TOOLDISCOVERY_"
 
@@ -24,8 +25,6 @@ ALL_DIALECTS = ("explorer", "opal", "oxp", "tdp", "mcp", "utcp", "openapi", "ser
 #: Host names a server answers for when neither TOOLDISCOVERY_ALLOWED_HOSTS nor Flask's
 #: TRUSTED_HOSTS is set: loopback only, so a DNS-rebinding page cannot reach it.
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
-
-log = logging.getLogger("flask_tooldiscovery")
 
 
 class SettingsError(ValueError):
@@ -320,8 +319,6 @@ SPECS: tuple[Spec, ...] = (
          "Seconds a handshake-era MCP call waits for the answer to its approval elicitation (at most APPROVAL_TTL); "
          "0: never ask by elicitation."),
 )
-
-_BY_NAME = {spec.name: spec for spec in SPECS}
 
 
 def key(name: str) -> str:
