@@ -22,7 +22,7 @@ from marshmallow import ValidationError as MarshmallowValidationError
 from .async_bridge import run_sync
 from .coerce import coerce_value, to_jsonable
 from .json_schema import ArgumentError, parameter_errors, validate_arguments
-from .logs import log
+from .logs import log, log_call
 from .tool import Tool, ToolContext, ToolError
 
 GENERIC_FAILURE = "The tool failed with an unexpected error."
@@ -228,12 +228,7 @@ def invoke(
             tool=tool, call_id=context.call_id, status=status,  # type: ignore[arg-type]
             duration_ms=(time.perf_counter() - started) * 1000.0, **fields,
         )
-        base.info(
-            "tool call tool=%s version=%s dialect=%s %s outcome=%s duration_ms=%.2f",
-            tool.name, tool.version, context.dialect, ids, status, outcome.duration_ms,
-            extra={"tool": tool.name, "version": tool.version, "dialect": context.dialect, "call_id": context.call_id,
-                   "trace_id": context.trace_id, "outcome": status, "duration_ms": round(outcome.duration_ms, 3)},
-        )
+        log_call(tool, context, status, outcome.duration_ms, logger=base)
         return outcome
 
     def unexpected(exc: BaseException) -> Outcome:

@@ -13,12 +13,28 @@ import json
 import logging
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .tool import Tool, ToolContext
 
 log = logging.getLogger("flask_tooldiscovery")
 
 #: The ``extra`` fields a call's log records carry (JSON lines include them as keys).
 CALL_FIELDS = ("tool", "version", "dialect", "call_id", "trace_id", "outcome", "duration_ms")
+
+
+def log_call(tool: Tool, context: ToolContext, outcome: str, duration_ms: float, *, status: int | None = None,
+             logger: logging.Logger = log) -> None:
+    """The INFO line of one call (``outcome``: ``success``, ``invalid``, ``failure``, or ``refused``
+    with the refusal's HTTP ``status``), its :data:`CALL_FIELDS` as the record's ``extra``."""
+    logger.info(
+        "tool call tool=%s version=%s dialect=%s call_id=%s trace_id=%s outcome=%s%s duration_ms=%.2f",
+        tool.name, tool.version, context.dialect, context.call_id, context.trace_id, outcome,
+        "" if status is None else f" status={status}", duration_ms,
+        extra={"tool": tool.name, "version": tool.version, "dialect": context.dialect, "call_id": context.call_id,
+               "trace_id": context.trace_id, "outcome": outcome, "duration_ms": round(duration_ms, 3)},
+    )
 
 
 class JsonLinesFormatter(logging.Formatter):
@@ -60,4 +76,4 @@ def show_call_log(mode: str | None) -> None:
     log.propagate = mode != "json"  # JSON lines alone on stderr; text also reaches the app's handlers
 
 
-__all__ = ["CALL_FIELDS", "JsonLinesFormatter", "log", "show_call_log"]
+__all__ = ["CALL_FIELDS", "JsonLinesFormatter", "log", "log_call", "show_call_log"]

@@ -18,7 +18,7 @@ from flask import Flask, current_app, request
 from . import signals
 from .errors import CoreError
 from .invoke import Outcome
-from .logs import log
+from .logs import log_call
 from .ratelimit import RateLimits
 from .settings import Settings, SettingsError, key
 from .tool import Tool, ToolContext
@@ -96,7 +96,7 @@ def observe_call(pipe: Pipeline, tool: Tool, context: ToolContext, call: Callabl
                 duration_ms = (time.perf_counter() - started) * 1000.0
                 if span is not None and ops.tracer is not None:
                     ops.tracer.failed(span, type(exc).__name__, exc.message)
-                _log_refusal(tool, context, exc, duration_ms)
+                log_call(tool, context, "refused", duration_ms, status=exc.status)
                 signals.tool_refused.send(app, duration_ms=duration_ms, error=exc, **fields)
                 raise
             except Exception as exc:
@@ -113,18 +113,6 @@ def observe_call(pipe: Pipeline, tool: Tool, context: ToolContext, call: Callabl
     if sent.receivers:
         sent.send(app, duration_ms=outcome.duration_ms, outcome=outcome, **fields)
     return outcome
-
-
-def _log_refusal(tool: Tool, context: ToolContext, exc: CoreError, duration_ms: float) -> None:
-    """The call log line of a refused call (outcome ``refused``), as :func:`~.invoke.invoke` writes
-    one for every call that ran."""
-    log.info(
-        "tool call tool=%s version=%s dialect=%s call_id=%s trace_id=%s outcome=refused status=%d "
-        "duration_ms=%.2f", tool.name, tool.version, context.dialect, context.call_id, context.trace_id,
-        exc.status, duration_ms,
-        extra={"tool": tool.name, "version": tool.version, "dialect": context.dialect, "call_id": context.call_id,
-               "trace_id": context.trace_id, "outcome": "refused", "duration_ms": round(duration_ms, 3)},
-    )
 
 
 __all__ = ["KEY", "Operations", "observe_call", "operations"]
