@@ -98,9 +98,8 @@ class Sealer:
         data = {"t": tool.name, "v": tool.version, "a": digest(arguments), "s": subject, "c": call_id}
         return str(self._serializer.dumps(data))
 
-    def open(self, state: str, tool: Tool, arguments: Any, subject: str | None) -> str:
-        """Check ``state`` is this call's, unexpired and untampered; its original call id.
-        :class:`InvalidApproval` otherwise."""
+    def open(self, state: str, tool: Tool, arguments: Any, subject: str | None) -> None:
+        """Check ``state`` is this call's, unexpired and untampered; :class:`InvalidApproval` otherwise."""
         if not isinstance(state, str) or not state or len(state) > 4096:
             raise InvalidApproval("approval state missing or oversized")
         try:
@@ -117,7 +116,6 @@ class Sealer:
             raise InvalidApproval("approval state is for other arguments")
         if data.get("s") != subject:
             raise InvalidApproval("approval state is for another caller")
-        return str(data.get("c") or "")
 
 
 __all__ = ["APPROVAL_HEADER", "Approval", "ApprovalRequired", "InvalidApproval", "Sealer", "digest", "needs_approval",
