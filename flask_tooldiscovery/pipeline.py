@@ -68,7 +68,6 @@ if TYPE_CHECKING:  # pragma: no cover
 #: serve the explorer's page and files (page).
 RouteKind = Literal["discovery", "call", "health", "page"]
 
-#: Request headers a browser client may send (CORS preflight answer).
 #: Request headers every dialect's browser clients may send (a dialect adds its own).
 CORS_REQUEST_HEADERS = ("Authorization", "Content-Type", "Accept", "X-Trace-Id", "traceparent", "tracestate",
                         APPROVAL_HEADER)
