@@ -282,10 +282,6 @@ def tool_from_object(obj: Any) -> Tool:
     )
 
 
-def _no_key(value: Any) -> Any:
-    raise TypeError(f"{type(value).__name__} is not JSON")
-
-
 def resolve_provider(provider: Any) -> list[Any]:
     """F2's resolution: a list is used as is; otherwise call it, awaiting an awaitable result."""
     if isinstance(provider, (list, tuple)):
@@ -382,25 +378,16 @@ class ToolRegistry:
         #: Bumped on every registration; part of every cache key.
         self.version = 0
         #: Keys under which two differently named tools may not meet: (label, key, {key: name}).
-        self._unique: list[tuple[str, Callable[[Tool], Hashable], dict[Hashable, str]]] = []
+        self._unique: list[_UniqueKey] = []
 
     def add_unique_key(self, label: str, key: Callable[[Tool], Hashable]) -> None:
         """Refuse, now and at every later registration, two tools whose names differ but whose
         ``key`` is equal (``label`` names the key in the message, e.g. "OXP id")."""
-        seen: dict[Hashable, str] = {}
+        unique: list[_UniqueKey] = [(label, key, {})]
         for kind, tool in self._entries:
             if kind == "tool":
-                self._check_unique(label, key, seen, tool)
-                seen[key(tool)] = tool.name
-        self._unique.append((label, key, seen))
-
-    @staticmethod
-    def _check_unique(label: str, key: Callable[[Tool], Hashable], seen: dict[Hashable, str], tool: Tool) -> None:
-        other = seen.get(key(tool))
-        if other is not None and other != tool.name:
-            raise RegistrationError(
-                f"tools {other!r} and {tool.name!r} have the same {label} {key(tool)!r}; rename one"
-            )
+                _claim_or_raise(tool, unique)
+        self._unique.extend(unique)
 
     def add_tool(self, tool: Tool) -> Tool:
         """Register a :class:`Tool`; a second one with the same name and version is refused."""
@@ -410,10 +397,7 @@ class ToolRegistry:
                 f"tool {tool.name!r} version {tool.version} is already registered; give the new "
                 f"one another name or another version="
             )
-        for label, unique, seen in self._unique:
-            self._check_unique(label, unique, seen, tool)
-        for _, unique, seen in self._unique:
-            seen[unique(tool)] = tool.name
+        _claim_or_raise(tool, self._unique)
         self._keys.add(key)
         self._entries.append(("tool", tool))
         self._static = None
@@ -446,7 +430,7 @@ class ToolRegistry:
             return self._static
         tools: list[Tool] = []
         seen: set[tuple[str, tuple[int, int, int]]] = set()
-        unique_seen: list[dict[Hashable, str]] = [dict(s) for _, _, s in self._unique]
+        unique: list[_UniqueKey] = [(label, key_of, dict(names)) for label, key_of, names in self._unique]
         for kind, entry in self._entries:
             if kind == "tool":
                 candidates = [entry]
@@ -466,8 +450,11 @@ class ToolRegistry:
                 if key in seen:
                     log.warning("duplicate tool %s@%s from a provider ignored", tool.name, tool.version)
                     continue
-                if kind == "provider" and not self._unique_for_provider(tool, unique_seen):
-                    continue
+                if kind == "provider":
+                    if clash := _clash(tool, unique):
+                        log.warning("provided tool %r skipped: %s", tool.name, clash)
+                        continue
+                    _claim(tool, unique)
                 seen.add(key)
                 tools.append(tool)
         return ToolSet(tools)
@@ -479,7 +466,7 @@ class ToolRegistry:
         if type(obj) is not dict:
             return tool_from_object(obj)
         try:
-            key = json.dumps(obj, separators=(",", ":"), default=_no_key)  # key order counts: it is shown
+            key = json.dumps(obj, separators=(",", ":"))  # key order counts: it is shown
         except (TypeError, ValueError):  # not plain JSON (models, objects inside): read it as it is
             return tool_from_object(obj)
         tool = self._provided.get(key)
@@ -494,12 +481,27 @@ class ToolRegistry:
     #: How many distinct provided dicts are remembered (the oldest are forgotten first).
     MAX_PROVIDED = 50_000
 
-    def _unique_for_provider(self, tool: Tool, unique_seen: list[dict[Hashable, str]]) -> bool:
-        for (label, key, _), seen in zip(self._unique, unique_seen, strict=True):
-            other = seen.get(key(tool))
-            if other is not None and other != tool.name:
-                log.warning("provided tool %r skipped: same %s as %r", tool.name, label, other)
-                return False
-        for (_, key, _), seen in zip(self._unique, unique_seen, strict=True):
-            seen[key(tool)] = tool.name
-        return True
+
+#: A key under which two differently named tools may not meet: its label, the key of a tool, and
+#: the names seen so far by key.
+_UniqueKey = tuple[str, Callable[[Tool], Hashable], dict[Hashable, str]]
+
+
+def _clash(tool: Tool, unique: list[_UniqueKey]) -> str | None:
+    """Why ``tool`` may not join the tools recorded in ``unique``, or ``None``."""
+    for label, key, seen in unique:
+        other = seen.get(key(tool))
+        if other is not None and other != tool.name:
+            return f"tools {other!r} and {tool.name!r} have the same {label} {key(tool)!r}"
+    return None
+
+
+def _claim(tool: Tool, unique: list[_UniqueKey]) -> None:
+    for _, key, seen in unique:
+        seen[key(tool)] = tool.name
+
+
+def _claim_or_raise(tool: Tool, unique: list[_UniqueKey]) -> None:
+    if clash := _clash(tool, unique):
+        raise RegistrationError(f"{clash}; rename one")
+    _claim(tool, unique)
