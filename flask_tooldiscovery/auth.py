@@ -60,15 +60,6 @@ def bearer_token(request: Request) -> str | None:
     return token.strip()
 
 
-def require_bearer(request: Request, expected: str) -> None:
-    """Raise :class:`AuthError` unless the request carries ``Bearer <expected>``."""
-    token = bearer_token(request)
-    if token is None:
-        raise AuthError("missing bearer token")
-    if not secrets_equal(token, expected):
-        raise AuthError("wrong bearer token")
-
-
 def verify_jwt(
     token: str,
     secret: str,
