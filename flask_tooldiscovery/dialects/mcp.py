@@ -22,13 +22,12 @@ from . import Dialect, mcp_approval, mcp_stream
 from . import jsonrpc as rpc
 from . import mcp_resources as resources
 from .mcp_auth import authenticator, root_blueprint, security_warning
-from .mcp_content import call_result, object_output_schema
+from .mcp_content import VERSION_META_KEY, call_result, object_output_schema
 
 NAME = "mcp"
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 MODERN_VERSIONS = ("2026-07-28",)
 ALL_VERSIONS = HANDSHAKE_VERSIONS + MODERN_VERSIONS
-VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion"
 SERVER_INFO_META_KEY = "io.modelcontextprotocol/serverInfo"
 #: Protocol versions from which JSON-RPC batches are gone from the spec.
 NO_BATCH_VERSIONS = ("2025-06-18", "2025-11-25", *MODERN_VERSIONS)

@@ -23,14 +23,15 @@ LATEST = "2026-07-28"
 AUDIO_SINCE = "2025-03-26"
 #: ``ResourceLink`` content exists from this version on; before it a link is an embedded ``text/uri-list``.
 LINKS_SINCE = "2025-06-18"
-_VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion"
+#: Where a 2026-07-28 request names its protocol version, in ``params._meta``.
+VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion"
 
 
 def client_version(meta: Mapping[str, Any] | None = None) -> str:
     """The protocol version of the request being answered: its ``MCP-Protocol-Version`` header,
     else its 2026-07-28 ``_meta`` envelope, else :data:`DEFAULT_VERSION`."""
     header = request.headers.get("MCP-Protocol-Version") if has_request_context() else None
-    given = (meta or {}).get(_VERSION_META_KEY)
+    given = (meta or {}).get(VERSION_META_KEY)
     return header or (given if isinstance(given, str) else None) or DEFAULT_VERSION
 
 
@@ -131,4 +132,7 @@ def call_result(outcome: Outcome, version: str | None = None) -> dict[str, Any]:
     return result
 
 
-__all__ = ["call_result", "client_version", "content_block", "content_blocks", "object_output_schema", "rich_value"]
+__all__ = [
+    "VERSION_META_KEY", "call_result", "client_version", "content_block", "content_blocks", "object_output_schema",
+    "rich_value",
+]

@@ -26,10 +26,10 @@ from ..tool import LOG_LEVELS, ToolContext
 from . import jsonrpc as rpc
 from . import mcp_elicit as elicit
 from . import mcp_sse as sse
+from .mcp_content import VERSION_META_KEY, client_version
 from .mcp_sse import Done, Plan, Reply
 
 LOG_LEVEL_META_KEY = "io.modelcontextprotocol/logLevel"
-VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion"
 #: Lowest level sent to handshake-era calls that name none (a stateless server keeps no setLevel);
 #: from 2026-07-28 on only calls that name a level get log lines.
 DEFAULT_LOG_LEVEL = "info"
@@ -80,7 +80,7 @@ def _plan(pipe: Pipeline, message: Any) -> Plan | None:
         tool = pipe.tools().get(name) if isinstance(name, str) else None
     except (rpc.RpcError, CoreError):
         return None  # the handler answers it with a plain error
-    version = request.headers.get("MCP-Protocol-Version") or str(meta.get(VERSION_META_KEY) or "2025-03-26")
+    version = client_version(meta)
     if token is None and level is None and not (tool is not None and tool.metadata.get("long_running")) \
             and not elicit.can_ask(pipe, tool, params, version):  # approval asked on the stream
         return None
