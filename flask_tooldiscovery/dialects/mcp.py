@@ -22,7 +22,7 @@ from . import Dialect, mcp_approval, mcp_stream
 from . import jsonrpc as rpc
 from . import mcp_resources as resources
 from .mcp_auth import authenticator, root_blueprint, security_warning
-from .mcp_content import VERSION_META_KEY, call_result, object_output_schema
+from .mcp_content import VERSION_META_KEY, object_output_schema
 
 NAME = "mcp"
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
@@ -203,7 +203,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         context = pipe.context(extra={"meta": meta}, trace_id=traceparent if isinstance(traceparent, str) else None)
         mcp_stream.listen(pipe, context)  # cancellable from now on; streamed calls start their stream
         try:
-            return mcp_approval.call(pipe, tool, arguments, context, params, call_result, is_modern({"params": params}))
+            return mcp_approval.call(pipe, tool, arguments, context, params, is_modern({"params": params}))
         except RetryLater as exc:  # busy, rate limited: a result the model can act on, and Retry-After
             pipe.add_headers(exc.headers)
             return {"content": [{"type": "text", "text": f"{exc.message} Retry in {exc.retry_after} s."}],

@@ -17,16 +17,16 @@ the ``X-Tool-Approval`` header once its user approved, as JSON dialects' clients
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from ..approvals import Approval, ApprovalRequired, InvalidApproval
-from ..invoke import Outcome
 from ..logs import log
 from ..pipeline import Pipeline
 from ..tool import Tool, ToolContext
 from . import jsonrpc as rpc
 from . import mcp_elicit
+from .mcp_content import call_result
 
 #: The key of the one input request (and of its response) in ``inputRequests``/``inputResponses``.
 APPROVAL_KEY = "approval"
@@ -76,15 +76,15 @@ def cannot_ask(exc: ApprovalRequired) -> dict[str, Any]:
 
 
 def call(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, context: ToolContext,
-         params: Mapping[str, Any], result: Callable[[Outcome], dict[str, Any]], modern: bool) -> dict[str, Any]:
-    """Run a ``tools/call`` through the pipeline with the approval it carries: ``result`` of its
+         params: Mapping[str, Any], modern: bool) -> dict[str, Any]:
+    """Run a ``tools/call`` through the pipeline with the approval it carries: the result of its
     outcome, or the request for approval (``modern``: an ``InputRequiredResult``)."""
     approval = approval_of(params)
     try:
-        return result(pipe.invoke(tool, arguments or {}, context, approval=approval))
+        return call_result(pipe.invoke(tool, arguments or {}, context, approval=approval))
     except ApprovalRequired as exc:
         return input_required(exc) if modern else (
-            mcp_elicit.ask(pipe, tool, arguments, context, exc, result) or cannot_ask(exc))
+            mcp_elicit.ask(pipe, tool, arguments, context, exc) or cannot_ask(exc))
     except InvalidApproval as exc:
         log.info("flask-tooldiscovery: mcp tools/call %s refused: %s (trace_id=%s)", tool.name, exc.reason,
                  context.trace_id)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from flask import current_app as app
@@ -28,13 +28,13 @@ from flask import g, request
 
 from ..approvals import APPROVAL_HEADER, Approval, ApprovalRequired, InvalidApproval, needs_approval
 from ..auth import Identity
-from ..invoke import Outcome
 from ..logs import log
 from ..pipeline import Pipeline
 from ..rendezvous import Mailbox, RendezvousError, for_uri
 from ..settings import Settings
 from ..tool import Tool, ToolContext
 from . import mcp_sse as sse
+from .mcp_content import call_result
 
 #: Protocol versions whose clients can be asked (elicitation came with 2025-06-18; ``mode`` with 2025-11-25).
 ELICITING_VERSIONS = ("2025-06-18", "2025-11-25")
@@ -97,8 +97,8 @@ def _await(mailbox: Mailbox, subject: str | None, wait: float, context: ToolCont
     return None
 
 
-def ask(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, context: ToolContext, exc: ApprovalRequired,
-        result: Callable[[Outcome], dict[str, Any]]) -> dict[str, Any] | None:
+def ask(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, context: ToolContext,
+        exc: ApprovalRequired) -> dict[str, Any] | None:
     """Ask the approval on the call's stream and run the call as answered; ``None`` when this
     call cannot be asked (not streamed, or the client answered the request with an error)."""
     plan = g.get("_tooldiscovery_mcp_stream")
@@ -124,7 +124,7 @@ def ask(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, context: T
     content = outcome.get("content")
     approved = outcome.get("action") == "accept" and isinstance(content, dict) and content.get("approve") is True
     try:
-        return result(pipe.invoke(tool, arguments or {}, context, approval=Approval(exc.state, approved)))
+        return call_result(pipe.invoke(tool, arguments or {}, context, approval=Approval(exc.state, approved)))
     except InvalidApproval:  # expired while the person read the prompt
         return _not_received()
 
