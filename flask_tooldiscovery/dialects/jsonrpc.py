@@ -16,7 +16,6 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
 
-
 class Encoded:
     """A method's result already encoded as JSON text (UTF-8 bytes, by the same encoder that
     encodes the response): :func:`encode` puts it in the response envelope without decoding it."""
@@ -52,11 +51,6 @@ def error_body(id_: Any, code: int, message: str, data: Any = None) -> dict[str,
 def valid_id(value: Any) -> bool:
     """Request ids are strings or integers (not booleans, not null)."""
     return isinstance(value, (str, int)) and not isinstance(value, bool)
-
-
-def is_request(message: Any) -> bool:
-    """True for a message that expects an answer (it has a method and an id)."""
-    return isinstance(message, dict) and "method" in message and "id" in message
 
 
 def dispatch(
@@ -114,5 +108,5 @@ def encode(reply: Any, dumps: Callable[[Any], str]) -> bytes:
 
 __all__ = [
     "INTERNAL_ERROR", "INVALID_PARAMS", "INVALID_REQUEST", "METHOD_NOT_FOUND", "PARSE_ERROR", "Encoded", "Method",
-    "Result", "RpcError", "dispatch", "encode", "error_body", "is_request", "valid_id",
+    "Result", "RpcError", "dispatch", "encode", "error_body", "valid_id",
 ]
