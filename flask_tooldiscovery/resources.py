@@ -54,7 +54,6 @@ class Resource:
     #: Scopes a caller needs to list and read it (all of them).
     scopes: tuple[str, ...] = ()
     context_params: tuple[str, ...] = ()
-    variables: tuple[str, ...] = ()
     pattern: re.Pattern[str] | None = None
 
     @property
@@ -102,25 +101,19 @@ def contents(uri: str, value: Any, mime_type: str | None) -> dict[str, Any]:
 
 
 def _template(uri: str) -> tuple[tuple[str, ...], re.Pattern[str] | None]:
-    variables = [m.group(2) for m in _VARIABLE.finditer(uri)]
-    if not variables:
-        if "{" in uri or "}" in uri:
-            raise RegistrationError(f"resource {uri!r}: a template variable is {{name}} or {{+name}}")
-        return (), None
+    variables = tuple(m.group(2) for m in _VARIABLE.finditer(uri))
     if len(set(variables)) != len(variables):
         raise RegistrationError(f"resource {uri!r}: a template variable appears twice")
+    if any(brace in _VARIABLE.sub("", uri) for brace in "{}"):  # a brace outside {name} or {+name}
+        raise RegistrationError(f"resource {uri!r}: a template variable is {{name}} or {{+name}}")
+    if not variables:
+        return (), None
     parts, last = [], 0
     for found in _VARIABLE.finditer(uri):
-        literal = uri[last:found.start()]
-        if "{" in literal or "}" in literal:
-            raise RegistrationError(f"resource {uri!r}: a template variable is {{name}} or {{+name}}")
-        parts.append(re.escape(literal))
+        parts.append(re.escape(uri[last:found.start()]))
         parts.append(f"(?P<{found.group(2)}>{'.+?' if found.group(1) else '[^/?#]+'})")
         last = found.end()
-    tail = uri[last:]
-    if "{" in tail or "}" in tail:
-        raise RegistrationError(f"resource {uri!r}: a template variable is {{name}} or {{+name}}")
-    return tuple(variables), re.compile("".join(parts) + re.escape(tail))
+    return variables, re.compile("".join(parts) + re.escape(uri[last:]))
 
 
 def resource_from_function(func: Callable[..., Any], uri: str, options: dict[str, Any]) -> Resource:
@@ -152,7 +145,7 @@ def resource_from_function(func: Callable[..., Any], uri: str, options: dict[str
     return Resource(uri=uri, name=str(options.get("name") or getattr(func, "__name__", uri)), func=func,
                     title=options.get("title"), description=(options.get("description") or desc.description).strip(),
                     mime_type=mime, scopes=tuple(scopes), context_params=desc.context_params,
-                    variables=variables, pattern=pattern)
+                    pattern=pattern)
 
 
 class ResourceRegistry:
