@@ -101,7 +101,7 @@ def ask(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, context: T
         exc: ApprovalRequired) -> dict[str, Any] | None:
     """Ask the approval on the call's stream and run the call as answered; ``None`` when this
     call cannot be asked (not streamed, or the client answered the request with an error)."""
-    plan = g.get("_tooldiscovery_mcp_stream")
+    plan = g.get(sse.PLAN_KEY)
     if not isinstance(plan, sse.Plan) or plan.context is not context or plan.version not in ELICITING_VERSIONS:
         return None
     request_id = ID_PREFIX + secrets.token_urlsafe(24)

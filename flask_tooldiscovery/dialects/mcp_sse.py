@@ -16,6 +16,8 @@ from ..tool import LOG_LEVELS, LogEntry, Progress, ToolContext
 Reply = dict[str, Any] | None
 #: Protocol versions whose progress notifications have a ``message``.
 PROGRESS_MESSAGE_SINCE = "2025-03-26"
+#: Where ``flask.g`` holds the :class:`Plan` of the call the request streams (``None``: not streamed).
+PLAN_KEY = "_tooldiscovery_mcp_stream"
 
 
 @dataclass
@@ -92,4 +94,4 @@ def events(plan: Plan, keepalive: float) -> Iterator[bytes]:
             plan.context.cancel()
 
 
-__all__ = ["Done", "Plan", "Reply", "events", "frame", "notification"]
+__all__ = ["PLAN_KEY", "Done", "Plan", "Reply", "events", "frame", "notification"]

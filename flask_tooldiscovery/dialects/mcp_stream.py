@@ -99,7 +99,8 @@ def dispatch(pipe: Pipeline, payload: Any, run: Callable[[], Reply]) -> Reply | 
                  params["requestId"], str(params.get("reason"))[:200], "stopping it" if found
                  else "no such call in this worker", pipe.trace_id)
     elicit.receive(pipe, payload)  # an answer to an approval request: to the call waiting for it
-    plan = g._tooldiscovery_mcp_stream = _plan(pipe, payload)
+    plan = _plan(pipe, payload)
+    setattr(g, sse.PLAN_KEY, plan)
     if plan is None:
         return run()
     copied = contextvars.copy_context()
@@ -131,7 +132,7 @@ def listen(pipe: Pipeline, context: ToolContext) -> None:
     if not isinstance(body, dict):
         return  # in a batch, which call a cancellation means is not known
     forget = IN_FLIGHT.add(caller_key(pipe, body.get("id")), context)
-    plan: Plan | None = g.get("_tooldiscovery_mcp_stream")
+    plan: Plan | None = g.get(sse.PLAN_KEY)
     if plan is None:
         after_this_request(lambda response: forget() or response)
         return
