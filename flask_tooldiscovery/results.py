@@ -173,7 +173,6 @@ def is_rich(value: Any) -> bool:
 
 # -- output schemas -------------------------------------------------------------------------------
 
-_TYPES: dict[type[Any], Kind] = {Image: "image", Audio: "audio", File: "file", ResourceLink: "resource_link"}
 _WHAT = {"image": "An image", "audio": "Audio", "file": "A file", "resource_link": "A link to a resource"}
 
 
@@ -201,8 +200,8 @@ def schema_of(kind: Kind, mime_type: str | None = None) -> dict[str, Any]:
 def schema_for_type(tp: Any, bytes_mime_type: str | None = None) -> dict[str, Any] | None:
     """The output schema of a return annotation that is a result type (or ``bytes`` when the tool
     declares the MIME type of its bytes), else ``None``."""
-    if isinstance(tp, type) and tp in _TYPES:
-        return schema_of(_TYPES[tp])
+    if tp in (Image, Audio, File, ResourceLink):
+        return schema_of(tp.kind)
     if tp is bytes and bytes_mime_type is not None:
         return schema_of(kind_of(bytes_mime_type), bytes_mime_type)
     return None
