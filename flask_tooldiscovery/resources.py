@@ -11,7 +11,6 @@ requests: every read calls the function, so any worker answers any read.
 from __future__ import annotations
 
 import inspect
-import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from urllib.parse import unquote
 
 from .async_bridge import await_sync
 from .registry import RegistrationError
-from .results import File, RichResult, mime_type_error
+from .results import mime_type_error
 from .signature import describe_function
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -71,9 +70,9 @@ class Resource:
         found = self.pattern.fullmatch(uri)
         return None if found is None else {k: unquote(v) for k, v in found.groupdict().items()}
 
-    def read(self, uri: str, arguments: dict[str, str], context: ToolContext) -> list[dict[str, Any]]:
-        """Call the function and return the resource's contents, MCP-shaped:
-        ``[{"uri", "mimeType", "text" | "blob"}]``. :class:`NoSuchResource` when it returns ``None``."""
+    def read(self, uri: str, arguments: dict[str, str], context: ToolContext) -> Any:
+        """Call the function and return what it returned (bytes, text, an Image/Audio/File, a JSON
+        value); :class:`NoSuchResource` when it returns ``None``."""
         kwargs: dict[str, Any] = dict(arguments)
         for param in self.context_params:
             kwargs[param] = context
@@ -82,22 +81,7 @@ class Resource:
             value = await_sync(value)
         if value is None:
             raise NoSuchResource(uri)
-        return [contents(uri, value, self.mime_type)]
-
-
-def contents(uri: str, value: Any, mime_type: str | None) -> dict[str, Any]:
-    """One read's contents: bytes (and images, audio, files) as base64 ``blob``, text as ``text``,
-    other values as JSON text."""
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        value = File(bytes(value), mime_type or "application/octet-stream")
-    if isinstance(value, RichResult):
-        block = value.to_json()
-        if "data" not in block:
-            raise TypeError("a resource reads as bytes, text, JSON or an Image/Audio/File, not a link")
-        return {"uri": uri, "mimeType": block["mimeType"], "blob": block["data"]}
-    if isinstance(value, str):
-        return {"uri": uri, "mimeType": mime_type or "text/plain", "text": value}
-    return {"uri": uri, "mimeType": mime_type or "application/json", "text": json.dumps(value, ensure_ascii=False)}
+        return value
 
 
 def _template(uri: str) -> tuple[tuple[str, ...], re.Pattern[str] | None]:
@@ -180,4 +164,4 @@ class ResourceRegistry:
         raise NoSuchResource(uri)
 
 
-__all__ = ["NoSuchResource", "Resource", "ResourceRegistry", "contents", "resource_from_function"]
+__all__ = ["NoSuchResource", "Resource", "ResourceRegistry", "resource_from_function"]

@@ -6,10 +6,12 @@ answers any read (a :class:`~..results.ResourceLink` names a resource the app ca
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..pipeline import Pipeline
 from ..resources import NoSuchResource, Resource
+from ..results import File, RichResult
 from ..settings import Settings
 from ..tool import ToolError
 from . import jsonrpc as rpc
@@ -35,6 +37,21 @@ def _described(resource: Resource, entry: dict[str, Any]) -> dict[str, Any]:
     return entry
 
 
+def contents(uri: str, value: Any, mime_type: str | None) -> dict[str, Any]:
+    """One read's contents: bytes (and images, audio, files) as base64 ``blob``, text as ``text``,
+    other values as JSON text."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        value = File(bytes(value), mime_type or "application/octet-stream")
+    if isinstance(value, RichResult):
+        block = value.to_json()
+        if "data" not in block:
+            raise TypeError("a resource reads as bytes, text, JSON or an Image/Audio/File, not a link")
+        return {"uri": uri, "mimeType": block["mimeType"], "blob": block["data"]}
+    if isinstance(value, str):
+        return {"uri": uri, "mimeType": mime_type or "text/plain", "text": value}
+    return {"uri": uri, "mimeType": mime_type or "application/json", "text": json.dumps(value, ensure_ascii=False)}
+
+
 def methods(pipe: Pipeline) -> dict[str, rpc.Method]:
     """The resources methods for the MCP method table (none unless resources are on)."""
     if not pipe.settings.mcp_resources:
@@ -57,14 +74,14 @@ def methods(pipe: Pipeline) -> dict[str, rpc.Method]:
         try:
             resource, arguments = registry.find(uri, pipe.identity)
             with pipe.slots.hold():
-                contents = resource.read(uri, arguments, pipe.context(extra={"meta": meta}))
+                value = resource.read(uri, arguments, pipe.context(extra={"meta": meta}))
         except NoSuchResource:
             modern = client_version(meta) >= NOT_FOUND_AS_INVALID_PARAMS_SINCE
             code = rpc.INVALID_PARAMS if modern else RESOURCE_NOT_FOUND
             raise rpc.RpcError(code, "Resource not found", {"uri": uri}) from None
         except ToolError as exc:  # the app's own refusal, in its words
             raise rpc.RpcError(rpc.INTERNAL_ERROR, exc.message, {"uri": uri}) from None
-        return {"contents": contents}
+        return {"contents": [contents(uri, value, resource.mime_type)]}
 
     return {"resources/list": list_resources, "resources/templates/list": list_templates, "resources/read": read}
 
