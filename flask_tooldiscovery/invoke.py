@@ -200,6 +200,31 @@ def check_arguments(
     return errors
 
 
+def prepare(
+    tool: Tool, arguments: Any, *, coerce: bool = False,
+    logger: logging.Logger | logging.LoggerAdapter[Any] | None = None, max_errors: int | None = None,
+) -> tuple[Any, tuple[ArgumentError, ...]]:
+    """What :func:`invoke` does before it runs ``tool``: ``None`` read as ``{}``, a non-object
+    refused, strings coerced (``coerce``), the input schema checked, then the arguments loaded
+    into the Python values the function declared. ``(arguments ready to pass, ())``, or
+    ``(arguments, errors)`` when they do not fit; nothing runs, nothing is logged but schema bugs."""
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        return arguments, (ArgumentError("", None, "Arguments must be a JSON object.", "type"),)
+    if coerce:
+        arguments = coerce_value(arguments, {"type": "object", **tool.resolved_input_schema})
+    errors = check_arguments(tool, arguments, logger, max_errors=max_errors)
+    if errors:
+        return arguments, tuple(errors)
+    if tool.func is not None and tool.load_arguments is not None:
+        try:  # into the Python values the function declared (enum members, dataclasses...)
+            arguments = tool.load_arguments(arguments)
+        except Exception as exc:
+            return arguments, _loader_errors(exc)
+    return arguments, ()
+
+
 def invoke(
     tool: Tool,
     arguments: Any,
@@ -236,23 +261,9 @@ def invoke(
                        exc_info=(type(exc), exc, exc.__traceback__))
         return done("failure", failure=Failure(message=GENERIC_FAILURE, expected=False))
 
-    if arguments is None:
-        arguments = {}
-    if not isinstance(arguments, dict):
-        return done("invalid", errors=(
-            ArgumentError("", None, "Arguments must be a JSON object.", "type"),
-        ))
-    if coerce:
-        arguments = coerce_value(arguments, {"type": "object", **tool.resolved_input_schema})
-    errors = check_arguments(tool, arguments, call_log, max_errors=max_errors)
+    arguments, errors = prepare(tool, arguments, coerce=coerce, logger=call_log, max_errors=max_errors)
     if errors:
-        return done("invalid", errors=tuple(errors))
-
-    if tool.func is not None and tool.load_arguments is not None:
-        try:  # into the Python values the function declared (enum members, dataclasses...)
-            arguments = tool.load_arguments(arguments)
-        except Exception as exc:
-            return done("invalid", errors=_loader_errors(exc))
+        return done("invalid", errors=errors)
     try:
         value = _call(tool, arguments, context, call_handler, hand_off)
     except asyncio.CancelledError:

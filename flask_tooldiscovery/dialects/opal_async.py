@@ -27,9 +27,8 @@ from flask import Response, copy_current_request_context, g
 
 from .. import callbacks
 from ..approvals import needs_approval
-from ..coerce import coerce_value
 from ..errors import BadRequest, CoreError, RetryLater
-from ..invoke import GENERIC_FAILURE, Outcome, check_arguments
+from ..invoke import GENERIC_FAILURE, Outcome, prepare
 from ..logs import log
 from ..pipeline import Pipeline
 from ..settings import Settings
@@ -63,13 +62,7 @@ def openapi(tool: Tool, item: dict[str, Any]) -> None:
 
 def _valid(tool: Tool, parameters: dict[str, Any]) -> bool:
     """The checks :func:`~..invoke.invoke` makes before running a tool, without running it."""
-    arguments = coerce_value(parameters, {"type": "object", **tool.resolved_input_schema})
-    try:
-        if tool.func is not None and tool.load_arguments is not None:
-            tool.load_arguments(arguments)
-    except Exception:
-        return False
-    return not check_arguments(tool, arguments, max_errors=1)
+    return not prepare(tool, parameters, coerce=True, max_errors=1)[1]
 
 
 def accept(pipe: Pipeline, tool: Tool, parameters: dict[str, Any], context: ToolContext,
