@@ -23,8 +23,8 @@ from ..results import is_rich
 from ..settings import Settings
 from ..wire import WireSchema, json_response, openapi_post
 from . import Dialect
+from .content_blocks import LATEST, content_blocks
 from .explorer_stream import CHALLENGE, stream_response, wants_stream
-from .mcp_content import LATEST, content_blocks
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..extension import ToolDiscovery

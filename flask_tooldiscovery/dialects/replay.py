@@ -23,7 +23,7 @@ from flask import Flask
 
 from ..invoke import GENERIC_FAILURE
 from ..tool import Tool
-from .mcp_content import rich_value
+from .content_blocks import rich_value
 
 
 @dataclass
