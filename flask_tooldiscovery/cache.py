@@ -11,6 +11,7 @@ set's fingerprint and the caller's own parts (which document, which page...).
 from __future__ import annotations
 
 import hashlib
+import io
 import threading
 import weakref
 from collections import OrderedDict
@@ -97,6 +98,15 @@ class WireCache:
 Environ = dict[str, Any]
 StartResponse = Callable[..., Any]
 Headers = list[tuple[str, str]]
+#: A request body -> (its shape: what the answer depends on, the fill: the rest, e.g. a JSON-RPC
+#: id), or ``None`` when the body is not one the answer can be remade for.
+Shape = Callable[[bytes], "tuple[Hashable, Any] | None"]
+
+#: Request headers never part of what a learned answer depends on: the trace id is remade for
+#: each answer, and the body's length is the body's business.
+_UNREAD_HEADERS = frozenset({"HTTP_TRACEPARENT", "HTTP_TRACESTATE", "HTTP_X_TRACE_ID", "HTTP_CONTENT_LENGTH"})
+#: The largest body a learned POST answer is looked up for (larger ones go through Flask).
+MAX_LEARNED_BODY = 8192
 
 
 @dataclass
@@ -112,6 +122,32 @@ class Served:
     answers: dict[bool, tuple[str, Headers, int | None]]
 
 
+@dataclass(frozen=True)
+class PostLesson:
+    """What the full path tells :class:`FastDiscovery` about a POST it answered with a document
+    (an MCP ``tools/list`` page): the answer to any request with the same headers and a body of the
+    same ``shape`` is ``render(fill)`` of that body's fill, while ``valid`` holds."""
+
+    valid: Callable[[Environ], bool]
+    trace_id: Callable[[Environ], str]
+    shape: Shape
+    key: Hashable
+    fill: Any
+    render: Callable[[Any], bytes]
+
+
+@dataclass(frozen=True)
+class ServedPost:
+    """A learned POST answer: how to remake its body, and its status line and headers (the
+    positions of ``X-Trace-Id`` and ``Content-Length``, which change with each answer)."""
+
+    lesson: PostLesson
+    status: str
+    headers: Headers
+    trace_at: int | None
+    length_at: int | None
+
+
 class FastDiscovery:
     """WSGI middleware in front of one Flask app (installed by the first dialect mounted on it).
 
@@ -120,7 +156,9 @@ class FastDiscovery:
     ``If-None-Match``, teaches it here (:meth:`teach`) under (host, scheme, script name, path).
     The same request again is then answered from those bytes and headers without Flask, after
     ``Served.valid`` has checked the tool set is unchanged and the request carries nothing the
-    full path would read differently. Anything else goes through Flask as ever.
+    full path would read differently. A discovery read made by POST (MCP's ``tools/list``) is
+    learned the same way from a :class:`PostLesson`, under its headers and its body's shape.
+    Anything else goes through Flask as ever.
     """
 
     ENVIRON_KEY = "tooldiscovery.fast"
@@ -130,9 +168,14 @@ class FastDiscovery:
         self.wsgi_app = wsgi_app
         self.max_entries = max_entries
         self._served: dict[tuple[Any, ...], Served] = {}
+        self._shapes: dict[tuple[Any, ...], Shape] = {}
+        self._posts: dict[tuple[Any, ...], ServedPost] = {}
 
     def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
-        if environ.get("REQUEST_METHOD") != "GET" or environ.get("QUERY_STRING"):
+        method = environ.get("REQUEST_METHOD")
+        if method == "POST":
+            return self._post(environ, start_response)
+        if method != "GET" or environ.get("QUERY_STRING"):
             return self.wsgi_app(environ, start_response)
         key = (environ.get("HTTP_HOST"), environ.get("wsgi.url_scheme"), environ.get("SCRIPT_NAME", ""),
                environ.get("PATH_INFO"))
@@ -150,6 +193,40 @@ class FastDiscovery:
                 return [] if matched else [served.document.body]
         if key[0] is None:
             return self.wsgi_app(environ, start_response)
+        return self._learn(key, environ, start_response)
+
+    def _post(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
+        key = (environ.get("HTTP_HOST"), environ.get("wsgi.url_scheme"), environ.get("SCRIPT_NAME", ""),
+               environ.get("PATH_INFO"))
+        if key[0] is None:
+            return self.wsgi_app(environ, start_response)
+        shape = self._shapes.get(key)
+        if shape is None or environ.get("QUERY_STRING"):
+            return self._learn(key, environ, start_response)
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        if not 0 < length <= MAX_LEARNED_BODY or "HTTP_TRANSFER_ENCODING" in environ:
+            return self._learn(key, environ, start_response)
+        raw = environ["wsgi.input"].read(length)
+        environ["wsgi.input"] = io.BytesIO(raw)  # the full path reads the same bytes
+        shaped = shape(raw) if len(raw) == length else None
+        if shaped is not None:
+            served = self._posts.get((key, request_headers(environ), shaped[0]))
+            if served is not None and served.lesson.valid(environ):
+                body = served.lesson.render(shaped[1])
+                headers = served.headers.copy()
+                if served.trace_at is not None:
+                    headers[served.trace_at] = ("X-Trace-Id", served.lesson.trace_id(environ))
+                if served.length_at is not None:
+                    headers[served.length_at] = ("Content-Length", str(len(body)))
+                start_response(served.status, headers)
+                return [body]
+        return self._learn(key, environ, start_response)
+
+    def _learn(self, key: tuple[Any, ...], environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
+        """The full path's answer, learned when the full path says it may be (a lesson in the environ)."""
         environ[self.ENVIRON_KEY] = None
         answered: list[Any] = []
 
@@ -169,7 +246,10 @@ class FastDiscovery:
             close = getattr(body, "close", None)
             if close is not None:
                 close()
-        self.teach(key, lesson, answered[0], answered[1], data)
+        if isinstance(lesson, PostLesson):
+            self.teach_post(key, environ, lesson, answered[0], answered[1], data)
+        else:
+            self.teach(key, lesson, answered[0], answered[1], data)
         return [data]
 
     def teach(self, key: tuple[Any, ...], lesson: tuple[Document, Callable[[Environ], bool], Callable[[Environ], str]],
@@ -188,5 +268,27 @@ class FastDiscovery:
         trace_at = names.index("x-trace-id") if "x-trace-id" in names else None
         served.answers[matched] = (status, list(headers), trace_at)
 
+    def teach_post(self, key: tuple[Any, ...], environ: Environ, lesson: PostLesson, status: str, headers: Headers,
+                   data: bytes) -> None:
+        """Remember the ``200`` answer to a POST under ``key``, its headers and its body's shape,
+        when remaking it gives these very bytes."""
+        if not status.startswith("200") or data != lesson.render(lesson.fill):
+            return
+        names = [name.lower() for name, _ in headers]
+        if len(self._posts) >= self.max_entries:
+            self._posts.clear()
+            self._shapes.clear()
+        self._shapes[key] = lesson.shape
+        self._posts[(key, request_headers(environ), lesson.key)] = ServedPost(
+            lesson, status, list(headers), names.index("x-trace-id") if "x-trace-id" in names else None,
+            names.index("content-length") if "content-length" in names else None)
 
-__all__ = ["Document", "FastDiscovery", "Served", "WireCache"]
+
+def request_headers(environ: Environ) -> tuple[tuple[str, Any], ...]:
+    """Every request header (and the content type) but the trace and length ones, in a fixed
+    order: a learned POST answer is only given to a request with all of these the same."""
+    return tuple(sorted((name, value) for name, value in environ.items()
+                        if (name.startswith("HTTP_") and name not in _UNREAD_HEADERS) or name == "CONTENT_TYPE"))
+
+
+__all__ = ["Document", "FastDiscovery", "PostLesson", "Served", "WireCache", "request_headers"]

@@ -13,13 +13,15 @@ import json
 import math
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .json_schema import primary_type, split_nullable
 from .results import RichResult, from_bytes
 
 _INT = re.compile(r"^[+-]?\d+$")
+#: Types whose values are JSON as they are (subclasses, such as enums, take the long way).
+_PLAIN = frozenset({str, int, bool, type(None)})
 
 
 def to_jsonable(value: Any, *, bytes_mime_type: str | None = None) -> Any:
@@ -29,6 +31,13 @@ def to_jsonable(value: Any, *, bytes_mime_type: str | None = None) -> Any:
     canonical form; ``bytes`` become base64 text, or, with ``bytes_mime_type`` (the tool's
     ``result_mime_type``), the canonical form of an image, audio or file of that type.
     """
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind is dict:  # the common return value: a dict of plain values, copied in one pass
+        return {k if type(k) is str else str(k):
+                v if type(v) in _PLAIN else to_jsonable(v, bytes_mime_type=bytes_mime_type)
+                for k, v in value.items()}
     if value is None or isinstance(value, (str, bool, int)):
         return value
     if isinstance(value, float):
@@ -72,16 +81,32 @@ def _parse_literal(text: str) -> Any:
         return text
 
 
+#: A compiled coercion: a value in, the value with its strings turned into declared types out.
+Coercion = Callable[[Any], Any]
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
 def coerce_value(value: Any, schema: Mapping[str, Any] | None) -> Any:
     """Best-effort: a string turned into the type ``schema`` declares, when it parses cleanly.
 
     Strings that do not parse are returned unchanged so that validation reports them.
     """
+    return coercion(schema)(value)
+
+
+def coercion(schema: Mapping[str, Any] | None) -> Coercion:
+    """:func:`coerce_value` for ``schema`` as a function, the schema read once (a property's
+    own coercion is compiled the first time a value for it arrives), for a tool's every call."""
     if not isinstance(schema, Mapping) or not schema:
-        return value
+        return _same
     inner, nullable = split_nullable(dict(schema))
     target = primary_type(inner, default="")
-    if isinstance(value, str):
+    container: Coercion = _same
+
+    def from_text(value: str) -> Any:
         text = value.strip()
         if nullable and text in ("null", "None", ""):
             return None
@@ -111,16 +136,52 @@ def coerce_value(value: Any, schema: Mapping[str, Any] | None) -> Any:
             if (target == "array" and isinstance(parsed, list)) or (
                 target == "object" and isinstance(parsed, dict)
             ):
-                return coerce_value(parsed, inner)
+                return container(parsed)
         return value
-    if isinstance(value, dict) and target == "object":
+
+    if target == "object":
         props = inner.get("properties") or {}
         extra = inner.get("additionalProperties")
-        return {
-            k: coerce_value(v, props.get(k, extra if isinstance(extra, Mapping) else None))
-            for k, v in value.items()
-        }
-    if isinstance(value, list) and target == "array":
+        compiled: dict[str, Coercion] = {}
+        others: list[Coercion] = []
+
+        def member(name: str) -> Coercion:
+            found = compiled.get(name)
+            if found is None:
+                if name in props:  # one per declared property: never more than the schema has
+                    found = compiled[name] = coercion(props[name])
+                else:
+                    if not others:
+                        others.append(coercion(extra if isinstance(extra, Mapping) else None))
+                    found = others[0]
+            return found
+
+        def coerce_object(value: Any) -> Any:
+            if isinstance(value, str):
+                return from_text(value)
+            if isinstance(value, dict):
+                return {k: member(k)(v) for k, v in value.items()}
+            return value
+
+        container = coerce_object
+        return coerce_object
+    if target == "array":
         items = inner.get("items")
-        return [coerce_value(v, items if isinstance(items, Mapping) else None) for v in value]
-    return value
+        each: list[Coercion] = []
+
+        def coerce_array(value: Any) -> Any:
+            if isinstance(value, str):
+                return from_text(value)
+            if isinstance(value, list):
+                if not each:
+                    each.append(coercion(items if isinstance(items, Mapping) else None))
+                return [each[0](v) for v in value]
+            return value
+
+        container = coerce_array
+        return coerce_array
+
+    def coerce_scalar(value: Any) -> Any:
+        return from_text(value) if isinstance(value, str) else value
+
+    return coerce_scalar

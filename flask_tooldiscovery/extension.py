@@ -316,6 +316,9 @@ class ToolDiscovery:
 
     def tools(self) -> ToolSet:
         """The tools in force for this request (providers called at most once per request)."""
+        static = self.registry.static
+        if static is not None:  # no provider: one set for every request, nothing to keep per request
+            return static
         if has_app_context():
             cache = g.setdefault("_tooldiscovery_toolsets", {})
             if id(self) not in cache:

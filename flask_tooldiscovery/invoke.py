@@ -12,6 +12,7 @@ import inspect
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -20,13 +21,15 @@ from jsonschema.exceptions import SchemaError
 from marshmallow import ValidationError as MarshmallowValidationError
 
 from .async_bridge import run_sync
-from .coerce import coerce_value, to_jsonable
+from .coerce import Coercion, coercion, to_jsonable
 from .json_schema import ArgumentError, parameter_errors, validate_arguments
 from .logs import log, log_call
 from .tool import Tool, ToolContext, ToolError
 
 GENERIC_FAILURE = "The tool failed with an unexpected error."
 CANCELLED = "The call was cancelled."
+#: Each tool's compiled argument coercion (its input schema read once, not on every call).
+_COERCIONS: weakref.WeakKeyDictionary[Tool, Coercion] = weakref.WeakKeyDictionary()
 
 #: ``hand_off()`` is called when a timed-out sync tool is left running; it returns the function
 #: to call once that tool really ends (the caller's concurrency slot stays taken until then).
@@ -213,7 +216,10 @@ def prepare(
     if not isinstance(arguments, dict):
         return arguments, (ArgumentError("", None, "Arguments must be a JSON object.", "type"),)
     if coerce:
-        arguments = coerce_value(arguments, {"type": "object", **tool.resolved_input_schema})
+        coerce_arguments = _COERCIONS.get(tool)
+        if coerce_arguments is None:
+            coerce_arguments = _COERCIONS[tool] = coercion({"type": "object", **tool.resolved_input_schema})
+        arguments = coerce_arguments(arguments)
     errors = check_arguments(tool, arguments, logger, max_errors=max_errors)
     if errors:
         return arguments, tuple(errors)

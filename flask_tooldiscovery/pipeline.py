@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import io
+import os
 import re
 import threading
-import uuid
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
@@ -38,7 +39,7 @@ from .auth import (
     JwtVerifier,
     OAuthResourceVerifier,
 )
-from .cache import Document, Environ, FastDiscovery, WireCache
+from .cache import Document, Environ, FastDiscovery, PostLesson, Shape, WireCache
 from .errors import (
     BadRequest,
     Busy,
@@ -83,6 +84,20 @@ _REQUEST_SIGNALS = (flask_signals.request_started, flask_signals.request_finishe
                     flask_signals.appcontext_popped, flask_signals.appcontext_tearing_down)
 
 
+def new_trace_id() -> str:
+    """A new trace id: 32 random lower-case hex digits, the W3C ``traceparent`` trace-id form."""
+    return os.urandom(16).hex()
+
+
+def new_call_id() -> str:
+    """A new call id: a random (version 4) UUID in its usual text form."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
 def trace_id_of(traceparent: str, given: str) -> str:
     """The trace id of a request with these ``traceparent`` and ``X-Trace-Id`` headers (the
     ``traceparent``'s, else the given one when well formed, else a new one)."""
@@ -90,11 +105,14 @@ def trace_id_of(traceparent: str, given: str) -> str:
     if match:
         return match.group(1)
     given = given.strip()
-    return given if _TRACE_ID.match(given) else str(uuid.uuid4())
+    return given if _TRACE_ID.match(given) else new_trace_id()
 
 
 def _environ_trace_id(environ: Environ) -> str:
-    return trace_id_of(environ.get("HTTP_TRACEPARENT", ""), environ.get("HTTP_X_TRACE_ID", ""))
+    traceparent, given = environ.get("HTTP_TRACEPARENT"), environ.get("HTTP_X_TRACE_ID")
+    if traceparent is None and given is None:
+        return new_trace_id()
+    return trace_id_of(traceparent or "", given or "")
 
 
 class MalformedBody(BadRequest):
@@ -128,28 +146,38 @@ class Slots:
         self.retry_after = retry_after
         self._semaphore = threading.BoundedSemaphore(limit) if limit else None
 
-    @contextlib.contextmanager
-    def hold(self) -> Iterator[Callable[[], Callable[[], None]]]:
-        """Hold one slot for the ``with`` block. The value is a hand-off: a call that leaves a
+    def hold(self) -> _Held:
+        """Hold one slot for the ``with`` block. Its value is a hand-off: a call that leaves a
         timed-out tool running calls it and gets the function that frees the slot later."""
-        semaphore = self._semaphore
-        if semaphore is None:
-            yield lambda: (lambda: None)
-            return
-        if not semaphore.acquire(blocking=False):
-            raise Busy(retry_after=self.retry_after)
-        handed_off = False
+        return _Held(self)
 
-        def hand_off() -> Callable[[], None]:
-            nonlocal handed_off
-            handed_off = True
-            return semaphore.release
 
-        try:
-            yield hand_off
-        finally:
-            if not handed_off:
-                semaphore.release()
+class _Held:
+    """One held call slot (:meth:`Slots.hold`): taken on entry, freed on exit unless handed off."""
+
+    __slots__ = ("_handed_off", "_retry_after", "_semaphore")
+
+    def __init__(self, slots: Slots) -> None:
+        self._semaphore = slots._semaphore
+        self._retry_after = slots.retry_after
+        self._handed_off = False
+
+    def __enter__(self) -> Callable[[], Callable[[], None]]:
+        if self._semaphore is not None and not self._semaphore.acquire(blocking=False):
+            raise Busy(retry_after=self._retry_after)
+        return self._hand_off
+
+    def _hand_off(self) -> Callable[[], None]:
+        self._handed_off = True
+        return self._semaphore.release if self._semaphore is not None else _nothing
+
+    def __exit__(self, *exc: object) -> None:
+        if self._semaphore is not None and not self._handed_off:
+            self._semaphore.release()
+
+
+def _nothing() -> None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -196,6 +224,7 @@ class Pipeline:
         self.authenticator: Authenticator | None = authenticator if authenticator is not None else (
             dialect.authenticator(settings) if dialect.authenticator is not None else None)
         self.hosts = host_allow_list(settings, trusted_hosts)
+        self._host_verdicts: dict[str, bool] = {}
         allowed = settings.allowed_origins
         self.any_origin = "*" in allowed
         self.origins = frozenset(o for o in (origin_of(a) for a in allowed if a != "*") if o)
@@ -297,16 +326,27 @@ class Pipeline:
 
     def _before(self) -> None:
         """Every request of the blueprint: body size limit, trace id, host allow-list."""
-        request.max_content_length = self.settings.max_content_length
-        g._tooldiscovery_trace_id = self._incoming_trace_id()
-        if self.hosts is not None and not host_is_trusted(request.host, self.hosts):
-            raise MisdirectedRequest(reason=f"host {request.host!r} is not allowed")
-        if (request.content_length or 0) > self.settings.max_content_length:
+        req = request._get_current_object()  # type: ignore[attr-defined]
+        limit = self.settings.max_content_length
+        req.max_content_length = limit
+        g._tooldiscovery_trace_id = _environ_trace_id(req.environ)
+        if self.hosts is not None:
+            host = req.host
+            if not self._host_allowed(host):
+                raise MisdirectedRequest(reason=f"host {host!r} is not allowed")
+        if (req.content_length or 0) > limit:
             raise PayloadTooLarge()
 
-    @staticmethod
-    def _incoming_trace_id() -> str:
-        return trace_id_of(request.headers.get("traceparent", ""), request.headers.get("X-Trace-Id", ""))
+    def _host_allowed(self, host: str) -> bool:
+        """``host`` is on the allow-list (verdicts remembered per host text; a flood of new
+        names only empties the memory)."""
+        verdicts = self._host_verdicts
+        verdict = verdicts.get(host)
+        if verdict is None:
+            if len(verdicts) >= 256:
+                verdicts.clear()
+            verdict = verdicts[host] = host_is_trusted(host, self.hosts)
+        return verdict
 
     @property
     def trace_id(self) -> str:
@@ -324,23 +364,26 @@ class Pipeline:
 
     def admit(self, kind: RouteKind) -> Identity | None:
         """Guard and identify a request to a route of ``kind``; the identity (or ``None``)."""
+        req = request._get_current_object()  # type: ignore[attr-defined]
         if kind == "call":
-            origin = request.headers.get("Origin")
+            environ = req.environ
+            origin = environ.get("HTTP_ORIGIN")
             if origin is not None and not self.origin_allowed(origin):
                 raise Forbidden("Forbidden: origin not allowed.", reason=f"origin {origin!r} is not allowed")
-            empty = not request.content_length and "Transfer-Encoding" not in request.headers
-            if request.method == "POST" and request.mimetype != JSON_MIMETYPE and not (empty and not request.mimetype):
-                raise UnsupportedMediaType()  # an empty POST with no type at all carries nothing to refuse
+            if req.method == "POST" and req.mimetype != JSON_MIMETYPE:
+                empty = not req.content_length and "HTTP_TRANSFER_ENCODING" not in environ
+                if not (empty and not req.mimetype):  # an empty POST with no type at all carries nothing to refuse
+                    raise UnsupportedMediaType()
         identity = None
         auth = self.authenticator
         if auth is not None and (kind == "call" or (kind == "discovery" and auth.protect_discovery)):
             try:
-                identity = auth.authenticate(request)
+                identity = auth.authenticate(req)
             except AuthError as exc:
-                raise Unauthorized(challenge=auth.challenge(request), reason=exc.reason) from None
+                raise Unauthorized(challenge=auth.challenge(req), reason=exc.reason) from None
         elif auth is not None and kind == "discovery":  # open discovery: a caller who says who it is sees its tools
             with contextlib.suppress(AuthError):
-                identity = auth.authenticate(request)
+                identity = auth.authenticate(req)
         g._tooldiscovery_identity = identity
         return identity
 
@@ -358,7 +401,7 @@ class Pipeline:
         cached = g.get("_tooldiscovery_body", _UNREAD)
         if cached is not _UNREAD:
             return cached
-        raw = self._read_body(self.settings.max_content_length)
+        raw = g._tooldiscovery_raw = self._read_body(self.settings.max_content_length)
         if not raw.strip():
             if required:
                 raise BadRequest("The request body is empty; a JSON object was expected.")
@@ -379,8 +422,18 @@ class Pipeline:
         server's stream itself, one byte past the limit, so that a body over it is refused whole
         instead of being cut at the limit and run.
         """
-        environ = request.environ
-        if request.content_length is None and environ.get("wsgi.input_terminated"):
+        req = request._get_current_object()  # type: ignore[attr-defined]
+        environ = req.environ
+        length = req.content_length
+        if length is not None and length <= limit and "stream" not in req.__dict__:
+            # The usual case: exactly Content-Length bytes from the server's stream, which is then
+            # replaced by the same bytes, so the app can still read the body after us.
+            raw = environ["wsgi.input"].read(length) if length else b""
+            environ["wsgi.input"] = io.BytesIO(raw)
+            if len(raw) < length:
+                raise BadRequest("The request body ended before its Content-Length.")
+            return raw
+        if length is None and environ.get("wsgi.input_terminated"):
             stream, parts, size = environ["wsgi.input"], [], 0
             while size <= limit:
                 part = stream.read(limit + 1 - size)
@@ -391,7 +444,7 @@ class Pipeline:
             raw = b"".join(parts)
         else:
             try:
-                raw = request.stream.read(limit + 1)
+                raw = req.stream.read(limit + 1)
             except RequestEntityTooLarge:
                 raise PayloadTooLarge() from None
         if len(raw) > limit:
@@ -440,7 +493,7 @@ class Pipeline:
         id from the request unless given, the identity's subject as ``user_id`` unless given."""
         identity = self.identity
         if not fields.get("call_id"):
-            fields["call_id"] = str(uuid.uuid4())
+            fields["call_id"] = new_call_id()
         if fields.get("trace_id"):
             g._tooldiscovery_trace_id = fields["trace_id"]
         else:
@@ -538,33 +591,59 @@ class Pipeline:
         built = g.get("_tooldiscovery_document")
         if built is None or built[0] is not document or request.method != "GET" or g.get("_tooldiscovery_headers"):
             return
-        toolset: ToolSet = built[1]
-        registry = self.ext.registry
-        if registry.static is None or toolset.predicated or self._kinds.get(
-                (request.endpoint or "").rpartition(".")[2]) != "discovery":
+        if self._kinds.get((request.endpoint or "").rpartition(".")[2]) != "discovery":
             return
+        valid = self._learnable(built[1], body=False)
+        if valid is not None:
+            request.environ[FastDiscovery.ENVIRON_KEY] = (document, valid, _environ_trace_id)
+
+    def remember_post(self, toolset: ToolSet, shape: Shape, render: Callable[[Any], bytes]) -> None:
+        """Let :class:`~.cache.FastDiscovery` answer this POST again without Flask: a discovery
+        read by POST (MCP's ``tools/list``) whose answer is ``render(fill)``, where ``shape(body)``
+        gives the (shape, fill) of a body; learned only when nothing else in the request could
+        change the answer (anonymous, no cookie, origin nor extra header, static tool set...)."""
         environ = request.environ
-        if self.identity is not None or not self._plain(environ) or not self._plain_app(current_app):
+        if FastDiscovery.ENVIRON_KEY not in environ or request.method != "POST" or g.get("_tooldiscovery_headers"):
             return
+        raw = g.get("_tooldiscovery_raw")
+        shaped = shape(raw) if isinstance(raw, bytes) else None
+        valid = self._learnable(toolset, body=True) if shaped is not None else None
+        if shaped is not None and valid is not None:
+            environ[FastDiscovery.ENVIRON_KEY] = PostLesson(valid, _environ_trace_id, shape, shaped[0], shaped[1],
+                                                            render)
+
+    def _learnable(self, toolset: ToolSet, *, body: bool) -> Callable[[Environ], bool] | None:
+        """The check that a later request may get this request's answer (same static tool set,
+        still a plain request, no request signal receivers), or ``None`` when this one's may not
+        be learned at all (a provider or predicate decides the tools, a caller who said who it is,
+        an app that runs its own code around requests)."""
+        registry = self.ext.registry
+        if registry.static is None or toolset.predicated or self.identity is not None:
+            return None
+        if not self._plain(request.environ, body=body) or not self._plain_app(current_app):
+            return None
         fingerprint = toolset.fingerprint
 
         def valid(environ: Environ) -> bool:
-            if not self._plain(environ) or any(signal.receivers for signal in _REQUEST_SIGNALS):
+            if not self._plain(environ, body=body) or any(signal.receivers for signal in _REQUEST_SIGNALS):
                 return False
             static = registry.static
             if static is None:
                 return False
             return (static.visible_to(None) if static.restricted else static).fingerprint == fingerprint
 
-        environ[FastDiscovery.ENVIRON_KEY] = (document, valid, _environ_trace_id)
+        return valid
 
-    def _plain(self, environ: Environ) -> bool:
-        """True when a discovery GET carries nothing the full path would read: no body, cookie,
-        credential, nor an ``Origin`` (unless discovery answers every origin alike)."""
+    def _plain(self, environ: Environ, *, body: bool = False) -> bool:
+        """True when a request carries nothing the full path would read: no body (unless ``body``:
+        a POST read whose body the lesson's shape accounts for), cookie, credential, nor an
+        ``Origin`` (unless discovery answers every origin alike)."""
         keys = self._credential_keys
-        return (keys is not None and environ.get("CONTENT_LENGTH") in (None, "", "0")
-                and "HTTP_TRANSFER_ENCODING" not in environ and "HTTP_COOKIE" not in environ
-                and ("HTTP_ORIGIN" not in environ or self.dialect.public_discovery)
+        return (keys is not None
+                and (body or (environ.get("CONTENT_LENGTH") in (None, "", "0")
+                              and "HTTP_TRANSFER_ENCODING" not in environ))
+                and "HTTP_COOKIE" not in environ
+                and ("HTTP_ORIGIN" not in environ or (self.dialect.public_discovery and not body))
                 and not any(key in environ for key in keys))
 
     def _plain_app(self, app: Flask) -> bool:
@@ -610,24 +689,28 @@ class Pipeline:
         g.setdefault("_tooldiscovery_headers", {}).update(headers)
 
     def _after(self, response: Response) -> Response:
-        response.headers.setdefault("X-Content-Type-Options", "nosniff")
-        for name, value in g.get("_tooldiscovery_headers", {}).items():
-            response.headers[name] = value
-        trace_id = self.trace_id
+        req = request._get_current_object()  # type: ignore[attr-defined]
+        state = g._get_current_object()
+        headers = response.headers
+        headers.setdefault("X-Content-Type-Options", "nosniff")
+        for name, value in getattr(state, "_tooldiscovery_headers", {}).items():
+            headers[name] = value
+        trace_id = getattr(state, "_tooldiscovery_trace_id", "")
         if trace_id:
-            response.headers["X-Trace-Id"] = trace_id
-        if request.method == "OPTIONS" or response.status_code in (202, 204, 304):
+            headers["X-Trace-Id"] = trace_id
+        if req.method == "OPTIONS" or response.status_code in (202, 204, 304):
             self._bodiless(response)
-        endpoint = (request.endpoint or "").rpartition(".")[2]
+        endpoint = (req.endpoint or "").rpartition(".")[2]
         kind = self._kinds.get(endpoint)
-        origin = request.headers.get("Origin")
         if (kind == "discovery" and self.dialect.public_discovery) or endpoint in self._public:
-            response.headers["Access-Control-Allow-Origin"] = "*"
+            headers["Access-Control-Allow-Origin"] = "*"
             self._preflight(response)
-        elif kind in ("call", "discovery") and origin and self.origin_allowed(origin):
-            response.headers["Access-Control-Allow-Origin"] = origin
+            return response
+        origin = req.environ.get("HTTP_ORIGIN")
+        if kind in ("call", "discovery") and origin and self.origin_allowed(origin):
+            headers["Access-Control-Allow-Origin"] = origin
             response.vary.add("Origin")
-            response.headers["Access-Control-Expose-Headers"] = ", ".join(CORS_EXPOSED_HEADERS)
+            headers["Access-Control-Expose-Headers"] = ", ".join(CORS_EXPOSED_HEADERS)
             self._preflight(response)
         return response
 

@@ -151,7 +151,7 @@ class ToolContext:
     identity: Identity | None = None
     #: Receives the tool's progress reports and log lines (set by dialects that stream them).
     listener: Callable[[ToolEvent], None] | None = field(default=None, repr=False, compare=False)
-    _cancel_event: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
+    _cancelled: bool = field(default=False, repr=False, compare=False)
     _cancel_callbacks: list[Callable[[], None]] = field(default_factory=list, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
@@ -179,20 +179,20 @@ class ToolContext:
     def cancelled(self) -> bool:
         """True once the caller gave up on the call: a sync tool that runs long should poll it
         (or call :meth:`check_cancelled`); an async tool is cancelled for it."""
-        return self._cancel_event.is_set()
+        return self._cancelled
 
     def check_cancelled(self) -> None:
         """Raise :class:`asyncio.CancelledError` when the call was cancelled (the call then ends
         as cancelled)."""
-        if self._cancel_event.is_set():
+        if self._cancelled:
             raise asyncio.CancelledError("the call was cancelled")
 
     def cancel(self) -> None:
         """Cancel the call (dialects do this when the caller gives up); idempotent."""
         with self._lock:
-            if self._cancel_event.is_set():
+            if self._cancelled:
                 return
-            self._cancel_event.set()
+            self._cancelled = True
             callbacks, self._cancel_callbacks = self._cancel_callbacks, []
         for callback in callbacks:
             callback()
@@ -201,7 +201,7 @@ class ToolContext:
         """Run ``callback`` when the call is cancelled (now, if it already is); returns the
         function that unregisters it."""
         with self._lock:
-            if not self._cancel_event.is_set():
+            if not self._cancelled:
                 self._cancel_callbacks.append(callback)
 
                 def remove() -> None:

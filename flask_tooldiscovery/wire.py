@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import math
 from collections.abc import Mapping
 from typing import Any
 
-from flask import Response, current_app
+from flask import Request, Response, current_app
 from marshmallow import Schema, post_dump
+from werkzeug.datastructures import MIMEAccept
+from werkzeug.http import parse_accept_header
 
 JSON_MIMETYPE = "application/json"
 
@@ -33,11 +36,35 @@ class WireSchema(Schema):
 def json_response(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
     """A JSON response, serialized by the app's JSON provider, keys in the order the wire
     schemas and the tools declared them (a schema's property order is what clients show)."""
-    text = current_app.json.dumps(body, sort_keys=False)
-    response = current_app.response_class(text, status=status, mimetype=JSON_MIMETYPE)
-    for name, value in (headers or {}).items():
-        response.headers[name] = value
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    response: Response = app.response_class(app.json.dumps(body, sort_keys=False), status=status,
+                                            mimetype=JSON_MIMETYPE)
+    if headers:
+        for name, value in headers.items():
+            response.headers[name] = value
     return response
+
+
+def accepts(req: Request, mimetype: str) -> float:
+    """How much the request's ``Accept`` header wants ``mimetype`` (0: not at all), as werkzeug's
+    ``request.accept_mimetypes[mimetype]`` says; each header text is parsed once, not per request."""
+    return _accept_quality(req.environ.get("HTTP_ACCEPT"), mimetype)
+
+
+def best_accepted(req: Request, offers: tuple[str, ...]) -> str | None:
+    """The offer the request's ``Accept`` header prefers, as werkzeug's
+    ``request.accept_mimetypes.best_match(offers)`` says (parsed once per header text)."""
+    return _best_match(req.environ.get("HTTP_ACCEPT"), offers)
+
+
+@functools.lru_cache(maxsize=256)
+def _accept_quality(header: str | None, mimetype: str) -> float:
+    return float(parse_accept_header(header, MIMEAccept)[mimetype])
+
+
+@functools.lru_cache(maxsize=256)
+def _best_match(header: str | None, offers: tuple[str, ...]) -> str | None:
+    return parse_accept_header(header, MIMEAccept).best_match(list(offers))
 
 
 MAX_JSON_DEPTH = 64
@@ -54,11 +81,21 @@ def _finite_float(text: str) -> float:
     return value
 
 
+#: The one decoder of request bodies (made once: ``json.loads`` with hooks makes one per call).
+_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float)
+
+
 def parse_json(raw: bytes | str, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """Parse a request body; ``ValueError`` with a readable message for anything that is not
     JSON, and for nesting deeper than ``max_depth`` (which would exhaust the stack later on)."""
     try:
-        value = json.loads(raw, parse_constant=_no_constant, parse_float=_finite_float)
+        if isinstance(raw, (bytes, bytearray)):  # as json.loads reads bytes (a BOM is allowed)
+            text = raw.decode(json.detect_encoding(raw), "surrogatepass")
+        elif raw.startswith("\ufeff"):
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", raw, 0)
+        else:
+            text = raw
+        value = _DECODER.decode(text)
     except UnicodeDecodeError:
         raise ValueError("The request body is not UTF-8 text.") from None
     except RecursionError:
@@ -67,6 +104,8 @@ def parse_json(raw: bytes | str, max_depth: int = MAX_JSON_DEPTH) -> Any:
         raise ValueError(f"{exc.msg} (line {exc.lineno}, column {exc.colno}).") from None
     except ValueError as exc:  # a non-finite number, from the hooks above
         raise ValueError(str(exc)) from None
+    if text.count("[") + text.count("{") <= max_depth:
+        return value  # not enough brackets to nest that deep (strings may hold some: only an over-count)
     stack = [(value, 1)]
     while stack:
         node, depth = stack.pop()

@@ -133,14 +133,24 @@ def _behind(hook: AuthHook | None, run: Callable[[], Outcome]) -> Outcome:
     return result
 
 
+def success_body(value: Any, meta: dict[str, Any] | None) -> dict[str, Any]:
+    """F3's body for a tool's ``value``: what :class:`CallResultSchema` dumps (content blocks, the
+    value as ``structuredContent`` unless rich, ``isError``, ``_meta``), built straight, as every
+    successful call answers it (tests compare the two)."""
+    body: dict[str, Any] = {"content": content_blocks(value, LATEST)}
+    if isinstance(value, (dict, list)) and not is_rich(value):  # images, audio...: content blocks only
+        body["structuredContent"] = value
+    body["isError"] = False
+    if meta is not None:
+        body["_meta"] = dict(meta)
+    return body
+
+
 def _result(outcome: Outcome, trace_id: str | None) -> Response:
     """F3: the outcome, MCP-shaped; 400 for invalid arguments, 500 when the tool failed."""
     meta = {"_trace_id": trace_id} if trace_id else None
     if outcome.ok:
-        value = outcome.value  # images, audio, files, links: MCP's content blocks, no structuredContent
-        return json_response(_RESULT.dump({
-            "content": content_blocks(value, LATEST), "isError": False, "_meta": meta,
-            "structuredContent": value if isinstance(value, (dict, list)) and not is_rich(value) else None}))
+        return json_response(success_body(outcome.value, meta))
     invalid = outcome.status == "invalid"
     return json_response(_RESULT.dump({
         "content": [{"type": "text", "text": outcome.error_message}], "isError": True, "_meta": meta,

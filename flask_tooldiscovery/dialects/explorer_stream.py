@@ -22,6 +22,7 @@ from ..logs import log
 from ..pipeline import Pipeline
 from ..streaming import KeepAlive, StreamItem, stream_call
 from ..tool import LogEntry, Progress, Tool, ToolContext
+from ..wire import best_accepted
 
 SSE = "text/event-stream"
 #: The explorer's ``WWW-Authenticate`` challenge.
@@ -31,7 +32,7 @@ _STARTED, _DONE = object(), object()
 
 def wants_stream(req: Request) -> bool:
     """True when the client asks for events rather than JSON (JSON wins a tie, as with ``*/*``)."""
-    return req.accept_mimetypes.best_match(["application/json", SSE]) == SSE
+    return best_accepted(req, ("application/json", SSE)) == SSE
 
 
 def _event(name: str, data: Any) -> str:

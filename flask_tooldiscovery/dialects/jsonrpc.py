@@ -90,7 +90,29 @@ def dispatch(
     except Exception as exc:
         rpc = on_error(method, exc)
         return error_body(id_, rpc.code, rpc.message, rpc.data)
+    return result_body(id_, result)
+
+
+def result_body(id_: Any, result: Result) -> dict[str, Any]:
+    """A JSON-RPC result response."""
     return {"jsonrpc": "2.0", "id": id_, "result": result}
+
+
+def shape(raw: bytes) -> tuple[str, Any] | None:
+    """(the request without its id, as canonical JSON text; its id) of a body holding one JSON-RPC
+    request, or ``None``: two requests of one shape get the same result under their own ids."""
+    try:
+        message = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    if type(message) is not dict or not valid_id(message.get("id")):
+        return None
+    try:
+        key = json.dumps({k: v for k, v in message.items() if k != "id"}, sort_keys=True, separators=(",", ":"),
+                         allow_nan=False)
+    except (ValueError, TypeError, RecursionError):
+        return None
+    return key, message["id"]
 
 
 def encode(reply: Any, dumps: Callable[[Any], str]) -> bytes:
@@ -108,5 +130,5 @@ def encode(reply: Any, dumps: Callable[[Any], str]) -> bytes:
 
 __all__ = [
     "INTERNAL_ERROR", "INVALID_PARAMS", "INVALID_REQUEST", "METHOD_NOT_FOUND", "PARSE_ERROR", "Encoded", "Method",
-    "Result", "RpcError", "dispatch", "encode", "error_body", "valid_id",
+    "Result", "RpcError", "dispatch", "encode", "error_body", "result_body", "shape", "valid_id",
 ]

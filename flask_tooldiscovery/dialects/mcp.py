@@ -11,11 +11,13 @@ import re
 from typing import Any
 
 from flask import Blueprint, Response, current_app, request
+from flask.json.provider import DefaultJSONProvider
 from marshmallow import fields
 
 from ..errors import CoreError, RetryLater, Unavailable
 from ..logs import log
 from ..pipeline import MalformedBody, Pipeline, UnknownTool
+from ..registry import ToolSet
 from ..settings import Settings
 from ..wire import JSON_MIMETYPE, WireSchema, json_response, openapi_post, page_cursor, read_cursor
 from . import Dialect, mcp_approval, mcp_stream
@@ -188,7 +190,23 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
                 result["nextCursor"] = page_cursor(start + size)
             return dumps(complete("tools/list", result, modern)).encode("utf-8")
 
-        return rpc.Encoded(pipe.cache.document(("tools/list", start, modern), toolset, page).body)
+        data = pipe.cache.document(("tools/list", start, modern), toolset, page).body
+        if isinstance(pipe.body(), dict):  # one request, not a batch: the same again may skip Flask
+            learn(toolset, data)
+        return rpc.Encoded(data)
+
+    def learn(toolset: ToolSet, data: bytes) -> None:
+        """Let the core's fast path answer this very ``tools/list`` again (any id) with these bytes
+        in the envelope this dialect writes (by Flask's own JSON provider, usable outside a request)."""
+        provider = current_app.json
+        if type(provider) is not DefaultJSONProvider:
+            return
+
+        def dumps_outside(value: Any) -> str:
+            return provider.dumps(value, sort_keys=False)
+
+        pipe.remember_post(toolset, rpc.shape, lambda id_: rpc.encode(rpc.result_body(id_, rpc.Encoded(data)),
+                                                                       dumps_outside))
 
     def call_tool(params: dict[str, Any]) -> dict[str, Any]:
         name = params.get("name")

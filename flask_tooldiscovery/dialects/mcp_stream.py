@@ -23,6 +23,7 @@ from ..logs import log
 from ..pipeline import Pipeline
 from ..streaming import InFlight
 from ..tool import LOG_LEVELS, ToolContext
+from ..wire import accepts
 from . import jsonrpc as rpc
 from . import mcp_elicit as elicit
 from . import mcp_sse as sse
@@ -72,7 +73,7 @@ def _plan(pipe: Pipeline, message: Any) -> Plan | None:
     """How to stream ``message``, or ``None`` to answer it with one JSON body."""
     params = message.get("params") if isinstance(message, dict) and message.get("jsonrpc") == "2.0" else None
     if not (isinstance(params, dict) and message.get("method") == "tools/call" and rpc.valid_id(message.get("id"))
-            and request.accept_mimetypes["text/event-stream"] > 0):
+            and accepts(request, "text/event-stream") > 0):
         return None
     meta, name = _meta(params), params.get("name")
     try:

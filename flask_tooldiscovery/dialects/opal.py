@@ -218,6 +218,13 @@ def _parameters(body: Any) -> dict[str, Any]:
     return parameters
 
 
+def opal_headers(environ: dict[str, Any]) -> dict[str, str]:
+    """The request's ``X-Opal-*`` headers (thread, workflow and agent execution ids), names in
+    lower case as sent on the wire."""
+    return {key[5:].lower().replace("_", "-"): value for key, value in environ.items()
+            if key.startswith("HTTP_X_OPAL_")}
+
+
 def make_blueprint(pipe: Pipeline) -> Blueprint:
     """The Opal blueprint: discovery and tool execution."""
     bp = pipe.blueprint(__name__)
@@ -247,7 +254,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             extra={
                 "auth": auth,
                 "environment": environment,
-                "headers": {k.lower(): v for k, v in request.headers.items() if k.lower().startswith("x-opal-")},
+                "headers": opal_headers(request.environ),
             },
         )
         accepted = opal_async.accept(pipe, tool, parameters, context, body)  # async_callback: 202

@@ -229,6 +229,28 @@ def _check_version(body: Any) -> None:
         raise BadRequest(f"Unsupported $schema: {version!r}; this server speaks {SCHEMA_URN}.")
 
 
+_PLAIN_KEYS = frozenset({"call_id", "trace_id", "input", "tool_id", "context"})
+
+
+def _plain_call(raw: dict[str, Any]) -> bool:
+    """True only when :data:`_CALL_REQUEST` would load ``raw`` as it is: known keys, string ids,
+    a tool id of the right form, an object ``input`` with string keys, a ``context`` naming at most
+    a string ``user_id`` (anything else, secrets and tokens included, is loaded by the schema)."""
+    if not _PLAIN_KEYS.issuperset(raw):
+        return False
+    tool = raw.get("tool_id")
+    if type(tool) is not str or not TOOL_ID.match(tool):  # as the schema's Regexp matches it
+        return False
+    if any(name in raw and type(raw[name]) is not str for name in ("call_id", "trace_id")):
+        return False
+    arguments = raw.get("input", {})
+    if type(arguments) is not dict or not all(type(k) is str for k in arguments):
+        return False
+    context = raw.get("context", {})
+    return type(context) is dict and not context.keys() & {"authorization", "secrets"} and (
+        "user_id" not in context or type(context["user_id"]) is str)
+
+
 def _call_request(body: Any) -> dict[str, Any]:
     """The ``CallToolRequest`` of a body: ``{"request": {...}}`` or the flat form."""
     if not isinstance(body, dict):
@@ -243,6 +265,8 @@ def _call_request(body: Any) -> dict[str, Any]:
         raw = {k: v for k, v in body.items() if k != "$schema"}
     if not isinstance(raw, dict):
         raise BadRequest("'request' must be a JSON object.")
+    if _plain_call(raw):
+        return dict(raw)
     try:
         call: dict[str, Any] = _CALL_REQUEST.load(raw)
     except ValidationError as exc:
@@ -283,8 +307,12 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         outcome = pipe.invoke(tool, call.get("input") or {}, ctx)
         if outcome.status == "invalid":
             raise BadRequest(outcome.error_message, status=422, extra={"parameter_errors": outcome.parameter_errors})
-        result = {"call_id": outcome.call_id, "duration": round(outcome.duration_ms, 3), "success": outcome.ok,
-                  "value": outcome.value, "error": None if outcome.ok else outcome.failure}
+        duration = round(outcome.duration_ms, 3)
+        if outcome.ok:  # what _RESULT dumps for a success, built straight (tests compare the two)
+            return json_response({"$schema": SCHEMA_URN, "result": {
+                "call_id": outcome.call_id, "duration": duration, "success": True, "value": outcome.value}})
+        result = {"call_id": outcome.call_id, "duration": duration, "success": False, "value": None,
+                  "error": outcome.failure}
         return json_response({"$schema": SCHEMA_URN, "result": _RESULT.dump(result)})
 
     return bp

@@ -521,6 +521,8 @@ RECORDED_HEADERS = ("Content-Type", "WWW-Authenticate", "Allow", "Cache-Control"
 HEADER_PREFIXES = ("Access-Control-",)
 
 UUID4 = r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
+#: A generated trace id: 32 lower-case hex digits (the W3C traceparent trace-id form).
+TRACE_ID = r"[0-9a-f]{32}"
 TIMESTAMP = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z"
 NUMBER = r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?"
 #: (key, the shape of its volatile value, placeholder). Only these keys are normalized, and only
@@ -531,8 +533,8 @@ VOLATILE: tuple[tuple[str, str, str], ...] = (
     ("generatedAt", f'"{TIMESTAMP}"', '"<generated_at>"'),
     ("duration", NUMBER, '"<duration>"'),
     ("call_id", f'"{UUID4}"', '"<uuid4>"'),
-    ("trace_id", f'"{UUID4}"', '"<uuid4>"'),
-    ("_trace_id", f'"{UUID4}"', '"<uuid4>"'),
+    ("trace_id", f'"{TRACE_ID}"', '"<trace-id>"'),
+    ("_trace_id", f'"{TRACE_ID}"', '"<trace-id>"'),
 )
 _PATTERNS = [(key, re.compile(r'("' + re.escape(key) + r'"\s*:\s*)' + shape), placeholder)
              for key, shape, placeholder in VOLATILE]

@@ -1,0 +1,184 @@
+"""MCP ``tools/list`` by POST through the core's fast path: once the full path has answered a plain
+anonymous ``tools/list``, the same request again (any id) is answered from the learned bytes without
+Flask, and it is always what the full path would answer: after a registry change, for another
+page, another protocol version, another caller, a cookie, an origin; never for a provider's tools,
+a batch, or a server that needs credentials. Over real HTTP too."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from typing import Any
+
+import pytest
+from flask import Flask, request_started
+
+from flask_tooldiscovery import ToolDiscovery
+
+HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+           "MCP-Protocol-Version": "2025-06-18"}
+MODERN = "2026-07-28"
+
+
+def rpc(id_: Any, method: str = "tools/list", params: dict[str, Any] | None = None) -> bytes:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": id_, "method": method}
+    if params is not None:
+        message["params"] = params
+    return json.dumps(message).encode()
+
+
+def make(tools: int = 3, **config: Any) -> tuple[ToolDiscovery, Flask]:
+    d = ToolDiscovery()
+    for i in range(tools):
+        d.add_tool(lambda x=i: x, name=f"tool_{i}", description=f"Tool {i}.")
+    app = Flask("fastlist")
+    app.config.update({"TESTING": True, "TOOLDISCOVERY_DIALECTS": ["mcp"], **config})
+    d.init_app(app)
+    return d, app
+
+
+class Counted:
+    """Counts the requests that reach Flask (the full path) behind the fast path."""
+
+    def __init__(self, app: Flask) -> None:
+        fast = app.extensions["tooldiscovery.fast"]
+        self.inner, self.count = fast.wsgi_app, 0
+        fast.wsgi_app = self
+
+    def __call__(self, environ: Any, start_response: Any) -> Any:
+        self.count += 1
+        return self.inner(environ, start_response)
+
+
+def full_path_answer(app: Flask, data: bytes, headers: dict[str, str]) -> bytes:
+    """What the full path answers (a request_started receiver turns the fast path off)."""
+    def receiver(sender: Any, **extra: Any) -> None:
+        return None
+
+    request_started.connect(receiver, app)
+    try:
+        return app.test_client().post("/mcp", data=data, headers=headers).data
+    finally:
+        request_started.disconnect(receiver, app)
+
+
+def test_same_list_again_skips_flask_and_keeps_each_id() -> None:
+    _, app = make()
+    client = app.test_client()
+    counted = Counted(app)
+    first = client.post("/mcp", data=rpc(1), headers=HEADERS)
+    assert first.status_code == 200 and counted.count == 1
+    for id_ in (2, "a-string-id", 12345678901234567890, "é"):
+        again = client.post("/mcp", data=rpc(id_), headers={**HEADERS, "X-Trace-Id": "trace-7"})
+        assert again.status_code == 200
+        assert again.get_json()["id"] == id_
+        assert again.get_json()["result"] == first.get_json()["result"]
+        assert again.headers["X-Trace-Id"] == "trace-7"
+        assert int(again.headers["Content-Length"]) == len(again.data)
+        assert again.data == full_path_answer(app, rpc(id_), {**HEADERS, "X-Trace-Id": "trace-7"})
+    assert counted.count == 1 + 4  # the four full-path references above, the fast answers none
+    assert first.headers["X-Content-Type-Options"] == "nosniff"
+
+
+def test_registry_change_shows_at_once() -> None:
+    d, app = make()
+    client = app.test_client()
+    client.post("/mcp", data=rpc(1), headers=HEADERS)
+    client.post("/mcp", data=rpc(2), headers=HEADERS)
+    d.add_tool(lambda: 9, name="added", description="Added.")
+    after = client.post("/mcp", data=rpc(3), headers=HEADERS).get_json()
+    assert "added" in [t["name"] for t in after["result"]["tools"]]
+
+
+def test_pages_and_versions_are_learned_apart() -> None:
+    _, app = make(tools=5, TOOLDISCOVERY_MCP_PAGE_SIZE=2)
+    client = app.test_client()
+    first = client.post("/mcp", data=rpc(1), headers=HEADERS).get_json()["result"]
+    cursor = first["nextCursor"]
+    second = client.post("/mcp", data=rpc(2, params={"cursor": cursor}), headers=HEADERS).get_json()["result"]
+    for _ in range(2):
+        assert client.post("/mcp", data=rpc(3), headers=HEADERS).get_json()["result"] == first
+        assert client.post("/mcp", data=rpc(4, params={"cursor": cursor}),
+                           headers=HEADERS).get_json()["result"] == second
+    assert [t["name"] for t in first["tools"]] == ["tool_0", "tool_1"]
+    assert [t["name"] for t in second["tools"]] == ["tool_2", "tool_3"]
+    meta = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}
+    modern_headers = {**HEADERS, "MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/list"}
+    for id_ in (5, 6):
+        modern = client.post("/mcp", data=rpc(id_, params={"_meta": meta}), headers=modern_headers).get_json()
+        assert modern["result"]["resultType"] == "complete" and modern["id"] == id_
+    assert "resultType" not in client.post("/mcp", data=rpc(7), headers=HEADERS).get_json()["result"]
+    old = client.post("/mcp", data=rpc(8), headers={**HEADERS, "MCP-Protocol-Version": "2024-11-05"})
+    assert old.status_code == 200 and old.get_json()["id"] == 8
+
+
+@pytest.mark.parametrize("extra", [{"Cookie": "session=x"}, {"Origin": "https://evil.example"},
+                                   {"Authorization": "Bearer nope"}])
+def test_requests_with_more_go_through_flask(extra: dict[str, str]) -> None:
+    _, app = make()
+    client = app.test_client(use_cookies=False)  # the Cookie header sent as it is
+    client.post("/mcp", data=rpc(1), headers=HEADERS)
+    counted = Counted(app)
+    answer = client.post("/mcp", data=rpc(2), headers={**HEADERS, **extra})
+    assert counted.count == 1
+    if "Origin" in extra:
+        assert answer.status_code == 403
+
+
+def test_other_methods_and_bad_bodies_still_reach_flask() -> None:
+    _, app = make()
+    client = app.test_client()
+    client.post("/mcp", data=rpc(1), headers=HEADERS)
+    counted = Counted(app)
+    call = client.post("/mcp", data=rpc(2, "tools/call", {"name": "tool_1", "arguments": {}}), headers=HEADERS)
+    assert call.get_json()["result"]["content"][0]["text"] == "1"  # its body read again by Flask
+    bad = client.post("/mcp", data=b'{"jsonrpc": "2.0", "id": 3, "method": "tools/list"', headers=HEADERS)
+    assert bad.status_code == 400 and bad.get_json()["error"]["code"] == -32700
+    nan = client.post("/mcp", data=b'{"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {"x": NaN}}',
+                      headers=HEADERS)
+    assert nan.status_code == 400
+    batch = client.post("/mcp", data=b"[" + rpc(5) + b"]", headers={**HEADERS, "MCP-Protocol-Version": "2025-03-26"})
+    assert batch.status_code == 200 and batch.get_json()[0]["id"] == 5
+    assert counted.count == 4
+
+
+def test_never_learned_for_providers_or_credentials() -> None:
+    listed = [{"name": "p", "description": "P."}]
+    d = ToolDiscovery(tools=lambda: list(listed))
+    app = Flask("provider")
+    app.config.update({"TESTING": True, "TOOLDISCOVERY_DIALECTS": ["mcp"]})
+    d.init_app(app)
+    client = app.test_client()
+    counted = Counted(app)
+    for id_ in range(3):
+        assert client.post("/mcp", data=rpc(id_), headers=HEADERS).get_json()["result"]["tools"][0]["name"] == "p"
+    listed[0] = {"name": "q", "description": "Q."}
+    assert client.post("/mcp", data=rpc(4), headers=HEADERS).get_json()["result"]["tools"][0]["name"] == "q"
+    assert counted.count == 4
+
+    _, locked = make(TOOLDISCOVERY_MCP_BEARER_TOKEN="s3cret-token-value-0123456789")
+    client = locked.test_client()
+    counted = Counted(locked)
+    bearer = {**HEADERS, "Authorization": "Bearer s3cret-token-value-0123456789"}
+    for id_ in range(3):
+        assert client.post("/mcp", data=rpc(id_), headers=bearer).status_code == 200
+        assert client.post("/mcp", data=rpc(id_), headers=HEADERS).status_code == 401
+    assert counted.count == 6
+
+
+def test_over_real_http() -> None:
+    from .conftest import live_server
+
+    _, app = make()
+    with live_server(app) as base:
+        def post(id_: Any, **extra: str) -> tuple[dict[str, Any], Any]:
+            req = urllib.request.Request(f"{base}/mcp", data=rpc(id_), method="POST", headers={**HEADERS, **extra})
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                return json.loads(resp.read()), resp.headers
+
+        counted = Counted(app)
+        first, _ = post(1)
+        second, headers = post("two", **{"X-Trace-Id": "t-2"})
+        assert second["id"] == "two" and second["result"] == first["result"]
+        assert headers["X-Trace-Id"] == "t-2"
+        assert counted.count == 1

@@ -1,0 +1,223 @@
+"""The hot path's shortcuts answer exactly what the long way answers.
+
+Each call builds a few things straight instead of through the general machinery (a marshmallow
+dump, ``json.loads`` with hooks, werkzeug's Accept parsing, a schema walk per call); each shortcut
+is compared here with the long way over the same inputs, so a shortcut that drifts fails here.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from marshmallow import ValidationError
+from werkzeug.datastructures import MIMEAccept
+from werkzeug.http import parse_accept_header
+
+from flask_tooldiscovery import File, Image, ResourceLink
+from flask_tooldiscovery.coerce import coercion, to_jsonable
+from flask_tooldiscovery.dialects import explorer, oxp
+from flask_tooldiscovery.dialects.content_blocks import LATEST, content_blocks
+from flask_tooldiscovery.results import is_rich
+from flask_tooldiscovery.wire import parse_json
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
+
+VALUES = [
+    "plain text", "", 0, 3.5, True, None, {"city": "Oslo", "days": 2}, {}, [], [1, "two", None],
+    {"nested": {"list": [{"a": 1}]}}, to_jsonable(Image(PNG, "image/png")),
+    to_jsonable(File(b"a,b\n", "text/csv", name="t.csv")), to_jsonable(ResourceLink("https://example.com/r", "r")),
+    [to_jsonable(Image(PNG, "image/png")), "caption"],
+]
+
+
+@pytest.mark.parametrize("value", VALUES, ids=range(len(VALUES)))
+@pytest.mark.parametrize("meta", [None, {"_trace_id": "abc"}])
+def test_explorer_success_body_is_the_schema_dump(value, meta) -> None:
+    long_way = explorer._RESULT.dump({
+        "content": content_blocks(value, LATEST), "isError": False, "_meta": meta,
+        "structuredContent": value if isinstance(value, (dict, list)) and not is_rich(value) else None})
+    straight = explorer.success_body(value, meta)
+    assert straight == long_way
+    assert json.dumps(straight) == json.dumps(long_way)  # key order too: clients see it
+
+
+@pytest.mark.parametrize("value", VALUES, ids=range(len(VALUES)))
+def test_oxp_success_result_is_the_schema_dump(value) -> None:
+    long_way = oxp._RESULT.dump({"call_id": "c-1", "duration": 1.25, "success": True, "value": value, "error": None})
+    straight = {"call_id": "c-1", "duration": 1.25, "success": True, "value": value}
+    assert json.dumps(straight) == json.dumps(long_way)
+
+
+OXP_REQUESTS = [
+    {"tool_id": "Kit.tool"}, {"tool_id": "Kit.tool@2"}, {"tool_id": "Kit.tool@1.2.3", "input": {"a": 1}},
+    {"tool_id": "Kit.tool", "call_id": "c", "trace_id": "t", "input": {}, "context": {}},
+    {"tool_id": "Kit.tool", "context": {"user_id": "u", "other": [1]}},
+    {"tool_id": "Kit.tool\n"}, {"tool_id": "Kit"}, {"tool_id": 7}, {"tool_id": None}, {},
+    {"tool_id": "Kit.tool", "extra": 1}, {"tool_id": "Kit.tool", "call_id": None},
+    {"tool_id": "Kit.tool", "call_id": 3},
+    {"tool_id": "Kit.tool", "input": None}, {"tool_id": "Kit.tool", "input": []}, {"tool_id": "Kit.tool", "input": "x"},
+    {"tool_id": "Kit.tool", "context": None}, {"tool_id": "Kit.tool", "context": {"user_id": 5}},
+    {"tool_id": "Kit.tool", "context": {"secrets": [{"id": "k", "value": "v"}]}},
+    {"tool_id": "Kit.tool", "context": {"authorization": [{"id": "p"}]}},
+]
+
+
+def _loaded(raw):
+    try:
+        return oxp._CALL_REQUEST.load(raw)
+    except ValidationError:
+        return "refused"
+
+
+@pytest.mark.parametrize("raw", OXP_REQUESTS, ids=range(len(OXP_REQUESTS)))
+def test_oxp_plain_call_requests_are_what_the_schema_loads(raw) -> None:
+    if oxp._plain_call(raw):
+        assert _loaded(raw) == raw
+
+
+def test_oxp_plain_call_check_on_random_requests() -> None:
+    rng = random.Random(7)
+    pieces = [None, 1, True, "x", "Kit.tool", "Kit.t@1", [], {}, {"user_id": "u"}, {"a": 1}, {"user_id": 2}]
+    keys = ["tool_id", "call_id", "trace_id", "input", "context", "other"]
+    plain = 0
+    for _ in range(3000):
+        raw = {k: rng.choice(pieces) for k in rng.sample(keys, rng.randint(0, 4))}
+        if rng.random() < 0.5:
+            raw["tool_id"] = rng.choice(["Kit.tool", "Kit.tool@3", "bad id", "Kit.tool\n"])
+        if oxp._plain_call(raw):
+            plain += 1
+            assert _loaded(raw) == raw, raw
+    assert plain > 100  # the check said yes often enough to mean something
+
+
+BODIES = [b'{"a": 1}', b'[1, 2.5, "x"]', b'"text"', b"3", b"null", b"\xef\xbb\xbf{\"bom\": true}",
+          '{"a": "\u00e9"}'.encode("utf-16"), b'{"a": NaN}', b'{"a": 1e999}', b"{", b"", b"\xff\xfe\xff",
+          b"[" * 65 + b"]" * 65, b"[" * 64 + b"]" * 64, b'{"s": "' + b"[" * 200 + b'"}']
+
+
+@pytest.mark.parametrize("raw", BODIES, ids=range(len(BODIES)))
+def test_parse_json_reads_what_json_loads_reads(raw) -> None:
+    def long_way():
+        value = json.loads(raw, parse_constant=lambda name: (_ for _ in ()).throw(ValueError(name)))
+        depth, stack = 0, [(value, 1)]
+        while stack:
+            node, d = stack.pop()
+            if isinstance(node, (dict, list)):
+                depth = max(depth, d)
+                stack.extend((c, d + 1) for c in (node.values() if isinstance(node, dict) else node))
+        if depth > 64 or any(isinstance(v, float) and v in (float("inf"), float("-inf")) for v in _leaves(value)):
+            raise ValueError("refused")
+        return value
+
+    try:
+        expected = long_way()
+    except (ValueError, RecursionError):
+        with pytest.raises(ValueError):
+            parse_json(raw)
+        return
+    assert parse_json(raw) == expected
+
+
+def _leaves(value):
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _leaves(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _leaves(v)
+    else:
+        yield value
+
+
+def test_parse_json_refuses_a_bom_in_text_as_json_loads_does() -> None:
+    with pytest.raises(ValueError, match="BOM"):
+        parse_json("\ufeff{}")
+
+
+ACCEPTS = [None, "", "*/*", "application/json", "text/event-stream", "application/json, text/event-stream",
+           "text/event-stream;q=0.5, application/json;q=0.4", "text/*", "application/*;q=0", "TEXT/EVENT-STREAM",
+           "text/event-stream;q=0", "text/html, */*;q=0.1"]
+
+
+@pytest.mark.parametrize("header", ACCEPTS)
+def test_accept_answers_are_werkzeugs(header) -> None:
+    from flask import Flask
+
+    from flask_tooldiscovery.wire import accepts, best_accepted
+
+    app = Flask(__name__)
+    headers = {} if header is None else {"Accept": header}
+    parsed = parse_accept_header(header, MIMEAccept)
+    for _ in range(2):  # the second time from the memory
+        with app.test_request_context("/", headers=headers) as ctx:
+            assert accepts(ctx.request, "text/event-stream") == parsed["text/event-stream"]
+            assert best_accepted(ctx.request, ("application/json", "text/event-stream")) == parsed.best_match(
+                ["application/json", "text/event-stream"])
+
+
+def _old_coerce(value, schema):
+    """The one-shot walk ``coercion`` compiles (kept here as the reference)."""
+    from flask_tooldiscovery.coerce import _INT, _parse_literal
+    from flask_tooldiscovery.json_schema import primary_type, split_nullable
+
+    if not isinstance(schema, dict) or not schema:
+        return value
+    inner, nullable = split_nullable(dict(schema))
+    target = primary_type(inner, default="")
+    if isinstance(value, str):
+        text = value.strip()
+        if nullable and text in ("null", "None", ""):
+            return None
+        if target == "integer" and _INT.match(text):
+            return int(text)
+        if target == "number":
+            if _INT.match(text):
+                return int(text)
+            try:
+                number = float(text)
+            except ValueError:
+                return value
+            return number if number == number and abs(number) != float("inf") else value
+        if target == "boolean":
+            lowered = text.lower()
+            return True if lowered in ("true", "1", "yes") else False if lowered in ("false", "0", "no") else value
+        if target in ("array", "object"):
+            parsed = _parse_literal(text)
+            if isinstance(parsed, tuple):
+                parsed = list(parsed)
+            if target == "array" and isinstance(parsed, (set, frozenset)):
+                parsed = list(parsed)
+            if (target == "array" and isinstance(parsed, list)) or (target == "object" and isinstance(parsed, dict)):
+                return _old_coerce(parsed, inner)
+        return value
+    if isinstance(value, dict) and target == "object":
+        props = inner.get("properties") or {}
+        extra = inner.get("additionalProperties")
+        return {k: _old_coerce(v, props.get(k, extra if isinstance(extra, dict) else None)) for k, v in value.items()}
+    if isinstance(value, list) and target == "array":
+        items = inner.get("items")
+        return [_old_coerce(v, items if isinstance(items, dict) else None) for v in value]
+    return value
+
+
+SCHEMA = {"type": "object", "properties": {
+    "n": {"type": "integer"}, "x": {"type": "number"}, "b": {"type": "boolean"}, "s": {"type": "string"},
+    "maybe": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+    "list": {"type": "array", "items": {"type": "integer"}},
+    "obj": {"type": "object", "properties": {"deep": {"type": "boolean"}}}, "e": {"enum": [1, 2]}},
+    "additionalProperties": {"type": "number"}}
+
+
+def test_compiled_coercion_is_the_walk_it_replaces() -> None:
+    rng = random.Random(11)
+    texts = ["1", " 2 ", "-3", "1.5", "nan", "inf", "true", "No", "yes", "null", "None", "", "[1, '2']",
+             "{'deep': 'true'}", "{\"deep\": \"false\"}", "(1, 2)", "{1, 2}", "x", "007"]
+    names = [*SCHEMA["properties"], "other", "more"]
+    coerce = coercion(SCHEMA)
+    for _ in range(3000):
+        value = {k: rng.choice([*texts, 1, None, [rng.choice(texts)], {"deep": rng.choice(texts)}])
+                 for k in rng.sample(names, rng.randint(0, len(names)))}
+        assert coerce(value) == _old_coerce(value, SCHEMA), value
+    assert coerce("{'n': '4'}") == {"n": 4}
