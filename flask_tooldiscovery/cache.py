@@ -285,10 +285,11 @@ class FastDiscovery:
 
 
 def request_headers(environ: Environ) -> tuple[tuple[str, Any], ...]:
-    """Every request header (and the content type) but the trace and length ones, in a fixed
-    order: a learned POST answer is only given to a request with all of these the same."""
-    return tuple(sorted((name, value) for name, value in environ.items()
-                        if (name.startswith("HTTP_") and name not in _UNREAD_HEADERS) or name == "CONTENT_TYPE"))
+    """Every request header (and the content type) but the trace and length ones, in the order
+    the server read them: a learned POST answer is only given to a request with all of these the
+    same (a client sending them in another order is learned apart)."""
+    return tuple((name, value) for name, value in environ.items()
+                 if (name[:5] == "HTTP_" and name not in _UNREAD_HEADERS) or name == "CONTENT_TYPE")
 
 
 __all__ = ["Document", "FastDiscovery", "PostLesson", "Served", "WireCache", "request_headers"]

@@ -28,6 +28,8 @@ def log_call(tool: Tool, context: ToolContext, outcome: str, duration_ms: float,
              logger: logging.Logger = log) -> None:
     """The INFO line of one call (``outcome``: ``success``, ``invalid``, ``failure``, or ``refused``
     with the refusal's HTTP ``status``), its :data:`CALL_FIELDS` as the record's ``extra``."""
+    if not logger.isEnabledFor(logging.INFO):
+        return
     logger.info(
         "tool call tool=%s version=%s dialect=%s call_id=%s trace_id=%s outcome=%s%s duration_ms=%.2f",
         tool.name, tool.version, context.dialect, context.call_id, context.trace_id, outcome,

@@ -59,7 +59,7 @@ from .observe import observe_call
 from .registry import ProviderError, ToolSet
 from .settings import Settings, host_allow_list
 from .tool import Tool, ToolContext
-from .wire import JSON_MIMETYPE, json_response, parse_json
+from .wire import JSON_MIMETYPE, dumps, json_response, parse_json
 
 if TYPE_CHECKING:  # pragma: no cover
     from .dialects import Dialect
@@ -561,7 +561,7 @@ class Pipeline:
         toolset = own if toolset is None else toolset
 
         def serialize() -> bytes:
-            text: str = current_app.json.dumps(build(toolset), sort_keys=False)
+            text: str = dumps(build(toolset))
             return text.encode("utf-8")
 
         document = self.cache.document(key, toolset, serialize)

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from flask import Request, Response, current_app
+from flask.json.provider import DefaultJSONProvider, JSONProvider
 from marshmallow import Schema, post_dump
 from werkzeug.datastructures import MIMEAccept
 from werkzeug.http import parse_accept_header
@@ -33,12 +34,31 @@ class WireSchema(Schema):
         return {k: v for k, v in data.items() if v is not None or k in self.keep_none}
 
 
+def dumps(value: Any, provider: JSONProvider | None = None) -> str:
+    """``value`` as JSON text by the app's JSON provider (``provider``, else the current app's),
+    keys in the order the wire schemas and the tools declared them. Flask's default provider's
+    encoder is made once per setting instead of once per call."""
+    if provider is None:
+        provider = current_app.json
+    if type(provider) is not DefaultJSONProvider:
+        return provider.dumps(value, sort_keys=False)
+    ensure_ascii, default = provider.ensure_ascii, provider.default
+    encoder = _ENCODERS.get((ensure_ascii, default))
+    if encoder is None:
+        encoder = _ENCODERS[(ensure_ascii, default)] = json.JSONEncoder(
+            default=default, ensure_ascii=ensure_ascii, sort_keys=False)
+    return encoder.encode(value)
+
+
+#: The encoder of Flask's default JSON provider, per (ensure_ascii, default).
+_ENCODERS: dict[tuple[bool, Any], json.JSONEncoder] = {}
+
+
 def json_response(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
     """A JSON response, serialized by the app's JSON provider, keys in the order the wire
     schemas and the tools declared them (a schema's property order is what clients show)."""
     app = current_app._get_current_object()  # type: ignore[attr-defined]
-    response: Response = app.response_class(app.json.dumps(body, sort_keys=False), status=status,
-                                            mimetype=JSON_MIMETYPE)
+    response: Response = app.response_class(dumps(body, app.json), status=status, mimetype=JSON_MIMETYPE)
     if headers:
         for name, value in headers.items():
             response.headers[name] = value

@@ -221,3 +221,22 @@ def test_compiled_coercion_is_the_walk_it_replaces() -> None:
                  for k in rng.sample(names, rng.randint(0, len(names)))}
         assert coerce(value) == _old_coerce(value, SCHEMA), value
     assert coerce("{'n': '4'}") == {"n": 4}
+
+
+@pytest.mark.parametrize("ensure_ascii", [True, False])
+def test_dumps_is_the_providers_and_the_splice_is_encode(ensure_ascii: bool) -> None:
+    from flask import Flask
+
+    from flask_tooldiscovery.dialects import jsonrpc
+    from flask_tooldiscovery.wire import dumps
+
+    app = Flask(__name__)
+    app.json.ensure_ascii = ensure_ascii  # type: ignore[attr-defined]
+    values = [*VALUES, {"é": "ü", "z": 1, "a": [1.5, None]}, "\u2028", {"b": 1, "a": 2}]
+    for value in values:
+        assert dumps(value, app.json) == app.json.dumps(value, sort_keys=False)
+    page = dumps({"tools": [{"name": "é"}]}, app.json).encode()
+    splice = jsonrpc.result_splice(page, lambda v: dumps(v, app.json))
+    for id_ in (0, 1, -7, 2**70, "", "id", "é", "a\"b"):
+        assert splice(id_) == jsonrpc.encode(jsonrpc.result_body(id_, jsonrpc.Encoded(page)),
+                                             lambda v: app.json.dumps(v, sort_keys=False))

@@ -98,6 +98,20 @@ def result_body(id_: Any, result: Result) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": id_, "result": result}
 
 
+def result_splice(result: bytes, dumps: Callable[[Any], str]) -> Callable[[Any], bytes]:
+    """``id -> encode(result_body(id, Encoded(result)), dumps)``, the envelope around the id
+    encoded once: the bytes :func:`encode` writes, for any id, with one small ``dumps``."""
+    head = dumps({"jsonrpc": "2.0", "id": None, "result": None})  # the id's null first, the result's last
+    at_id, at_result = head.index("null"), head.rindex("null")
+    before, between, after = (head[:at_id].encode("utf-8"), head[at_id + 4:at_result].encode("utf-8"),
+                              head[at_result + 4:].encode("utf-8"))
+
+    def splice(id_: Any) -> bytes:
+        return b"".join((before, dumps(id_).encode("utf-8"), between, result, after))
+
+    return splice
+
+
 def shape(raw: bytes) -> tuple[str, Any] | None:
     """(the request without its id, as canonical JSON text; its id) of a body holding one JSON-RPC
     request, or ``None``: two requests of one shape get the same result under their own ids."""
@@ -107,9 +121,8 @@ def shape(raw: bytes) -> tuple[str, Any] | None:
         return None
     if type(message) is not dict or not valid_id(message.get("id")):
         return None
-    try:
-        key = json.dumps({k: v for k, v in message.items() if k != "id"}, sort_keys=True, separators=(",", ":"),
-                         allow_nan=False)
+    try:  # keys in the order sent: a client sends them in one order, another order is learned apart
+        key = json.dumps({k: v for k, v in message.items() if k != "id"}, allow_nan=False)
     except (ValueError, TypeError, RecursionError):
         return None
     return key, message["id"]
@@ -130,5 +143,5 @@ def encode(reply: Any, dumps: Callable[[Any], str]) -> bytes:
 
 __all__ = [
     "INTERNAL_ERROR", "INVALID_PARAMS", "INVALID_REQUEST", "METHOD_NOT_FOUND", "PARSE_ERROR", "Encoded", "Method",
-    "Result", "RpcError", "dispatch", "encode", "error_body", "result_body", "shape", "valid_id",
+    "Result", "RpcError", "dispatch", "encode", "error_body", "result_body", "result_splice", "shape", "valid_id",
 ]

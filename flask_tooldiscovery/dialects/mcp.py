@@ -14,6 +14,7 @@ from flask import Blueprint, Response, current_app, request
 from flask.json.provider import DefaultJSONProvider
 from marshmallow import fields
 
+from .. import wire
 from ..errors import CoreError, RetryLater, Unavailable
 from ..logs import log
 from ..pipeline import MalformedBody, Pipeline, UnknownTool
@@ -89,6 +90,12 @@ def is_modern(message: Any) -> bool:
             or (isinstance(meta, dict) and VERSION_META_KEY in meta))
 
 
+def list_shape(raw: bytes) -> tuple[str, Any] | None:
+    """:func:`.jsonrpc.shape` of a ``tools/list`` request; any other body (a ``tools/call``...)
+    is told apart by a substring test before anything is parsed."""
+    return rpc.shape(raw) if b"tools/list" in raw else None
+
+
 class McpToolSchema(WireSchema):
     """A registry :class:`Tool` dumped as an MCP ``Tool``."""
 
@@ -141,7 +148,7 @@ def openapi_paths(pipe: Pipeline) -> dict[str, Any]:
 
 def dumps(value: Any) -> str:
     """JSON text by the app's JSON provider, keys in order (as :func:`~..wire.json_response`)."""
-    return current_app.json.dumps(value, sort_keys=False)
+    return wire.dumps(value)
 
 
 def respond(reply: Any, status: int = 200) -> Response:
@@ -199,14 +206,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         """Let the core's fast path answer this very ``tools/list`` again (any id) with these bytes
         in the envelope this dialect writes (by Flask's own JSON provider, usable outside a request)."""
         provider = current_app.json
-        if type(provider) is not DefaultJSONProvider:
-            return
-
-        def dumps_outside(value: Any) -> str:
-            return provider.dumps(value, sort_keys=False)
-
-        pipe.remember_post(toolset, rpc.shape, lambda id_: rpc.encode(rpc.result_body(id_, rpc.Encoded(data)),
-                                                                       dumps_outside))
+        if type(provider) is DefaultJSONProvider:
+            pipe.remember_post(toolset, list_shape, rpc.result_splice(data, lambda v: wire.dumps(v, provider)))
 
     def call_tool(params: dict[str, Any]) -> dict[str, Any]:
         name = params.get("name")
