@@ -249,10 +249,12 @@ def invoke(
     line names the call id and trace id.
     """
     base = logger or log
+    started = time.perf_counter()
     call_log = logging.LoggerAdapter(base, {"tool": tool.name, "call_id": context.call_id,
                                             "trace_id": context.trace_id})
-    ids = f"call_id={context.call_id} trace_id={context.trace_id}"
-    started = time.perf_counter()
+
+    def ids() -> str:  # written only when there is more to say than the call log line
+        return f"call_id={context.call_id} trace_id={context.trace_id}"
 
     def done(status: str, **fields: Any) -> Outcome:
         outcome = Outcome(
@@ -263,7 +265,7 @@ def invoke(
         return outcome
 
     def unexpected(exc: BaseException) -> Outcome:
-        call_log.error("tool %s failed with an unexpected error (%s)", tool.name, ids,
+        call_log.error("tool %s failed with an unexpected error (%s)", tool.name, ids(),
                        exc_info=(type(exc), exc, exc.__traceback__))
         return done("failure", failure=Failure(message=GENERIC_FAILURE, expected=False))
 
@@ -273,11 +275,11 @@ def invoke(
     try:
         value = _call(tool, arguments, context, call_handler, hand_off)
     except asyncio.CancelledError:
-        call_log.info("tool %s was cancelled (%s)", tool.name, ids)
+        call_log.info("tool %s was cancelled (%s)", tool.name, ids())
         return done("failure", failure=Failure(message=CANCELLED, cancelled=True))
     except ToolError as exc:
         if exc.developer_message:
-            call_log.info("tool %s raised ToolError (%s): %s", tool.name, ids, exc.developer_message)
+            call_log.info("tool %s raised ToolError (%s): %s", tool.name, ids(), exc.developer_message)
         return done("failure", failure=Failure.from_tool_error(exc))
     except TimeoutError as exc:
         if tool.timeout is None:

@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-from flask import Blueprint, Flask, Response, current_app, g, has_request_context, request
+from flask import Blueprint, Flask, Request, Response, current_app, g, has_request_context, request
 from flask import signals as flask_signals
 from flask.blueprints import BlueprintSetupState
 from flask.sessions import SecureCookieSessionInterface
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
-from werkzeug.sansio.utils import host_is_trusted
+from werkzeug.sansio.utils import get_content_length, host_is_trusted
 
 from .approvals import APPROVAL_HEADER, Approval, ApprovalRequired, Sealer, needs_approval, prompt_for
 from .auth import (
@@ -108,6 +108,11 @@ def trace_id_of(traceparent: str, given: str) -> str:
     return given if _TRACE_ID.match(given) else new_trace_id()
 
 
+def _content_length(environ: Environ) -> int | None:
+    """``request.content_length``, read from the environ (werkzeug's rule: none when chunked)."""
+    return get_content_length(environ.get("CONTENT_LENGTH"), environ.get("HTTP_TRANSFER_ENCODING"))
+
+
 def _environ_trace_id(environ: Environ) -> str:
     traceparent, given = environ.get("HTTP_TRACEPARENT"), environ.get("HTTP_X_TRACE_ID")
     if traceparent is None and given is None:
@@ -144,40 +149,62 @@ class Slots:
     def __init__(self, limit: int, retry_after: float) -> None:
         self.limit = limit
         self.retry_after = retry_after
-        self._semaphore = threading.BoundedSemaphore(limit) if limit else None
+        self._lock = threading.Lock()  # a count under a lock: never waits, unlike a semaphore's condition
+        self._held = 0
+
+    @property
+    def held(self) -> int:
+        """How many slots are held now."""
+        return self._held
 
     def hold(self) -> _Held:
         """Hold one slot for the ``with`` block. Its value is a hand-off: a call that leaves a
         timed-out tool running calls it and gets the function that frees the slot later."""
         return _Held(self)
 
+    def take(self) -> None:
+        """Take a slot, or :class:`~.errors.Busy` when none is free."""
+        if self.limit:
+            with self._lock:
+                if self._held >= self.limit:
+                    raise Busy(retry_after=self.retry_after)
+                self._held += 1
+
+    def free(self) -> None:
+        """Give a slot back."""
+        if self.limit:
+            with self._lock:
+                self._held -= 1
+
 
 class _Held:
-    """One held call slot (:meth:`Slots.hold`): taken on entry, freed on exit unless handed off."""
+    """One held call slot (:meth:`Slots.hold`): taken on entry, freed on exit unless handed off
+    (then by the function the hand-off returned, once)."""
 
-    __slots__ = ("_handed_off", "_retry_after", "_semaphore")
+    __slots__ = ("_handed_off", "_slots")
 
     def __init__(self, slots: Slots) -> None:
-        self._semaphore = slots._semaphore
-        self._retry_after = slots.retry_after
+        self._slots = slots
         self._handed_off = False
 
     def __enter__(self) -> Callable[[], Callable[[], None]]:
-        if self._semaphore is not None and not self._semaphore.acquire(blocking=False):
-            raise Busy(retry_after=self._retry_after)
+        self._slots.take()
         return self._hand_off
 
     def _hand_off(self) -> Callable[[], None]:
         self._handed_off = True
-        return self._semaphore.release if self._semaphore is not None else _nothing
+        freed = threading.Lock()
+        slots = self._slots
+
+        def free() -> None:
+            if freed.acquire(blocking=False):
+                slots.free()
+
+        return free
 
     def __exit__(self, *exc: object) -> None:
-        if self._semaphore is not None and not self._handed_off:
-            self._semaphore.release()
-
-
-def _nothing() -> None:
-    return None
+        if not self._handed_off:
+            self._slots.free()
 
 
 @dataclass(frozen=True)
@@ -292,8 +319,9 @@ class Pipeline:
 
             @functools.wraps(view)
             def guarded(**kwargs: Any) -> Any:
-                if request.method != "OPTIONS":
-                    self.admit(kind)
+                req = request._get_current_object()  # type: ignore[attr-defined]
+                if req.method != "OPTIONS":
+                    self.admit(kind, req)
                 return view(**kwargs)
 
             self._blueprint.add_url_rule(rule, endpoint=name, view_func=guarded, methods=methods, **options)
@@ -334,7 +362,7 @@ class Pipeline:
             host = req.host
             if not self._host_allowed(host):
                 raise MisdirectedRequest(reason=f"host {host!r} is not allowed")
-        if (req.content_length or 0) > limit:
+        if (_content_length(req.environ) or 0) > limit:
             raise PayloadTooLarge()
 
     def _host_allowed(self, host: str) -> bool:
@@ -362,16 +390,18 @@ class Pipeline:
             return False
         return parsed in self.origins or parsed == origin_of(f"{request.scheme}://{request.host}")
 
-    def admit(self, kind: RouteKind) -> Identity | None:
-        """Guard and identify a request to a route of ``kind``; the identity (or ``None``)."""
-        req = request._get_current_object()  # type: ignore[attr-defined]
+    def admit(self, kind: RouteKind, req: Request | None = None) -> Identity | None:
+        """Guard and identify a request (``req``, else the current one) to a route of ``kind``;
+        the identity (or ``None``)."""
+        if req is None:
+            req = request._get_current_object()  # type: ignore[attr-defined]
         if kind == "call":
             environ = req.environ
             origin = environ.get("HTTP_ORIGIN")
             if origin is not None and not self.origin_allowed(origin):
                 raise Forbidden("Forbidden: origin not allowed.", reason=f"origin {origin!r} is not allowed")
             if req.method == "POST" and req.mimetype != JSON_MIMETYPE:
-                empty = not req.content_length and "HTTP_TRANSFER_ENCODING" not in environ
+                empty = not _content_length(environ) and "HTTP_TRANSFER_ENCODING" not in environ
                 if not (empty and not req.mimetype):  # an empty POST with no type at all carries nothing to refuse
                     raise UnsupportedMediaType()
         identity = None
@@ -398,10 +428,11 @@ class Pipeline:
     def body(self, *, required: bool = False) -> Any:
         """The request body parsed as JSON (``None`` when empty and not ``required``), read once
         and never past the size limit, chunked bodies included."""
-        cached = g.get("_tooldiscovery_body", _UNREAD)
+        state = g._get_current_object()
+        cached = getattr(state, "_tooldiscovery_body", _UNREAD)
         if cached is not _UNREAD:
             return cached
-        raw = g._tooldiscovery_raw = self._read_body(self.settings.max_content_length)
+        raw = state._tooldiscovery_raw = self._read_body(self.settings.max_content_length)
         if not raw.strip():
             if required:
                 raise BadRequest("The request body is empty; a JSON object was expected.")
@@ -411,7 +442,7 @@ class Pipeline:
                 value = parse_json(raw)
             except ValueError as exc:
                 raise MalformedBody(str(exc)) from None
-        g._tooldiscovery_body = value
+        state._tooldiscovery_body = value
         return value
 
     @staticmethod
@@ -424,7 +455,7 @@ class Pipeline:
         """
         req = request._get_current_object()  # type: ignore[attr-defined]
         environ = req.environ
-        length = req.content_length
+        length = _content_length(environ)
         if length is not None and length <= limit and "stream" not in req.__dict__:
             # The usual case: exactly Content-Length bytes from the server's stream, which is then
             # replaced by the same bytes, so the app can still read the body after us.
@@ -491,13 +522,14 @@ class Pipeline:
     def context(self, **fields: Any) -> ToolContext:
         """A :class:`ToolContext` for a call arriving now: call id generated unless given, trace
         id from the request unless given, the identity's subject as ``user_id`` unless given."""
-        identity = self.identity
+        state = g._get_current_object()
+        identity = getattr(state, "_tooldiscovery_identity", None)
         if not fields.get("call_id"):
             fields["call_id"] = new_call_id()
         if fields.get("trace_id"):
-            g._tooldiscovery_trace_id = fields["trace_id"]
+            state._tooldiscovery_trace_id = fields["trace_id"]
         else:
-            fields["trace_id"] = self.trace_id or None
+            fields["trace_id"] = getattr(state, "_tooldiscovery_trace_id", None) or None
         if not fields.get("user_id") and identity is not None:
             fields["user_id"] = identity.subject
         return ToolContext(dialect=self.name, request=request._get_current_object(),  # type: ignore[attr-defined]

@@ -539,6 +539,8 @@ def describe_function(
         output_schema["description"] = returns_doc
 
     def load_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
+        if not converters:  # plain JSON values all through: nothing to convert
+            return dict(arguments)
         loaded, errors = {}, {}
         for key, value in arguments.items():
             try:

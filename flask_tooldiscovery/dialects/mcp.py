@@ -41,6 +41,7 @@ UNSUPPORTED_PROTOCOL_VERSION = -32022
 MODERN_STATUS = {rpc.PARSE_ERROR: 400, rpc.INVALID_REQUEST: 400, rpc.INVALID_PARAMS: 400, HEADER_MISMATCH: 400,
                  UNSUPPORTED_PROTOCOL_VERSION: 400, rpc.METHOD_NOT_FOUND: 404}
 ROUTING_HEADERS = ("MCP-Protocol-Version", "Mcp-Method", "Mcp-Name")
+_ROUTING_KEYS = tuple((name, "HTTP_" + name.upper().replace("-", "_")) for name in ROUTING_HEADERS)
 _B64_HEADER = re.compile(r"^=\?base64\?(.*)\?=$")
 
 
@@ -64,7 +65,7 @@ def modern_refusal(method: str, params: dict[str, Any]) -> rpc.RpcError | None:
         return rpc.RpcError(rpc.INVALID_PARAMS,
                             f"params._meta is missing the required envelope key(s): {', '.join(missing)}")
     version = meta[VERSION_META_KEY]
-    if request.headers.get("MCP-Protocol-Version") != version:
+    if request.environ.get("HTTP_MCP_PROTOCOL_VERSION") != version:
         return rpc.RpcError(HEADER_MISMATCH, "MCP-Protocol-Version header does not match the request envelope's "
                             "version")
     if request.headers.get("Mcp-Method") != method:
@@ -86,8 +87,8 @@ def is_modern(message: Any) -> bool:
     """A 2026-07-28 message: the version header says so, or the ``_meta`` envelope does."""
     params = message.get("params") if isinstance(message, dict) else None
     meta = params.get("_meta") if isinstance(params, dict) else None
-    return (request.headers.get("MCP-Protocol-Version") in MODERN_VERSIONS
-            or (isinstance(meta, dict) and VERSION_META_KEY in meta))
+    return (isinstance(meta, dict) and VERSION_META_KEY in meta) or (
+        request.environ.get("HTTP_MCP_PROTOCOL_VERSION") in MODERN_VERSIONS)
 
 
 def list_shape(raw: bytes) -> tuple[str, Any] | None:
@@ -265,8 +266,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         """A routing header sent twice, or a protocol version this server does not speak."""
         id_ = payload.get("id") if isinstance(payload, dict) and rpc.valid_id(payload.get("id")) else None
         environ = request.environ  # one key per header: WSGI servers join repeated ones with ","
-        for name in ROUTING_HEADERS:
-            if "," in environ.get("HTTP_" + name.upper().replace("-", "_"), ""):
+        for name, environ_key in _ROUTING_KEYS:
+            if "," in environ.get(environ_key, ""):
                 return rpc.error_body(id_, HEADER_MISMATCH, f"{name} header sent more than once"), 400
         version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
         if version is not None and version not in ALL_VERSIONS:
@@ -283,7 +284,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         refused = header_refusal(payload)
         if refused is not None:
             return json_response(*refused)
-        version = request.headers.get("MCP-Protocol-Version")
+        version = request.environ.get("HTTP_MCP_PROTOCOL_VERSION")
         if isinstance(payload, list):  # a batch: 2025-03-26 only, and bounded
             if not payload:
                 return json_response(rpc.error_body(None, rpc.INVALID_REQUEST, "Invalid Request: empty batch."), 400)

@@ -23,7 +23,7 @@ VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion"
 def client_version(meta: Mapping[str, Any] | None = None) -> str:
     """The protocol version of the request being answered: its ``MCP-Protocol-Version`` header,
     else its 2026-07-28 ``_meta`` envelope, else :data:`DEFAULT_VERSION`."""
-    header = request.headers.get("MCP-Protocol-Version") if has_request_context() else None
+    header = request.environ.get("HTTP_MCP_PROTOCOL_VERSION") if has_request_context() else None
     given = (meta or {}).get(VERSION_META_KEY)
     return header or (given if isinstance(given, str) else None) or DEFAULT_VERSION
 
