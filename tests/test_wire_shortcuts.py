@@ -240,3 +240,20 @@ def test_dumps_is_the_providers_and_the_splice_is_encode(ensure_ascii: bool) -> 
     for id_ in (0, 1, -7, 2**70, "", "id", "é", "a\"b"):
         assert splice(id_) == jsonrpc.encode(jsonrpc.result_body(id_, jsonrpc.Encoded(page)),
                                              lambda v: app.json.dumps(v, sort_keys=False))
+
+
+def test_jsonrpc_shape_tells_apart_every_other_request() -> None:
+    from flask_tooldiscovery.dialects import jsonrpc
+
+    def body(value: str, id_: str = "1") -> bytes:
+        return ('{"jsonrpc": "2.0", "id": ' + id_ + ', "method": "tools/list", "params": {"cursor": ' + value
+                + "}}").encode()
+
+    values = ["1", "1.0", "true", '"1"', "null", "[1]", '{"a": 1}', "1e2", "100", '"\\u00e9"', '"é"']
+    keys = [jsonrpc.shape(body(v)) for v in values]
+    assert all(k is not None for k in keys)
+    distinct = {json.dumps(json.loads(v)) for v in values}  # "é" and its escape are one value
+    assert len({k[0] for k in keys if k}) == len(distinct)
+    assert jsonrpc.shape(body("1", '"x"')) == (keys[0][0], "x")  # the id is the fill, not the shape
+    for bad in (b"[]", b"{}", b'{"id": true}', b'{"id": null}', b'{"id": 1.5}', b"{", b"\xff"):
+        assert jsonrpc.shape(bad) is None

@@ -113,17 +113,19 @@ def result_splice(result: bytes, dumps: Callable[[Any], str]) -> Callable[[Any],
 
 
 def shape(raw: bytes) -> tuple[str, Any] | None:
-    """(the request without its id, as canonical JSON text; its id) of a body holding one JSON-RPC
-    request, or ``None``: two requests of one shape get the same result under their own ids."""
+    """(the request without its id, as text; its id) of a body holding one JSON-RPC request, or
+    ``None``: two requests of one shape get the same result under their own ids. The text is the
+    ``repr`` of the decoded values, which tells apart any two JSON values (1, 1.0 and true
+    included); keys stay in the order sent, so another order is another shape."""
     try:
         message = json.loads(raw)
     except (ValueError, RecursionError):
         return None
     if type(message) is not dict or not valid_id(message.get("id")):
         return None
-    try:  # keys in the order sent: a client sends them in one order, another order is learned apart
-        key = json.dumps({k: v for k, v in message.items() if k != "id"}, allow_nan=False)
-    except (ValueError, TypeError, RecursionError):
+    try:
+        key = repr({k: v for k, v in message.items() if k != "id"})
+    except RecursionError:
         return None
     return key, message["id"]
 
