@@ -170,6 +170,8 @@ class FastDiscovery:
         self._served: dict[tuple[Any, ...], Served] = {}
         self._shapes: dict[tuple[Any, ...], Shape] = {}
         self._posts: dict[tuple[Any, ...], ServedPost] = {}
+        #: POST paths whose answers were offered to learn (the others are never captured).
+        self._wanted: set[tuple[Any, ...]] = set()
 
     def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         method = environ.get("REQUEST_METHOD")
@@ -202,6 +204,8 @@ class FastDiscovery:
             return self.wsgi_app(environ, start_response)
         shape = self._shapes.get(key)
         if shape is None or environ.get("QUERY_STRING"):
+            if key not in self._wanted:  # no answer was ever offered here (tool calls...): no capture
+                return self._offered(key, environ, start_response)
             return self._learn(key, environ, start_response)
         try:
             length = int(environ.get("CONTENT_LENGTH") or 0)
@@ -224,6 +228,17 @@ class FastDiscovery:
                 start_response(served.status, headers)
                 return [body]
         return self._learn(key, environ, start_response)
+
+    def _offered(self, key: tuple[Any, ...], environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
+        """The full path's answer to a POST where nothing was offered to learn yet; when it offers
+        a lesson now, the next POST there is captured and learned."""
+        environ[self.ENVIRON_KEY] = None
+        body = self.wsgi_app(environ, start_response)
+        if isinstance(environ.get(self.ENVIRON_KEY), PostLesson):
+            if len(self._wanted) >= self.max_entries:
+                self._wanted.clear()
+            self._wanted.add(key)
+        return body
 
     def _learn(self, key: tuple[Any, ...], environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         """The full path's answer, learned when the full path says it may be (a lesson in the environ)."""

@@ -724,7 +724,8 @@ class Pipeline:
         req = request._get_current_object()  # type: ignore[attr-defined]
         state = g._get_current_object()
         headers = response.headers
-        headers.setdefault("X-Content-Type-Options", "nosniff")
+        if "X-Content-Type-Options" not in headers:
+            headers.add("X-Content-Type-Options", "nosniff")
         for name, value in getattr(state, "_tooldiscovery_headers", {}).items():
             headers[name] = value
         trace_id = getattr(state, "_tooldiscovery_trace_id", "")

@@ -1,5 +1,6 @@
 """MCP ``tools/list`` by POST through the core's fast path: once the full path has answered a plain
-anonymous ``tools/list``, the same request again (any id) is answered from the learned bytes without
+anonymous ``tools/list`` (the first answer marks the endpoint as one with answers to learn, the
+second is learned), the same request again (any id) is answered from the learned bytes without
 Flask, and it is always what the full path would answer: after a registry change, for another
 page, another protocol version, another caller, a cookie, an origin; never for a provider's tools,
 a batch, or a server that needs credentials. Over real HTTP too."""
@@ -67,7 +68,8 @@ def test_same_list_again_skips_flask_and_keeps_each_id() -> None:
     client = app.test_client()
     counted = Counted(app)
     first = client.post("/mcp", data=rpc(1), headers=HEADERS)
-    assert first.status_code == 200 and counted.count == 1
+    assert client.post("/mcp", data=rpc(1), headers=HEADERS).data == first.data  # learned now
+    assert first.status_code == 200 and counted.count == 2
     for id_ in (2, "a-string-id", 12345678901234567890, "é"):
         again = client.post("/mcp", data=rpc(id_), headers={**HEADERS, "X-Trace-Id": "trace-7"})
         assert again.status_code == 200
@@ -76,7 +78,7 @@ def test_same_list_again_skips_flask_and_keeps_each_id() -> None:
         assert again.headers["X-Trace-Id"] == "trace-7"
         assert int(again.headers["Content-Length"]) == len(again.data)
         assert again.data == full_path_answer(app, rpc(id_), {**HEADERS, "X-Trace-Id": "trace-7"})
-    assert counted.count == 1 + 4  # the four full-path references above, the fast answers none
+    assert counted.count == 2 + 4  # the four full-path references above, the fast answers none
     assert first.headers["X-Content-Type-Options"] == "nosniff"
 
 
@@ -118,6 +120,7 @@ def test_requests_with_more_go_through_flask(extra: dict[str, str]) -> None:
     _, app = make()
     client = app.test_client(use_cookies=False)  # the Cookie header sent as it is
     client.post("/mcp", data=rpc(1), headers=HEADERS)
+    client.post("/mcp", data=rpc(1), headers=HEADERS)
     counted = Counted(app)
     answer = client.post("/mcp", data=rpc(2), headers={**HEADERS, **extra})
     assert counted.count == 1
@@ -128,6 +131,7 @@ def test_requests_with_more_go_through_flask(extra: dict[str, str]) -> None:
 def test_other_methods_and_bad_bodies_still_reach_flask() -> None:
     _, app = make()
     client = app.test_client()
+    client.post("/mcp", data=rpc(1), headers=HEADERS)
     client.post("/mcp", data=rpc(1), headers=HEADERS)
     counted = Counted(app)
     call = client.post("/mcp", data=rpc(2, "tools/call", {"name": "tool_1", "arguments": {}}), headers=HEADERS)
@@ -178,7 +182,8 @@ def test_over_real_http() -> None:
 
         counted = Counted(app)
         first, _ = post(1)
+        post(1)
         second, headers = post("two", **{"X-Trace-Id": "t-2"})
         assert second["id"] == "two" and second["result"] == first["result"]
         assert headers["X-Trace-Id"] == "t-2"
-        assert counted.count == 1
+        assert counted.count == 2
