@@ -4,6 +4,7 @@ protocol version knows, and the ``outputSchema`` a tool shows (none for rich res
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,7 +32,19 @@ def client_version(meta: Mapping[str, Any] | None = None) -> str:
 def object_output_schema(tool: Tool) -> tuple[dict[str, Any] | None, bool]:
     """(MCP ``outputSchema``, wrapped?). MCP output schemas are object schemas: any other
     declared output is wrapped as ``{"result": ...}``, as the official SDK does. A tool returning
-    rich results has none: they travel as content blocks, never as ``structuredContent``."""
+    rich results has none: they travel as content blocks, never as ``structuredContent``.
+    Worked out once per tool (shared: never mutate it)."""
+    found = _OUTPUT_SCHEMAS.get(tool)
+    if found is None:
+        found = _OUTPUT_SCHEMAS[tool] = _object_output_schema(tool)
+    return found
+
+
+#: Each tool's MCP output schema (tools are not changed once registered; a new tool is a new key).
+_OUTPUT_SCHEMAS: weakref.WeakKeyDictionary[Tool, tuple[dict[str, Any] | None, bool]] = weakref.WeakKeyDictionary()
+
+
+def _object_output_schema(tool: Tool) -> tuple[dict[str, Any] | None, bool]:
     schema = tool.output_schema
     if not schema or is_rich_schema(schema):
         return None, False

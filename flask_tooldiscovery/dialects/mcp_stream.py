@@ -55,9 +55,11 @@ def requested(meta: Mapping[str, Any]) -> tuple[str | int | None, str | None]:
 
 def caller_key(pipe: Pipeline, request_id: object) -> tuple[object, ...]:
     """Whose call: app, endpoint, the caller's subject (anonymous: its address), request id."""
-    subject = pipe.identity.subject if pipe.identity is not None else None
-    return (id(current_app._get_current_object()), request.blueprint, subject,  # type: ignore[attr-defined]
-            request.remote_addr if subject is None else None, request_id)
+    identity = pipe.identity
+    subject = identity.subject if identity is not None else None
+    req = request._get_current_object()  # type: ignore[attr-defined]
+    return (id(current_app._get_current_object()), req.blueprint, subject,  # type: ignore[attr-defined]
+            req.remote_addr if subject is None else None, request_id)
 
 
 def set_level(params: dict[str, Any]) -> dict[str, Any]:
