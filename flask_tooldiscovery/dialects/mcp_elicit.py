@@ -57,8 +57,8 @@ def timeout(settings: Settings) -> float:
 def can_ask(pipe: Pipeline, tool: Tool | None, params: Mapping[str, Any], version: str) -> bool:
     """Whether a ``tools/call`` of ``tool`` at ``version`` would ask its approval by elicitation
     (the caller checked the client accepts ``text/event-stream``)."""
-    return (tool is not None and version in ELICITING_VERSIONS and timeout(pipe.settings) > 0 and bool(app.secret_key)
-            and needs_approval(tool, destructive=pipe.settings.approve_destructive)
+    return (tool is not None and needs_approval(tool, destructive=pipe.settings.approve_destructive)
+            and version in ELICITING_VERSIONS and timeout(pipe.settings) > 0 and bool(app.secret_key)
             and params.get("requestState") is None and not request.headers.get(APPROVAL_HEADER))
 
 
