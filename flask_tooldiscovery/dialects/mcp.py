@@ -25,7 +25,7 @@ from . import Dialect, mcp_approval, mcp_stream
 from . import jsonrpc as rpc
 from . import mcp_resources as resources
 from .mcp_auth import authenticator, root_blueprint, security_warning
-from .mcp_content import VERSION_META_KEY, object_output_schema
+from .mcp_content import VERSION_META_KEY, client_version, object_output_schema
 
 NAME = "mcp"
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
@@ -210,7 +210,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         if type(provider) is DefaultJSONProvider:
             pipe.remember_post(toolset, list_shape, rpc.result_splice(data, lambda v: wire.dumps(v, provider)))
 
-    def call_tool(params: dict[str, Any]) -> dict[str, Any]:
+    def call_tool(params: dict[str, Any], modern: bool | None = None) -> dict[str, Any]:
         name = params.get("name")
         if not isinstance(name, str) or not name:
             raise rpc.RpcError(rpc.INVALID_PARAMS, "tools/call needs params.name (a string).")
@@ -223,7 +223,9 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         context = pipe.context(extra={"meta": meta}, trace_id=traceparent if isinstance(traceparent, str) else None)
         mcp_stream.listen(pipe, context)  # cancellable from now on; streamed calls start their stream
         try:
-            return mcp_approval.call(pipe, tool, arguments, context, params, is_modern({"params": params}))
+            if modern is None:
+                modern = is_modern({"params": params})
+            return mcp_approval.call(pipe, tool, arguments, context, params, modern, client_version(meta))
         except RetryLater as exc:  # busy, rate limited: a result the model can act on, and Retry-After
             pipe.add_headers(exc.headers)
             return {"content": [{"type": "text", "text": f"{exc.message} Retry in {exc.retry_after} s."}],
@@ -253,7 +255,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         if handler is None:
             raise rpc.RpcError(rpc.METHOD_NOT_FOUND, f"Method not found: {method}")
         try:
-            result = handler(params)
+            result = call_tool(params, modern) if handler is call_tool else handler(params)
         except CoreError as exc:
             raise to_rpc(exc) from None
         return result if isinstance(result, rpc.Encoded) else complete(method, result, modern)

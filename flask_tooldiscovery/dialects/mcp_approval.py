@@ -76,12 +76,13 @@ def cannot_ask(exc: ApprovalRequired) -> dict[str, Any]:
 
 
 def call(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, context: ToolContext,
-         params: Mapping[str, Any], modern: bool) -> dict[str, Any]:
+         params: Mapping[str, Any], modern: bool, version: str | None = None) -> dict[str, Any]:
     """Run a ``tools/call`` through the pipeline with the approval it carries: the result of its
-    outcome, or the request for approval (``modern``: an ``InputRequiredResult``)."""
+    outcome (content blocks in the form ``version`` knows, default the request's), or the request
+    for approval (``modern``: an ``InputRequiredResult``)."""
     approval = approval_of(params)
     try:
-        return call_result(pipe.invoke(tool, arguments or {}, context, approval=approval))
+        return call_result(pipe.invoke(tool, arguments or {}, context, approval=approval), version)
     except ApprovalRequired as exc:
         return input_required(exc) if modern else (
             mcp_elicit.ask(pipe, tool, arguments, context, exc) or cannot_ask(exc))
