@@ -6,6 +6,11 @@ Run: ``python bench/bench_http.py [ROUNDS] [SECONDS] [FILTER]`` (needs ``wrk``: 
 thread, 8 connections. Each case is run once per round, rounds interleaved, and the median
 requests per second is reported; each case runs right after its reference in every round, and the
 ratio is the median of those neighbouring pairs (the machine is shared and noisy).
+
+``BENCH_PIN=1``: every server on CPU 0 and wrk on CPU 1 (``taskset``), so that the load
+generator and the server under test never take turns on one core (as when the load comes from
+another machine); without it the scheduler places them, and ratios move by about +-0.05 from
+run to run.
 """
 
 from __future__ import annotations
@@ -68,6 +73,14 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+PIN = os.environ.get("BENCH_PIN") == "1" and shutil.which("taskset") is not None and (os.cpu_count() or 1) >= 2
+
+
+def pinned(cpu: int, cmd: list[str]) -> list[str]:
+    """``cmd`` run on CPU ``cpu`` when ``BENCH_PIN=1``."""
+    return ["taskset", "-c", str(cpu), *cmd] if PIN else cmd
+
+
 def start(server: str) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(HERE)}
@@ -77,7 +90,7 @@ def start(server: str) -> tuple[subprocess.Popen[bytes], int]:
     else:
         cmd = ["gunicorn", "-w", "1", "-k", "sync", "-b", f"127.0.0.1:{port}", "--log-level", "warning",
                f"http_apps:{server}()"]
-    proc = subprocess.Popen(cmd, cwd=HERE, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(pinned(0, cmd), cwd=HERE, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(200):
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.1):
@@ -103,7 +116,8 @@ def wrk(port: int, method: str, path: str, body: object, seconds: float) -> floa
             script.write(f"wrk.headers[{json.dumps(name)}] = {json.dumps(value)}\n")
         if body is not None:
             script.write(f"wrk.body = {json.dumps(json.dumps(body))}\n")
-    out = subprocess.run(["wrk", "-t1", "-c8", f"-d{seconds:g}s", "-s", script.name, f"http://127.0.0.1:{port}{path}"],
+    out = subprocess.run(pinned(1, ["wrk", "-t1", "-c8", f"-d{seconds:g}s", "-s", script.name,
+                                    f"http://127.0.0.1:{port}{path}"]),
                          capture_output=True, text=True, check=True).stdout
     os.unlink(script.name)
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
@@ -142,7 +156,8 @@ def main() -> None:
             proc.terminate()
             proc.wait()
     print(f"wrk -t1 -c8 -d{seconds:g}s, median of {rounds} rounds; gunicorn 1 sync worker, uvicorn 1 worker; "
-          f"{os.environ.get('TOOLS', '50')} tools; ratio: median of each round's case / reference run just before")
+          f"{os.environ.get('TOOLS', '50')} tools; ratio: median of each round's case / reference run just before"
+          + ("; servers on CPU 0, wrk on CPU 1" if PIN else ""))
     print(f"{'case':34} {'req/s':>8} {'ms/req':>7} {'ratio':>6}  reference")
     for name, _, _, _, _, ref in cases:
         rate = statistics.median(rates[name])

@@ -1,0 +1,126 @@
+"""Every dialect's call, MCP ``tools/list`` and a discovery GET, in process: the WSGI callables of
+``bench/http_apps.py`` called with a prepared environ (no sockets, no test client), beside the
+bare Flask view and the raw WSGI callable. Microseconds per request, the best of interleaved
+rounds (the machine is shared: the best round is the one least disturbed); with ``--profile CASE``,
+a cProfile of that case grouped by file, then its own functions' times.
+
+Run: ``python bench/bench_inprocess.py [CASE,CASE...] [--profile CASE]`` (``ROUNDS`` env var: rounds
+of 300 requests each, default 9). bench/RESULTS.rst ("Speed, part 4") records runs.
+"""
+
+from __future__ import annotations
+
+import collections
+import cProfile
+import io
+import json
+import os
+import pstats
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from http_apps import bare, ours, raw
+from werkzeug.test import EnvironBuilder
+
+CALL = {"city": "Oslo", "days": 2}
+HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+           "MCP-Protocol-Version": "2025-06-18", "Host": "127.0.0.1"}
+
+
+def rpc(method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": 1, "method": method, **({"params": params} if params else {})}
+
+
+#: name: (server, method, path, JSON body or None)
+CASES: dict[str, tuple[str, str, str, Any]] = {
+    "bare": ("bare", "POST", "/call", CALL),
+    "opal": ("ours", "POST", "/opal/tools/forecast_7", {"parameters": CALL}),
+    "oxp": ("ours", "POST", "/oxp/tools/call", {"request": {"tool_id": "Bench.forecast_7", "input": CALL}}),
+    "tdp": ("ours", "POST", "/api/v1/tools/execute", {"tool_name": "forecast_7", "arguments": CALL}),
+    "explorer": ("ours", "POST", "/explorer/tools/forecast_7/call", CALL),
+    "mcpcall": ("ours", "POST", "/mcp", rpc("tools/call", {"name": "forecast_7", "arguments": CALL})),
+    "mcplist": ("ours", "POST", "/mcp", rpc("tools/list")),
+    "opaldisc": ("ours", "GET", "/opal/discovery", None),
+    "raw": ("raw", "GET", "/opal", None),
+}
+
+
+def runner(apps: dict[str, Any], name: str) -> Callable[[], None]:
+    """One request of case ``name``, as a function (asserts a 200)."""
+    server, method, path, body = CASES[name]
+    app = apps[server]
+    data = json.dumps(body).encode() if body is not None else b""
+    environ = EnvironBuilder(path=path, method=method, data=data if body is not None else None,
+                             headers=HEADERS if body is not None else {"Host": "127.0.0.1"}).get_environ()
+    status: list[str] = []
+
+    def start_response(line: str, headers: Any, exc_info: Any = None) -> None:
+        status[:] = [line]
+
+    def one() -> None:
+        env = dict(environ)
+        env["wsgi.input"] = io.BytesIO(data)
+        answer = app(env, start_response)
+        b"".join(answer)
+        getattr(answer, "close", lambda: None)()
+        assert status[0].startswith("200"), (name, status)
+
+    return one
+
+
+def profile(one: Callable[[], None], n: int = 3000) -> None:
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(n):
+        one()
+    prof.disable()
+    stats = pstats.Stats(prof)
+    by_file: collections.Counter[str] = collections.Counter()
+    own: collections.Counter[str] = collections.Counter()
+    total = 0.0
+    for (file, line, func), (_, calls, tottime, _, _) in stats.stats.items():  # type: ignore[attr-defined]
+        total += tottime
+        group = ("flask_tooldiscovery" if "flask_tooldiscovery" in file else "flask" if "/flask/" in file
+                 else "werkzeug" if "werkzeug" in file else "json" if "/json/" in file
+                 else "builtins" if file == "~" else Path(file).name)
+        by_file[group] += tottime
+        if "flask_tooldiscovery" in file:
+            own[f"{file.split('flask_tooldiscovery/')[-1]}:{line}({func}) x{calls / n:.0f}"] += tottime
+    print(f"  profiled: {total / n * 1e6:.0f} us/request (cProfile slows every call; read the shares)")
+    for group, seconds in by_file.most_common(8):
+        print(f"  {seconds / total * 100:5.1f}%  {group}")
+    print("  this package's functions, own time:")
+    for func, seconds in own.most_common(15):
+        print(f"  {seconds / total * 100:5.1f}%  {func}")
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    wanted = CASES if not args or args[0].startswith("--") else args[0].split(",")
+    apps = {"ours": ours(), "bare": bare(), "raw": raw()}
+    runners = {name: runner(apps, name) for name in wanted}
+    for one in runners.values():
+        for _ in range(300):
+            one()
+    best = dict.fromkeys(runners, float("inf"))
+    for _ in range(int(os.environ.get("ROUNDS", "9"))):
+        for name, one in runners.items():
+            start = time.perf_counter()
+            for _ in range(300):
+                one()
+            best[name] = min(best[name], (time.perf_counter() - start) / 300)
+    for name in runners:
+        print(f"{name:10s} {best[name] * 1e6:7.1f} us")
+    if "--profile" in args:
+        name = args[args.index("--profile") + 1]
+        print(f"\nprofile of {name}:")
+        profile(runners.get(name) or runner(apps, name))
+
+
+if __name__ == "__main__":
+    main()
