@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from werkzeug.http import parse_etags
+from werkzeug.sansio.utils import get_content_length
 
 from .registry import ToolSet
 from .tool import Tool
@@ -105,8 +106,10 @@ Shape = Callable[[bytes], "tuple[Hashable, Any] | None"]
 #: Request headers never part of what a learned answer depends on: the trace id is remade for
 #: each answer, and the body's length is the body's business.
 _UNREAD_HEADERS = frozenset({"HTTP_TRACEPARENT", "HTTP_TRACESTATE", "HTTP_X_TRACE_ID", "HTTP_CONTENT_LENGTH"})
-#: The largest body a learned POST answer is looked up for (larger ones go through Flask).
+#: The largest body a POST answer is learned and looked up for (larger ones go through Flask).
 MAX_LEARNED_BODY = 8192
+#: The most request header text (names and values) a learned POST answer is kept under.
+MAX_LEARNED_HEADERS = 4096
 
 
 @dataclass
@@ -207,11 +210,8 @@ class FastDiscovery:
             if key not in self._wanted:  # no answer was ever offered here (tool calls...): no capture
                 return self._offered(key, environ, start_response)
             return self._learn(key, environ, start_response)
-        try:
-            length = int(environ.get("CONTENT_LENGTH") or 0)
-        except ValueError:
-            length = 0
-        if not 0 < length <= MAX_LEARNED_BODY or "HTTP_TRANSFER_ENCODING" in environ:
+        length = get_content_length(environ.get("CONTENT_LENGTH"), environ.get("HTTP_TRANSFER_ENCODING"))
+        if not length or length > MAX_LEARNED_BODY or "HTTP_TRANSFER_ENCODING" in environ:
             return self._learn(key, environ, start_response)
         raw = environ["wsgi.input"].read(length)
         environ["wsgi.input"] = io.BytesIO(raw)  # the full path reads the same bytes
@@ -289,12 +289,15 @@ class FastDiscovery:
         when remaking it gives these very bytes."""
         if not status.startswith("200") or data != lesson.render(lesson.fill):
             return
+        sent = request_headers(environ)
+        if sum(len(name) + len(str(value)) for name, value in sent) > MAX_LEARNED_HEADERS:
+            return  # a learned answer keeps its request's headers: not when a client sends pages of them
         names = [name.lower() for name, _ in headers]
         if len(self._posts) >= self.max_entries:
             self._posts.clear()
             self._shapes.clear()
         self._shapes[key] = lesson.shape
-        self._posts[(key, request_headers(environ), lesson.key)] = ServedPost(
+        self._posts[(key, sent, lesson.key)] = ServedPost(
             lesson, status, list(headers), names.index("x-trace-id") if "x-trace-id" in names else None,
             names.index("content-length") if "content-length" in names else None)
 

@@ -39,7 +39,7 @@ from .auth import (
     JwtVerifier,
     OAuthResourceVerifier,
 )
-from .cache import Document, Environ, FastDiscovery, PostLesson, Shape, WireCache
+from .cache import MAX_LEARNED_BODY, Document, Environ, FastDiscovery, PostLesson, Shape, WireCache
 from .errors import (
     BadRequest,
     Busy,
@@ -461,9 +461,7 @@ class Pipeline:
             # replaced by the same bytes, so the app can still read the body after us.
             raw = environ["wsgi.input"].read(length) if length else b""
             environ["wsgi.input"] = io.BytesIO(raw)
-            if len(raw) < length:
-                raise BadRequest("The request body ended before its Content-Length.")
-            return raw
+            return raw  # a body cut short is parsed as it came, as werkzeug's stream gives it
         if length is None and environ.get("wsgi.input_terminated"):
             stream, parts, size = environ["wsgi.input"], [], 0
             while size <= limit:
@@ -638,7 +636,7 @@ class Pipeline:
         if FastDiscovery.ENVIRON_KEY not in environ or request.method != "POST" or g.get("_tooldiscovery_headers"):
             return
         raw = g.get("_tooldiscovery_raw")
-        shaped = shape(raw) if isinstance(raw, bytes) else None
+        shaped = shape(raw) if isinstance(raw, bytes) and len(raw) <= MAX_LEARNED_BODY else None
         valid = self._learnable(toolset, body=True) if shaped is not None else None
         if shaped is not None and valid is not None:
             environ[FastDiscovery.ENVIRON_KEY] = PostLesson(valid, _environ_trace_id, shape, shaped[0], shaped[1],
@@ -655,10 +653,13 @@ class Pipeline:
         if not self._plain(request.environ, body=body) or not self._plain_app(current_app):
             return None
         fingerprint = toolset.fingerprint
+        limit = self.settings.max_content_length
 
         def valid(environ: Environ) -> bool:
             if not self._plain(environ, body=body) or any(signal.receivers for signal in _REQUEST_SIGNALS):
                 return False
+            if body and (_content_length(environ) or 0) > limit:
+                return False  # the full path refuses it (413): so must the learned answer
             static = registry.static
             if static is None:
                 return False

@@ -187,3 +187,61 @@ def test_over_real_http() -> None:
         assert second["id"] == "two" and second["result"] == first["result"]
         assert headers["X-Trace-Id"] == "t-2"
         assert counted.count == 2
+
+
+def learned(client: Any, data: bytes, headers: dict[str, str] | None = None) -> None:
+    for _ in range(2):  # offered, then learned
+        assert client.post("/mcp", data=data, headers=headers or HEADERS).status_code == 200
+
+
+def test_a_body_over_the_size_limit_is_refused_as_by_the_full_path() -> None:
+    _, app = make(TOOLDISCOVERY_MAX_CONTENT_LENGTH=200)
+    client = app.test_client()
+    learned(client, rpc(1))
+    padded = rpc(2) + b" " * 500  # the same request to the shape, over the limit
+    answer = client.post("/mcp", data=padded, headers=HEADERS)
+    assert answer.status_code == 413
+    assert answer.get_json()["error"]["message"] == "Request body too large."
+
+
+def test_large_bodies_and_header_floods_are_not_learned() -> None:
+    _, app = make()
+    client = app.test_client()
+    big = rpc(1, params={"junk": "x" * 20_000})
+    learned(client, big)
+    flood = {**HEADERS, **{f"X-Junk-{i}": "y" * 400 for i in range(20)}}
+    learned(client, rpc(1), flood)
+    counted = Counted(app)
+    assert client.post("/mcp", data=big, headers=HEADERS).status_code == 200
+    assert client.post("/mcp", data=rpc(2), headers=flood).status_code == 200
+    assert counted.count == 2  # both through Flask: neither was kept
+    fast: Any = app.extensions["tooldiscovery.fast"]
+    assert not fast._posts
+
+
+def test_an_odd_content_length_is_read_as_werkzeug_reads_it() -> None:
+    _, app = make()
+    client = app.test_client()
+    learned(client, rpc(1))
+    overrides = {"CONTENT_LENGTH": "+" + str(len(rpc(2)))}  # int() reads it; werkzeug reads 0
+    odd = client.post("/mcp", data=rpc(2), headers=HEADERS, environ_overrides=overrides)
+    assert odd.status_code == full_path_status(app, rpc(2), overrides) == 400
+
+
+def full_path_status(app: Flask, data: bytes, overrides: dict[str, str]) -> int:
+    def receiver(sender: Any, **extra: Any) -> None:
+        return None
+
+    request_started.connect(receiver, app)
+    try:
+        return app.test_client().post("/mcp", data=data, headers=HEADERS, environ_overrides=overrides).status_code
+    finally:
+        request_started.disconnect(receiver, app)
+
+
+def test_a_body_cut_short_is_parsed_as_it_came() -> None:
+    _, app = make()
+    data = rpc(1, "tools/call", {"name": "tool_2", "arguments": {}})
+    answer = app.test_client().post("/mcp", data=data, headers=HEADERS,
+                                    environ_overrides={"CONTENT_LENGTH": str(len(data) + 10)})
+    assert answer.status_code == 200 and answer.get_json()["result"]["content"][0]["text"] == "2"
