@@ -227,7 +227,8 @@ class FastDiscovery:
                     headers[served.length_at] = ("Content-Length", str(len(body)))
                 start_response(served.status, headers)
                 return [body]
-        return self._learn(key, environ, start_response)
+            return self._learn(key, environ, start_response)
+        return self.wsgi_app(environ, start_response)  # not of the learned kind (a tool call): nothing to learn
 
     def _offered(self, key: tuple[Any, ...], environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         """The full path's answer to a POST where nothing was offered to learn yet; when it offers

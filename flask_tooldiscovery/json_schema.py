@@ -242,20 +242,52 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
+# The checks below are plain loops: a generator per check would cost more than the check itself.
+
+
 def _any_type(tests: list[Callable[[Any], bool]]) -> Check:
-    return lambda v: any(t(v) for t in tests)
+    def check(v: Any) -> bool:
+        for test in tests:  # noqa: SIM110 (a loop: no generator per call)
+            if test(v):
+                return True
+        return False
+
+    return check
 
 
 def _properties(props: dict[str, Check]) -> Check:
-    return lambda v: type(v) is not dict or all(check(v[name]) for name, check in props.items() if name in v)
+    pairs = tuple(props.items())
+
+    def check(v: Any) -> bool:
+        if type(v) is dict:
+            for name, each in pairs:
+                if name in v and not each(v[name]):
+                    return False
+        return True
+
+    return check
 
 
 def _required(names: tuple[str, ...]) -> Check:
-    return lambda v: type(v) is not dict or all(n in v for n in names)
+    def check(v: Any) -> bool:
+        if type(v) is dict:
+            for name in names:
+                if name not in v:
+                    return False
+        return True
+
+    return check
 
 
 def _additional(known: frozenset[str], extra: Check) -> Check:
-    return lambda v: type(v) is not dict or all(extra(item) for name, item in v.items() if name not in known)
+    def check(v: Any) -> bool:
+        if type(v) is dict:
+            for name, item in v.items():
+                if name not in known and not extra(item):
+                    return False
+        return True
+
+    return check
 
 
 def _items(each: Check) -> Check:
@@ -297,7 +329,17 @@ def _all_of(checks: list[Check]) -> Check:
     if len(checks) == 1:
         only = checks[0]
         return lambda v: type(v) in _JSON_VALUE_TYPES and only(v)
-    return lambda v: type(v) in _JSON_VALUE_TYPES and all(check(v) for check in checks)
+    every = tuple(checks)
+
+    def check(v: Any) -> bool:
+        if type(v) not in _JSON_VALUE_TYPES:
+            return False
+        for each in every:  # noqa: SIM110 (a loop: no generator per call)
+            if not each(v):
+                return False
+        return True
+
+    return check
 
 
 def _compile(schema: Any, depth: int = 0) -> Check | None:

@@ -154,7 +154,11 @@ def dumps(value: Any) -> str:
 
 def respond(reply: Any, status: int = 200) -> Response:
     """A JSON-RPC reply (or batch) as the response; pre-encoded results go in as they are."""
-    return current_app.response_class(rpc.encode(reply, dumps), status=status, mimetype=JSON_MIMETYPE)
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    provider = app.json
+    response: Response = app.response_class(rpc.encode(reply, lambda value: wire.dumps(value, provider)),
+                                            status=status, mimetype=JSON_MIMETYPE)
+    return response
 
 
 def server_capabilities(settings: Settings) -> dict[str, Any]:
@@ -300,8 +304,10 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         reply = mcp_stream.dispatch(pipe, payload, lambda: rpc.dispatch(payload, run, failed))
         if not isinstance(reply, dict):  # a notification (202), or the SSE stream of a call
             return reply or Response(status=202)
-        code = reply.get("error", {}).get("code")
-        status = MODERN_STATUS.get(code, 200) if is_modern(payload) else 400 if code == rpc.INVALID_REQUEST else 200
+        error = reply.get("error")
+        code = error.get("code") if isinstance(error, dict) else None
+        status = 200 if code is None else MODERN_STATUS.get(code, 200) if is_modern(payload) \
+            else 400 if code == rpc.INVALID_REQUEST else 200
         return respond(reply, status)
 
     return bp
