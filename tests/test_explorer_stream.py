@@ -200,6 +200,26 @@ def test_json_unless_events_are_preferred(accept) -> None:
         assert r.headers["Content-Type"].startswith("text/event-stream")
 
 
+def test_a_refusal_inside_the_hook_is_answered_after_the_hook_exits() -> None:
+    """A body the call refuses (400) is answered once the hook's manager has exited, even when its
+    exit takes a while: the client never sees the answer of a call whose hook still runs."""
+    tools = Tools()
+    seen: list[str] = []
+
+    @contextlib.asynccontextmanager
+    async def slow_exit(request):
+        seen.append("in")
+        yield
+        await asyncio.sleep(0.3)
+        seen.append("out")
+
+    tools.discovery.auth_hook(slow_exit)
+    with live_server(tools.app()) as base:
+        r = requests.post(f"{base}/explorer/tools/steps/call", data="{bad", timeout=WAIT,
+                          headers={**SSE, "Content-Type": "application/json"})
+        assert r.status_code == 400 and seen == ["in", "out"]
+
+
 @pytest.mark.parametrize("flavour", ["sync", "async"])
 def test_the_stream_runs_inside_the_auth_hook(flavour) -> None:
     """As the plain call: 401 before the body's 400, the body read and the tool run inside the

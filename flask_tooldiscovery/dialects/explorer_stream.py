@@ -114,6 +114,8 @@ def _behind_hook(hook: AuthHook, start: Callable[[], Items], context: ToolContex
                      name="tooldiscovery-explorer-hook").start()
     first = out.get()
     if first is not _STARTED:
+        while first is not _DONE and out.get() is not _DONE:
+            pass  # the refusal is answered once the hook's manager has exited, as the plain call's is
         raise first if isinstance(first, CoreError) else CoreError()
 
     def relay() -> Items:
