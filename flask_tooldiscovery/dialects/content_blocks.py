@@ -28,7 +28,11 @@ def _embedded_uri(block: Mapping[str, Any]) -> str:
 
 
 def _text(value: Any) -> dict[str, Any]:
-    return {"type": "text", "text": value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}
+    return {"type": "text", "text": value if isinstance(value, str) else _TEXT.encode(value)}
+
+
+#: ``json.dumps(value, ensure_ascii=False)``, its encoder made once (json.dumps makes one per call).
+_TEXT = json.JSONEncoder(ensure_ascii=False)
 
 
 def content_block(value: Any, version: str = LATEST) -> dict[str, Any]:

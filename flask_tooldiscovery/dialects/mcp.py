@@ -225,7 +225,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         meta: dict[str, Any] = params["_meta"] if isinstance(params.get("_meta"), dict) else {}
         traceparent = meta.get("traceparent")
         context = pipe.context(extra={"meta": meta}, trace_id=traceparent if isinstance(traceparent, str) else None)
-        mcp_stream.listen(pipe, context)  # cancellable from now on; streamed calls start their stream
+        forget = mcp_stream.listen(pipe, context)  # cancellable from now on; streamed calls start their stream
         try:
             if modern is None:
                 modern = is_modern({"params": params})
@@ -234,6 +234,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             pipe.add_headers(exc.headers)
             return {"content": [{"type": "text", "text": f"{exc.message} Retry in {exc.retry_after} s."}],
                     "isError": True, "_meta": {"retryAfterMs": exc.retry_after_ms}}
+        finally:
+            forget()  # the call is over: nothing left to cancel
 
     methods: dict[str, rpc.Method] = {"initialize": initialize, "ping": lambda params: {}, "server/discover": discover,
                                       "tools/list": list_tools, "tools/call": call_tool, **resources.methods(pipe),
@@ -290,8 +292,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         refused = header_refusal(payload)
         if refused is not None:
             return json_response(*refused)
-        version = request.environ.get("HTTP_MCP_PROTOCOL_VERSION")
         if isinstance(payload, list):  # a batch: 2025-03-26 only, and bounded
+            version = request.environ.get("HTTP_MCP_PROTOCOL_VERSION")
             if not payload:
                 return json_response(rpc.error_body(None, rpc.INVALID_REQUEST, "Invalid Request: empty batch."), 400)
             refusal = (f"batches are not part of protocol version {version}" if version in NO_BATCH_VERSIONS

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from flask import Response, after_this_request, current_app, g, request, stream_with_context
+from flask import Response, current_app, g, request, stream_with_context
 
 from ..approvals import needs_approval
 from ..errors import CoreError
@@ -107,9 +107,9 @@ def dispatch(pipe: Pipeline, payload: Any, run: Callable[[], Reply]) -> Reply | 
                  else "no such call in this worker", pipe.trace_id)
     elicit.receive(pipe, payload)  # an answer to an approval request: to the call waiting for it
     plan = _plan(pipe, payload)
-    setattr(g, sse.PLAN_KEY, plan)
     if plan is None:
         return run()
+    setattr(g, sse.PLAN_KEY, plan)
     copied = contextvars.copy_context()
 
     def work() -> None:
@@ -131,20 +131,25 @@ def dispatch(pipe: Pipeline, payload: Any, run: Callable[[], Reply]) -> Reply | 
                                       headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
 
-def listen(pipe: Pipeline, context: ToolContext) -> None:
+def listen(pipe: Pipeline, context: ToolContext) -> Callable[[], None]:
     """Called by the ``tools/call`` handler just before it runs the tool: the call can now be
-    cancelled by its caller's ``notifications/cancelled``, and a call to stream starts streaming."""
+    cancelled by its caller's ``notifications/cancelled``, and a call to stream starts streaming.
+    Returns the function that forgets the call (the handler calls it when the call is over; a
+    stream also calls it when it closes)."""
     requested(context.extra.get("meta") or {})
     body = pipe.body()
     if not isinstance(body, dict):
-        return  # in a batch, which call a cancellation means is not known
+        return _nothing  # in a batch, which call a cancellation means is not known
     forget = IN_FLIGHT.add(caller_key(pipe, body.get("id")), context)
     plan: Plan | None = g.get(sse.PLAN_KEY)
-    if plan is None:
-        after_this_request(lambda response: forget() or response)
-        return
-    plan.context, plan.forget, context.listener = context, forget, plan.channel.put
-    plan.channel.put(context)  # the stream starts
+    if plan is not None:
+        plan.context, plan.forget, context.listener = context, forget, plan.channel.put
+        plan.channel.put(context)  # the stream starts
+    return forget
+
+
+def _nothing() -> None:
+    return None
 
 
 __all__ = ["DEFAULT_LOG_LEVEL", "IN_FLIGHT", "caller_key", "dispatch", "listen", "requested", "set_level"]
