@@ -210,7 +210,7 @@ class FastDiscovery:
             if key not in self._wanted:  # no answer was ever offered here (tool calls...): no capture
                 return self._offered(key, environ, start_response)
             return self._learn(key, environ, start_response)
-        length = get_content_length(environ.get("CONTENT_LENGTH"), environ.get("HTTP_TRANSFER_ENCODING"))
+        length = content_length(environ)
         if not length or length > MAX_LEARNED_BODY or "HTTP_TRANSFER_ENCODING" in environ:
             return self._learn(key, environ, start_response)
         raw = environ["wsgi.input"].read(length)
@@ -303,6 +303,11 @@ class FastDiscovery:
             names.index("content-length") if "content-length" in names else None)
 
 
+def content_length(environ: Environ) -> int | None:
+    """``request.content_length``, read from the environ (werkzeug's rule: none when chunked)."""
+    return get_content_length(environ.get("CONTENT_LENGTH"), environ.get("HTTP_TRANSFER_ENCODING"))
+
+
 def request_headers(environ: Environ) -> tuple[tuple[str, Any], ...]:
     """Every request header (and the content type) but the trace and length ones, in the order
     the server read them: a learned POST answer is only given to a request with all of these the
@@ -311,4 +316,4 @@ def request_headers(environ: Environ) -> tuple[tuple[str, Any], ...]:
                  if (name[:5] == "HTTP_" and name not in _UNREAD_HEADERS) or name == "CONTENT_TYPE")
 
 
-__all__ = ["Document", "FastDiscovery", "PostLesson", "Served", "WireCache", "request_headers"]
+__all__ = ["Document", "FastDiscovery", "PostLesson", "Served", "WireCache", "content_length", "request_headers"]

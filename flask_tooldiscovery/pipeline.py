@@ -26,7 +26,7 @@ from flask import signals as flask_signals
 from flask.blueprints import BlueprintSetupState
 from flask.sessions import SecureCookieSessionInterface
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
-from werkzeug.sansio.utils import get_content_length, host_is_trusted
+from werkzeug.sansio.utils import host_is_trusted
 
 from .approvals import APPROVAL_HEADER, Approval, ApprovalRequired, Sealer, needs_approval, prompt_for
 from .auth import (
@@ -39,7 +39,16 @@ from .auth import (
     JwtVerifier,
     OAuthResourceVerifier,
 )
-from .cache import MAX_LEARNED_BODY, Document, Environ, FastDiscovery, PostLesson, Shape, WireCache
+from .cache import (
+    MAX_LEARNED_BODY,
+    Document,
+    Environ,
+    FastDiscovery,
+    PostLesson,
+    Shape,
+    WireCache,
+    content_length,
+)
 from .errors import (
     BadRequest,
     Busy,
@@ -108,11 +117,6 @@ def trace_id_of(traceparent: str, given: str) -> str:
     return given if _TRACE_ID.match(given) else new_trace_id()
 
 
-def _content_length(environ: Environ) -> int | None:
-    """``request.content_length``, read from the environ (werkzeug's rule: none when chunked)."""
-    return get_content_length(environ.get("CONTENT_LENGTH"), environ.get("HTTP_TRANSFER_ENCODING"))
-
-
 def _environ_trace_id(environ: Environ) -> str:
     traceparent, given = environ.get("HTTP_TRACEPARENT"), environ.get("HTTP_X_TRACE_ID")
     if traceparent is None and given is None:
@@ -151,11 +155,6 @@ class Slots:
         self.retry_after = retry_after
         self._lock = threading.Lock()  # a count under a lock: never waits, unlike a semaphore's condition
         self._held = 0
-
-    @property
-    def held(self) -> int:
-        """How many slots are held now."""
-        return self._held
 
     def hold(self) -> _Held:
         """Hold one slot for the ``with`` block. Its value is a hand-off: a call that leaves a
@@ -362,7 +361,7 @@ class Pipeline:
             host = req.host
             if not self._host_allowed(host):
                 raise MisdirectedRequest(reason=f"host {host!r} is not allowed")
-        if (_content_length(req.environ) or 0) > limit:
+        if (content_length(req.environ) or 0) > limit:
             raise PayloadTooLarge()
 
     def _host_allowed(self, host: str) -> bool:
@@ -401,7 +400,7 @@ class Pipeline:
             if origin is not None and not self.origin_allowed(origin):
                 raise Forbidden("Forbidden: origin not allowed.", reason=f"origin {origin!r} is not allowed")
             if req.method == "POST" and req.mimetype != JSON_MIMETYPE:
-                empty = not _content_length(environ) and "HTTP_TRANSFER_ENCODING" not in environ
+                empty = not content_length(environ) and "HTTP_TRANSFER_ENCODING" not in environ
                 if not (empty and not req.mimetype):  # an empty POST with no type at all carries nothing to refuse
                     raise UnsupportedMediaType()
         identity = None
@@ -455,7 +454,7 @@ class Pipeline:
         """
         req = request._get_current_object()  # type: ignore[attr-defined]
         environ = req.environ
-        length = _content_length(environ)
+        length = content_length(environ)
         if length is not None and length <= limit and "stream" not in req.__dict__:
             # The usual case: exactly Content-Length bytes from the server's stream, which is then
             # replaced by the same bytes, so the app can still read the body after us.
@@ -658,7 +657,7 @@ class Pipeline:
         def valid(environ: Environ) -> bool:
             if not self._plain(environ, body=body) or any(signal.receivers for signal in _REQUEST_SIGNALS):
                 return False
-            if body and (_content_length(environ) or 0) > limit:
+            if body and (content_length(environ) or 0) > limit:
                 return False  # the full path refuses it (413): so must the learned answer
             static = registry.static
             if static is None:

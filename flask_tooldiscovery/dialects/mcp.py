@@ -214,7 +214,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         if type(provider) is DefaultJSONProvider:
             pipe.remember_post(toolset, list_shape, rpc.result_splice(data, lambda v: wire.dumps(v, provider)))
 
-    def call_tool(params: dict[str, Any], modern: bool | None = None) -> dict[str, Any]:
+    def call_tool(params: dict[str, Any]) -> dict[str, Any]:
         name = params.get("name")
         if not isinstance(name, str) or not name:
             raise rpc.RpcError(rpc.INVALID_PARAMS, "tools/call needs params.name (a string).")
@@ -227,9 +227,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         context = pipe.context(extra={"meta": meta}, trace_id=traceparent if isinstance(traceparent, str) else None)
         forget = mcp_stream.listen(pipe, context)  # cancellable from now on; streamed calls start their stream
         try:
-            if modern is None:
-                modern = is_modern({"params": params})
-            return mcp_approval.call(pipe, tool, arguments, context, params, modern, client_version(meta))
+            return mcp_approval.call(pipe, tool, arguments, context, params, is_modern({"params": params}),
+                                     client_version(meta))
         except RetryLater as exc:  # busy, rate limited: a result the model can act on, and Retry-After
             pipe.add_headers(exc.headers)
             return {"content": [{"type": "text", "text": f"{exc.message} Retry in {exc.retry_after} s."}],
@@ -261,7 +260,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         if handler is None:
             raise rpc.RpcError(rpc.METHOD_NOT_FOUND, f"Method not found: {method}")
         try:
-            result = call_tool(params, modern) if handler is call_tool else handler(params)
+            result = handler(params)
         except CoreError as exc:
             raise to_rpc(exc) from None
         return result if isinstance(result, rpc.Encoded) else complete(method, result, modern)

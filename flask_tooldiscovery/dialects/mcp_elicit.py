@@ -34,7 +34,7 @@ from ..rendezvous import Mailbox, RendezvousError, for_uri
 from ..settings import Settings
 from ..tool import Tool, ToolContext
 from . import mcp_sse as sse
-from .mcp_content import call_result
+from .mcp_content import call_result, client_version
 
 #: Protocol versions whose clients can be asked (elicitation came with 2025-06-18; ``mode`` with 2025-11-25).
 ELICITING_VERSIONS = ("2025-06-18", "2025-11-25")
@@ -54,11 +54,13 @@ def timeout(settings: Settings) -> float:
     return min(settings.mcp_elicitation_timeout, float(settings.approval_ttl))
 
 
-def can_ask(pipe: Pipeline, tool: Tool | None, params: Mapping[str, Any], version: str) -> bool:
-    """Whether a ``tools/call`` of ``tool`` at ``version`` would ask its approval by elicitation
+def can_ask(pipe: Pipeline, tool: Tool | None, params: Mapping[str, Any]) -> bool:
+    """Whether a ``tools/call`` of ``tool`` with ``params`` would ask its approval by elicitation
     (the caller checked the client accepts ``text/event-stream``)."""
+    meta = params.get("_meta")
     return (tool is not None and needs_approval(tool, destructive=pipe.settings.approve_destructive)
-            and version in ELICITING_VERSIONS and timeout(pipe.settings) > 0 and bool(app.secret_key)
+            and client_version(meta if isinstance(meta, Mapping) else None) in ELICITING_VERSIONS
+            and timeout(pipe.settings) > 0 and bool(app.secret_key)
             and params.get("requestState") is None and not request.headers.get(APPROVAL_HEADER))
 
 

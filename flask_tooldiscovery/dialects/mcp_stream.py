@@ -18,7 +18,6 @@ from typing import Any
 
 from flask import Response, current_app, g, request, stream_with_context
 
-from ..approvals import needs_approval
 from ..errors import CoreError
 from ..logs import log
 from ..pipeline import Pipeline
@@ -84,13 +83,10 @@ def _plan(pipe: Pipeline, message: Any) -> Plan | None:
         tool = pipe.tools().get(name) if isinstance(name, str) else None
     except (rpc.RpcError, CoreError):
         return None  # the handler answers it with a plain error
-    if token is None and level is None and (tool is None or not (
-            tool.metadata.get("long_running") or needs_approval(tool, destructive=pipe.settings.approve_destructive))):
-        return None  # the usual call: nothing to stream
-    version = client_version(meta)
     if token is None and level is None and not (tool is not None and tool.metadata.get("long_running")) \
-            and not elicit.can_ask(pipe, tool, params, version):  # approval asked on the stream
+            and not elicit.can_ask(pipe, tool, params):  # approval asked on the stream
         return None
+    version = client_version(meta)
     level = level or (DEFAULT_LOG_LEVEL if version < "2026-07-28" else None)
     return Plan(message["id"], token, level, version, str(name))
 
