@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -33,10 +32,11 @@ from flask_tooldiscovery.rendezvous import LOCAL, RedisRendezvous, RendezvousErr
 from flask_tooldiscovery.settings import SettingsError
 
 from .conftest import free_port, live_server
-from .test_deploy import stop
 from .test_mcp_stream import SSE, WAIT, Stream, call_body
-from .test_operating_server import redis_url  # noqa: F401  (a fixture: a redis-server of our own)
-from .test_operating_server import start as gunicorn
+from .test_operating_server import (
+    app_servers,
+    redis_url,  # noqa: F401  (a fixture: a redis-server of our own)
+)
 
 pytestmark = pytest.mark.slow
 KEY = "shared-elicit-key-" + "e" * 32
@@ -47,20 +47,9 @@ SECRET = "elicit-jwt-secret-0123456789abcdef"
 def serve(tmp_path: Path) -> Iterator[Callable[..., str]]:
     """``serve(workers=1, **app_args)``: the elicit app under gunicorn gthread; its base URL. Every
     server writes its runs to ``tmp_path/runs``."""
-    procs: list[subprocess.Popen[str]] = []
     (tmp_path / "runs").touch()
-
-    def start(workers: int = 1, **args: Any) -> str:
-        call = ", ".join(f"{k}={v!r}" for k, v in {"runs": str(tmp_path / "runs"), **args}.items())
-        base, proc = gunicorn(f"tests.apps.elicit_app:create_app({call})", workers=workers, ready="/mcp")
-        procs.append(proc)
-        return base
-
-    try:
+    with app_servers("tests.apps.elicit_app:create_app", "/mcp", runs=str(tmp_path / "runs")) as start:
         yield start
-    finally:
-        for proc in procs:
-            stop(proc)
 
 
 def runs(tmp_path: Path) -> list[str]:

@@ -13,7 +13,6 @@ import asyncio
 import concurrent.futures
 import http.client
 import json
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,8 +26,7 @@ import requests
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from .test_deploy import stop
-from .test_operating_server import start as gunicorn
+from .test_operating_server import app_servers
 
 pytestmark = pytest.mark.slow
 
@@ -40,19 +38,8 @@ SECRET = "stream-test-secret-0123456789abcdef"
 @pytest.fixture
 def serve(tmp_path: Path) -> Iterator[Callable[..., str]]:
     """``serve(workers, **app_args)``: the stream app under gunicorn gthread; its base URL."""
-    procs: list[subprocess.Popen[str]] = []
-
-    def start(workers: int, **args: Any) -> str:
-        call = ", ".join(f"{k}={v!r}" for k, v in {"markers": str(tmp_path), **args}.items())
-        base, proc = gunicorn(f"tests.apps.stream_app:create_app({call})", workers=workers, ready="/mcp")
-        procs.append(proc)
-        return base
-
-    try:
+    with app_servers("tests.apps.stream_app:create_app", "/mcp", markers=str(tmp_path)) as start:
         yield start
-    finally:
-        for proc in procs:
-            stop(proc)
 
 
 def marked(folder: Path, line: str) -> bool:

@@ -6,13 +6,15 @@ when CI is set."""
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
@@ -83,6 +85,25 @@ def start(app_spec: str, *, workers: int = 1, worker_class: str = "gthread", thr
         stop(proc)
         raise
     return base, proc
+
+
+@contextlib.contextmanager
+def app_servers(factory: str, ready: str, **defaults: Any) -> Iterator[Callable[..., str]]:
+    """``start(workers=1, **args)``: ``factory(**defaults, **args)`` (a ``module:function`` of an
+    app factory) under gunicorn gthread, its base URL; every server started is stopped at the end."""
+    procs: list[subprocess.Popen] = []
+
+    def start_one(workers: int = 1, **args: Any) -> str:
+        call = ", ".join(f"{k}={v!r}" for k, v in {**defaults, **args}.items())
+        base, proc = start(f"{factory}({call})", workers=workers, ready=ready)
+        procs.append(proc)
+        return base
+
+    try:
+        yield start_one
+    finally:
+        for proc in procs:
+            stop(proc)
 
 
 def opal(base: str, tool: str, **arguments: object) -> requests.Response:
