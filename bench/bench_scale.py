@@ -137,7 +137,7 @@ def main() -> None:
         last_cursor = json.loads(request(app, "POST", "/mcp", first_page)).get("result", {}).get("nextCursor")
         last_page = first_page
         if last_cursor is not None:
-            from flask_tooldiscovery.wire import page_cursor
+            from flask_tooldiscovery.serving.wire import page_cursor
 
             last_page = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
                                     "params": {"cursor": page_cursor((pages - 1) * 100)}}).encode()
@@ -155,7 +155,7 @@ def main() -> None:
               f"{flask_path:9.1f} {p1:9.1f} {plast:11.1f} {kib:8.2f}")
     print()
     print(f"{'tools':>6} {'provider: dicts, us/discovery':>30} {'provider: Tool objects, us/discovery':>37}")
-    from flask_tooldiscovery.registry import tool_from_object
+    from flask_tooldiscovery.tools.registry import tool_from_object
 
     for n in sizes:
         dicts = provided(n)

@@ -1,15 +1,15 @@
 """flask-tooldiscovery: serve plain Python functions as tools to AI agents from a Flask app."""
 
-from .auth import AuthError
 from .dialects import Dialect
 from .errors import CoreError
 from .extension import ToolDiscovery
-from .invoke import Failure, Outcome
-from .registry import ProviderError, RegistrationError
-from .results import Audio, File, Image, ResourceLink
+from .serving.identity import AuthError
 from .settings import Settings, SettingsError
-from .signature import SignatureError
-from .tool import Tool, ToolContext, ToolError
+from .tools.invoke import Failure, Outcome
+from .tools.model import Tool, ToolContext, ToolError
+from .tools.registry import ProviderError, RegistrationError
+from .tools.results import Audio, File, Image, ResourceLink
+from .tools.signature import SignatureError
 
 __all__ = [
     "Audio",

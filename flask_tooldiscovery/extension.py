@@ -12,7 +12,11 @@ from flask import Flask, current_app, g, has_app_context, has_request_context, r
 from flask.cli import FlaskGroup
 
 from . import settings as cfg
-from .auth import (
+from .dialects import BUILTIN, Dialect, load
+from .observe.logs import log, show_call_log
+from .observe.operations import KEY as OPERATIONS_KEY
+from .observe.operations import Operations
+from .serving.identity import (
     ApiKeyVerifier,
     Authenticator,
     AuthHook,
@@ -23,17 +27,13 @@ from .auth import (
     JwtVerifier,
     Verifier,
 )
-from .dialects import BUILTIN, Dialect, load
-from .invoke import HandOff, Outcome, invoke
-from .logs import log, show_call_log
-from .observe import KEY as OPERATIONS_KEY
-from .observe import Operations
-from .pipeline import AppState, Pipeline, Slots
-from .registry import ToolRegistry, ToolSet, ToolsProvider, tool_from_function
-from .resources import ResourceRegistry, resource_from_function
+from .serving.pipeline import AppState, Pipeline, Slots
 from .settings import Settings, SettingsError
-from .tool import Tool, ToolContext
-from .views import ViewTools
+from .tools.invoke import HandOff, Outcome, invoke
+from .tools.model import Tool, ToolContext
+from .tools.registry import ToolRegistry, ToolSet, ToolsProvider, tool_from_function
+from .tools.resources import ResourceRegistry, resource_from_function
+from .tools.views import ViewTools
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -135,7 +135,7 @@ class ToolDiscovery:
             if root is not None:
                 app.register_blueprint(root)
         if settings.metrics and settings.metrics_path:
-            from . import metrics
+            from .observe import metrics
 
             app.register_blueprint(metrics.blueprint(settings, app.config.get("TRUSTED_HOSTS")))
         show_call_log(settings.call_log)
@@ -144,7 +144,7 @@ class ToolDiscovery:
                         if (check := self.dialect(name).security_warning) and (w := check(settings, self))]
             if warnings:
                 log.warning("flask-tooldiscovery: %s", "; ".join(warnings))
-        from .cli import tools_cli
+        from .cli.commands import tools_cli
 
         if "tools" not in app.cli.commands:
             app.cli.add_command(tools_cli)

@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit
 
-from .logs import log
+from .observe.logs import log
 
 PREFIX = "TOOLDISCOVERY_"
 
@@ -182,7 +182,7 @@ def parse_urls(key: str, value: Any) -> tuple[str, ...]:
 
 
 def _state_storage(key: str, value: Any) -> str:
-    from .rendezvous import check_uri
+    from .calls.rendezvous import check_uri
 
     try:
         return check_uri(key, parse_str(key, value) or "")

@@ -12,8 +12,8 @@ import pytest
 from flask import Flask
 
 from flask_tooldiscovery import ToolDiscovery
-from flask_tooldiscovery.auth import Identity
-from flask_tooldiscovery.cache import FastDiscovery
+from flask_tooldiscovery.serving.cache import FastDiscovery
+from flask_tooldiscovery.serving.identity import Identity
 
 PATHS = {"opal": "/opal/discovery", "oxp": "/oxp/tools", "tdp": "/api/v1/tools", "explorer": "/explorer/tools"}
 
@@ -195,7 +195,7 @@ def test_protected_discovery_keeps_its_identity_check() -> None:
 
 
 def test_open_discovery_reads_credentials_when_sent(monkeypatch: pytest.MonkeyPatch) -> None:
-    from flask_tooldiscovery.auth import BearerVerifier
+    from flask_tooldiscovery.serving.identity import BearerVerifier
 
     app = make(two_tools(), TOOLDISCOVERY_OPAL_BEARER_TOKEN="sesame", TOOLDISCOVERY_DIALECTS=["opal"])
     client = app.test_client()

@@ -13,7 +13,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from flask import Flask, jsonify
 
 from flask_tooldiscovery import SettingsError, ToolContext, ToolDiscovery
-from flask_tooldiscovery.auth import Identity
+from flask_tooldiscovery.serving.identity import Identity
 
 from .conformance.drivers import DRIVERS
 from .conftest import live_server

@@ -11,8 +11,8 @@ from typing import Literal
 import pytest
 
 from flask_tooldiscovery import ToolContext, ToolDiscovery, ToolError
-from flask_tooldiscovery.coerce import coerce_value
-from flask_tooldiscovery.invoke import GENERIC_FAILURE
+from flask_tooldiscovery.tools.coerce import coerce_value
+from flask_tooldiscovery.tools.invoke import GENERIC_FAILURE
 
 #: Event loops the async tool ran on.
 LOOPS: list[asyncio.AbstractEventLoop] = []

@@ -28,7 +28,7 @@ from mcp_types import ElicitResult
 from werkzeug.wrappers import Request, Response
 
 from flask_tooldiscovery import ToolDiscovery
-from flask_tooldiscovery.rendezvous import LOCAL, RedisRendezvous, RendezvousError, for_uri
+from flask_tooldiscovery.calls.rendezvous import LOCAL, RedisRendezvous, RendezvousError, for_uri
 from flask_tooldiscovery.settings import SettingsError
 
 from .conftest import free_port, live_server

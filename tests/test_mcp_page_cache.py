@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import requests
 
-from flask_tooldiscovery.cache import WireCache
+from flask_tooldiscovery.serving.cache import WireCache
 
 from .test_deploy import stop
 from .test_operating_server import start

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import requests
 
-from flask_tooldiscovery import callbacks
-from flask_tooldiscovery.invoke import GENERIC_FAILURE
+from flask_tooldiscovery.calls import callbacks
+from flask_tooldiscovery.tools.invoke import GENERIC_FAILURE
 
 from .conftest import free_port
 from .test_deploy import stop

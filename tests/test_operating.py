@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 from flask import Flask
 
-from flask_tooldiscovery import RegistrationError, SettingsError, ToolDiscovery, ToolError, signals
+from flask_tooldiscovery import RegistrationError, SettingsError, ToolDiscovery, ToolError
+from flask_tooldiscovery.observe import signals
 
 TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
 PARENT_ID = "b7ad6b7169203331"
@@ -256,7 +257,7 @@ def test_signals_come_in_order_with_the_calls_fields(received) -> None:
 
 def test_signals_are_sent_by_the_core_for_a_dialect_of_ones_own(received) -> None:
     from flask_tooldiscovery import Dialect
-    from flask_tooldiscovery.wire import json_response
+    from flask_tooldiscovery.serving.wire import json_response
 
     def blueprint(pipe):
         bp = pipe.blueprint(__name__)
@@ -468,7 +469,7 @@ def test_json_call_log_lines_carry_the_call_fields_and_no_secret(tmp_path: Path)
 
 def test_gunicorns_child_exit_hook_forgets_a_dead_workers_live_gauges(monkeypatch, tmp_path) -> None:
     pytest.importorskip("prometheus_client")
-    from flask_tooldiscovery.metrics import child_exit
+    from flask_tooldiscovery.observe.metrics import child_exit
 
     (tmp_path / "gauge_livesum_4242.db").write_bytes(b"")
     (tmp_path / "counter_4242.db").write_bytes(b"")

@@ -23,15 +23,15 @@ from jsonschema.exceptions import SchemaError
 from jsonschema.validators import Draft202012Validator
 
 from flask_tooldiscovery import ToolContext, ToolDiscovery
-from flask_tooldiscovery.json_schema import (
+from flask_tooldiscovery.tools.json_schema import (
     check_schema,
     plainly_valid,
     quick_check,
     validate_arguments,
     validator_for_schema,
 )
-from flask_tooldiscovery.registry import RegistrationError
-from flask_tooldiscovery.signature import _parse_doc, _type_hints, parse_docstring
+from flask_tooldiscovery.tools.registry import RegistrationError
+from flask_tooldiscovery.tools.signature import _parse_doc, _type_hints, parse_docstring
 
 
 def meta_valid(schema: Any) -> bool:
@@ -351,7 +351,7 @@ def test_invalid_arguments_get_jsonschemas_errors_through_the_quick_check(make_a
 
 
 def test_opal_parameters_are_what_its_parameter_schema_dumps(make_app: Any) -> None:
-    from flask_tooldiscovery.dialects.opal import OpalParameterSchema
+    from flask_tooldiscovery.dialects.opal.dialect import OpalParameterSchema
 
     d = ToolDiscovery()
 

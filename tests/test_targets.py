@@ -10,7 +10,7 @@ import pytest
 from flask import Flask
 
 from flask_tooldiscovery import ToolDiscovery
-from flask_tooldiscovery.targets import TARGETS, dangling_refs
+from flask_tooldiscovery.cli.targets import TARGETS, dangling_refs
 
 REFS = {"type": "object", "$defs": {"City": {"type": "object", "properties": {"name": {"type": "string"}},
                                              "required": ["name"]}},

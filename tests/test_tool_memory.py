@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from flask_tooldiscovery.cache import WireCache
-from flask_tooldiscovery.json_schema import inline_refs
-from flask_tooldiscovery.tool import Tool, parse_version
+from flask_tooldiscovery.serving.cache import WireCache
+from flask_tooldiscovery.tools.json_schema import inline_refs
+from flask_tooldiscovery.tools.model import Tool, parse_version
 
 
 def tool(schema: dict[str, Any], name: str = "t", version: str = "1.0.0") -> Tool:

@@ -10,7 +10,7 @@ import pytest
 from flask import Flask
 
 from flask_tooldiscovery import ToolDiscovery
-from flask_tooldiscovery.auth import Identity
+from flask_tooldiscovery.serving.identity import Identity
 
 from .conformance.drivers import DRIVERS
 

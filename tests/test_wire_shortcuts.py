@@ -16,11 +16,12 @@ from werkzeug.datastructures import MIMEAccept
 from werkzeug.http import parse_accept_header
 
 from flask_tooldiscovery import File, Image, ResourceLink
-from flask_tooldiscovery.coerce import coercion, to_jsonable
-from flask_tooldiscovery.dialects import explorer, oxp
+from flask_tooldiscovery.dialects import oxp
 from flask_tooldiscovery.dialects.content_blocks import LATEST, content_blocks
-from flask_tooldiscovery.results import is_rich
-from flask_tooldiscovery.wire import parse_json
+from flask_tooldiscovery.dialects.explorer import dialect as explorer
+from flask_tooldiscovery.serving.wire import parse_json
+from flask_tooldiscovery.tools.coerce import coercion, to_jsonable
+from flask_tooldiscovery.tools.results import is_rich
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
 
@@ -145,7 +146,7 @@ ACCEPTS = [None, "", "*/*", "application/json", "text/event-stream", "applicatio
 def test_accept_answers_are_werkzeugs(header) -> None:
     from flask import Flask
 
-    from flask_tooldiscovery.wire import accepts, best_accepted
+    from flask_tooldiscovery.serving.wire import accepts, best_accepted
 
     app = Flask(__name__)
     headers = {} if header is None else {"Accept": header}
@@ -159,8 +160,8 @@ def test_accept_answers_are_werkzeugs(header) -> None:
 
 def _old_coerce(value, schema):
     """The one-shot walk ``coercion`` compiles (kept here as the reference)."""
-    from flask_tooldiscovery.coerce import _INT, _parse_literal
-    from flask_tooldiscovery.json_schema import primary_type, split_nullable
+    from flask_tooldiscovery.tools.coerce import _INT, _parse_literal
+    from flask_tooldiscovery.tools.json_schema import primary_type, split_nullable
 
     if not isinstance(schema, dict) or not schema:
         return value
@@ -227,8 +228,8 @@ def test_compiled_coercion_is_the_walk_it_replaces() -> None:
 def test_dumps_is_the_providers_and_the_splice_is_encode(ensure_ascii: bool) -> None:
     from flask import Flask
 
-    from flask_tooldiscovery.dialects import jsonrpc
-    from flask_tooldiscovery.wire import dumps
+    from flask_tooldiscovery.dialects.mcp import jsonrpc
+    from flask_tooldiscovery.serving.wire import dumps
 
     app = Flask(__name__)
     app.json.ensure_ascii = ensure_ascii  # type: ignore[attr-defined]
@@ -243,7 +244,7 @@ def test_dumps_is_the_providers_and_the_splice_is_encode(ensure_ascii: bool) -> 
 
 
 def test_jsonrpc_shape_tells_apart_every_other_request() -> None:
-    from flask_tooldiscovery.dialects import jsonrpc
+    from flask_tooldiscovery.dialects.mcp import jsonrpc
 
     def body(value: str, id_: str = "1") -> bytes:
         return ('{"jsonrpc": "2.0", "id": ' + id_ + ', "method": "tools/list", "params": {"cursor": ' + value

@@ -20,11 +20,11 @@ from ..errors import STATUS_NAMES, CoreError
 if TYPE_CHECKING:  # pragma: no cover
     from flask import Blueprint
 
-    from ..auth import Authenticator
     from ..extension import ToolDiscovery
-    from ..pipeline import Pipeline
+    from ..serving.identity import Authenticator
+    from ..serving.pipeline import Pipeline
     from ..settings import Settings
-    from ..tool import Tool
+    from ..tools.model import Tool
 
 
 def default_error_response(exc: CoreError) -> tuple[Any, int]:
@@ -73,11 +73,11 @@ class Dialect:
 
 #: The dialects this package ships, by name: the module whose ``DIALECT`` describes each.
 BUILTIN: dict[str, str] = {
-    "explorer": "flask_tooldiscovery.dialects.explorer",
-    "opal": "flask_tooldiscovery.dialects.opal",
+    "explorer": "flask_tooldiscovery.dialects.explorer.dialect",
+    "opal": "flask_tooldiscovery.dialects.opal.dialect",
     "oxp": "flask_tooldiscovery.dialects.oxp",
-    "tdp": "flask_tooldiscovery.dialects.tdp",
-    "mcp": "flask_tooldiscovery.dialects.mcp",
+    "tdp": "flask_tooldiscovery.dialects.tdp.dialect",
+    "mcp": "flask_tooldiscovery.dialects.mcp.dialect",
     "utcp": "flask_tooldiscovery.dialects.utcp",
     "openapi": "flask_tooldiscovery.dialects.openapi",
     "server_card": "flask_tooldiscovery.dialects.server_card",

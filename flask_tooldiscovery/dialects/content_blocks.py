@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote, unquote
 
-from ..results import RichBlock, is_rich
+from ..tools.results import RichBlock, is_rich
 
 #: The newest content blocks (what the explorer, which speaks no version, shows).
 LATEST = "2026-07-28"

@@ -16,9 +16,9 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, request
 
-from ..pipeline import Pipeline
+from ..serving.pipeline import Pipeline
 from . import Dialect
-from .mcp import ALL_VERSIONS, server_capabilities
+from .mcp.dialect import ALL_VERSIONS, server_capabilities
 from .utcp import UTCP_VERSION
 
 NAME = "manifest"
@@ -77,7 +77,7 @@ def _mcp(pipe: Pipeline, dialects: dict[str, Any]) -> dict[str, Any] | None:
                                      if r["url"].endswith("/server-card")), None)
         out["serverCard"] = card(pipe)
     if settings.mcp_authorization_servers:
-        from .mcp_auth import metadata_url, resource_url
+        from .mcp.auth import metadata_url, resource_url
 
         out["authorization"] = {"resourceMetadataUrl": metadata_url(resource_url(settings, request)),
                                 "authorizationServers": list(settings.mcp_authorization_servers),

@@ -13,8 +13,8 @@ from typing import Any
 
 from flask import Blueprint, Response, request
 
-from ..export import openapi_document
-from ..pipeline import Pipeline
+from ..cli.export import openapi_document
+from ..serving.pipeline import Pipeline
 from ..settings import SettingsError
 from . import Dialect
 

@@ -10,13 +10,13 @@ from typing import Any
 from flask import Blueprint, Response, request
 from marshmallow import RAISE, Schema, ValidationError, fields, post_dump, validate
 
-from ..auth import ApiKeyVerifier, Authenticator, JwtVerifier, Verifier
 from ..errors import BadRequest, CoreError, Unauthorized, Unavailable
-from ..json_schema import inline_refs
-from ..pipeline import Pipeline, UnknownTool
+from ..serving.identity import ApiKeyVerifier, Authenticator, JwtVerifier, Verifier
+from ..serving.pipeline import Pipeline, UnknownTool
+from ..serving.wire import WireSchema, json_response, openapi_post, validation_messages
 from ..settings import Settings
-from ..tool import Tool, parse_version
-from ..wire import WireSchema, json_response, openapi_post, validation_messages
+from ..tools.json_schema import inline_refs
+from ..tools.model import Tool, parse_version
 from . import Dialect
 
 NAME = "oxp"

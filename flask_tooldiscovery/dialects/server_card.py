@@ -14,12 +14,12 @@ from urllib.parse import urlsplit
 
 from flask import Blueprint, Response, request
 
-from ..export import security_schemes
-from ..pipeline import Pipeline
+from ..cli.export import security_schemes
+from ..serving.pipeline import Pipeline
 from ..settings import SettingsError
 from . import Dialect
-from .mcp import ALL_VERSIONS
-from .mcp import NAME as MCP
+from .mcp.dialect import ALL_VERSIONS
+from .mcp.dialect import NAME as MCP
 
 NAME = "server_card"
 SCHEMA_URL = "https://static.modelcontextprotocol.io/schemas/v1/server-card.schema.json"

@@ -12,12 +12,12 @@ from urllib.parse import quote
 
 from flask import Blueprint, Response, request
 
-from ..export import security_schemes
-from ..invoke import Outcome
-from ..json_schema import inline_refs
-from ..pipeline import Pipeline
-from ..tool import Tool
-from ..wire import JSON_MIMETYPE, json_response
+from ..cli.export import security_schemes
+from ..serving.pipeline import Pipeline
+from ..serving.wire import JSON_MIMETYPE, json_response
+from ..tools.invoke import Outcome
+from ..tools.json_schema import inline_refs
+from ..tools.model import Tool
 from . import Dialect
 
 NAME = "utcp"

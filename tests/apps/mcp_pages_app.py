@@ -10,7 +10,7 @@ from typing import Any
 from flask import Flask
 
 from flask_tooldiscovery import ToolDiscovery
-from flask_tooldiscovery.auth import Identity
+from flask_tooldiscovery.serving.identity import Identity
 
 
 def constant(value: Any) -> Any:

@@ -1,0 +1,194 @@
+"""``flask tools ...``: list, show, call, export and check the app's tools."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+from flask import current_app, g
+from flask.cli import AppGroup
+
+from ..serving.identity import Identity
+from ..serving.wire import parse_json
+from .export import lint, openai_tools
+from .targets import TARGETS
+
+tools_cli = AppGroup("tools", help="List, inspect, call, export and lint the app's tools.")
+
+
+def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    ctx.meta[f"tooldiscovery.{param.name}"] = value
+    return value
+
+
+tools_cli.params += [
+    click.Option(["--as", "subject"], metavar="SUBJECT", expose_value=False, callback=_remember,
+                 help="Show and call the tools as this caller sees them (with --scope)."),
+    click.Option(["--scope", "scopes"], metavar="SCOPE", multiple=True, expose_value=False, callback=_remember,
+                 help="A scope the caller holds (repeat it); tools needing others are hidden."),
+]
+
+
+def _ext() -> Any:
+    """The extension, with the caller given by ``--as``/``--scope`` (if any) in force for this command."""
+    meta = click.get_current_context().meta
+    subject, scopes = meta.get("tooldiscovery.subject"), meta.get("tooldiscovery.scopes") or ()
+    if subject or scopes:
+        g._tooldiscovery_identity = Identity(subject=subject, scopes=tuple(scopes), method="cli")
+    return current_app.extensions["tooldiscovery"]
+
+
+def _tools() -> Any:
+    """The tools in force, as the ``--as``/``--scope`` caller sees them (everything without them)."""
+    ext = _ext()
+    identity = g.get("_tooldiscovery_identity")
+    return ext.tools().visible_to(identity) if identity is not None else ext.tools()
+
+
+def _find(name: str) -> Any:
+    """The tool ``name`` (latest) or ``name@x.y.z`` (that version), or a click error."""
+    base, _, version = name.partition("@")
+    tool = _tools().get(base, version or None)
+    if tool is None:
+        raise click.ClickException(f"Tool not found: {name}")
+    return tool
+
+
+def _dump(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+@tools_cli.command("list")
+def list_tools() -> None:
+    """List every tool with its version and the first line of its description."""
+    for tool in _tools():
+        first = (tool.description or "").strip().splitlines()[:1]
+        click.echo(f"{tool.name}@{tool.version}\t{first[0] if first else ''}")
+
+
+@tools_cli.command("show")
+@click.argument("name")
+def show_tool(name: str) -> None:
+    """Print one tool's definition and schemas as JSON (NAME or NAME@VERSION)."""
+    tool = _find(name)
+    _dump({"name": tool.name, "version": tool.version, "description": tool.description,
+           "annotations": tool.annotations, "input_schema": tool.input_schema,
+           "output_schema": tool.output_schema})
+
+
+@tools_cli.command("call")
+@click.argument("name")
+@click.option("--input", "input_", default="{}", show_default=True,
+              help="The arguments, as a JSON object.")
+def call_tool(name: str, input_: str) -> None:
+    """Call a tool (NAME or NAME@VERSION) through the same path as every dialect; exit 1 when
+    it fails."""
+    ext = _ext()
+    tool = _find(name)
+    try:
+        arguments = parse_json(input_)
+    except ValueError as exc:
+        raise click.ClickException(f"--input is not valid JSON: {exc}") from None
+    if not isinstance(arguments, dict):
+        raise click.ClickException(f"--input must be a JSON object of arguments, not {json.dumps(arguments)[:40]}")
+    outcome = ext.call(tool, arguments, ext.make_context("cli"))
+    if outcome.ok:
+        _dump(outcome.value)
+        return
+    click.echo(json.dumps({"status": outcome.status, "error": outcome.error_message,
+                           "parameter_errors": outcome.parameter_errors or None}, indent=2), err=True)
+    sys.exit(1)
+
+
+@tools_cli.command("export")
+@click.argument("what", required=False)
+@click.option("--target", type=click.Choice(list(TARGETS)), default=None,
+              help="Write the tools as this target model or platform accepts them, each schema simplified "
+                   "to its rules (see check --target).")
+@click.option("--base-url", default=None, metavar="URL",
+              help="Root URL for the absolute URLs some documents hold (utcp, openapi, server_card); "
+                   "default: from SERVER_NAME, else http://localhost/.")
+def export(what: str | None, target: str | None, base_url: str | None) -> None:
+    """Print a discovery document: a dialect's (opal, oxp, tdp, explorer, mcp, utcp, openapi,
+    server_card), or openai (function-calling tools); or, with --target, the tools as
+    that target accepts them."""
+    ext = _ext()
+    exportable = [n for n in ext.dialect_names if ext.dialect(n).export_document is not None]
+    if target is not None and what is not None:
+        raise click.ClickException("give a document to export or --target, not both")
+    if target is not None:
+        from .targets import export as export_target
+
+        with current_app.test_request_context(base_url=base_url):
+            _dump(export_target(ext, target))
+    elif what == "openai":
+        _dump(openai_tools(ext))
+    elif what in exportable:
+        with current_app.test_request_context(base_url=base_url):  # as if served at that root
+            try:
+                _dump(ext.dialect(what).export_document(ext.pipeline(what)))
+            except ValueError as exc:  # a document that needs another dialect mounted
+                raise click.ClickException(str(exc)) from None
+    else:
+        choices = sorted([*exportable, "openai"])
+        raise click.ClickException(f"Cannot export {what!r}; choose one of: {', '.join(choices)} "
+                                   f"(or --target {'|'.join(TARGETS)})")
+
+
+@tools_cli.command("check")
+@click.option("--target", "targets", type=click.Choice(list(TARGETS)), multiple=True,
+              help="Lint against what this target model or platform refuses (repeat it) instead of the "
+                   "mounted dialects' rules; export --target writes what it accepts.")
+@click.option("--replay", is_flag=True,
+              help="Run each tool's declared examples through every mounted dialect in process and report "
+                   "where the outcomes differ.")
+@click.option("--header", "headers", metavar="'NAME: VALUE'", multiple=True,
+              help="A header sent with every replayed call (credentials: 'Authorization: Bearer ...').")
+@click.option("--include-destructive", is_flag=True,
+              help="Replay tools marked destructive or needing approval too (they run once per dialect).")
+def check(targets: tuple[str, ...], replay: bool, headers: tuple[str, ...], include_destructive: bool) -> None:
+    """Lint every tool against every mounted dialect's rules (or --target's); exit 1 when anything
+    is found. With --replay, also run the examples through every dialect."""
+    ext = _ext()
+    if targets:
+        from .targets import lint as lint_targets
+
+        found = lint_targets(list(_tools()), list(targets))
+        where = ", ".join(targets)
+    else:
+        found, where = lint(ext), "every mounted dialect"
+    for tool, dialect, problem in found:
+        click.echo(f"{tool}: [{dialect}] {problem}")
+    differences = _replay(headers, include_destructive) if replay else 0
+    if found or differences:
+        click.echo(f"{len(found)} problem(s) found" + (f", {differences} replay difference(s)." if replay else "."),
+                   err=True)
+        sys.exit(1)
+    click.echo(f"All {len(list(_tools()))} tools pass the checks of {where}."
+               + (" Every replayed example agrees across the dialects." if replay else ""))
+
+
+def _replay(header_lines: tuple[str, ...], include_destructive: bool) -> int:
+    """Replay the examples, print the differences and notes; the number of differences."""
+    from .replay import replay
+
+    headers = {}
+    for line in header_lines:
+        name, sep, value = line.partition(":")
+        if not sep or not name.strip():
+            raise click.ClickException(f"--header must be 'Name: value', not {line!r}")
+        headers[name.strip()] = value.strip()
+    results, notes = replay(current_app._get_current_object(), _ext(), list(_tools()),  # type: ignore[attr-defined]
+                            headers=headers, include_destructive=include_destructive)
+    for note in notes:
+        click.echo(f"replay: {note}")
+    count = 0
+    for result in results:
+        for difference in result.differences():
+            count += 1
+            click.echo(f"{result.tool}: [replay] {result.example}: {difference}")
+    click.echo(f"replay: {len(results)} example(s) run through {len(results[0].answers) if results else 0} "
+               f"dialect(s).")
+    return count

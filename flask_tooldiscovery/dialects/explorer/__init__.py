@@ -1,0 +1,3 @@
+from .dialect import DIALECT
+
+__all__ = ["DIALECT"]

@@ -1,0 +1,215 @@
+"""Dialect ``explorer``: an MCP-shaped JSON API (F2, F3, F4, F7) and the embedded explorer page
+(F1, F6), served from package templates and static files.
+
+``GET /`` page, ``GET /tools``, ``GET /tools/<name>``, ``POST /tools/<name>/call`` (only when
+``TOOLDISCOVERY_ALLOW_EXECUTE`` is true; the auth hook wraps reading the body and the call) and
+``POST /tools/<name>/validate``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from flask import Blueprint, Response, current_app, render_template, request
+from marshmallow import fields
+from werkzeug.exceptions import RequestEntityTooLarge
+
+from ...errors import CoreError, Forbidden, PayloadTooLarge, Unauthorized
+from ...serving.identity import AuthError, AuthHook, HookCall
+from ...serving.pipeline import MalformedBody, Pipeline
+from ...serving.wire import WireSchema, json_response, openapi_post
+from ...settings import Settings
+from ...tools.invoke import Outcome, check_arguments
+from ...tools.results import is_rich
+from .. import Dialect
+from ..content_blocks import LATEST, content_blocks
+from .stream import CHALLENGE, stream_response, wants_stream
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...extension import ToolDiscovery
+
+NAME = "explorer"
+PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; media-src 'self' blob:; style-src 'self'; "
+                               "script-src 'self'; connect-src 'self'; frame-ancestors 'self'",
+    "X-Content-Type-Options": "nosniff",
+}
+
+
+class ToolSummarySchema(WireSchema):
+    """F2 summary: ``annotations`` omitted when the tool has none, never null."""
+
+    name = fields.String(required=True)
+    description = fields.Function(lambda tool: tool.description or "")
+    annotations = fields.Function(lambda tool: dict(tool.annotations) if tool.annotations else None)
+
+
+class ToolDetailSchema(ToolSummarySchema):
+    """F2 detail: the summary plus ``inputSchema`` (and ``outputSchema`` when the tool has one)."""
+
+    inputSchema = fields.Function(lambda tool: tool.input_schema or {"type": "object"})
+    outputSchema = fields.Function(lambda tool: tool.output_schema or None)
+
+
+class CallResultSchema(WireSchema):
+    """F3 result, MCP-shaped."""
+
+    content = fields.List(fields.Dict())
+    structuredContent = fields.Raw()
+    isError = fields.Boolean(required=True)
+    errors = fields.List(fields.Dict())
+    _meta = fields.Dict(data_key="_meta")
+
+
+_SUMMARY = ToolSummarySchema()
+_DETAIL = ToolDetailSchema()
+_RESULT = CallResultSchema()
+
+
+def export_document(pipe: Pipeline) -> list[dict[str, Any]]:
+    """Every tool in F2's detail form."""
+    return [pipe.dump("detail", t, _DETAIL.dump) for t in pipe.tools().latest()]
+
+
+def error_response(exc: CoreError) -> tuple[Any, int]:
+    """The explorer's error shape: ``{"error": message}``."""
+    if isinstance(exc, MalformedBody):
+        return {"error": f"Invalid JSON: {exc.detail}"}, exc.status
+    if isinstance(exc, PayloadTooLarge):  # the words the explorer has always used
+        return {"error": RequestEntityTooLarge.description}, exc.status
+    return {"error": exc.message, **exc.extra}, exc.status  # a 428 carries code, approval_state, prompt
+
+
+def security_warning(settings: Settings, ext: ToolDiscovery) -> str | None:
+    """Why this dialect would run tools for anyone, or ``None``."""
+    if settings.allow_execute and ext.current_auth_hook is None:
+        return ("explorer runs tools for anyone (TOOLDISCOVERY_ALLOW_EXECUTE is on and no auth hook "
+                "is set): set one with @discovery.auth_hook")
+    return None
+
+
+def openapi_paths(pipe: Pipeline) -> dict[str, Any]:
+    """OpenAPI path items of the per-tool call and validate endpoints."""
+    paths: dict[str, Any] = {}
+    for tool in pipe.tools().latest():
+        schema = tool.input_schema or {}
+        operation = tool.name.replace("/", "_")
+        paths[f"{pipe.prefix}/tools/{tool.name}/call"] = openapi_post(
+            f"explorer_call_{operation}", NAME, (tool.description or tool.name).split("\n")[0], schema, {
+                "200": "content, structuredContent, isError", "400": "Malformed JSON or invalid arguments",
+                "401": "Rejected by the auth hook", "403": "Execution disabled", "404": "Unknown tool",
+                "500": "The tool failed"}, required=False)
+        paths[f"{pipe.prefix}/tools/{tool.name}/validate"] = openapi_post(
+            f"explorer_validate_{operation}", NAME, "Validate arguments", schema,
+            {"200": "valid, errors"}, required=False)
+    return paths
+
+
+def _arguments(body: Any) -> Any:
+    """The arguments a body carries: an empty body means ``{}`` (a JSON ``null`` stays ``None``)."""
+    return {} if body is None and not request.content_length else body
+
+
+def _behind(hook: AuthHook | None, run: Callable[[], Outcome]) -> Outcome:
+    """``run`` (which reads the body and calls the tool) inside the auth hook (F4), so that the
+    hook's refusal (401) comes before anything the body says (400). A core error raised inside
+    leaves the hook's manager as a normal exit (as a failed tool does) and is raised after it."""
+    if hook is None:
+        return run()
+
+    def inside() -> Outcome | CoreError:
+        try:
+            return run()
+        except CoreError as exc:
+            return exc
+
+    try:
+        result: Outcome | CoreError = HookCall(hook, request).run(inside)
+    except AuthError as exc:
+        raise Unauthorized("Unauthorized", challenge=CHALLENGE, reason=exc.reason) from None
+    if isinstance(result, CoreError):
+        raise result
+    return result
+
+
+def success_body(value: Any, meta: dict[str, Any] | None) -> dict[str, Any]:
+    """F3's body for a tool's ``value``: what :class:`CallResultSchema` dumps (content blocks, the
+    value as ``structuredContent`` unless rich, ``isError``, ``_meta``), built straight, as every
+    successful call answers it (tests compare the two)."""
+    body: dict[str, Any] = {"content": content_blocks(value, LATEST)}
+    if isinstance(value, (dict, list)) and not is_rich(value):  # images, audio...: content blocks only
+        body["structuredContent"] = value
+    body["isError"] = False
+    if meta is not None:
+        body["_meta"] = dict(meta)
+    return body
+
+
+def _result(outcome: Outcome, trace_id: str | None) -> Response:
+    """F3: the outcome, MCP-shaped; 400 for invalid arguments, 500 when the tool failed."""
+    meta = {"_trace_id": trace_id} if trace_id else None
+    if outcome.ok:
+        return json_response(success_body(outcome.value, meta))
+    invalid = outcome.status == "invalid"
+    return json_response(_RESULT.dump({
+        "content": [{"type": "text", "text": outcome.error_message}], "isError": True, "_meta": meta,
+        "errors": [e.as_dict() for e in outcome.errors] if invalid else None}), 400 if invalid else 500)
+
+
+def make_blueprint(pipe: Pipeline) -> Blueprint:
+    """The explorer blueprint: the page, its static files and the F2/F3/F7 API."""
+    bp = pipe.blueprint(__name__, template_folder="../../templates", static_folder="../../static",
+                        static_url_path="/static")
+    # No method guards: other methods get Flask's own 405 and OPTIONS its own Allow, as before.
+
+    @pipe.route("/", "page", ["GET"], endpoint="page", guard_methods=False)
+    def page() -> Response:
+        response = current_app.make_response(render_template("tooldiscovery/explorer.html"))
+        response.headers.update(PAGE_HEADERS)
+        return response
+
+    @pipe.route("/tools", "discovery", ["GET"], endpoint="list_tools", guard_methods=False)
+    def list_tools() -> Response:
+        return pipe.send(pipe.document("list", lambda toolset: [
+            pipe.dump("summary", t, _SUMMARY.dump) for t in toolset.latest()]))
+
+    @pipe.route("/tools/<path:name>", "discovery", ["GET"], endpoint="tool_detail", guard_methods=False)
+    def tool_detail(name: str) -> Response:
+        tool = pipe.find(name)
+        return pipe.send(pipe.document(("detail", name), lambda _: pipe.dump("detail", tool, _DETAIL.dump)))
+
+    @pipe.route("/tools/<path:name>/validate", "call", ["POST"], endpoint="validate", guard_methods=False)
+    def validate(name: str) -> Response:
+        tool = pipe.find(name)
+        try:
+            arguments = _arguments(pipe.body())
+        except MalformedBody as exc:
+            return json_response({"valid": False, "errors": [
+                {"path": "", "message": f"Invalid JSON: {exc.detail}", "keyword": "format"}]}, 400)
+        errors = check_arguments(tool, arguments, current_app.logger, max_errors=pipe.settings.max_validation_errors)
+        if not errors:
+            return json_response({"valid": True})
+        return json_response({"valid": False, "errors": [e.as_dict() for e in errors]})
+
+    @pipe.route("/tools/<path:name>/call", "call", ["POST"], endpoint="call", guard_methods=False)
+    def call(name: str) -> Response:
+        if not pipe.settings.allow_execute:
+            raise Forbidden("Tool execution is disabled.")
+        tool = pipe.find(name)
+        context = pipe.context()
+        if wants_stream(request):  # Accept: text/event-stream: progress and log lines live
+            return stream_response(pipe, tool, context, lambda: _arguments(pipe.body()),
+                                   lambda outcome: _result(outcome, context.trace_id))
+        outcome = _behind(pipe.ext.current_auth_hook,
+                          lambda: pipe.invoke(tool, _arguments(pipe.body()), context))
+        return _result(outcome, context.trace_id)
+
+    return bp
+
+
+DIALECT = Dialect(
+    name=NAME, make_blueprint=make_blueprint, default_prefix="/explorer", error_response=error_response,
+    export_document=export_document, security_warning=security_warning, openapi_paths=openapi_paths,
+    runs_tools=lambda settings: settings.allow_execute, guarded=lambda ext: ext.current_auth_hook is not None,
+)

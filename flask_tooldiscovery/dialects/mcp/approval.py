@@ -1,0 +1,98 @@
+"""MCP approvals: a ``tools/call`` of a tool that needs a person's approval (:mod:`..approvals`).
+
+2026-07-28 (multi-round-trip): the call answers an ``InputRequiredResult`` asking the client for
+one form elicitation (``inputRequests.approval``: a boolean ``approve``), with the sealed request as
+``requestState``. The client asks its user and retries the same call with ``inputResponses`` and
+the ``requestState``; whichever worker receives it checks the seal (signed with ``SECRET_KEY``,
+nothing stored). An ``accept`` with ``approve: true`` runs the tool, anything else answers an
+``isError`` result, unrun; a tampered, expired or foreign ``requestState`` is refused as the
+official SDK refuses one (-32602 ``Invalid or expired requestState``).
+
+Handshake era: a 2025-06-18 or 2025-11-25 client accepting SSE is asked by a real
+``elicitation/create`` on the call's stream (:mod:`.mcp_elicit`). Any other, or one answering that
+request with an error, gets an ``isError`` result saying the approval could not be asked; its
+``_meta`` carries the sealed state and prompt (:data:`META_KEY`), which a client may send back in
+the ``X-Tool-Approval`` header once its user approved, as JSON dialects' clients do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ...calls.approvals import Approval, ApprovalRequired, InvalidApproval
+from ...observe.logs import log
+from ...serving.pipeline import Pipeline
+from ...tools.model import Tool, ToolContext
+from . import elicit as mcp_elicit
+from . import jsonrpc as rpc
+from .content import call_result
+
+#: The key of the one input request (and of its response) in ``inputRequests``/``inputResponses``.
+APPROVAL_KEY = "approval"
+INVALID_STATE = "Invalid or expired requestState"
+#: Where a handshake-era refusal carries the sealed state, for a client that can send it back in
+#: ``X-Tool-Approval`` once its user approved.
+META_KEY = "flask-tooldiscovery/approval"
+
+
+def approval_of(params: Mapping[str, Any]) -> Approval | None:
+    """The approval a retried ``tools/call`` carries: its ``requestState`` and whether the
+    person accepted the form with ``approve: true``. ``None`` without a ``requestState`` or
+    without an answer to the approval request (then it is asked again)."""
+    state = params.get("requestState")
+    if state is None:
+        return None
+    if not isinstance(state, str):
+        raise invalid_state()
+    responses = params.get("inputResponses")
+    answer = responses.get(APPROVAL_KEY) if isinstance(responses, dict) else None
+    if not isinstance(answer, dict):
+        return None
+    content = answer.get("content")
+    approved = answer.get("action") == "accept" and isinstance(content, dict) and content.get("approve") is True
+    return Approval(state, approved)
+
+
+def invalid_state() -> rpc.RpcError:
+    """The refusal of a bad ``requestState``, worded as the official SDK's server words it."""
+    return rpc.RpcError(rpc.INVALID_PARAMS, INVALID_STATE, {"reason": "invalid_request_state"})
+
+
+def input_required(exc: ApprovalRequired) -> dict[str, Any]:
+    """The 2026-07-28 ``InputRequiredResult`` asking the person to approve the call."""
+    return {"resultType": "input_required",
+            "inputRequests": {APPROVAL_KEY: {"method": "elicitation/create", "params": {
+                "mode": "form", "message": exc.prompt, "requestedSchema": mcp_elicit.REQUESTED_SCHEMA}}},
+            "requestState": exc.state}
+
+
+def cannot_ask(exc: ApprovalRequired) -> dict[str, Any]:
+    """A handshake-era answer: the tool did not run, since its approval could not be asked."""
+    text = (f"{exc.message} This server asks for approval by elicitation (MCP 2026-07-28 input requests, or "
+            "from 2025-06-18 on a streamed call), which this client did not take, so the tool did not run.")
+    return {"content": [{"type": "text", "text": text}], "isError": True,
+            "_meta": {META_KEY: {"approval_state": exc.state, "prompt": exc.prompt}}}
+
+
+def call(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, context: ToolContext,
+         params: Mapping[str, Any], modern: bool, version: str | None = None) -> dict[str, Any]:
+    """Run a ``tools/call`` through the pipeline with the approval it carries: the result of its
+    outcome (content blocks in the form ``version`` knows, default the request's), or the request
+    for approval (``modern``: an ``InputRequiredResult``)."""
+    approval = approval_of(params)
+    try:
+        return call_result(pipe.invoke(tool, arguments or {}, context, approval=approval), version)
+    except ApprovalRequired as exc:
+        return input_required(exc) if modern else (
+            mcp_elicit.ask(pipe, tool, arguments, context, exc) or cannot_ask(exc))
+    except InvalidApproval as exc:
+        log.info("flask-tooldiscovery: mcp tools/call %s refused: %s (trace_id=%s)", tool.name, exc.reason,
+                 context.trace_id)
+        if approval is None and params.get("requestState") is None:  # X-Tool-Approval, not requestState
+            raise rpc.RpcError(rpc.INVALID_PARAMS, exc.message, {"reason": "invalid_approval"}) from None
+        raise invalid_state() from None
+
+
+__all__ = ["APPROVAL_KEY", "META_KEY", "approval_of", "call", "cannot_ask", "input_required",
+           "invalid_state"]

@@ -1,0 +1,97 @@
+"""MCP's credentials, and MCP as an OAuth 2.1 resource server (the authorization of protocol
+revisions 2025-06-18 on).
+
+With ``TOOLDISCOVERY_MCP_AUTHORIZATION_SERVERS`` set, the MCP endpoint takes JWT access tokens of
+those authorization servers, issued for this resource (``aud``, RFC 8707) with the scopes
+``TOOLDISCOVERY_MCP_SCOPES`` requires, and the app serves the protected resource metadata (RFC 9728)
+that lets a client find them: at ``/.well-known/oauth-protected-resource`` and at its form suffixed
+with the endpoint's path (``/.well-known/oauth-protected-resource/mcp``), outside the dialect's
+prefix. The core decides (401 naming the metadata, 403 ``insufficient_scope``); the MCP dialect
+maps both like any refusal.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from flask import Blueprint, Request, Response, request
+
+from ...serving.identity import Authenticator, BearerVerifier, OAuthResourceVerifier, Verifier
+from ...serving.pipeline import Pipeline
+from ...serving.wire import json_response
+from ...settings import Settings, SettingsError, key
+
+NAME = "mcp"
+WELL_KNOWN = "/.well-known/oauth-protected-resource"
+
+
+def resource_url(settings: Settings, req: Request) -> str:
+    """The MCP endpoint's absolute URL, the resource its tokens are issued for:
+    ``TOOLDISCOVERY_MCP_RESOURCE``, else the request's scheme and host with the mount point."""
+    return settings.mcp_resource or f"{req.scheme}://{req.host.lower()}{settings.prefixes.get(NAME, '/mcp')}"
+
+
+def metadata_url(resource: str) -> str:
+    """Where RFC 9728 puts the metadata of ``resource``: the well-known path after the host, then
+    the resource's own path."""
+    parts = urlsplit(resource)
+    return f"{parts.scheme}://{parts.netloc}{WELL_KNOWN}{parts.path.rstrip('/')}"
+
+
+def authenticator(settings: Settings) -> Authenticator | None:
+    """A static bearer token (``TOOLDISCOVERY_MCP_BEARER_TOKEN``) and/or the authorization servers'
+    access tokens; ``None`` (open) when neither is configured."""
+    verifiers: list[Verifier] = []
+    if settings.mcp_bearer_token:
+        verifiers.append(BearerVerifier(settings.mcp_bearer_token, NAME))
+    if settings.mcp_authorization_servers:
+        verifiers.append(OAuthResourceVerifier(
+            settings.mcp_authorization_servers, NAME, resource=lambda req: resource_url(settings, req),
+            metadata_url=lambda req: metadata_url(resource_url(settings, req)), scopes=settings.mcp_scopes,
+            jwks_url=settings.mcp_jwks_url, algorithms=settings.jwt_algorithms, cooldown=settings.jwt_jwks_cooldown))
+    else:
+        stray = [key(k) for k, v in (("MCP_RESOURCE", settings.mcp_resource), ("MCP_SCOPES", settings.mcp_scopes),
+                                     ("MCP_JWKS_URL", settings.mcp_jwks_url)) if v]
+        if stray:
+            raise SettingsError(f"{', '.join(stray)} only apply with {key('MCP_AUTHORIZATION_SERVERS')} set")
+    return Authenticator(tuple(verifiers)) if verifiers else None
+
+
+def security_warning(settings: Settings, ext: Any) -> str | None:
+    """Why this dialect would run tools for anyone (or take tokens meant for another host), or ``None``."""
+    if settings.mcp_authorization_servers and not settings.mcp_resource and "*" in (settings.allowed_hosts or ()):
+        return ("mcp checks access tokens against a resource URL built from the Host header, and any host is "
+                "served (set TOOLDISCOVERY_MCP_RESOURCE)")
+    if not settings.mcp_bearer_token and not settings.mcp_authorization_servers:
+        return ("mcp runs tools without authentication (set TOOLDISCOVERY_MCP_BEARER_TOKEN or "
+                "TOOLDISCOVERY_MCP_AUTHORIZATION_SERVERS)")
+    return None
+
+
+def root_blueprint(pipe: Pipeline) -> Blueprint | None:
+    """The protected resource metadata, at the app's root, when authorization servers are set."""
+    settings = pipe.settings
+    if not settings.mcp_authorization_servers:
+        return None
+    bp = pipe.blueprint(__name__, suffix="_oauth")
+
+    def protected_resource_metadata() -> Response:
+        document: dict[str, Any] = {
+            "resource": resource_url(settings, request),
+            "authorization_servers": list(settings.mcp_authorization_servers),
+            "bearer_methods_supported": ["header"], "resource_name": settings.server_name}
+        if settings.mcp_scopes:
+            document["scopes_supported"] = list(settings.mcp_scopes)
+        return json_response(document)
+
+    paths = [WELL_KNOWN, WELL_KNOWN + pipe.prefix]
+    if settings.mcp_resource:  # where a client looks when a proxy mounts the endpoint elsewhere
+        paths.append(WELL_KNOWN + urlsplit(settings.mcp_resource).path.rstrip("/"))
+    for i, path in enumerate(dict.fromkeys(paths)):  # public: any site's browser client may read it
+        pipe.route(path, "health", ["GET"], endpoint=f"protected_resource_metadata_{i}", public=True)(
+            protected_resource_metadata)
+    return bp
+
+
+__all__ = ["authenticator", "metadata_url", "resource_url", "root_blueprint", "security_warning"]

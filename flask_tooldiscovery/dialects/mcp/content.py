@@ -1,0 +1,80 @@
+"""MCP ``CallToolResult``s: text and ``structuredContent`` for plain values, content blocks for rich
+results (images, audio, files, resource links: :mod:`..results`), each in the form the caller's
+protocol version knows, and the ``outputSchema`` a tool shows (none for rich results)."""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Mapping
+from typing import Any
+
+from flask import has_request_context, request
+
+from ...tools.invoke import Outcome
+from ...tools.model import Tool
+from ...tools.results import is_rich, is_rich_schema
+from ..content_blocks import content_blocks
+
+#: The version a request speaks when it names none (the streamable HTTP transport's rule).
+DEFAULT_VERSION = "2025-03-26"
+#: Where a 2026-07-28 request names its protocol version, in ``params._meta``.
+VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion"
+
+
+def client_version(meta: Mapping[str, Any] | None = None) -> str:
+    """The protocol version of the request being answered: its ``MCP-Protocol-Version`` header,
+    else its 2026-07-28 ``_meta`` envelope, else :data:`DEFAULT_VERSION`."""
+    header = request.environ.get("HTTP_MCP_PROTOCOL_VERSION") if has_request_context() else None
+    given = (meta or {}).get(VERSION_META_KEY)
+    return header or (given if isinstance(given, str) else None) or DEFAULT_VERSION
+
+
+def object_output_schema(tool: Tool) -> tuple[dict[str, Any] | None, bool]:
+    """(MCP ``outputSchema``, wrapped?). MCP output schemas are object schemas: any other
+    declared output is wrapped as ``{"result": ...}``, as the official SDK does. A tool returning
+    rich results has none: they travel as content blocks, never as ``structuredContent``.
+    Worked out once per tool (shared: never mutate it)."""
+    found = _OUTPUT_SCHEMAS.get(tool)
+    if found is None:
+        found = _OUTPUT_SCHEMAS[tool] = _object_output_schema(tool)
+    return found
+
+
+#: Each tool's MCP output schema (tools are not changed once registered; a new tool is a new key).
+_OUTPUT_SCHEMAS: weakref.WeakKeyDictionary[Tool, tuple[dict[str, Any] | None, bool]] = weakref.WeakKeyDictionary()
+
+
+def _object_output_schema(tool: Tool) -> tuple[dict[str, Any] | None, bool]:
+    schema = tool.output_schema
+    if not schema or is_rich_schema(schema):
+        return None, False
+    if schema.get("type") == "object":
+        return schema, False
+    return {"type": "object", "properties": {"result": schema}, "required": ["result"]}, True
+
+
+def call_result(outcome: Outcome, version: str | None = None) -> dict[str, Any]:
+    """A ``CallToolResult``: text content, ``structuredContent`` for structured values, content
+    blocks (and no ``structuredContent``) for rich results, and ``isError`` with an actionable
+    message for failures and invalid arguments. Content blocks take the form ``version`` knows
+    (default: the version of the request being answered, :func:`client_version`)."""
+    if not outcome.ok:
+        text = outcome.error_message
+        if outcome.failure is not None and outcome.failure.additional_prompt_content:
+            text = f"{text}\n{outcome.failure.additional_prompt_content}"
+        if outcome.status == "invalid":
+            text += "\nCorrect the arguments to match the tool's input schema and call it again."
+        return {"content": [{"type": "text", "text": text}], "isError": True}
+    value = outcome.value
+    result: dict[str, Any] = {"content": content_blocks(value, version or client_version()), "isError": False}
+    if is_rich(value):
+        return result
+    schema, wrapped = object_output_schema(outcome.tool)
+    if wrapped or (isinstance(value, list) and schema is None):
+        result["structuredContent"] = {"result": value}
+    elif isinstance(value, dict):
+        result["structuredContent"] = value
+    return result
+
+
+__all__ = ["DEFAULT_VERSION", "VERSION_META_KEY", "call_result", "client_version", "object_output_schema"]

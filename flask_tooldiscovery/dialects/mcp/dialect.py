@@ -1,0 +1,324 @@
+"""Dialect ``mcp``: the Model Context Protocol over streamable HTTP, stateless (no session: any
+worker answers any request). One endpoint; ``POST`` carries JSON-RPC 2.0, answered with one JSON
+body (202 for notifications). The handshake era (``initialize``, 2024-11-05 .. 2025-11-25) and
+2026-07-28 (``server/discover``, the per-request ``_meta`` envelope, routing headers) are served."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from typing import Any
+
+from flask import Blueprint, Response, current_app, request
+from flask.json.provider import DefaultJSONProvider
+from marshmallow import fields
+
+from ...errors import CoreError, RetryLater, Unavailable
+from ...observe.logs import log
+from ...serving import wire
+from ...serving.pipeline import MalformedBody, Pipeline, UnknownTool
+from ...serving.wire import JSON_MIMETYPE, WireSchema, json_response, openapi_post, page_cursor, read_cursor
+from ...settings import Settings
+from ...tools.registry import ToolSet
+from .. import Dialect
+from . import approval as mcp_approval
+from . import jsonrpc as rpc
+from . import resources
+from . import stream as mcp_stream
+from .auth import authenticator, root_blueprint, security_warning
+from .content import VERSION_META_KEY, client_version, object_output_schema
+
+NAME = "mcp"
+HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+MODERN_VERSIONS = ("2026-07-28",)
+ALL_VERSIONS = HANDSHAKE_VERSIONS + MODERN_VERSIONS
+SERVER_INFO_META_KEY = "io.modelcontextprotocol/serverInfo"
+#: Protocol versions from which JSON-RPC batches are gone from the spec.
+NO_BATCH_VERSIONS = ("2025-06-18", "2025-11-25", *MODERN_VERSIONS)
+CAPABILITIES_META_KEY = "io.modelcontextprotocol/clientCapabilities"
+HEADER_MISMATCH = -32020
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+#: HTTP status of a JSON-RPC error in the 2026-07-28 transport (as the official SDK maps them).
+MODERN_STATUS = {rpc.PARSE_ERROR: 400, rpc.INVALID_REQUEST: 400, rpc.INVALID_PARAMS: 400, HEADER_MISMATCH: 400,
+                 UNSUPPORTED_PROTOCOL_VERSION: 400, rpc.METHOD_NOT_FOUND: 404}
+ROUTING_HEADERS = ("MCP-Protocol-Version", "Mcp-Method", "Mcp-Name")
+_ROUTING_KEYS = tuple((name, "HTTP_" + name.upper().replace("-", "_")) for name in ROUTING_HEADERS)
+_B64_HEADER = re.compile(r"^=\?base64\?(.*)\?=$")
+
+
+def header_value(value: str | None) -> str | None:
+    """An ``Mcp-Name`` value, with the ``=?base64?...?=`` form decoded (``None`` if malformed)."""
+    match = _B64_HEADER.fullmatch(value or "")
+    if match is None:
+        return value
+    try:
+        return base64.b64decode(match.group(1), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+
+
+def modern_refusal(method: str, params: dict[str, Any]) -> rpc.RpcError | None:
+    """The 2026-07-28 checks of one request, in the official SDK's order: the ``_meta`` envelope
+    (-32602), the routing headers agreeing with the body (-32020), a served version (-32022)."""
+    meta = params.get("_meta")
+    missing = [k for k in (VERSION_META_KEY, CAPABILITIES_META_KEY) if not isinstance(meta, dict) or k not in meta]
+    if missing or not isinstance(meta, dict):
+        return rpc.RpcError(rpc.INVALID_PARAMS,
+                            f"params._meta is missing the required envelope key(s): {', '.join(missing)}")
+    version = meta[VERSION_META_KEY]
+    if request.environ.get("HTTP_MCP_PROTOCOL_VERSION") != version:
+        return rpc.RpcError(HEADER_MISMATCH, "MCP-Protocol-Version header does not match the request envelope's "
+                            "version")
+    if request.headers.get("Mcp-Method") != method:
+        return rpc.RpcError(HEADER_MISMATCH, "Mcp-Method header does not match the request body's method")
+    if method == "tools/call" and params.get("name") is not None \
+            and header_value(request.headers.get("Mcp-Name")) != params.get("name"):
+        return rpc.RpcError(HEADER_MISMATCH, "Mcp-Name header does not match the request body's 'name' parameter")
+    if not isinstance(version, str):
+        return rpc.RpcError(rpc.INVALID_PARAMS, "the protocol-version envelope value must be a string")
+    if version not in MODERN_VERSIONS or method == "initialize":
+        message = "initialize is not part of protocol version 2026-07-28." if version in MODERN_VERSIONS \
+            else "Unsupported protocol version"
+        return rpc.RpcError(UNSUPPORTED_PROTOCOL_VERSION, message,
+                            {"supported": list(ALL_VERSIONS), "requested": version})
+    return None
+
+
+def is_modern(message: Any) -> bool:
+    """A 2026-07-28 message: the version header says so, or the ``_meta`` envelope does."""
+    params = message.get("params") if isinstance(message, dict) else None
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return (isinstance(meta, dict) and VERSION_META_KEY in meta) or (
+        request.environ.get("HTTP_MCP_PROTOCOL_VERSION") in MODERN_VERSIONS)
+
+
+def list_shape(raw: bytes) -> tuple[str, Any] | None:
+    """:func:`.jsonrpc.shape` of a ``tools/list`` request; any other body (a ``tools/call``...)
+    is told apart by a substring test before anything is parsed."""
+    return rpc.shape(raw) if b"tools/list" in raw else None
+
+
+class McpToolSchema(WireSchema):
+    """A registry :class:`Tool` dumped as an MCP ``Tool``."""
+
+    name = fields.String(required=True)
+    title = fields.Function(lambda tool: tool.title or (tool.annotations or {}).get("title"))
+    description = fields.String()
+    inputSchema = fields.Function(lambda tool: {**(tool.input_schema or {}), "type": "object"}
+                                  if "type" not in (tool.input_schema or {}) else tool.input_schema)
+    outputSchema = fields.Function(lambda tool: object_output_schema(tool)[0])
+    annotations = fields.Function(lambda tool: dict(tool.annotations) if tool.annotations else None)
+
+
+_TOOL = McpToolSchema()
+
+
+def export_document(pipe: Pipeline) -> dict[str, Any]:
+    """What ``tools/list`` answers, unpaginated."""
+    return {"tools": [pipe.dump(NAME, t, _TOOL.dump) for t in pipe.tools().latest()]}
+
+
+def to_rpc(exc: CoreError) -> rpc.RpcError:
+    """A core error met while running one JSON-RPC method, as that message's error."""
+    if isinstance(exc, UnknownTool):
+        return rpc.RpcError(rpc.INVALID_PARAMS, f"Unknown tool: {exc.name}")
+    if isinstance(exc, Unavailable):
+        return rpc.RpcError(rpc.INTERNAL_ERROR, exc.message)
+    return rpc.RpcError(rpc.INVALID_REQUEST, exc.message)
+
+
+def error_response(exc: CoreError) -> tuple[Any, int]:
+    """A transport-level refusal as a JSON-RPC error with no id."""
+    if isinstance(exc, MalformedBody):
+        return rpc.error_body(None, rpc.PARSE_ERROR, f"Parse error: {exc.detail}"), 400
+    if exc.status == 405:
+        exc.headers["Allow"] = "POST, OPTIONS"
+    message = {401: "Unauthorized.", 413: "Request body too large.",
+               405: "Method Not Allowed: POST JSON-RPC messages to this endpoint."}.get(exc.status)
+    error = rpc.RpcError(rpc.INVALID_REQUEST, message) if message else to_rpc(exc)
+    return rpc.error_body(None, error.code, error.message), exc.status
+
+
+def openapi_paths(pipe: Pipeline) -> dict[str, Any]:
+    """The OpenAPI path item of the JSON-RPC endpoint."""
+    schema = {"type": "object", "properties": {"jsonrpc": {"const": "2.0"}, "id": {}, "method": {"type": "string"},
+                                               "params": {"type": "object"}}, "required": ["jsonrpc", "method"]}
+    return {pipe.prefix or "/": openapi_post(
+        "mcp_jsonrpc", "mcp", "MCP JSON-RPC over streamable HTTP (tools/list, tools/call, ...)", schema,
+        {"200": "A JSON-RPC response.", "202": "A notification or response was accepted."})}
+
+
+def dumps(value: Any) -> str:
+    """JSON text by the app's JSON provider, keys in order (as :func:`~..wire.json_response`)."""
+    return wire.dumps(value)
+
+
+def respond(reply: Any, status: int = 200) -> Response:
+    """A JSON-RPC reply (or batch) as the response; pre-encoded results go in as they are."""
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    provider = app.json
+    response: Response = app.response_class(rpc.encode(reply, lambda value: wire.dumps(value, provider)),
+                                            status=status, mimetype=JSON_MIMETYPE)
+    return response
+
+
+def server_capabilities(settings: Settings) -> dict[str, Any]:
+    """What this server offers (``initialize``, ``server/discover``, the manifest)."""
+    return {"tools": {"listChanged": False}, "logging": {}, **resources.capability(settings)}
+
+
+def make_blueprint(pipe: Pipeline) -> Blueprint:
+    """The MCP blueprint: one streamable-HTTP endpoint."""
+    bp = pipe.blueprint(__name__)
+    settings = pipe.settings
+    server_info = {"name": settings.server_name, "version": settings.server_version, "title": settings.title}
+    capabilities = server_capabilities(settings)
+
+    def with_instructions(result: dict[str, Any]) -> dict[str, Any]:
+        description = settings.server_description
+        return {**result, "instructions": description} if description else result
+
+    def initialize(params: dict[str, Any]) -> dict[str, Any]:
+        requested = params.get("protocolVersion")
+        if not isinstance(requested, str):
+            raise rpc.RpcError(rpc.INVALID_PARAMS, "initialize needs params.protocolVersion (a string).")
+        version = requested if requested in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
+        return with_instructions({"protocolVersion": version, "capabilities": capabilities, "serverInfo": server_info})
+
+    def discover(params: dict[str, Any]) -> dict[str, Any]:
+        return with_instructions({"supportedVersions": list(ALL_VERSIONS), "capabilities": capabilities})
+
+    def list_tools(params: dict[str, Any]) -> rpc.Encoded:
+        """One page, encoded once per (visible tool set, page, era) in the pipeline's cache."""
+        toolset = pipe.tools()
+        tools, size, modern = toolset.latest(), settings.mcp_page_size, is_modern({"params": params})
+        try:
+            start = read_cursor(params["cursor"], len(tools)) if params.get("cursor") is not None else 0
+        except ValueError:
+            raise rpc.RpcError(rpc.INVALID_PARAMS, "Invalid cursor.") from None
+
+        def page() -> bytes:
+            result: dict[str, Any] = {"tools": [pipe.dump(NAME, t, _TOOL.dump) for t in tools[start:start + size]]}
+            if start + size < len(tools):
+                result["nextCursor"] = page_cursor(start + size)
+            return dumps(complete("tools/list", result, modern)).encode("utf-8")
+
+        data = pipe.cache.document(("tools/list", start, modern), toolset, page).body
+        if isinstance(pipe.body(), dict):  # one request, not a batch: the same again may skip Flask
+            learn(toolset, data)
+        return rpc.Encoded(data)
+
+    def learn(toolset: ToolSet, data: bytes) -> None:
+        """Let the core's fast path answer this very ``tools/list`` again (any id) with these bytes
+        in the envelope this dialect writes (by Flask's own JSON provider, usable outside a request)."""
+        provider = current_app.json
+        if type(provider) is DefaultJSONProvider:
+            pipe.remember_post(toolset, list_shape, rpc.result_splice(data, lambda v: wire.dumps(v, provider)))
+
+    def call_tool(params: dict[str, Any]) -> dict[str, Any]:
+        name = params.get("name")
+        if not isinstance(name, str) or not name:
+            raise rpc.RpcError(rpc.INVALID_PARAMS, "tools/call needs params.name (a string).")
+        arguments = params.get("arguments")
+        if arguments is not None and not isinstance(arguments, dict):
+            raise rpc.RpcError(rpc.INVALID_PARAMS, "tools/call params.arguments must be an object.")
+        tool = pipe.find(name)
+        meta: dict[str, Any] = params["_meta"] if isinstance(params.get("_meta"), dict) else {}
+        traceparent = meta.get("traceparent")
+        context = pipe.context(extra={"meta": meta}, trace_id=traceparent if isinstance(traceparent, str) else None)
+        forget = mcp_stream.listen(pipe, context)  # cancellable from now on; streamed calls start their stream
+        try:
+            return mcp_approval.call(pipe, tool, arguments, context, params, is_modern({"params": params}),
+                                     client_version(meta))
+        except RetryLater as exc:  # busy, rate limited: a result the model can act on, and Retry-After
+            pipe.add_headers(exc.headers)
+            return {"content": [{"type": "text", "text": f"{exc.message} Retry in {exc.retry_after} s."}],
+                    "isError": True, "_meta": {"retryAfterMs": exc.retry_after_ms}}
+        finally:
+            forget()  # the call is over: nothing left to cancel
+
+    methods: dict[str, rpc.Method] = {"initialize": initialize, "ping": lambda params: {}, "server/discover": discover,
+                                      "tools/list": list_tools, "tools/call": call_tool, **resources.methods(pipe),
+                                      "logging/setLevel": mcp_stream.set_level}
+
+    def complete(method: str, result: dict[str, Any], modern: bool) -> dict[str, Any]:
+        """``result`` with what 2026-07-28 adds to every result (``modern``)."""
+        if modern:
+            result = dict(result)
+            result.setdefault("resultType", "complete")
+            if method in ("tools/list", "server/discover", *resources.METHODS):
+                result.setdefault("ttlMs", 0)
+                result.setdefault("cacheScope", "private")
+            result["_meta"] = {**(result.get("_meta") or {}), SERVER_INFO_META_KEY: server_info}
+        return result
+
+    def run(method: str, params: dict[str, Any]) -> rpc.Result:
+        modern = is_modern({"params": params})
+        refusal = modern_refusal(method, params) if modern else None
+        if refusal is not None:
+            raise refusal
+        handler = methods.get(method)
+        if handler is None:
+            raise rpc.RpcError(rpc.METHOD_NOT_FOUND, f"Method not found: {method}")
+        try:
+            result = handler(params)
+        except CoreError as exc:
+            raise to_rpc(exc) from None
+        return result if isinstance(result, rpc.Encoded) else complete(method, result, modern)
+
+    def failed(method: str, exc: Exception) -> rpc.RpcError:
+        log.error("mcp: %s failed (trace_id=%s)", method, pipe.trace_id, exc_info=(type(exc), exc, exc.__traceback__))
+        return rpc.RpcError(rpc.INTERNAL_ERROR, "Internal error.")
+
+    def header_refusal(payload: Any) -> tuple[dict[str, Any], int] | None:
+        """A routing header sent twice, or a protocol version this server does not speak."""
+        id_ = payload.get("id") if isinstance(payload, dict) and rpc.valid_id(payload.get("id")) else None
+        environ = request.environ  # one key per header: WSGI servers join repeated ones with ","
+        for name, environ_key in _ROUTING_KEYS:
+            if "," in environ.get(environ_key, ""):
+                return rpc.error_body(id_, HEADER_MISMATCH, f"{name} header sent more than once"), 400
+        version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
+        if version is not None and version not in ALL_VERSIONS:
+            return rpc.error_body(id_, UNSUPPORTED_PROTOCOL_VERSION, f"Unsupported protocol version: {version}",
+                              {"supported": list(ALL_VERSIONS), "requested": version}), 400
+        return None
+
+    # POST only: no server-to-client stream and no sessions, so nothing to GET or DELETE (405).
+    @pipe.route("", "call", ["POST"], endpoint="endpoint", strict_slashes=False)
+    def endpoint() -> Response:
+        payload = pipe.body()
+        if payload is None:
+            raise MalformedBody("Expecting value (line 1, column 1).")
+        refused = header_refusal(payload)
+        if refused is not None:
+            return json_response(*refused)
+        if isinstance(payload, list):  # a batch: 2025-03-26 only, and bounded
+            version = request.environ.get("HTTP_MCP_PROTOCOL_VERSION")
+            if not payload:
+                return json_response(rpc.error_body(None, rpc.INVALID_REQUEST, "Invalid Request: empty batch."), 400)
+            refusal = (f"batches are not part of protocol version {version}" if version in NO_BATCH_VERSIONS
+                       else f"a batch holds at most {settings.mcp_max_batch} messages"
+                       if len(payload) > settings.mcp_max_batch else None)
+            if refusal:
+                return json_response(rpc.error_body(None, rpc.INVALID_REQUEST, f"Invalid Request: {refusal}."), 400)
+            answers = [a for a in (rpc.dispatch(m, run, failed) for m in payload) if a is not None]
+            return respond(answers) if answers else Response(status=202)
+        reply = mcp_stream.dispatch(pipe, payload, lambda: rpc.dispatch(payload, run, failed))
+        if not isinstance(reply, dict):  # a notification (202), or the SSE stream of a call
+            return reply or Response(status=202)
+        error = reply.get("error")
+        code = error.get("code") if isinstance(error, dict) else None
+        status = 200 if code is None else MODERN_STATUS.get(code, 200) if is_modern(payload) \
+            else 400 if code == rpc.INVALID_REQUEST else 200
+        return respond(reply, status)
+
+    return bp
+
+
+DIALECT = Dialect(
+    name=NAME, make_blueprint=make_blueprint, default_prefix="/mcp", error_response=error_response,
+    authenticator=authenticator, export_document=export_document,
+    cors_headers=("MCP-Protocol-Version", "Mcp-Session-Id", "Last-Event-ID", "Mcp-Method", "Mcp-Name", "Mcp-Param-*"),
+    security_warning=security_warning, openapi_paths=openapi_paths, root_blueprint=root_blueprint,
+)

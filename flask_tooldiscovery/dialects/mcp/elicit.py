@@ -1,0 +1,150 @@
+"""Handshake-era MCP approvals by elicitation (2025-06-18, 2025-11-25): the ``tools/call`` is
+answered as an SSE stream (:mod:`.mcp_stream`) whose first message is an ``elicitation/create``
+request with a fresh unguessable id; the client POSTs its answer to the endpoint as a separate
+request, which may reach any worker, and :func:`receive` hands it over through the rendezvous
+(:mod:`..rendezvous`: this process, or Redis with ``TOOLDISCOVERY_STATE_STORAGE_URI``). An
+``accept`` with ``approve: true`` runs the tool with the sealed state (the core checks it) and the
+result follows on the same stream; anything else answers the not-approved result.
+
+A stateless server cannot know whether the client declared the ``elicitation`` capability at
+``initialize`` (the official client sends nothing about it afterwards), so it asks every
+handshake-era client of those versions that accepts SSE. One that cannot take it answers the
+request with an error (the spec's answer to an unsupported request; the official client without
+an elicitation callback answers -32600 "Elicitation not supported"), and the call then answers the
+``isError`` result carrying the state in ``_meta`` as before. A client that never answers gets
+"approval not received" after ``TOOLDISCOVERY_MCP_ELICITATION_TIMEOUT`` (at most the approval TTL).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from flask import current_app as app
+from flask import g, request
+
+from ...calls.approvals import APPROVAL_HEADER, Approval, ApprovalRequired, InvalidApproval, needs_approval
+from ...calls.rendezvous import Mailbox, RendezvousError, for_uri
+from ...observe.logs import log
+from ...serving.identity import Identity
+from ...serving.pipeline import Pipeline
+from ...settings import Settings
+from ...tools.model import Tool, ToolContext
+from . import sse
+from .content import call_result, client_version
+
+#: Protocol versions whose clients can be asked (elicitation came with 2025-06-18; ``mode`` with 2025-11-25).
+ELICITING_VERSIONS = ("2025-06-18", "2025-11-25")
+ID_PREFIX = "tooldiscovery-approval-"
+#: The form the client shows: one boolean the person ticks to approve.
+REQUESTED_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"approve": {"type": "boolean", "title": "Approve",
+                               "description": "Allow the tool to run with these arguments."}},
+    "required": ["approve"],
+}
+NOT_RECEIVED = "The approval was not received in time, so the tool did not run."
+
+
+def timeout(settings: Settings) -> float:
+    """How long a call waits for its answer (0: it is never asked)."""
+    return min(settings.mcp_elicitation_timeout, float(settings.approval_ttl))
+
+
+def can_ask(pipe: Pipeline, tool: Tool | None, params: Mapping[str, Any]) -> bool:
+    """Whether a ``tools/call`` of ``tool`` with ``params`` would ask its approval by elicitation
+    (the caller checked the client accepts ``text/event-stream``)."""
+    meta = params.get("_meta")
+    return (tool is not None and needs_approval(tool, destructive=pipe.settings.approve_destructive)
+            and client_version(meta if isinstance(meta, Mapping) else None) in ELICITING_VERSIONS
+            and timeout(pipe.settings) > 0 and bool(app.secret_key)
+            and params.get("requestState") is None and not request.headers.get(APPROVAL_HEADER))
+
+
+def _subject(identity: Identity | None) -> str | None:
+    return identity.subject if identity is not None else None
+
+
+def _form(prompt: str, version: str) -> dict[str, Any]:
+    params = {"message": prompt, "requestedSchema": REQUESTED_SCHEMA}
+    return {"mode": "form", **params} if version >= "2025-11-25" else params  # 2025-06-18 had no mode
+
+
+def _not_received(text: str = NOT_RECEIVED) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+def _await(mailbox: Mailbox, subject: str | None, wait: float, context: ToolContext) -> dict[str, Any] | None:
+    """The caller's answer, or ``None`` (timeout, or the call was cancelled: its stream closed)."""
+    deadline = time.monotonic() + wait
+    while not context.cancelled and (left := deadline - time.monotonic()) > 0:
+        data = mailbox.get(min(left, 1.0))
+        if data is None:
+            continue
+        try:
+            envelope = json.loads(data)
+        except ValueError:
+            envelope = None
+        if not isinstance(envelope, dict) or not isinstance(envelope.get("message"), dict):
+            continue
+        if envelope.get("subject") != subject:
+            log.warning("flask-tooldiscovery: mcp approval answer from another caller ignored (call_id=%s)",
+                        context.call_id)
+            continue
+        answer: dict[str, Any] = envelope["message"]
+        return answer
+    return None
+
+
+def ask(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, context: ToolContext,
+        exc: ApprovalRequired) -> dict[str, Any] | None:
+    """Ask the approval on the call's stream and run the call as answered; ``None`` when this
+    call cannot be asked (not streamed, or the client answered the request with an error)."""
+    plan = g.get(sse.PLAN_KEY)
+    if not isinstance(plan, sse.Plan) or plan.context is not context or plan.version not in ELICITING_VERSIONS:
+        return None
+    request_id = ID_PREFIX + secrets.token_urlsafe(24)
+    try:
+        with for_uri(pipe.settings.state_storage_uri).expect(request_id) as mailbox:
+            plan.channel.put(sse.frame({"jsonrpc": "2.0", "id": request_id, "method": "elicitation/create",
+                                        "params": _form(exc.prompt, plan.version)}))
+            answer = _await(mailbox, _subject(context.identity), timeout(pipe.settings), context)
+    except RendezvousError as error:
+        log.error("flask-tooldiscovery: mcp approval of %s not received: %s (call_id=%s)", tool.name, error,
+                  context.call_id)
+        return _not_received("The approval could not be received, so the tool did not run.")
+    if answer is None or context.cancelled:  # no answer in time, or the client went away
+        plan.channel.put(sse.frame({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                    "params": {"requestId": request_id, "reason": "approval not received in time"}}))
+        return _not_received()
+    outcome = answer.get("result")
+    if not isinstance(outcome, dict):
+        return None  # the client cannot elicit: the state goes back in _meta
+    content = outcome.get("content")
+    approved = outcome.get("action") == "accept" and isinstance(content, dict) and content.get("approve") is True
+    try:
+        return call_result(pipe.invoke(tool, arguments or {}, context, approval=Approval(exc.state, approved)))
+    except InvalidApproval:  # expired while the person read the prompt
+        return _not_received()
+
+
+def receive(pipe: Pipeline, payload: Any) -> None:
+    """A client's answer to one of these requests, POSTed to the endpoint: handed to the call
+    that waits for it, in this process or through the storage, with the sender's identity."""
+    id_ = payload.get("id") if isinstance(payload, dict) and "method" not in payload else None
+    if not (isinstance(id_, str) and id_.startswith(ID_PREFIX) and len(id_) <= 100
+            and ("result" in payload or "error" in payload)):
+        return
+    answer = {k: payload[k] for k in ("result", "error") if k in payload}
+    data = json.dumps({"subject": _subject(pipe.identity), "message": answer}).encode("utf-8")
+    storage = pipe.settings.state_storage_uri
+    if not for_uri(storage).deliver(id_, data, timeout(pipe.settings)) and not storage:
+        log.warning("flask-tooldiscovery: mcp approval answer dropped: no call waits for it in this worker process "
+                    "(with several workers, set TOOLDISCOVERY_STATE_STORAGE_URI) (trace_id=%s)", pipe.trace_id)
+
+
+__all__ = ["ELICITING_VERSIONS", "ID_PREFIX", "NOT_RECEIVED", "REQUESTED_SCHEMA", "ask", "can_ask", "receive",
+           "timeout"]

@@ -1,0 +1,89 @@
+"""MCP resources, when ``TOOLDISCOVERY_MCP_RESOURCES`` is on: the ``resources`` capability and the
+``resources/list``, ``resources/templates/list`` and ``resources/read`` methods over the resources
+the app registered with ``@discovery.resource`` (:mod:`..resources`). Reads run the app's function
+with the caller's :class:`~..tool.ToolContext`; nothing a tool returned is kept, so any worker
+answers any read (a :class:`~..results.ResourceLink` names a resource the app can read again)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ...serving.pipeline import Pipeline
+from ...settings import Settings
+from ...tools.model import ToolError
+from ...tools.resources import NoSuchResource, Resource
+from ...tools.results import File, RichResult
+from . import jsonrpc as rpc
+from .content import client_version
+
+METHODS = ("resources/list", "resources/templates/list", "resources/read")
+#: "Resource not found" through 2025-11-25; 2026-07-28 answers -32602 (SEP-2164), as the official
+#: SDK does. Both carry the URI in ``data``.
+RESOURCE_NOT_FOUND = -32002
+NOT_FOUND_AS_INVALID_PARAMS_SINCE = "2026-07-28"
+
+
+def capability(settings: Settings) -> dict[str, Any]:
+    """The ``resources`` capability when resources are served (no subscriptions, no list changes)."""
+    return {"resources": {"subscribe": False, "listChanged": False}} if settings.mcp_resources else {}
+
+
+def _described(resource: Resource, entry: dict[str, Any]) -> dict[str, Any]:
+    for key, value in (("title", resource.title), ("description", resource.description),
+                       ("mimeType", resource.mime_type)):
+        if value:
+            entry[key] = value
+    return entry
+
+
+def contents(uri: str, value: Any, mime_type: str | None) -> dict[str, Any]:
+    """One read's contents: bytes (and images, audio, files) as base64 ``blob``, text as ``text``,
+    other values as JSON text."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        value = File(bytes(value), mime_type or "application/octet-stream")
+    if isinstance(value, RichResult):
+        block = value.to_json()
+        if "data" not in block:
+            raise TypeError("a resource reads as bytes, text, JSON or an Image/Audio/File, not a link")
+        return {"uri": uri, "mimeType": block["mimeType"], "blob": block["data"]}
+    if isinstance(value, str):
+        return {"uri": uri, "mimeType": mime_type or "text/plain", "text": value}
+    return {"uri": uri, "mimeType": mime_type or "application/json", "text": json.dumps(value, ensure_ascii=False)}
+
+
+def methods(pipe: Pipeline) -> dict[str, rpc.Method]:
+    """The resources methods for the MCP method table (none unless resources are on)."""
+    if not pipe.settings.mcp_resources:
+        return {}
+    registry = pipe.ext.resources
+
+    def list_resources(params: dict[str, Any]) -> dict[str, Any]:
+        return {"resources": [_described(r, {"uri": r.uri, "name": r.name})
+                              for r in registry.visible_to(pipe.identity) if not r.is_template]}
+
+    def list_templates(params: dict[str, Any]) -> dict[str, Any]:
+        return {"resourceTemplates": [_described(r, {"uriTemplate": r.uri, "name": r.name})
+                                      for r in registry.visible_to(pipe.identity) if r.is_template]}
+
+    def read(params: dict[str, Any]) -> dict[str, Any]:
+        uri = params.get("uri")
+        if not isinstance(uri, str) or not uri:
+            raise rpc.RpcError(rpc.INVALID_PARAMS, "resources/read needs params.uri (a string).")
+        meta: dict[str, Any] = params["_meta"] if isinstance(params.get("_meta"), dict) else {}
+        try:
+            resource, arguments = registry.find(uri, pipe.identity)
+            with pipe.slots.hold():
+                value = resource.read(uri, arguments, pipe.context(extra={"meta": meta}))
+        except NoSuchResource:
+            modern = client_version(meta) >= NOT_FOUND_AS_INVALID_PARAMS_SINCE
+            code = rpc.INVALID_PARAMS if modern else RESOURCE_NOT_FOUND
+            raise rpc.RpcError(code, "Resource not found", {"uri": uri}) from None
+        except ToolError as exc:  # the app's own refusal, in its words
+            raise rpc.RpcError(rpc.INTERNAL_ERROR, exc.message, {"uri": uri}) from None
+        return {"contents": [contents(uri, value, resource.mime_type)]}
+
+    return {"resources/list": list_resources, "resources/templates/list": list_templates, "resources/read": read}
+
+
+__all__ = ["METHODS", "RESOURCE_NOT_FOUND", "capability", "methods"]

@@ -1,0 +1,150 @@
+"""MCP ``tools/call`` answered as Server-Sent Events on its own POST: progress and log notifications
+while the tool runs, ``: keep-alive`` comments while it is silent, then the JSON-RPC response.
+
+It streams when the client accepts ``text/event-stream`` and the call carries a ``progressToken`` or
+a log level in ``params._meta`` or names a ``long_running`` tool. The dialect's own dispatch then runs
+in a helper thread: its reply goes out as plain JSON if it ends before the tool starts (unknown tool,
+invalid params), else the handler opens the stream with :func:`listen`. Nothing outlives the request:
+``notifications/cancelled`` finds calls in this worker by (caller, request id); the client closing
+the stream cancels the call wherever it runs.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from flask import Response, current_app, g, request, stream_with_context
+
+from ...calls.streaming import InFlight
+from ...errors import CoreError
+from ...observe.logs import log
+from ...serving.pipeline import Pipeline
+from ...serving.wire import accepts
+from ...tools.model import LOG_LEVELS, ToolContext
+from . import elicit, sse
+from . import jsonrpc as rpc
+from .content import VERSION_META_KEY, client_version
+from .sse import Done, Plan, Reply
+
+LOG_LEVEL_META_KEY = "io.modelcontextprotocol/logLevel"
+#: Lowest level sent to handshake-era calls that name none (a stateless server keeps no setLevel);
+#: from 2026-07-28 on only calls that name a level get log lines.
+DEFAULT_LOG_LEVEL = "info"
+IN_FLIGHT = InFlight()
+
+
+def _meta(params: Any) -> Mapping[str, Any]:
+    meta = params.get("_meta") if isinstance(params, Mapping) else None
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def requested(meta: Mapping[str, Any]) -> tuple[str | int | None, str | None]:
+    """The progress token and log level a request's ``_meta`` names (-32602 when malformed)."""
+    token, level = meta.get("progressToken"), meta.get(LOG_LEVEL_META_KEY)
+    if token is not None and (isinstance(token, bool) or not isinstance(token, str | int)):
+        raise rpc.RpcError(rpc.INVALID_PARAMS, "params._meta.progressToken must be a string or an integer.")
+    if level is not None and (not isinstance(level, str) or level not in LOG_LEVELS):
+        raise rpc.RpcError(rpc.INVALID_PARAMS,
+                           f"params._meta['{LOG_LEVEL_META_KEY}'] must be one of {', '.join(LOG_LEVELS)}.")
+    return token, level
+
+
+def caller_key(pipe: Pipeline, request_id: object) -> tuple[object, ...]:
+    """Whose call: app, endpoint, the caller's subject (anonymous: its address), request id."""
+    identity = pipe.identity
+    subject = identity.subject if identity is not None else None
+    req = request._get_current_object()  # type: ignore[attr-defined]
+    return (id(current_app._get_current_object()), req.blueprint, subject,  # type: ignore[attr-defined]
+            req.remote_addr if subject is None else None, request_id)
+
+
+def set_level(params: dict[str, Any]) -> dict[str, Any]:
+    """``logging/setLevel`` (handshake era only): checked and answered, but not kept."""
+    if VERSION_META_KEY in _meta(params):
+        raise rpc.RpcError(rpc.METHOD_NOT_FOUND, "Method not found: logging/setLevel")
+    if params.get("level") not in LOG_LEVELS:
+        raise rpc.RpcError(rpc.INVALID_PARAMS, f"logging/setLevel needs params.level, one of {', '.join(LOG_LEVELS)}.")
+    return {}
+
+
+def _plan(pipe: Pipeline, message: Any) -> Plan | None:
+    """How to stream ``message``, or ``None`` to answer it with one JSON body."""
+    params = message.get("params") if isinstance(message, dict) and message.get("jsonrpc") == "2.0" else None
+    if not (isinstance(params, dict) and message.get("method") == "tools/call" and rpc.valid_id(message.get("id"))
+            and accepts(request, "text/event-stream") > 0):
+        return None
+    meta, name = _meta(params), params.get("name")
+    try:
+        token, level = requested(meta)
+        tool = pipe.tools().get(name) if isinstance(name, str) else None
+    except (rpc.RpcError, CoreError):
+        return None  # the handler answers it with a plain error
+    if token is None and level is None and not (tool is not None and tool.metadata.get("long_running")) \
+            and not elicit.can_ask(pipe, tool, params):  # approval asked on the stream
+        return None
+    version = client_version(meta)
+    level = level or (DEFAULT_LOG_LEVEL if version < "2026-07-28" else None)
+    return Plan(message["id"], token, level, version, str(name))
+
+
+def dispatch(pipe: Pipeline, payload: Any, run: Callable[[], Reply]) -> Reply | Response:
+    """The reply to ``payload`` (``run()`` dispatches it), or the SSE stream of the call it makes; a
+    ``notifications/cancelled`` cancels the caller's call it names, if that runs in this worker."""
+    notified = isinstance(payload, dict) and payload.get("method") == "notifications/cancelled" and "id" not in payload
+    params = payload.get("params") if notified else None
+    if isinstance(params, dict) and rpc.valid_id(params.get("requestId")):
+        found = IN_FLIGHT.cancel(caller_key(pipe, params["requestId"]))
+        log.info("flask-tooldiscovery: mcp request %r cancelled by the client (%r): %s (trace_id=%s)",
+                 params["requestId"], str(params.get("reason"))[:200], "stopping it" if found
+                 else "no such call in this worker", pipe.trace_id)
+    elicit.receive(pipe, payload)  # an answer to an approval request: to the call waiting for it
+    plan = _plan(pipe, payload)
+    if plan is None:
+        return run()
+    setattr(g, sse.PLAN_KEY, plan)
+    copied = contextvars.copy_context()
+
+    def work() -> None:
+        reply: Reply = rpc.error_body(plan.request_id, rpc.INTERNAL_ERROR, "Internal error.")
+        try:
+            reply = copied.run(run)
+        except BaseException as exc:  # never a view waiting for ever
+            log.error("flask-tooldiscovery: mcp tools/call failed (trace_id=%s)", pipe.trace_id,
+                      exc_info=(type(exc), exc, exc.__traceback__))
+        finally:
+            plan.channel.put(Done(reply))
+
+    threading.Thread(target=work, name=f"tooldiscovery-mcp-{plan.tool}", daemon=True).start()
+    first = plan.channel.get()
+    if isinstance(first, Done):
+        return first.reply
+    return current_app.response_class(stream_with_context(sse.events(plan, pipe.settings.stream_keepalive)),
+                                      mimetype="text/event-stream",
+                                      headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+def listen(pipe: Pipeline, context: ToolContext) -> Callable[[], None]:
+    """Called by the ``tools/call`` handler just before it runs the tool: the call can now be
+    cancelled by its caller's ``notifications/cancelled``, and a call to stream starts streaming.
+    Returns the function that forgets the call (the handler calls it when the call is over; a
+    stream also calls it when it closes)."""
+    requested(context.extra.get("meta") or {})
+    body = pipe.body()
+    if not isinstance(body, dict):
+        return _nothing  # in a batch, which call a cancellation means is not known
+    forget = IN_FLIGHT.add(caller_key(pipe, body.get("id")), context)
+    plan: Plan | None = g.get(sse.PLAN_KEY)
+    if plan is not None:
+        plan.context, plan.forget, context.listener = context, forget, plan.channel.put
+        plan.channel.put(context)  # the stream starts
+    return forget
+
+
+def _nothing() -> None:
+    return None
+
+
+__all__ = ["DEFAULT_LOG_LEVEL", "IN_FLIGHT", "caller_key", "dispatch", "listen", "requested", "set_level"]

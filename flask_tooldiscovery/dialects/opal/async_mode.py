@@ -1,0 +1,131 @@
+"""Opal's asynchronous execution of ``long_running`` tools: ``202`` at once, the tool run in the
+background through the pipeline, its result POSTed to the callback URL the request names.
+
+Wire facts, from the Python SDK ``optimizely-opal.opal-tools-sdk`` 0.2.3.dev0 (npm's 0.1.3-dev has
+no async mode): ``models.py`` Function.to_dict: an async tool is ``"mode": "async"`` (``"timeout"``
+in seconds when set) in discovery. ``service.py`` tool_endpoint: the platform adds
+``"async_callback": {"url", "tool_call_id", "callback_token"}`` to the body; an async tool given it
+answers ``202`` ``{"status": "accepted"}``, else runs synchronously. ``response.py``
+AsyncCallback.complete: ``POST url``, ``Content-Type: application/vnd.optimizely.opal.tools+json``,
+``Authorization: Bearer <callback_token>`` when given, body a ComposableToolResponse (``message`` /
+``content`` + ``content_type`` / ``error``); a failure is provider_error: ``{"message", "error":
+{"type": "about:blank", "title": "Provider Error", "status": 502, "detail", "error_code":
+"PROVIDER_ERROR"}}``; 3 attempts, backoff 0.5 s doubling, 10 s timeout, 5xx and transport errors
+retried, 4xx not. Ours: 429 retried too; attempts and timeout are settings; a non-string value
+goes in ``content`` (the SDK sends ``str(result)``); a crash sends the generic message, never
+``str(exc)``; where the URL may point: :mod:`..callbacks`.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from http import HTTPStatus
+from typing import Any
+
+from flask import Response, copy_current_request_context, g
+
+from ...calls import callbacks
+from ...calls.approvals import needs_approval
+from ...errors import BadRequest, CoreError, RetryLater
+from ...observe.logs import log
+from ...serving.pipeline import Pipeline
+from ...serving.wire import json_response
+from ...settings import Settings
+from ...tools.invoke import GENERIC_FAILURE, Outcome, prepare
+from ...tools.model import Tool, ToolContext
+
+RESULT_MIMETYPE = "application/vnd.optimizely.opal.tools+json"
+HOSTS = "TOOLDISCOVERY_OPAL_CALLBACK_HOSTS"
+
+
+def mode(tool: Tool) -> str | None:
+    """Discovery's ``mode``: ``"async"`` for long-running tools (absent: synchronous)."""
+    return "async" if tool.metadata.get("long_running") else None
+
+
+def timeout(tool: Tool) -> int | None:
+    """Discovery's ``timeout`` of a long-running tool: its own, in whole seconds."""
+    return math.ceil(tool.timeout) if mode(tool) and tool.timeout else None
+
+
+def openapi(tool: Tool, item: dict[str, Any]) -> None:
+    """A long-running tool's OpenAPI operation (``item``) also takes ``async_callback`` and answers 202."""
+    if mode(tool):
+        post, text = item["post"], {"type": "string"}
+        post["requestBody"]["content"]["application/json"]["schema"]["properties"]["async_callback"] = {
+            "type": "object", "required": ["url"],
+            "properties": {"url": {"type": "string", "format": "uri"}, "tool_call_id": text, "callback_token": text}}
+        post["responses"]["202"] = {"description": "Accepted: the result is POSTed to async_callback.url.", "content": {
+            "application/json": {"schema": {"type": "object", "properties": {"status": {"enum": ["accepted"]}}}}}}
+
+
+def _valid(tool: Tool, parameters: dict[str, Any]) -> bool:
+    """The checks :func:`~..invoke.invoke` makes before running a tool, without running it."""
+    return not prepare(tool, parameters, coerce=True, max_errors=1)[1]
+
+
+def accept(pipe: Pipeline, tool: Tool, parameters: dict[str, Any], context: ToolContext,
+           body: dict[str, Any]) -> Response | None:
+    """``202`` when ``tool`` runs in the background for this call; ``None``: answer synchronously
+    (not long-running, no callback, needs approval, or invalid arguments, which the synchronous
+    path refuses)."""
+    callback = body.get("async_callback")
+    if not mode(tool) or callback is None or needs_approval(tool, destructive=pipe.settings.approve_destructive):
+        return None  # a person's approval is asked for (and checked) on the call itself
+    if not isinstance(callback, dict) or not isinstance(callback.get("url"), str):
+        raise BadRequest("'async_callback' must be an object with a 'url' string.")
+    url, token = callback["url"], callback.get("callback_token")
+    reason = callbacks.refused(url, pipe.settings.opal_callback_hosts, HOSTS)
+    if reason is not None:
+        raise BadRequest(f"The callback URL is refused: {reason}.", reason=f"callback URL refused: {reason}")
+    if not _valid(tool, parameters):
+        return None
+    context.extra["async_callback"] = {"url": url, "tool_call_id": callback.get("tool_call_id")}
+    identity, trace_id = pipe.identity, context.trace_id
+
+    @copy_current_request_context
+    def run() -> None:  # the request's context, copied: this thread's g is its own
+        g._tooldiscovery_identity, g._tooldiscovery_trace_id = identity, trace_id
+        try:
+            result = _result(pipe.invoke(tool, parameters, context, coerce=True))
+        except CoreError as exc:  # refused after the 202: rate limit, no free call slot
+            result = _problem(exc.status, exc.message, exc.retry_after if isinstance(exc, RetryLater) else None)
+        except Exception:
+            log.exception("opal: async call of %s failed (call_id=%s trace_id=%s)",
+                          tool.name, context.call_id, trace_id)
+            result = _problem(502, GENERIC_FAILURE)
+        _deliver(pipe.settings, url, token if isinstance(token, str) else None, result, context)
+
+    threading.Thread(target=run, name="tooldiscovery-opal-async", daemon=False).start()
+    return json_response({"status": "accepted"}, 202)
+
+
+def _problem(status: int, detail: str, retry_after: int | None = None) -> dict[str, Any]:
+    """The SDK's error envelope: RFC 9457 problem details under ``error``."""
+    title, code = ("Provider Error", "PROVIDER_ERROR") if status == 502 else (
+        HTTPStatus(status).phrase, {400: "VALIDATION_ERROR", 429: "RATE_LIMITED"}.get(status, HTTPStatus(status).name))
+    error = {"type": "about:blank", "title": title, "status": status, "detail": detail, "error_code": code}
+    return {"message": detail, "error": {**error, **({"retry_after": retry_after} if retry_after else {})}}
+
+
+def _result(outcome: Outcome) -> dict[str, Any]:
+    if outcome.status == "invalid":
+        return _problem(400, outcome.error_message)
+    if outcome.status == "failure":
+        ms = outcome.failure.retry_after_ms if outcome.failure else None
+        return _problem(502, outcome.error_message, math.ceil(ms / 1000) if ms else None)
+    value = outcome.value
+    if value is None or isinstance(value, str):
+        return {"message": value or ""}
+    return {"content": value, "content_type": "application/json"}
+
+
+def _deliver(settings: Settings, url: str, token: str | None, result: dict[str, Any], context: ToolContext) -> None:
+    ids = f"call_id={context.call_id} trace_id={context.trace_id} " \
+          f"tool_call_id={context.extra['async_callback'].get('tool_call_id')}"
+    headers = {"Content-Type": RESULT_MIMETYPE, "User-Agent": "flask-tooldiscovery",
+               **({"X-Trace-Id": context.trace_id} if context.trace_id else {}),
+               **({"Authorization": f"Bearer {token}"} if token else {})}
+    callbacks.deliver(url, result, headers, attempts=settings.opal_callback_retries + 1, ids=ids,
+                      timeout=settings.opal_callback_timeout, hosts=settings.opal_callback_hosts, setting=HOSTS)

@@ -1,0 +1,285 @@
+"""Dialect ``opal``: Optimizely Opal tool discovery and execution.
+
+``GET <prefix>/discovery`` (and ``/discovery/``) lists the tools as Opal "functions";
+``POST <prefix>/tools/<name>`` (and ``<prefix>/discovery/tools/<name>``) runs one.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from flask import Blueprint, Response, request
+from marshmallow import fields
+
+from ...errors import BadRequest, CoreError, Unauthorized
+from ...serving.identity import Authenticator, BearerVerifier
+from ...serving.pipeline import Pipeline
+from ...serving.wire import WireSchema, json_response, openapi_post
+from ...settings import Settings
+from ...tools.json_schema import inline_refs, primary_type, split_nullable
+from ...tools.model import Tool
+from .. import Dialect
+from . import async_mode as opal_async
+
+NAME = "opal"
+NO_CACHE = {"Cache-Control": "no-cache, no-store, must-revalidate"}
+OPAL_TYPES = {"string", "integer", "number", "boolean", "array", "object"}
+
+
+def describe_parameter(name: str, schema: dict[str, Any]) -> str:
+    """A parameter's description, always a non-empty string; enum values and the default are
+    written into it since Opal parameters carry no ``enum`` or ``default`` keys."""
+    inner, _ = split_nullable(schema)
+    text = str(inner.get("description") or schema.get("description") or "").strip()
+    if not text:
+        text = f"The {name.replace('_', ' ')} parameter."
+    enum = inner.get("enum")
+    if isinstance(enum, list) and enum:
+        text = f"{text.rstrip('.')}. One of: {', '.join(_prose(v) for v in enum)}."
+    if "default" in schema and schema["default"] is not None:
+        text = f"{text.rstrip('.')}. Defaults to {_prose(schema['default'])}."
+    return text
+
+
+def _prose(value: Any) -> str:
+    """A value as a sentence shows it: strings bare, anything else as JSON (``false``, ``{"k": 1}``)."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+class OpalParameterSchema(WireSchema):
+    """One entry of an Opal function's ``parameters`` array."""
+    name = fields.String(required=True)
+    type = fields.String(required=True)
+    description = fields.String(required=True)
+    required = fields.Boolean(required=True)
+    in_context = fields.Boolean(dump_default=False)
+    schema = fields.Dict()
+
+
+class OpalAuthRequirementSchema(WireSchema):
+    """One of a function's ``auth_requirements`` (OAuth provider and scope bundle)."""
+    provider = fields.String(required=True)
+    scope_bundle = fields.String(dump_default="")  # the official SDK always sends it
+    required = fields.Boolean(dump_default=True)
+
+
+class OpalFunctionSchema(WireSchema):
+    """A registry :class:`Tool` dumped as an Opal function."""
+
+    name = fields.String(required=True)
+    description = fields.String(attribute="description_or_title")
+    parameters = fields.Method("get_parameters")
+    endpoint = fields.Method("get_endpoint")
+    http_method = fields.Constant("POST")
+    auth_requirements = fields.Method("get_auth_requirements")
+    hints = fields.Method("get_hints")
+    mode = fields.Function(opal_async.mode)  # "async": long_running, answered 202 + callback
+    timeout = fields.Function(opal_async.timeout)
+
+    def get_endpoint(self, tool: Tool) -> str:
+        return f"/tools/{tool.name}"
+
+    def get_parameters(self, tool: Tool) -> list[dict[str, Any]]:
+        schema = tool.resolved_input_schema
+        required = set(schema.get("required") or ())
+        params = []
+        for name, prop in (schema.get("properties") or {}).items():
+            prop = prop if isinstance(prop, dict) else {}
+            ptype = primary_type(prop)
+            ptype = ptype if ptype in OPAL_TYPES else "string"
+            param: dict[str, Any] = {
+                "name": name,
+                "type": ptype,
+                "description": describe_parameter(name, prop),
+                "required": name in required,
+                "in_context": False,
+            }
+            if ptype in ("array", "object"):
+                param["schema"] = dict(split_nullable(prop)[0])
+            params.append(param)
+        return params  # already what OpalParameterSchema dumps (its fields, in its order; no None)
+
+    def get_auth_requirements(self, tool: Tool) -> list[dict[str, Any]] | None:
+        reqs = tool.metadata.get("auth_requirements")
+        return _AUTH_REQUIREMENTS.dump(reqs) if reqs else None
+
+    def get_hints(self, tool: Tool) -> list[str] | None:
+        if not tool.annotations:
+            return None
+        hints = set()
+        if tool.hint("idempotentHint"):
+            hints.add("idempotent")
+        if tool.hint("openWorldHint"):
+            hints.add("open_world")
+        if tool.hint("readOnlyHint") is False or tool.hint("destructiveHint"):
+            hints.add("write")
+        return sorted(hints)
+
+
+_AUTH_REQUIREMENTS = OpalAuthRequirementSchema(many=True)
+
+
+class OpalDiscoverySchema(WireSchema):
+    """The discovery document: ``functions`` (already dumped per tool) and the server identity."""
+    functions = fields.Raw(required=True)
+    name = fields.String()
+    description = fields.String()
+    version = fields.String()
+
+
+_DISCOVERY = OpalDiscoverySchema()
+_FUNCTION = OpalFunctionSchema()
+
+
+def discovery_document(pipe: Pipeline, tools: list[Tool] | None = None) -> dict[str, Any]:
+    """The discovery document (``tools``: the latest version of each tool)."""
+    settings = pipe.settings
+    document: dict[str, Any] = _DISCOVERY.dump({
+        "functions": [pipe.dump(NAME, t, _FUNCTION.dump) for t in (pipe.tools().latest() if tools is None else tools)],
+        "name": settings.server_name,
+        "description": settings.server_description or None,
+        "version": settings.server_version,
+    })
+    return document
+
+
+def error_response(exc: CoreError) -> tuple[Any, int]:
+    """Opal's error shape: ``error`` and ``detail`` (the official SDK's key) carry the message."""
+    message = exc.message
+    if isinstance(exc, Unauthorized):
+        message = "Unauthorized: a valid bearer token is required."
+    body: dict[str, Any] = {"error": message, "detail": message, **exc.extra}  # approvals: code, approval_state
+    retry_after_ms = getattr(exc, "retry_after_ms", None)
+    if retry_after_ms is not None:
+        body.update(can_retry=True, retry_after_ms=retry_after_ms)
+    return body, exc.status
+
+
+def authenticator(settings: Settings) -> Authenticator | None:
+    """A static bearer token on calls, when ``TOOLDISCOVERY_OPAL_BEARER_TOKEN`` is set."""
+    token = settings.opal_bearer_token
+    return Authenticator((BearerVerifier(token, "opal"),)) if token else None
+
+
+def security_warning(settings: Settings, ext: Any) -> str | None:
+    """Why this dialect would run tools for anyone, or ``None``."""
+    if not settings.opal_bearer_token:
+        return "opal runs tools without authentication (set TOOLDISCOVERY_OPAL_BEARER_TOKEN)"
+    return None
+
+
+_OPAL_NAME = re.compile(r"^[A-Za-z0-9_]+$")
+
+
+def lint_tool(tool: Tool) -> list[str]:
+    """Problems Opal would have with ``tool``."""
+    problems = []
+    if not _OPAL_NAME.match(tool.name):
+        problems.append(f"name {tool.name!r} is not letters, digits and underscores")
+    schema = tool.resolved_input_schema
+    for name, prop in (schema.get("properties") or {}).items():
+        inner, _ = split_nullable(prop if isinstance(prop, dict) else {})
+        if isinstance(inner.get("anyOf") or inner.get("oneOf"), list):
+            problems.append(f"parameter {name!r} is a union; Opal sees it as {primary_type(inner)!r}")
+    return problems
+
+
+def openapi_paths(pipe: Pipeline) -> dict[str, Any]:
+    """OpenAPI path items of the per-tool execution endpoints."""
+    paths: dict[str, Any] = {}
+    for tool in pipe.tools().latest():
+        schema = {"type": "object", "properties": {"parameters": tool.resolved_input_schema,
+                                                   "auth": {"type": "object"}, "environment": {"type": "object"}},
+                  "required": ["parameters"]}
+        item = openapi_post(f"opal_{tool.name}", "opal", tool.description.split("\n")[0], schema, {
+            "200": "The tool's return value.", "400": "Malformed body or invalid parameters.",
+            "401": "Bearer token missing or wrong.", "500": "The tool failed."})
+        item["post"]["responses"]["200"]["content"] = {
+            "application/json": {"schema": inline_refs(tool.output_schema or {})}}
+        opal_async.openapi(tool, item)
+        paths[f"{pipe.prefix}/tools/{tool.name}"] = item
+    return paths
+
+
+def _parameters(body: Any) -> dict[str, Any]:
+    """The call's parameters: ``{"parameters": {...}}`` or the bare object."""
+    if body is None:
+        return {}
+    if not isinstance(body, dict):
+        raise BadRequest("The request body must be a JSON object.")
+    if "parameters" not in body:
+        return body
+    parameters = body["parameters"]
+    if parameters is None:
+        return {}
+    if not isinstance(parameters, dict):
+        raise BadRequest("'parameters' must be a JSON object.")
+    return parameters
+
+
+def opal_headers(environ: dict[str, Any]) -> dict[str, str]:
+    """The request's ``X-Opal-*`` headers (thread, workflow and agent execution ids), names in
+    lower case as sent on the wire."""
+    return {key[5:].lower().replace("_", "-"): value for key, value in environ.items()
+            if key.startswith("HTTP_X_OPAL_")}
+
+
+def make_blueprint(pipe: Pipeline) -> Blueprint:
+    """The Opal blueprint: discovery and tool execution."""
+    bp = pipe.blueprint(__name__)
+
+    def discovery() -> Response:
+        document = pipe.document("discovery", lambda toolset: discovery_document(pipe, toolset.latest()))
+        return pipe.send(document, NO_CACHE)
+
+    for rule in ("/discovery", "/discovery/"):
+        pipe.route(rule, "discovery", ["GET"], endpoint="discovery" if rule == "/discovery" else "discovery_slash",
+                   strict_slashes=True)(discovery)
+
+    def call_tool(name: str) -> Response:
+        tool = pipe.find(name)
+        body = pipe.body()
+        parameters = _parameters(body)
+        body = body if isinstance(body, dict) else {}
+        auth: dict[str, Any] | None = body["auth"] if isinstance(body.get("auth"), dict) else None
+        environment = body.get("environment") if isinstance(body.get("environment"), dict) else None
+        raw_credentials = (auth or {}).get("credentials")
+        credentials: dict[str, Any] = raw_credentials if isinstance(raw_credentials, dict) else {}
+        provider = (auth or {}).get("provider")
+        context = pipe.context(
+            user_id=credentials.get("user_id"),
+            authorization={str(provider): credentials["access_token"]}
+            if provider and credentials.get("access_token") else {},
+            extra={
+                "auth": auth,
+                "environment": environment,
+                "headers": opal_headers(request.environ),
+            },
+        )
+        accepted = opal_async.accept(pipe, tool, parameters, context, body)  # async_callback: 202
+        if accepted is not None:
+            return accepted
+        outcome = pipe.invoke(tool, parameters, context, coerce=True)
+        if outcome.status == "invalid":
+            return json_response({"error": outcome.error_message, "detail": outcome.error_message,
+                                  "parameter_errors": outcome.parameter_errors}, 400)
+        if outcome.status == "failure":
+            extra = {"can_retry": True} if outcome.failure and outcome.failure.can_retry else {}
+            return json_response({"error": outcome.error_message, "detail": outcome.error_message, **extra}, 500)
+        return json_response(outcome.value, 200, NO_CACHE)
+
+    for rule in ("/tools/<path:name>", "/discovery/tools/<path:name>"):
+        endpoint = "call" if rule.startswith("/tools") else "call_under_discovery"
+        pipe.route(rule, "call", ["POST"], endpoint=endpoint)(call_tool)
+    return bp
+
+
+DIALECT = Dialect(
+    name=NAME, make_blueprint=make_blueprint, default_prefix="/opal", error_response=error_response,
+    authenticator=authenticator, public_discovery=True,
+    cors_headers=("x-opal-thread-id", "x-opal-workflow-execution-id", "x-opal-agent-execution-id"),
+    export_document=discovery_document, security_warning=security_warning, lint_tool=lint_tool,
+    openapi_paths=openapi_paths,
+)

@@ -1,0 +1,118 @@
+"""What happens around every tool call a dialect makes, once, in the core: the rate limit, the
+signals, the OpenTelemetry span, the Prometheus metrics and the call log line of a refusal.
+
+``init_app`` builds one :class:`Operations` per app from its settings (so a wrong limit, a storage
+URI without its driver or a missing extra fails at start); :meth:`~.pipeline.Pipeline.invoke`
+runs each call through :func:`observe_call`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from typing import TYPE_CHECKING, Any
+
+from flask import Flask, current_app, request
+
+from ..calls.limits import RateLimits
+from ..errors import CoreError
+from ..settings import Settings, SettingsError, key
+from ..tools.invoke import Outcome
+from ..tools.model import Tool, ToolContext
+from . import signals
+from .logs import log_call
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..serving.pipeline import Pipeline
+    from .metrics import CallMetrics
+    from .tracing import Tracer
+
+KEY = "tooldiscovery.operations"
+
+
+class Operations:
+    """One app's rate limits, tracer and metrics (``None`` when their setting is off)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.limits = RateLimits(settings)
+        self.tracer: Tracer | None = None
+        self.metrics: CallMetrics | None = None
+        if settings.metrics_path and not settings.metrics:
+            raise SettingsError(f"{key('METRICS_PATH')} serves metrics only with {key('METRICS')} on")
+        if settings.otel:
+            from . import tracing
+
+            tracing.require()
+            self.tracer = tracing.Tracer()
+        if settings.metrics:
+            from . import metrics
+
+            metrics.require()
+            self.metrics = metrics.call_metrics()
+
+    def span(self, tool: Tool, context: ToolContext, dialect: str) -> AbstractContextManager[Any]:
+        return self.tracer.span(tool, context, dialect) if self.tracer is not None else nullcontext()
+
+
+def operations(app: Flask) -> Operations:
+    """What ``init_app`` built for ``app``."""
+    ops: Operations = app.extensions[KEY]
+    return ops
+
+
+def _error_type(outcome: Outcome) -> str:
+    if outcome.status == "invalid":
+        return "invalid_arguments"
+    return "ToolError" if outcome.failure is not None and outcome.failure.expected else "_OTHER"
+
+
+def observe_call(pipe: Pipeline, tool: Tool, context: ToolContext, call: Callable[[], Outcome]) -> Outcome:
+    """``call()`` (which runs the tool in a call slot) within the caller's rate limit, between the
+    signals, inside the call's span, counted in the metrics. Core errors (refusals) are re-raised
+    for the dialect's ``error_response``; the outcome is returned as it is."""
+    app: Flask = current_app._get_current_object()  # type: ignore[attr-defined]
+    ops = operations(app)
+    identity = pipe.identity
+    fields: dict[str, Any] = {"tool": tool, "dialect": pipe.name, "call_id": context.call_id,
+                              "trace_id": context.trace_id, "identity": identity}
+    if signals.tool_called.receivers:  # sending to no one still costs; ask first
+        signals.tool_called.send(app, duration_ms=0.0, **fields)
+    started = time.perf_counter()
+    metrics = ops.metrics
+    if metrics is not None:
+        metrics.started(tool.name, pipe.name)
+    ran, label = False, "error"
+    try:
+        with ops.span(tool, context, pipe.name) as span:
+            try:
+                limits = ops.limits.limits_for(tool, pipe.name)
+                if limits:  # whom to count only when something counts
+                    ops.limits.check(tool, limits, RateLimits.caller(identity, request.remote_addr))
+                ran = True
+                outcome = call()
+            except CoreError as exc:
+                ran, label = False, "refused"
+                duration_ms = (time.perf_counter() - started) * 1000.0
+                if span is not None and ops.tracer is not None:
+                    ops.tracer.failed(span, type(exc).__name__, exc.message)
+                log_call(tool, context, "refused", duration_ms, status=exc.status)
+                signals.tool_refused.send(app, duration_ms=duration_ms, error=exc, **fields)
+                raise
+            except Exception as exc:
+                signals.tool_failed.send(app, duration_ms=(time.perf_counter() - started) * 1000.0,
+                                         outcome=None, error=exc, **fields)
+                raise
+            label = outcome.status
+            if not outcome.ok and span is not None and ops.tracer is not None:
+                ops.tracer.failed(span, _error_type(outcome), outcome.error_message)
+    finally:
+        if metrics is not None:
+            metrics.finished(tool.name, pipe.name, label, time.perf_counter() - started if ran else None)
+    sent = signals.tool_succeeded if outcome.ok else signals.tool_failed
+    if sent.receivers:
+        sent.send(app, duration_ms=outcome.duration_ms, outcome=outcome, **fields)
+    return outcome
+
+
+__all__ = ["KEY", "Operations", "observe_call", "operations"]

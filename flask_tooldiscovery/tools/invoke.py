@@ -1,0 +1,297 @@
+"""One invocation path for every dialect: coerce, validate, load, call (sync or async), time it.
+
+:func:`invoke` never raises for a client's mistake or a tool's failure; it returns an
+:class:`Outcome` that each dialect translates into its wire format.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import logging
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from jsonschema.exceptions import SchemaError
+from marshmallow import ValidationError as MarshmallowValidationError
+
+from ..observe.logs import log, log_call
+from .async_bridge import run_sync
+from .coerce import Coercion, coercion, to_jsonable
+from .json_schema import ArgumentError, parameter_errors, validate_arguments
+from .model import Tool, ToolContext, ToolError
+
+GENERIC_FAILURE = "The tool failed with an unexpected error."
+CANCELLED = "The call was cancelled."
+#: Each tool's compiled argument coercion (its input schema read once, not on every call).
+_COERCIONS: weakref.WeakKeyDictionary[Tool, Coercion] = weakref.WeakKeyDictionary()
+
+#: ``hand_off()`` is called when a timed-out sync tool is left running; it returns the function
+#: to call once that tool really ends (the caller's concurrency slot stays taken until then).
+HandOff = Callable[[], Callable[[], None]]
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why a tool call failed, in the words that may be shown to a client."""
+
+    message: str
+    developer_message: str | None = None
+    can_retry: bool = False
+    retry_after_ms: int | None = None
+    additional_prompt_content: str | None = None
+    #: True when the tool raised :class:`ToolError` on purpose.
+    expected: bool = True
+    #: True when the caller cancelled the call (the tool stopped, or was told to).
+    cancelled: bool = False
+
+    @classmethod
+    def from_tool_error(cls, exc: ToolError) -> Failure:
+        return cls(
+            message=exc.message,
+            developer_message=exc.developer_message,
+            can_retry=exc.can_retry,
+            retry_after_ms=exc.retry_after_ms,
+            additional_prompt_content=exc.additional_prompt_content,
+        )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The result of one call, before any dialect has shaped it.
+
+    ``status`` is ``"success"`` (``value`` holds the JSON-ready return value), ``"invalid"``
+    (``errors`` says how the arguments fail the input schema; the tool did not run) or
+    ``"failure"`` (the tool ran and failed; ``failure`` says how).
+    """
+
+    tool: Tool
+    call_id: str
+    status: Literal["success", "invalid", "failure"]
+    value: Any = None
+    failure: Failure | None = None
+    errors: tuple[ArgumentError, ...] = ()
+    duration_ms: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """True when the tool ran and succeeded."""
+        return self.status == "success"
+
+    @property
+    def parameter_errors(self) -> dict[str, str]:
+        """``{parameter: message}`` for invalid arguments."""
+        return parameter_errors(self.errors)
+
+    @property
+    def error_message(self) -> str:
+        """One readable sentence for dialects that carry a single message."""
+        if self.status == "invalid":
+            parts = [(f"{e.parameter}: " if e.parameter else "") + e.message.rstrip(".") for e in self.errors]
+            return "Invalid arguments: " + "; ".join(parts) + "."
+        if self.failure is not None:
+            return self.failure.message
+        return ""
+
+
+def _run_sync_with_deadline(func: Callable[[], Any], timeout: float, hand_off: HandOff | None) -> Any:
+    """Run a sync tool in a helper thread and stop waiting after ``timeout`` seconds.
+
+    Python cannot stop a thread: a tool that overruns keeps running, and its call slot stays
+    taken until it ends (``hand_off``), so overrunning tools cannot pile up without bound.
+    """
+    outcome: dict[str, Any] = {}
+    finished = threading.Event()
+    release: list[Callable[[], None]] = []
+    lock = threading.Lock()
+    context = contextvars.copy_context()
+
+    def target() -> None:
+        try:
+            outcome["value"] = context.run(func)
+        except BaseException as exc:
+            outcome["error"] = exc
+        finally:
+            with lock:
+                finished.set()
+                for free in release:
+                    free()
+
+    threading.Thread(target=target, name="tooldiscovery-tool", daemon=True).start()
+    if not finished.wait(timeout):
+        with lock:
+            if not finished.is_set():
+                if hand_off is not None:
+                    release.append(hand_off())
+                raise TimeoutError
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
+
+
+def _call(
+    tool: Tool, arguments: dict[str, Any], context: ToolContext,
+    call_handler: Callable[..., Any] | None, hand_off: HandOff | None,
+) -> Any:
+    def start() -> Any:
+        if tool.func is not None:
+            kwargs = dict(arguments)
+            for name in tool.context_params:
+                kwargs[name] = context
+            return tool.func(**kwargs)
+        if call_handler is not None:
+            return call_handler(tool.name, dict(arguments))
+        raise ToolError(
+            f"Tool {tool.name!r} cannot be run here.",
+            developer_message="the tool comes from a provider and the extension has no call_handler",
+        )
+
+    sync_deadline = tool.timeout if tool.timeout and not tool.is_async else None
+    result = _run_sync_with_deadline(start, sync_deadline, hand_off) if sync_deadline else start()
+    if inspect.isawaitable(result):  # async tools and async call handlers; timeout enforced here
+        awaitable = result
+
+        async def wait() -> Any:  # a cancelled call cancels the task, from whatever thread cancels it
+            task = asyncio.ensure_future(awaitable)
+            loop = asyncio.get_running_loop()
+
+            def cancel() -> None:
+                loop.call_soon_threadsafe(task.cancel)
+
+            forget = context.on_cancel(cancel)
+            try:
+                return await (asyncio.wait_for(task, tool.timeout) if tool.timeout else task)
+            finally:
+                forget()
+
+        return run_sync(wait)
+    return result
+
+
+def _loader_errors(exc: Exception) -> tuple[ArgumentError, ...]:
+    if isinstance(exc, MarshmallowValidationError) and isinstance(exc.messages, dict):
+        out = []
+        for key, msgs in exc.messages.items():
+            text = "; ".join(msgs) if isinstance(msgs, list) and all(isinstance(m, str) for m in msgs) else str(msgs)
+            out.append(ArgumentError(f"/{key}", str(key), text, "load"))
+        return tuple(out)
+    return (ArgumentError("", None, str(exc).splitlines()[0] if str(exc) else type(exc).__name__, "load"),)
+
+
+def check_arguments(
+    tool: Tool, arguments: Any, logger: logging.Logger | logging.LoggerAdapter[Any] | None = None,
+    *, max_errors: int | None = None,
+) -> list[ArgumentError]:
+    """How ``arguments`` fail ``tool``'s input schema (empty when valid), at most ``max_errors``
+    of them: past that, one last entry says how many more there were.
+
+    A schema that cannot be compiled is reported as one error with keyword ``schema``: nothing
+    validates against it, and nothing raises.
+    """
+    if not isinstance(arguments, dict):
+        return [ArgumentError("", None, "Arguments must be a JSON object.", "type")]
+    try:
+        errors = validate_arguments(tool.input_schema, arguments, limit=max_errors)
+    except SchemaError as exc:
+        (logger or log).error("tool %s has an invalid input schema: %s", tool.name, exc.message)
+        return [ArgumentError("", None, "The tool's input schema is not a valid JSON Schema.", "schema")]
+    return errors
+
+
+def prepare(
+    tool: Tool, arguments: Any, *, coerce: bool = False,
+    logger: logging.Logger | logging.LoggerAdapter[Any] | None = None, max_errors: int | None = None,
+) -> tuple[Any, tuple[ArgumentError, ...]]:
+    """What :func:`invoke` does before it runs ``tool``: ``None`` read as ``{}``, a non-object
+    refused, strings coerced (``coerce``), the input schema checked, then the arguments loaded
+    into the Python values the function declared. ``(arguments ready to pass, ())``, or
+    ``(arguments, errors)`` when they do not fit; nothing runs, nothing is logged but schema bugs."""
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        return arguments, (ArgumentError("", None, "Arguments must be a JSON object.", "type"),)
+    if coerce:
+        coerce_arguments = _COERCIONS.get(tool)
+        if coerce_arguments is None:
+            coerce_arguments = _COERCIONS[tool] = coercion({"type": "object", **tool.resolved_input_schema})
+        arguments = coerce_arguments(arguments)
+    errors = check_arguments(tool, arguments, logger, max_errors=max_errors)
+    if errors:
+        return arguments, tuple(errors)
+    if tool.func is not None and tool.load_arguments is not None:
+        try:  # into the Python values the function declared (enum members, dataclasses...)
+            arguments = tool.load_arguments(arguments)
+        except Exception as exc:
+            return arguments, _loader_errors(exc)
+    return arguments, ()
+
+
+def invoke(
+    tool: Tool,
+    arguments: Any,
+    context: ToolContext,
+    *,
+    coerce: bool = False,
+    call_handler: Callable[..., Any] | None = None,
+    logger: logging.Logger | None = None,
+    hand_off: HandOff | None = None,
+    max_errors: int | None = None,
+) -> Outcome:
+    """Validate ``arguments`` against ``tool``'s input schema and run it.
+
+    ``coerce`` first turns string values into the declared types where they parse (for clients
+    that send everything as strings). Never raises for bad input or a failing tool. Every log
+    line names the call id and trace id.
+    """
+    base = logger or log
+    started = time.perf_counter()
+    call_log = logging.LoggerAdapter(base, {"tool": tool.name, "call_id": context.call_id,
+                                            "trace_id": context.trace_id})
+
+    def ids() -> str:  # written only when there is more to say than the call log line
+        return f"call_id={context.call_id} trace_id={context.trace_id}"
+
+    def done(status: str, **fields: Any) -> Outcome:
+        outcome = Outcome(
+            tool=tool, call_id=context.call_id, status=status,  # type: ignore[arg-type]
+            duration_ms=(time.perf_counter() - started) * 1000.0, **fields,
+        )
+        log_call(tool, context, status, outcome.duration_ms, logger=base)
+        return outcome
+
+    def unexpected(exc: BaseException) -> Outcome:
+        call_log.error("tool %s failed with an unexpected error (%s)", tool.name, ids(),
+                       exc_info=(type(exc), exc, exc.__traceback__))
+        return done("failure", failure=Failure(message=GENERIC_FAILURE, expected=False))
+
+    arguments, errors = prepare(tool, arguments, coerce=coerce, logger=call_log, max_errors=max_errors)
+    if errors:
+        return done("invalid", errors=errors)
+    try:
+        value = _call(tool, arguments, context, call_handler, hand_off)
+    except asyncio.CancelledError:
+        call_log.info("tool %s was cancelled (%s)", tool.name, ids())
+        return done("failure", failure=Failure(message=CANCELLED, cancelled=True))
+    except ToolError as exc:
+        if exc.developer_message:
+            call_log.info("tool %s raised ToolError (%s): %s", tool.name, ids(), exc.developer_message)
+        return done("failure", failure=Failure.from_tool_error(exc))
+    except TimeoutError as exc:
+        if tool.timeout is None:
+            return unexpected(exc)
+        return done("failure", failure=Failure(
+            message=f"The tool did not finish within {tool.timeout:g} seconds.",
+            can_retry=True, expected=False,
+        ))
+    except Exception as exc:
+        return unexpected(exc)
+    try:
+        value = to_jsonable(value, bytes_mime_type=tool.metadata.get("result_mime_type"))
+    except (TypeError, ValueError) as exc:
+        return unexpected(exc)
+    return done("success", value=value)

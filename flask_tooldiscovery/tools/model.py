@@ -1,0 +1,346 @@
+"""The canonical tool model: :class:`Tool`, :class:`ToolContext` and :class:`ToolError`.
+
+Every dialect translates from these; none of them knows a wire format.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import math
+import re
+import threading
+from collections.abc import Callable, Generator, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from flask import Request
+
+    from ..serving.identity import Identity
+
+#: The tool options that only some dialects read (TDP metadata and the like).
+METADATA_OPTIONS = (
+    "enabled_by_default",
+    "requires_approval",
+    "rate_limit_per_minute",
+    "cost_estimate",
+    "long_running",
+    "idempotent",
+    "modifies_state",
+    "sensitive_output",
+    "auth_requirements",
+    "result_mime_type",  # the MIME type of the bytes the tool returns (results.py)
+)
+
+_SEMVER = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
+
+
+def _parse_version(version: Any) -> tuple[int, int, int]:
+    parts = str(version).split(".")
+    if not 1 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
+        raise ValueError(f"version {version!r} is not of the form x.y.z")
+    nums = [int(p) for p in parts] + [0] * (3 - len(parts))
+    return nums[0], nums[1], nums[2]
+
+
+#: One tuple per version text, shared by every tool of that version.
+_parse_version_text = functools.lru_cache(maxsize=1024)(_parse_version)
+
+
+def parse_version(version: str) -> tuple[int, int, int]:
+    """Parse ``x.y.z`` (or ``x`` / ``x.y``, padded with zeros) into a sortable tuple."""
+    return _parse_version_text(version) if isinstance(version, str) else _parse_version(version)
+
+
+class ToolError(Exception):
+    """The error a tool raises on purpose.
+
+    Its ``message`` is shown to the user or the model; ``developer_message`` is logged and sent
+    only by dialects whose wire format has a field for it (OXP). Any other exception a tool
+    raises is reported with a generic message and its traceback goes to the app logger only.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        developer_message: str | None = None,
+        can_retry: bool = False,
+        retry_after_ms: int | None = None,
+        additional_prompt_content: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = str(message)
+        self.developer_message = developer_message
+        self.can_retry = bool(can_retry)
+        self.retry_after_ms = retry_after_ms
+        self.additional_prompt_content = additional_prompt_content
+
+
+#: Log levels a tool may use with :meth:`ToolContext.log` (syslog's, as MCP names them).
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A tool's progress report: ``progress`` so far, of ``total`` when known."""
+
+    progress: float
+    total: float | None = None
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """A log line a tool sent to its caller while running."""
+
+    level: str
+    message: str
+
+
+#: What a running tool reports to whoever listens to its call (a streaming dialect).
+ToolEvent = Progress | LogEntry
+
+
+class _Done:
+    """The value of :meth:`ToolContext.report_progress` and :meth:`ToolContext.log`: nothing, and
+    awaitable too, so ``await ctx.report_progress(...)`` works in async tools as in other SDKs."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return
+        yield  # pragma: no cover
+
+    def __bool__(self) -> bool:
+        return False
+
+
+_DONE = _Done()
+
+
+def _finite(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, not {value!r}")
+    return float(value)
+
+
+@dataclass
+class ToolContext:
+    """What a tool may know about the call it serves.
+
+    Annotate a parameter with ``ToolContext`` and it is filled in at call time; it never appears
+    in an input schema.
+    """
+
+    call_id: str
+    dialect: str | None = None
+    trace_id: str | None = None
+    user_id: str | None = None
+    #: Secrets sent with the call, by id (OXP ``context.secrets``).
+    secrets: dict[str, str] = field(default_factory=dict)
+    #: Authorization tokens sent with the call, by provider id (OXP ``context.authorization``).
+    authorization: dict[str, str] = field(default_factory=dict)
+    #: Dialect-specific data: Opal's ``auth``, ``environment`` and ``x-opal-*`` headers, MCP ``_meta``...
+    extra: dict[str, Any] = field(default_factory=dict)
+    #: The Flask request the call arrived on, or ``None`` (CLI calls).
+    request: Request | None = None
+    #: Who is calling, when the dialect's credentials established it.
+    identity: Identity | None = None
+    #: Receives the tool's progress reports and log lines (set by dialects that stream them).
+    listener: Callable[[ToolEvent], None] | None = field(default=None, repr=False, compare=False)
+    _cancelled: bool = field(default=False, repr=False, compare=False)
+    _cancel_callbacks: list[Callable[[], None]] = field(default_factory=list, repr=False, compare=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    # -- while the tool runs ---------------------------------------------------------------------
+
+    def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> _Done:
+        """Tell the caller how far the tool got (``progress`` of ``total``). Callers that cannot
+        receive it (a plain JSON answer) never see it. Usable from sync and async tools (the value
+        may be awaited or ignored)."""
+        event = Progress(_finite("progress", progress), None if total is None else _finite("total", total),
+                         None if message is None else str(message))
+        if self.listener is not None:
+            self.listener(event)
+        return _DONE
+
+    def log(self, level: str, message: str) -> _Done:
+        """Send a log line to the caller (``level`` one of :data:`LOG_LEVELS`: ``"info"``...)."""
+        if level not in LOG_LEVELS:
+            raise ValueError(f"level must be one of {', '.join(LOG_LEVELS)}, not {level!r}")
+        if self.listener is not None:
+            self.listener(LogEntry(level, str(message)))
+        return _DONE
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the caller gave up on the call: a sync tool that runs long should poll it
+        (or call :meth:`check_cancelled`); an async tool is cancelled for it."""
+        return self._cancelled
+
+    def check_cancelled(self) -> None:
+        """Raise :class:`asyncio.CancelledError` when the call was cancelled (the call then ends
+        as cancelled)."""
+        if self._cancelled:
+            raise asyncio.CancelledError("the call was cancelled")
+
+    def cancel(self) -> None:
+        """Cancel the call (dialects do this when the caller gives up); idempotent."""
+        with self._lock:
+            if self._cancelled:
+                return
+            self._cancelled = True
+            callbacks, self._cancel_callbacks = self._cancel_callbacks, []
+        for callback in callbacks:
+            callback()
+
+    def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Run ``callback`` when the call is cancelled (now, if it already is); returns the
+        function that unregisters it."""
+        with self._lock:
+            if not self._cancelled:
+                self._cancel_callbacks.append(callback)
+
+                def remove() -> None:
+                    with self._lock:
+                        if callback in self._cancel_callbacks:
+                            self._cancel_callbacks.remove(callback)
+
+                return remove
+        callback()
+        return lambda: None
+
+    @property
+    def scopes(self) -> tuple[str, ...]:
+        """The caller's scopes (empty when anonymous)."""
+        return self.identity.scopes if self.identity is not None else ()
+
+    @property
+    def claims(self) -> Mapping[str, Any]:
+        """The caller's token claims (empty when anonymous or not a token)."""
+        return self.identity.claims if self.identity is not None else {}
+
+    def secret(self, secret_id: str, default: str | None = None) -> str | None:
+        """The value of the secret ``secret_id``, or ``default``."""
+        return self.secrets.get(secret_id, default)
+
+    def token(self, provider_id: str, default: str | None = None) -> str | None:
+        """The authorization token for ``provider_id``, or ``default``."""
+        return self.authorization.get(provider_id, default)
+
+    def __repr__(self) -> str:  # secrets and tokens never end up in logs through repr()
+        return (
+            f"ToolContext(call_id={self.call_id!r}, dialect={self.dialect!r}, "
+            f"trace_id={self.trace_id!r}, user_id={self.user_id!r}, "
+            f"secrets=<{len(self.secrets)}>, authorization=<{len(self.authorization)}>)"
+        )
+
+
+def _defines(node: Any) -> bool:
+    """True when a ``$defs`` or ``definitions`` key appears anywhere in ``node`` (what
+    :func:`~.json_schema.inline_refs` would resolve or drop)."""
+    if isinstance(node, dict):
+        return "$defs" in node or "definitions" in node or any(
+            _defines(v) for v in node.values() if isinstance(v, (dict, list)))
+    return isinstance(node, list) and any(_defines(v) for v in node if isinstance(v, (dict, list)))
+
+
+@dataclass(eq=False)
+class Tool:
+    """One tool as every dialect sees it.
+
+    Decorated functions and tools read from providers both become ``Tool`` objects. ``func`` is the
+    Python callable for decorated tools; provider tools are run by the extension's
+    ``call_handler``.
+    """
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any] | None = None
+    title: str | None = None
+    annotations: dict[str, Any] | None = None
+    version: str = "1.0.0"
+    toolkit: str | None = None
+    category: str | None = None
+    tags: list[str] = field(default_factory=list)
+    examples: list[dict[str, Any]] = field(default_factory=list)
+    requirements: dict[str, Any] | None = None
+    timeout: float | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    #: Scopes a caller needs to see and call this tool (all of them).
+    scopes: tuple[str, ...] = ()
+    #: ``visible(identity) -> bool``: whether a caller (``None``: anonymous) sees and may call it.
+    visible: Callable[[Identity | None], bool] | None = None
+    func: Callable[..., Any] | None = None
+    is_async: bool = False
+    #: Names of parameters that receive the :class:`ToolContext`.
+    context_params: tuple[str, ...] = ()
+    #: Turns validated JSON arguments into the Python values the function expects.
+    load_arguments: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """A digest of everything a dialect may show of this tool (equal tools, equal digests)."""
+        import hashlib
+        import json
+
+        shown = {k: getattr(self, k) for k in (
+            "name", "description", "input_schema", "output_schema", "title", "annotations", "version",
+            "toolkit", "category", "tags", "examples", "requirements", "timeout", "metadata", "scopes")}
+        # Key order is kept: dialects show a schema's properties in the order they were given.
+        text = json.dumps(shown, default=repr, separators=(",", ":"))
+        return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+    @property
+    def description_or_title(self) -> str:
+        """A non-empty description for wire formats that require one: the description, else the
+        title, else a sentence naming the tool."""
+        return (self.description or "").strip() or self.title or f"The {self.name} tool."
+
+    @property
+    def version_tuple(self) -> tuple[int, int, int]:
+        """The version as a sortable ``(major, minor, patch)``."""
+        return parse_version(self.version)
+
+    @cached_property
+    def resolved_input_schema(self) -> dict[str, Any]:
+        """The input schema with local ``$ref``s inlined (computed once per tool object; shared,
+        never mutate it). A schema defining nothing to inline is its own resolved form: the same
+        object, not a second copy of it."""
+        from .json_schema import inline_refs
+
+        schema = self.input_schema or {}
+        if not _defines(schema):
+            return schema
+        resolved: dict[str, Any] = inline_refs(schema)
+        return resolved
+
+    def missing_requirements(self, *, secrets: Mapping[str, Any], authorization: Mapping[str, Any],
+                             user_id: Any) -> dict[str, Any]:
+        """The requirements this tool declares that a call lacks, OXP-style (empty when none)."""
+        req = self.requirements or {}
+        missing: dict[str, Any] = {}
+        auth = [{"id": a["id"], "url": str(a.get("url", ""))} for a in req.get("authorization", [])
+                if not authorization.get(a["id"])]
+        if auth:
+            missing["authorization"] = auth
+        needed = [{"id": s["id"]} for s in req.get("secrets", []) if not secrets.get(s["id"])]
+        if needed:
+            missing["secrets"] = needed
+        if req.get("user_id") and not user_id:
+            missing["user_id"] = True
+        return missing
+
+    def hint(self, name: str, default: bool | None = None) -> bool | None:
+        """An MCP annotation hint (``readOnlyHint``...), or ``default`` when the tool has none."""
+        if not self.annotations:
+            return default
+        value = self.annotations.get(name)
+        return default if value is None else bool(value)
+
+    def __repr__(self) -> str:
+        return f"<Tool {self.name}@{self.version} ({'function' if self.func else 'provider'})>"
