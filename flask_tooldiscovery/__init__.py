@@ -1,7 +1,7 @@
 """flask-tooldiscovery: serve plain Python functions as tools to AI agents from a Flask app."""
 
 from .dialects import Dialect
-from .errors import CoreError
+from .errors import CoreError, ToolDiscoveryError
 from .extension import ToolDiscovery
 from .serving.identity import AuthError
 from .settings import Settings, SettingsError
@@ -29,6 +29,7 @@ __all__ = [
     "Tool",
     "ToolContext",
     "ToolDiscovery",
+    "ToolDiscoveryError",
     "ToolError",
 ]
 

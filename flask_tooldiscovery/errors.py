@@ -1,6 +1,8 @@
-"""The core's exceptions: what can go wrong with a request before or around a tool call.
+"""The package's exceptions: :class:`ToolDiscoveryError`, the base of every exception this package
+raises on purpose, and the core's request errors (:class:`CoreError` and its family): what can go
+wrong with a request before or around a tool call.
 
-The pipeline raises these; each dialect maps them to its own wire error shape in one function
+The pipeline raises the core errors; each dialect maps them to its own wire error shape in one function
 (its ``error_response``), which is the only error code a dialect has. Messages are written for the
 client; nothing secret goes into them. ``reason`` (when given) is for the log only.
 """
@@ -11,7 +13,14 @@ from collections.abc import Mapping
 from typing import Any
 
 
-class CoreError(Exception):
+class ToolDiscoveryError(Exception):
+    """The base of every exception this package defines: ``except ToolDiscoveryError`` catches
+    whatever it raised on purpose (a wrong setting, a function it cannot describe, a refused
+    request...) and the :class:`~flask_tooldiscovery.ToolError` a tool raises. Each subclass keeps
+    the built-in base it had (``SettingsError`` is still a ``ValueError``...)."""
+
+
+class CoreError(ToolDiscoveryError):
     """Base of the core's request errors: an HTTP status, a client-safe message, headers."""
 
     status = 500
@@ -166,6 +175,6 @@ STATUS_NAMES = {
 
 __all__ = [
     "STATUS_NAMES", "BadRequest", "Busy", "CoreError", "Forbidden", "InsufficientScope", "MethodNotAllowed",
-    "MisdirectedRequest", "NotFound", "PayloadTooLarge", "RateLimited", "RetryLater", "Unauthorized",
-    "Unavailable", "UnsupportedMediaType",
+    "MisdirectedRequest", "NotFound", "PayloadTooLarge", "RateLimited", "RetryLater", "ToolDiscoveryError",
+    "Unauthorized", "Unavailable", "UnsupportedMediaType",
 ]

@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit
 
+from .errors import ToolDiscoveryError
 from .observe.logs import log
 
 PREFIX = "TOOLDISCOVERY_"
@@ -27,7 +28,7 @@ ALL_DIALECTS = ("explorer", "opal", "oxp", "tdp", "mcp", "utcp", "openapi", "ser
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
 
 
-class SettingsError(ValueError):
+class SettingsError(ToolDiscoveryError, ValueError):
     """A ``TOOLDISCOVERY_*`` value cannot be used; the message names the key."""
 
 

@@ -16,6 +16,7 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+from ..errors import ToolDiscoveryError
 from ..observe.logs import log
 
 REDIS_PREFIX = "flask-tooldiscovery:rendezvous:"
@@ -23,7 +24,7 @@ SCHEMES = ("redis", "rediss", "unix")
 INSTALL = "pip install 'flask-tooldiscovery[redis]'"
 
 
-class RendezvousError(RuntimeError):
+class RendezvousError(ToolDiscoveryError, RuntimeError):
     """The storage was unreachable while waiting."""
 
 

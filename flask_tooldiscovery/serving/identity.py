@@ -22,11 +22,11 @@ from urllib.parse import urlsplit
 from asgiref.sync import sync_to_async
 from flask import Request
 
-from ..errors import InsufficientScope
+from ..errors import InsufficientScope, ToolDiscoveryError
 from ..tools.async_bridge import await_sync, run_sync_serving_this_thread
 
 
-class AuthError(Exception):
+class AuthError(ToolDiscoveryError):
     """Credentials are missing or wrong. ``reason`` is for the log, never for the client."""
 
     def __init__(self, reason: str) -> None:

@@ -17,10 +17,12 @@ from jsonschema.exceptions import SchemaError
 from jsonschema.protocols import Validator
 from jsonschema.validators import Draft202012Validator, validator_for
 
+from ..errors import ToolDiscoveryError
+
 JSON_TYPES = ("string", "integer", "number", "boolean", "array", "object", "null")
 
 
-class InvalidSchemaError(ValueError):
+class InvalidSchemaError(ToolDiscoveryError, ValueError):
     """A tool's input or output schema is not a valid JSON Schema."""
 
 

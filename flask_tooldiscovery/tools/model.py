@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from ..errors import ToolDiscoveryError
+
 if TYPE_CHECKING:  # pragma: no cover
     from flask import Request
 
@@ -54,7 +56,7 @@ def parse_version(version: str) -> tuple[int, int, int]:
     return _parse_version_text(version) if isinstance(version, str) else _parse_version(version)
 
 
-class ToolError(Exception):
+class ToolError(ToolDiscoveryError):
     """The error a tool raises on purpose.
 
     Its ``message`` is shown to the user or the model; ``developer_message`` is logged and sent

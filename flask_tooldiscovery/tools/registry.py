@@ -19,6 +19,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..errors import ToolDiscoveryError
 from .async_bridge import await_sync
 from .json_schema import InvalidSchemaError, check_schema
 from .model import METADATA_OPTIONS, Tool, parse_version
@@ -53,11 +54,11 @@ _REQUIREMENT_KEYS = {"authorization", "secrets", "user_id"}
 _version = functools.lru_cache(maxsize=1024)(parse_version)
 
 
-class RegistrationError(ValueError):
+class RegistrationError(ToolDiscoveryError, ValueError):
     """A tool cannot be registered (bad option, duplicate name and version, bad schema)."""
 
 
-class ProviderError(RuntimeError):
+class ProviderError(ToolDiscoveryError, RuntimeError):
     """A tools provider raised or returned something that is not a list of tools."""
 
 

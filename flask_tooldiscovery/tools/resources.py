@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
+from ..errors import ToolDiscoveryError
 from .async_bridge import await_sync
 from .registry import RegistrationError
 from .results import mime_type_error
@@ -32,7 +33,7 @@ _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:\S*$")
 RESOURCE_OPTIONS = ("name", "title", "description", "mime_type", "scopes")
 
 
-class NoSuchResource(LookupError):
+class NoSuchResource(ToolDiscoveryError, LookupError):
     """No resource answers this URI for this caller (or its function returned ``None``)."""
 
     def __init__(self, uri: str) -> None:

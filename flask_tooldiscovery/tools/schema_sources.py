@@ -9,6 +9,7 @@ from typing import Any
 
 from marshmallow import Schema, fields, validate
 
+from ..errors import ToolDiscoveryError
 from .json_schema import check_schema, inline_refs
 
 _FIELD_TYPES: list[tuple[type, dict[str, Any]]] = [
@@ -32,7 +33,7 @@ _FIELD_TYPES: list[tuple[type, dict[str, Any]]] = [
 ]
 
 
-class SchemaSourceError(TypeError):
+class SchemaSourceError(ToolDiscoveryError, TypeError):
     """``input_schema=`` was given something that is not a schema this library can read."""
 
 

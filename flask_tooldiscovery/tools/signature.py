@@ -29,6 +29,7 @@ import docstring_parser.google
 import docstring_parser.rest
 from marshmallow import ValidationError
 
+from ..errors import ToolDiscoveryError
 from .json_schema import inline_refs
 from .model import ToolContext
 from .results import kind_of, schema_for_type, schema_of
@@ -47,11 +48,11 @@ _SET_ORIGINS = {set, frozenset, abc.Set, abc.MutableSet}
 _MAP_ORIGINS = {dict, abc.Mapping, abc.MutableMapping}
 
 
-class SignatureError(TypeError):
+class SignatureError(ToolDiscoveryError, TypeError):
     """A function cannot be offered as a tool; the message names the function and parameter."""
 
 
-class _Unsupported(Exception):
+class _Unsupported(ToolDiscoveryError):
     """Internal: an annotation has no JSON Schema form."""
 
 

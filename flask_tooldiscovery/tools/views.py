@@ -34,6 +34,7 @@ from werkzeug.routing import converters as conv
 from werkzeug.test import EnvironBuilder
 from werkzeug.wrappers import Response
 
+from ..errors import ToolDiscoveryError
 from ..observe.logs import log
 from .model import Tool, ToolContext, ToolError
 from .registry import RegistrationError, ToolRegistry, tool_from_function
@@ -55,7 +56,7 @@ _NOT_FORWARDED = {"host", "content-length", "content-type", "transfer-encoding",
 _NEVER = ("static", "tooldiscovery_", "api-docs.")
 
 
-class ViewFailed(RuntimeError):
+class ViewFailed(ToolDiscoveryError, RuntimeError):
     """The view answered 5xx (or not at all): logged, never sent."""
 
 

@@ -9,6 +9,8 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ...errors import ToolDiscoveryError
+
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
@@ -30,7 +32,7 @@ Result = dict[str, Any] | Encoded
 Method = Callable[[dict[str, Any]], Result]
 
 
-class RpcError(Exception):
+class RpcError(ToolDiscoveryError):
     """A JSON-RPC error to answer with (code, message, optional data)."""
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:

@@ -1,0 +1,82 @@
+"""One base exception: every exception class the package defines derives from ToolDiscoveryError,
+and keeps the built-in base its callers catch it by."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+
+import pytest
+from flask import Flask
+
+import flask_tooldiscovery
+from flask_tooldiscovery import (
+    AuthError,
+    CoreError,
+    RegistrationError,
+    SettingsError,
+    SignatureError,
+    ToolDiscovery,
+    ToolDiscoveryError,
+    ToolError,
+)
+
+
+def package_exceptions() -> dict[str, type[BaseException]]:
+    """Every exception class defined in a module of the package, by its qualified name."""
+    found: dict[str, type[BaseException]] = {}
+    for info in pkgutil.walk_packages(flask_tooldiscovery.__path__, "flask_tooldiscovery."):
+        module = importlib.import_module(info.name)
+        for name, value in vars(module).items():
+            if inspect.isclass(value) and issubclass(value, BaseException) and value.__module__ == module.__name__:
+                found[f"{module.__name__}.{name}"] = value
+    return found
+
+
+def test_every_exception_of_the_package_derives_from_the_one_base() -> None:
+    found = package_exceptions()
+    # The walk reaches every layer (a walk that found nothing would pass the check below).
+    for name in ("flask_tooldiscovery.errors.CoreError", "flask_tooldiscovery.settings.SettingsError",
+                 "flask_tooldiscovery.tools.model.ToolError", "flask_tooldiscovery.tools.registry.ProviderError",
+                 "flask_tooldiscovery.calls.approvals.ApprovalRequired",
+                 "flask_tooldiscovery.dialects.mcp.jsonrpc.RpcError"):
+        assert name in found, name
+    strays = sorted(name for name, cls in found.items()
+                    if cls is not ToolDiscoveryError and not issubclass(cls, ToolDiscoveryError))
+    assert strays == [], f"derive these from flask_tooldiscovery.ToolDiscoveryError: {strays}"
+
+
+@pytest.mark.parametrize("cls, builtin", [
+    ("settings.SettingsError", ValueError), ("tools.registry.RegistrationError", ValueError),
+    ("tools.json_schema.InvalidSchemaError", ValueError), ("tools.signature.SignatureError", TypeError),
+    ("tools.schema_sources.SchemaSourceError", TypeError), ("tools.resources.NoSuchResource", LookupError),
+    ("tools.registry.ProviderError", RuntimeError), ("tools.views.ViewFailed", RuntimeError),
+    ("calls.rendezvous.RendezvousError", RuntimeError),
+])
+def test_each_keeps_its_built_in_base(cls: str, builtin: type[Exception]) -> None:
+    assert issubclass(package_exceptions()[f"flask_tooldiscovery.{cls}"], builtin)
+
+
+def test_one_except_clause_catches_what_the_package_raises() -> None:
+    """A wrong setting, a bad registration and a function that cannot be described are each caught
+    by ``except ToolDiscoveryError`` and still by the built-in they always were."""
+    app = Flask("errors")
+    app.config["TOOLDISCOVERY_MAX_CONCURRENT_CALLS"] = "many"
+    with pytest.raises(ToolDiscoveryError) as wrong_setting:
+        ToolDiscovery().init_app(app)
+    assert isinstance(wrong_setting.value, SettingsError) and isinstance(wrong_setting.value, ValueError)
+
+    discovery = ToolDiscovery()
+    with pytest.raises(ToolDiscoveryError) as bad_option:
+        discovery.add_tool(lambda: None, name="no good", nonsense=1)
+    assert isinstance(bad_option.value, RegistrationError) and isinstance(bad_option.value, ValueError)
+
+    def takes_a_lock(lock: object = object()) -> None:
+        """A parameter no JSON Schema describes."""
+
+    with pytest.raises(ToolDiscoveryError) as undescribable:
+        discovery.add_tool(takes_a_lock)
+    assert isinstance(undescribable.value, (SignatureError, RegistrationError))
+    assert issubclass(CoreError, ToolDiscoveryError) and issubclass(AuthError, ToolDiscoveryError)
+    assert issubclass(ToolError, ToolDiscoveryError)
