@@ -3,7 +3,7 @@
 from .dialects import Dialect
 from .errors import CoreError, ToolDiscoveryError
 from .extension import ToolDiscovery
-from .serving.identity import AuthError
+from .serving.identity import AuthError, Identity
 from .settings import Settings, SettingsError
 from .tools.invoke import Failure, Outcome
 from .tools.model import Tool, ToolContext, ToolError
@@ -18,6 +18,7 @@ __all__ = [
     "Dialect",
     "Failure",
     "File",
+    "Identity",
     "Image",
     "Outcome",
     "ProviderError",

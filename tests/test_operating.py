@@ -17,8 +17,7 @@ from typing import Any
 import pytest
 from flask import Flask
 
-from flask_tooldiscovery import RegistrationError, SettingsError, ToolDiscovery, ToolError
-from flask_tooldiscovery.observe import signals
+from flask_tooldiscovery import RegistrationError, SettingsError, ToolDiscovery, ToolError, signals
 
 TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
 PARENT_ID = "b7ad6b7169203331"

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from flask import Flask, current_app, request
 
+from .. import signals
 from ..calls.limits import RateLimits
 from ..errors import CoreError
 from ..settings import Settings, SettingsError, key
 from ..tools.invoke import Outcome
 from ..tools.model import Tool, ToolContext
-from . import signals
 from .logs import log_call
 
 if TYPE_CHECKING:  # pragma: no cover
