@@ -155,7 +155,7 @@ def main() -> None:
               f"{flask_path:9.1f} {p1:9.1f} {plast:11.1f} {kib:8.2f}")
     print()
     print(f"{'tools':>6} {'provider: dicts, us/discovery':>30} {'provider: Tool objects, us/discovery':>37}")
-    from flask_tooldiscovery.tools.registry import tool_from_object
+    from flask_tooldiscovery.tools.providers import tool_from_object
 
     for n in sizes:
         dicts = provided(n)

@@ -5,9 +5,10 @@ from .errors import CoreError, ToolDiscoveryError
 from .extension import ToolDiscovery
 from .serving.identity import AuthError, Identity
 from .settings import Settings, SettingsError
+from .tools.function_tools import RegistrationError
 from .tools.invoke import Failure, Outcome
 from .tools.model import Tool, ToolContext, ToolError
-from .tools.registry import ProviderError, RegistrationError
+from .tools.providers import ProviderError
 from .tools.results import Audio, File, Image, ResourceLink
 from .tools.signature import SignatureError
 

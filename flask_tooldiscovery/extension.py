@@ -29,9 +29,11 @@ from .serving.identity import (
 )
 from .serving.pipeline import AppState, Pipeline, Slots
 from .settings import Settings, SettingsError
+from .tools.function_tools import tool_from_function
 from .tools.invoke import HandOff, Outcome, invoke
 from .tools.model import Tool, ToolContext
-from .tools.registry import ToolRegistry, ToolSet, ToolsProvider, tool_from_function
+from .tools.providers import ToolsProvider
+from .tools.registry import ToolRegistry, ToolSet
 from .tools.resources import ResourceRegistry, resource_from_function
 from .tools.views import ViewTools
 

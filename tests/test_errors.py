@@ -38,7 +38,7 @@ def test_every_exception_of_the_package_derives_from_the_one_base() -> None:
     found = package_exceptions()
     # The walk reaches every layer (a walk that found nothing would pass the check below).
     for name in ("flask_tooldiscovery.errors.CoreError", "flask_tooldiscovery.settings.SettingsError",
-                 "flask_tooldiscovery.tools.model.ToolError", "flask_tooldiscovery.tools.registry.ProviderError",
+                 "flask_tooldiscovery.tools.model.ToolError", "flask_tooldiscovery.tools.providers.ProviderError",
                  "flask_tooldiscovery.calls.approvals.ApprovalRequired",
                  "flask_tooldiscovery.dialects.mcp.jsonrpc.RpcError"):
         assert name in found, name
@@ -48,10 +48,10 @@ def test_every_exception_of_the_package_derives_from_the_one_base() -> None:
 
 
 @pytest.mark.parametrize("cls, builtin", [
-    ("settings.SettingsError", ValueError), ("tools.registry.RegistrationError", ValueError),
-    ("tools.json_schema.InvalidSchemaError", ValueError), ("tools.signature.SignatureError", TypeError),
+    ("settings.SettingsError", ValueError), ("tools.function_tools.RegistrationError", ValueError),
+    ("tools.schema_check.InvalidSchemaError", ValueError), ("tools.signature.SignatureError", TypeError),
     ("tools.schema_sources.SchemaSourceError", TypeError), ("tools.resources.NoSuchResource", LookupError),
-    ("tools.registry.ProviderError", RuntimeError), ("tools.views.ViewFailed", RuntimeError),
+    ("tools.providers.ProviderError", RuntimeError), ("tools.view_calls.ViewFailed", RuntimeError),
     ("calls.rendezvous.RendezvousError", RuntimeError),
 ])
 def test_each_keeps_its_built_in_base(cls: str, builtin: type[Exception]) -> None:

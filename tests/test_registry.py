@@ -7,7 +7,7 @@ from marshmallow import Schema, fields, validate
 from pydantic import BaseModel
 
 from flask_tooldiscovery import RegistrationError, SignatureError, ToolDiscovery
-from flask_tooldiscovery.tools.registry import ProviderError
+from flask_tooldiscovery.tools.providers import ProviderError
 
 
 def test_bare_and_configured_decorator_sync_and_async(make_app) -> None:
@@ -247,7 +247,7 @@ def test_provider_tools_run_through_call_handler(make_app) -> None:
 
 
 def test_static_validators_compiled_once(make_app) -> None:
-    from flask_tooldiscovery.tools.json_schema import validator_for_schema
+    from flask_tooldiscovery.tools.argument_validation import validator_for_schema
 
     d = ToolDiscovery()
 

@@ -10,7 +10,8 @@ import pytest
 from flask import Flask
 
 from flask_tooldiscovery import ToolDiscovery
-from flask_tooldiscovery.cli.targets import TARGETS, dangling_refs
+from flask_tooldiscovery.cli.targets import TARGETS
+from flask_tooldiscovery.cli.targets.schema_rewrite import dangling_refs
 
 REFS = {"type": "object", "$defs": {"City": {"type": "object", "properties": {"name": {"type": "string"}},
                                              "required": ["name"]}},

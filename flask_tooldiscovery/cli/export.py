@@ -8,7 +8,8 @@ import re
 from typing import Any
 
 from ..serving.identity import ApiKeyVerifier, Authenticator, JwksVerifier, JwtVerifier
-from ..tools.json_schema import InvalidSchemaError, check_schema, inline_refs
+from ..tools.json_schema import inline_refs
+from ..tools.schema_check import InvalidSchemaError, check_schema
 
 _OPENAI_NAME = re.compile(r"[^A-Za-z0-9_-]+")
 

@@ -47,7 +47,8 @@ from ..observe.operations import observe_call
 from ..settings import Settings, host_allow_list
 from ..tools.invoke import Failure, Outcome
 from ..tools.model import Tool, ToolContext
-from ..tools.registry import ProviderError, ToolSet
+from ..tools.providers import ProviderError
+from ..tools.registry import ToolSet
 from .cache import MAX_LEARNED_BODY, Document, Environ, FastDiscovery, PostLesson, Shape, WireCache, content_length
 from .identity import (
     ApiKeyVerifier,

@@ -21,9 +21,9 @@ from jsonschema.exceptions import SchemaError
 from marshmallow import ValidationError as MarshmallowValidationError
 
 from ..observe.logs import log, log_call
+from .argument_validation import ArgumentError, parameter_errors, validate_arguments
 from .async_bridge import run_sync
 from .coerce import Coercion, coercion, to_jsonable
-from .json_schema import ArgumentError, parameter_errors, validate_arguments
 from .model import Tool, ToolContext, ToolError
 
 GENERIC_FAILURE = "The tool failed with an unexpected error."

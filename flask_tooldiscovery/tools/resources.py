@@ -19,7 +19,7 @@ from urllib.parse import unquote
 
 from ..errors import ToolDiscoveryError
 from .async_bridge import await_sync
-from .registry import RegistrationError
+from .function_tools import RegistrationError
 from .results import mime_type_error
 from .signature import describe_function
 

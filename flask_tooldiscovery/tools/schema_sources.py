@@ -10,7 +10,8 @@ from typing import Any
 from marshmallow import Schema, fields, validate
 
 from ..errors import ToolDiscoveryError
-from .json_schema import check_schema, inline_refs
+from .json_schema import inline_refs
+from .schema_check import check_schema
 
 _FIELD_TYPES: list[tuple[type, dict[str, Any]]] = [
     # Order matters: subclasses before their bases.
@@ -66,7 +67,7 @@ def _apply_validators(field: fields.Field[Any], schema: dict[str, Any]) -> None:
             schema["format"] = "uri"
 
 
-def _field_schema(field: fields.Field[Any]) -> dict[str, Any]:
+def field_schema(field: fields.Field[Any]) -> dict[str, Any]:
     schema: dict[str, Any]
     if isinstance(field, fields.Nested):
         nested = marshmallow_to_json_schema(field.schema)
@@ -74,15 +75,15 @@ def _field_schema(field: fields.Field[Any]) -> dict[str, Any]:
     elif isinstance(field, fields.Pluck):
         schema = {}
     elif isinstance(field, fields.List):
-        schema = {"type": "array", "items": _field_schema(field.inner)}
+        schema = {"type": "array", "items": field_schema(field.inner)}
     elif isinstance(field, fields.Tuple):
-        items = [_field_schema(f) for f in field.tuple_fields]
+        items = [field_schema(f) for f in field.tuple_fields]
         schema = {"type": "array", "prefixItems": items, "items": False,
                   "minItems": len(items), "maxItems": len(items)}
     elif isinstance(field, (fields.Dict, fields.Mapping)):
         schema = {"type": "object"}
         if field.value_field is not None:
-            schema["additionalProperties"] = _field_schema(field.value_field)
+            schema["additionalProperties"] = field_schema(field.value_field)
     elif isinstance(field, fields.Enum):
         if field.by_value:
             schema = {"enum": [m.value for m in field.enum]}
@@ -113,7 +114,7 @@ def marshmallow_to_json_schema(schema: Schema | type[Schema]) -> dict[str, Any]:
     required: list[str] = []
     for name, field in instance.load_fields.items():
         key = field.data_key or name
-        props[key] = _field_schema(field)
+        props[key] = field_schema(field)
         if field.required:
             required.append(key)
     out: dict[str, Any] = {"type": "object", "properties": props}
