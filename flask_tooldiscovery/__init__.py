@@ -3,11 +3,11 @@
 from .dialects import Dialect
 from .errors import CoreError, ToolDiscoveryError
 from .extension import ToolDiscovery
-from .serving.identity import AuthError, Identity
+from .serving.identity import AuthError
 from .settings import Settings, SettingsError
 from .tools.function_tools import RegistrationError
 from .tools.invoke import Failure, Outcome
-from .tools.model import Tool, ToolContext, ToolError
+from .tools.model import Identity, Tool, ToolContext, ToolError
 from .tools.providers import ProviderError
 from .tools.results import Audio, File, Image, ResourceLink
 from .tools.signature import SignatureError

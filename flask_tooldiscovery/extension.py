@@ -16,18 +16,9 @@ from .dialects import BUILTIN, Dialect, load
 from .observe.logs import log, show_call_log
 from .observe.operations import KEY as OPERATIONS_KEY
 from .observe.operations import Operations
-from .serving.identity import (
-    ApiKeyVerifier,
-    Authenticator,
-    AuthHook,
-    BearerVerifier,
-    HookVerifier,
-    IdentityHook,
-    JwksVerifier,
-    JwtVerifier,
-    Verifier,
-)
+from .serving.identity import Authenticator, AuthHook, AuthHookVerifier, HookVerifier, IdentityHook, Verifier
 from .serving.pipeline import AppState, Pipeline, Slots
+from .serving.verifiers import ApiKeyVerifier, BearerVerifier, JwksVerifier, JwtVerifier
 from .settings import Settings, SettingsError
 from .tools.function_tools import tool_from_function
 from .tools.invoke import HandOff, Outcome, invoke
@@ -153,8 +144,9 @@ class ToolDiscovery:
 
     def _authenticators(self, settings: Settings) -> dict[str, Authenticator | None]:
         """Each mounted dialect's credentials: its own settings' verifiers, plus the identity layer's
-        (the identity hook, JWKS-verified JWTs) unless it is named in ``OPEN_DIALECTS``. Refuses a
-        mix of protected dialects and dialects that would run the same tools for anyone."""
+        (the identity hook, JWKS-verified JWTs) unless it is named in ``OPEN_DIALECTS``, plus the
+        auth hook for a dialect that takes it. Refuses a mix of protected dialects and dialects
+        that would run the same tools for anyone."""
         shared: list[Verifier] = []
         if self._identity_hook is not None:
             shared.append(HookVerifier(self._identity_hook, "tools"))
@@ -176,9 +168,11 @@ class ToolDiscovery:
                 own = (own or Authenticator(())).including(shared, protect_discovery=settings.auth_discovery)
             elif own is not None and settings.auth_discovery:
                 own = own.including((), protect_discovery=True)
+            if self._auth_hook is not None and dialect.takes_auth_hook:  # calls only: discovery stays as it was
+                own = (own or Authenticator(())).including([AuthHookVerifier(self._auth_hook, name)])
             out[name] = own
         running = [n for n in out if self.dialect(n).runs_tools(settings)]
-        protected = [n for n in running if out[n] is not None or self.dialect(n).guarded(self)]
+        protected = [n for n in running if out[n] is not None]
         open_ones = [n for n in running if n not in protected and n not in settings.open_dialects]
         if protected and open_ones:
             raise SettingsError(
@@ -305,7 +299,8 @@ class ToolDiscovery:
         return list(merged.values())
 
     def auth_hook(self, hook: AuthHook) -> AuthHook:
-        """Decorator: set the explorer's auth hook (F4), called with the request before a call."""
+        """Decorator: set the explorer's auth hook (F4, before ``init_app``): ``hook(request)``
+        returns a context manager (sync or async) the call runs inside; raising refuses it (401)."""
         self._auth_hook = hook
         return hook
 

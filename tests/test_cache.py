@@ -11,9 +11,8 @@ from typing import Any
 import pytest
 from flask import Flask
 
-from flask_tooldiscovery import ToolDiscovery
+from flask_tooldiscovery import Identity, ToolDiscovery
 from flask_tooldiscovery.serving.cache import FastDiscovery
-from flask_tooldiscovery.serving.identity import Identity
 
 PATHS = {"opal": "/opal/discovery", "oxp": "/oxp/tools", "tdp": "/api/v1/tools", "explorer": "/explorer/tools"}
 
@@ -195,7 +194,7 @@ def test_protected_discovery_keeps_its_identity_check() -> None:
 
 
 def test_open_discovery_reads_credentials_when_sent(monkeypatch: pytest.MonkeyPatch) -> None:
-    from flask_tooldiscovery.serving.identity import BearerVerifier
+    from flask_tooldiscovery.serving.verifiers import BearerVerifier
 
     app = make(two_tools(), TOOLDISCOVERY_OPAL_BEARER_TOKEN="sesame", TOOLDISCOVERY_DIALECTS=["opal"])
     client = app.test_client()

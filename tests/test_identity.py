@@ -12,8 +12,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from flask import Flask, jsonify
 
-from flask_tooldiscovery import SettingsError, ToolContext, ToolDiscovery
-from flask_tooldiscovery.serving.identity import Identity
+from flask_tooldiscovery import Identity, SettingsError, ToolContext, ToolDiscovery
 
 from .conformance.drivers import DRIVERS
 from .conftest import live_server
@@ -255,3 +254,111 @@ def test_each_built_in_verifier_guards_every_dialect(kind: str, dialect: str) ->
     assert ok.kind == "ok" and ok.value["user_id"] == subject
     if kind == "hs256":
         assert ok.value["scopes"] == ["a", "b"]
+
+
+# -- the explorer's auth hook: one identity source among the others ----------------------------------
+
+
+def staff_hook(events: list[str]) -> Any:
+    """An auth hook (F4) that lets ``X-Staff: yes`` in, recording when it is asked, entered and left."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def hook(request: Any) -> Any:
+        events.append("asked")
+        if request.headers.get("X-Staff") != "yes":
+            raise PermissionError("not staff: secret reason")
+        events.append("in")
+        yield
+        events.append("out")
+
+    return hook
+
+
+def test_the_auth_hook_is_one_more_way_in_beside_the_layers_credentials(caplog) -> None:
+    """Any one source lets an explorer call in: the layer's token (the hook not even asked) or the
+    hook; refused by both, the pipeline answers one 401 whose logged reason names both."""
+    events: list[str] = []
+    d = ToolDiscovery(auth_hook=staff_hook(events))
+    whoami_tools(d)
+    client = build("explorer", d, TOOLDISCOVERY_BEARER_TOKEN="layer-token").test_client()
+    url = "/explorer/tools/whoami/call"
+    by_token = client.post(url, json={}, headers={"Authorization": "Bearer layer-token"})
+    assert by_token.status_code == 200 and events == []
+    by_hook = client.post(url, json={}, headers={"X-Staff": "yes"})
+    assert by_hook.status_code == 200 and events == ["asked", "in", "out"]
+    assert by_hook.get_json()["structuredContent"]["user_id"] is None  # the hook says nothing of who calls
+    events.clear()
+    with caplog.at_level("INFO"):
+        refused = client.post(url, json={}, headers={"Authorization": "Bearer wrong"})
+    assert refused.status_code == 401 and refused.get_json() == {"error": "Unauthorized"}
+    assert refused.headers["WWW-Authenticate"] == 'Bearer realm="tools", error="invalid_token"'
+    assert events == ["asked"]
+    logged = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+    assert len(logged) == 1 and "wrong bearer token" in logged[0] and "PermissionError" in logged[0]
+    assert "secret reason" not in caplog.text
+
+
+def test_the_auth_hook_counts_as_protection() -> None:
+    """An explorer that runs tools behind an auth hook is protected, beside a dialect with credentials;
+    without the hook, init_app refuses the mix."""
+    for hook, refused in ((staff_hook([]), False), (None, True)):
+        app = Flask("x")
+        app.config.update(TOOLDISCOVERY_DIALECTS=["explorer", "opal"], TOOLDISCOVERY_ALLOW_EXECUTE=True,
+                          TOOLDISCOVERY_OPAL_BEARER_TOKEN="t")
+        if refused:
+            with pytest.raises(SettingsError, match="explorer would run the same tools"):
+                ToolDiscovery(auth_hook=hook).init_app(app)
+        else:
+            ToolDiscovery(auth_hook=hook).init_app(app)
+
+
+def test_the_auth_hook_leaves_discovery_open_and_fast() -> None:
+    """The hook guards calls only: with TOOLDISCOVERY_AUTH_DISCOVERY and no other credential the
+    list stays open, and the fast path still learns it."""
+    from .test_cache import served_fast
+
+    events: list[str] = []
+    d = ToolDiscovery(auth_hook=staff_hook(events))
+    whoami_tools(d)
+    app = build("explorer", d, TOOLDISCOVERY_AUTH_DISCOVERY=True)
+    client = app.test_client()
+    first, again = client.get("/explorer/tools"), client.get("/explorer/tools")
+    assert first.status_code == again.status_code == 200 and again.data == first.data
+    assert served_fast(app) >= 1 and events == []
+    assert client.post("/explorer/tools/whoami/call", json={}).status_code == 401 and events == ["asked"]
+
+
+def test_a_dialect_that_takes_the_auth_hook_cannot_run_a_call_around_it() -> None:
+    """A dialect of one's own that takes the auth hook but runs a call without ``pipeline.admitted``
+    is refused by the pipeline (401), never run for a caller no source let in."""
+    from flask_tooldiscovery import Dialect
+    from flask_tooldiscovery.serving.wire import json_response
+
+    def make_blueprint(pipe: Any) -> Any:
+        bp = pipe.blueprint(__name__)
+
+        @pipe.route("/run/<name>", "call", ["POST"])
+        def run(name: str) -> Any:
+            outcome = pipe.invoke(pipe.find(name), {}, pipe.context())  # forgot pipe.admitted
+            return json_response({"value": outcome.value})
+
+        @pipe.route("/admitted/<name>", "call", ["POST"])
+        def admitted(name: str) -> Any:
+            tool = pipe.find(name)
+            outcome = pipe.admitted(lambda: pipe.invoke(tool, {}, pipe.context()))
+            return json_response({"value": outcome.value})
+
+        return bp
+
+    events: list[str] = []
+    d = ToolDiscovery(auth_hook=staff_hook(events), dialects=[
+        Dialect(name="careless", make_blueprint=make_blueprint, default_prefix="/careless", takes_auth_hook=True)])
+    whoami_tools(d)
+    client = build("careless", d).test_client()
+    forgot = client.post("/careless/run/whoami", json={}, headers={"X-Staff": "yes"})
+    assert forgot.status_code == 401 and forgot.headers["WWW-Authenticate"] == 'Bearer realm="careless"'
+    assert events == []
+    assert client.post("/careless/admitted/whoami", json={}).status_code == 401
+    ok = client.post("/careless/admitted/whoami", json={}, headers={"X-Staff": "yes"})
+    assert ok.status_code == 200 and events == ["asked", "asked", "in", "out"]

@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 from flask import Flask
 
-from flask_tooldiscovery import ToolDiscovery
-from flask_tooldiscovery.serving.identity import Identity
+from flask_tooldiscovery import Identity, ToolDiscovery
 
 from .conformance.drivers import DRIVERS
 

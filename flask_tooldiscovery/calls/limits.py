@@ -25,9 +25,8 @@ from limits.strategies import STRATEGIES, RateLimiter
 
 from ..errors import RateLimited
 from ..observe.logs import log
-from ..serving.identity import Identity
 from ..settings import Settings, SettingsError, key
-from ..tools.model import Tool
+from ..tools.model import Identity, Tool
 
 #: The ``limits`` extra that brings each storage scheme's driver.
 _DRIVERS = {"redis": "redis", "rediss": "redis", "redis+unix": "redis", "redis+cluster": "redis",

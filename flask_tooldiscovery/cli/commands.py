@@ -10,8 +10,8 @@ import click
 from flask import current_app, g
 from flask.cli import AppGroup
 
-from ..serving.identity import Identity
 from ..serving.wire import parse_json
+from ..tools.model import Identity
 from .export import lint, openai_tools
 from .targets import TARGETS
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..serving.identity import ApiKeyVerifier, Authenticator, JwksVerifier, JwtVerifier
+from ..serving.identity import Authenticator
+from ..serving.verifiers import ApiKeyVerifier, JwksVerifier, JwtVerifier
 from ..tools.json_schema import inline_refs
 from ..tools.schema_check import InvalidSchemaError, check_schema
 

@@ -62,8 +62,9 @@ class Dialect:
     openapi_paths: Callable[[Pipeline], dict[str, Any]] | None = None
     #: Whether its routes run tools with these settings (False: it only describes them).
     runs_tools: Callable[[Settings], bool] = lambda settings: True
-    #: Whether something of its own guards its tool calls besides credentials (the explorer's hook).
-    guarded: Callable[[ToolDiscovery], bool] = lambda ext: False
+    #: The extension's auth hook (``@discovery.auth_hook``, F4), when one is set, is an identity
+    #: source of its calls, asked around each (its views run calls through ``pipeline.admitted``).
+    takes_auth_hook: bool = False
     #: Setting names it reads through ``settings.raw`` (so they are not warned about).
     config_keys: tuple[str, ...] = ()
     #: A second blueprint, mounted at the app's root outside its prefix (``/.well-known/...``

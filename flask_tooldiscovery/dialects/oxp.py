@@ -11,8 +11,9 @@ from flask import Blueprint, Response, request
 from marshmallow import RAISE, Schema, ValidationError, fields, post_dump, validate
 
 from ..errors import BadRequest, CoreError, Unauthorized, Unavailable
-from ..serving.identity import ApiKeyVerifier, Authenticator, JwtVerifier, Verifier
+from ..serving.identity import Authenticator, Verifier
 from ..serving.pipeline import Pipeline, UnknownTool
+from ..serving.verifiers import ApiKeyVerifier, JwtVerifier
 from ..serving.wire import WireSchema, json_response, openapi_post, validation_messages
 from ..settings import Settings
 from ..tools.json_schema import inline_refs

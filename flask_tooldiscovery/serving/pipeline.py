@@ -18,7 +18,7 @@ import re
 import threading
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 from flask import Blueprint, Flask, Request, Response, current_app, g, has_request_context, request
@@ -46,25 +46,18 @@ from ..observe.logs import log
 from ..observe.operations import observe_call
 from ..settings import Settings, host_allow_list
 from ..tools.invoke import Failure, Outcome
-from ..tools.model import Tool, ToolContext
+from ..tools.model import Identity, Tool, ToolContext
 from ..tools.providers import ProviderError
 from ..tools.registry import ToolSet
 from .cache import MAX_LEARNED_BODY, Document, Environ, FastDiscovery, PostLesson, Shape, WireCache, content_length
-from .identity import (
-    ApiKeyVerifier,
-    Authenticator,
-    AuthError,
-    BearerVerifier,
-    Identity,
-    JwksVerifier,
-    JwtVerifier,
-    OAuthResourceVerifier,
-)
+from .identity import Authenticator, AuthError
 from .wire import JSON_MIMETYPE, dumps, json_response, parse_json
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..dialects import Dialect
     from ..extension import ToolDiscovery
+
+T = TypeVar("T")
 
 #: What a route does: list tools (discovery), run one (call), report liveness (health), or
 #: serve the explorer's page and files (page).
@@ -77,8 +70,6 @@ CORS_EXPOSED_HEADERS = ("Mcp-Session-Id", "WWW-Authenticate", "X-Trace-Id", "Ret
 
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
 _TRACE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
-#: Verifiers that read nothing but the ``Authorization`` header (bearer tokens, JWTs).
-_BEARER_VERIFIERS = (BearerVerifier, JwtVerifier, JwksVerifier, OAuthResourceVerifier)
 #: Flask signals sent around every request: a receiver makes every request go through Flask.
 _REQUEST_SIGNALS = (flask_signals.request_started, flask_signals.request_finished,
                     flask_signals.request_tearing_down, flask_signals.appcontext_pushed,
@@ -252,22 +243,14 @@ class Pipeline:
         #: The WSGI environ keys of every credential this dialect reads on discovery, or ``None``
         #: when that cannot be told from headers (an identity hook reads what it likes).
         self._credential_keys: tuple[str, ...] | None = self._credentials_read(self.authenticator)
+        #: The authenticator when one of its sources is asked around the call (see :meth:`admitted`).
+        self._around_call = self.authenticator if self.authenticator and self.authenticator.asks_around_call else None
 
     @staticmethod
     def _credentials_read(auth: Authenticator | None) -> tuple[str, ...] | None:
         if auth is None:
             return ()
-        if auth.protect_discovery:
-            return None
-        keys = set()
-        for verifier in auth.verifiers:
-            if isinstance(verifier, _BEARER_VERIFIERS):
-                keys.add("HTTP_AUTHORIZATION")
-            elif isinstance(verifier, ApiKeyVerifier):
-                keys.add("HTTP_" + verifier.header.upper().replace("-", "_"))
-            else:
-                return None
-        return tuple(sorted(keys))
+        return None if auth.protect_discovery else auth.reads
 
     # -- blueprint and routes ---------------------------------------------------------------
 
@@ -401,12 +384,40 @@ class Pipeline:
             try:
                 identity = auth.authenticate(req)
             except AuthError as exc:
-                raise Unauthorized(challenge=auth.challenge(req), reason=exc.reason) from None
+                if kind != "call" or not auth.asks_around_call:
+                    raise Unauthorized(challenge=auth.challenge(req), reason=exc.reason) from None
+                g._tooldiscovery_unadmitted = exc.reason  # a source asked around the call decides: admitted()
         elif auth is not None and kind == "discovery":  # open discovery: a caller who says who it is sees its tools
             with contextlib.suppress(AuthError):
                 identity = auth.authenticate(req)
         g._tooldiscovery_identity = identity
         return identity
+
+    def admitted(self, run: Callable[[], T]) -> T:
+        """``run()`` (which reads the body and runs the call) for an admitted caller: at once when
+        :meth:`admit` let the request in, else inside the dialect's identity source asked around
+        the call (the explorer's auth hook): its refusal is :class:`~.errors.Unauthorized`, as
+        any other source's. A call run without it is refused by :meth:`invoke`."""
+        reason = g.get("_tooldiscovery_unadmitted")
+        if reason is None or self.authenticator is None:
+            return run()
+        req = request._get_current_object()  # type: ignore[attr-defined]
+
+        def inside() -> T:
+            g._tooldiscovery_unadmitted = None
+            return run()
+
+        try:
+            return self.authenticator.around(req, inside)
+        except AuthError as exc:
+            raise Unauthorized(challenge=self.authenticator.challenge(req),
+                               reason="; ".join(r for r in (reason, exc.reason) if r)) from None
+
+    @property
+    def awaits_admission(self) -> bool:
+        """True while this request's caller waits for the identity source asked around the call
+        (:meth:`admitted` asks it)."""
+        return g.get("_tooldiscovery_unadmitted") is not None
 
     @property
     def identity(self) -> Identity | None:
@@ -536,6 +547,9 @@ class Pipeline:
         request carries in ``X-Tool-Approval`` (:meth:`approval`) is used."""
         if coerce is None:
             coerce = self.settings.coerce_arguments
+        if self._around_call is not None and has_request_context() and self.awaits_admission:
+            raise Unauthorized(challenge=self._around_call.challenge(request),
+                               reason="the call was not run through the identity source asked around it")
         if needs_approval(tool, destructive=self.settings.approve_destructive):
             subject = context.user_id if context.identity is None else context.identity.subject
             sealer = self.sealer()

@@ -20,7 +20,6 @@ from ..errors import ToolDiscoveryError
 if TYPE_CHECKING:  # pragma: no cover
     from flask import Request
 
-    from ..serving.identity import Identity
 
 #: The tool options that only some dialects read (TDP metadata and the like).
 METADATA_OPTIONS = (
@@ -127,6 +126,18 @@ def _finite(name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise ValueError(f"{name} must be a finite number, not {value!r}")
     return float(value)
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who is calling, as the credentials the request carried established it (an identity hook, a
+    verified token, the CLI's ``--as``)."""
+
+    subject: str | None = None
+    scopes: tuple[str, ...] = ()
+    claims: Mapping[str, Any] = field(default_factory=dict)
+    #: How: "bearer", "api_key", "jwt", "hook"...
+    method: str = ""
 
 
 @dataclass

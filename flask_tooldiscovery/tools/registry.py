@@ -10,14 +10,11 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .function_tools import RegistrationError, valid_tool_name
-from .model import Tool, parse_version
+from .model import Identity, Tool, parse_version
 from .providers import ProviderError, ToolsProvider, resolve_provider, tool_from_object
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..serving.identity import Identity
 
 log = logging.getLogger("flask_tooldiscovery")
 

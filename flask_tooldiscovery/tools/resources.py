@@ -24,8 +24,7 @@ from .results import mime_type_error
 from .signature import describe_function
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..serving.identity import Identity
-    from .model import ToolContext
+    from .model import Identity, ToolContext
 
 #: ``{name}`` or ``{+name}`` in a URI template (RFC 6570 levels 1 and 2, one variable each).
 _VARIABLE = re.compile(r"\{(\+?)([A-Za-z_][A-Za-z0-9_]*)\}")

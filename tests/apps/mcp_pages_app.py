@@ -9,8 +9,7 @@ from typing import Any
 
 from flask import Flask
 
-from flask_tooldiscovery import ToolDiscovery
-from flask_tooldiscovery.serving.identity import Identity
+from flask_tooldiscovery import Identity, ToolDiscovery
 
 
 def constant(value: Any) -> Any:

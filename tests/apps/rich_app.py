@@ -9,8 +9,7 @@ from typing import Any
 
 from flask import Flask
 
-from flask_tooldiscovery import Audio, File, Image, ResourceLink, ToolContext, ToolDiscovery
-from flask_tooldiscovery.serving.identity import Identity
+from flask_tooldiscovery import Audio, File, Identity, Image, ResourceLink, ToolContext, ToolDiscovery
 
 #: A real 1x1 PNG, and bytes that are not UTF-8 (so no text path can carry them unharmed).
 PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"

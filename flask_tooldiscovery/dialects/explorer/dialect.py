@@ -3,12 +3,14 @@
 
 ``GET /`` page, ``GET /tools``, ``GET /tools/<name>``, ``POST /tools/<name>/call`` (only when
 ``TOOLDISCOVERY_ALLOW_EXECUTE`` is true; the auth hook wraps reading the body and the call) and
-``POST /tools/<name>/validate``.
+``POST /tools/<name>/validate``. The auth hook (F4) is the identity source of this dialect asked
+around each call (:class:`~flask_tooldiscovery.serving.identity.AuthHookVerifier`): the pipeline
+asks it once the tool is found (403 and 404 come first, as F3 orders them) and its refusal is the
+pipeline's 401, as any other source's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from flask import Blueprint, Response, current_app, render_template, request
@@ -16,7 +18,6 @@ from marshmallow import fields
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from ...errors import CoreError, Forbidden, PayloadTooLarge, Unauthorized
-from ...serving.identity import AuthError, AuthHook, HookCall
 from ...serving.pipeline import MalformedBody, Pipeline
 from ...serving.wire import WireSchema, json_response, openapi_post
 from ...settings import Settings
@@ -24,7 +25,7 @@ from ...tools.invoke import Outcome, check_arguments
 from ...tools.results import is_rich
 from .. import Dialect
 from ..content_blocks import LATEST, content_blocks
-from .stream import CHALLENGE, stream_response, wants_stream
+from .stream import stream_response, wants_stream
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...extension import ToolDiscovery
@@ -78,6 +79,8 @@ def error_response(exc: CoreError) -> tuple[Any, int]:
         return {"error": f"Invalid JSON: {exc.detail}"}, exc.status
     if isinstance(exc, PayloadTooLarge):  # the words the explorer has always used
         return {"error": RequestEntityTooLarge.description}, exc.status
+    if isinstance(exc, Unauthorized):  # F3's words, whichever identity source refused
+        return {"error": "Unauthorized"}, exc.status
     return {"error": exc.message, **exc.extra}, exc.status  # a 428 carries code, approval_state, prompt
 
 
@@ -109,28 +112,6 @@ def openapi_paths(pipe: Pipeline) -> dict[str, Any]:
 def _arguments(body: Any) -> Any:
     """The arguments a body carries: an empty body means ``{}`` (a JSON ``null`` stays ``None``)."""
     return {} if body is None and not request.content_length else body
-
-
-def _behind(hook: AuthHook | None, run: Callable[[], Outcome]) -> Outcome:
-    """``run`` (which reads the body and calls the tool) inside the auth hook (F4), so that the
-    hook's refusal (401) comes before anything the body says (400). A core error raised inside
-    leaves the hook's manager as a normal exit (as a failed tool does) and is raised after it."""
-    if hook is None:
-        return run()
-
-    def inside() -> Outcome | CoreError:
-        try:
-            return run()
-        except CoreError as exc:
-            return exc
-
-    try:
-        result: Outcome | CoreError = HookCall(hook, request).run(inside)
-    except AuthError as exc:
-        raise Unauthorized("Unauthorized", challenge=CHALLENGE, reason=exc.reason) from None
-    if isinstance(result, CoreError):
-        raise result
-    return result
 
 
 def success_body(value: Any, meta: dict[str, Any] | None) -> dict[str, Any]:
@@ -201,8 +182,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         if wants_stream(request):  # Accept: text/event-stream: progress and log lines live
             return stream_response(pipe, tool, context, lambda: _arguments(pipe.body()),
                                    lambda outcome: _result(outcome, context.trace_id))
-        outcome = _behind(pipe.ext.current_auth_hook,
-                          lambda: pipe.invoke(tool, _arguments(pipe.body()), context))
+        # The body is read once the caller is admitted: the auth hook's 401 comes before its 400.
+        outcome = pipe.admitted(lambda: pipe.invoke(tool, _arguments(pipe.body()), context))
         return _result(outcome, context.trace_id)
 
     return bp
@@ -211,5 +192,5 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
 DIALECT = Dialect(
     name=NAME, make_blueprint=make_blueprint, default_prefix="/explorer", error_response=error_response,
     export_document=export_document, security_warning=security_warning, openapi_paths=openapi_paths,
-    runs_tools=lambda settings: settings.allow_execute, guarded=lambda ext: ext.current_auth_hook is not None,
+    runs_tools=lambda settings: settings.allow_execute, takes_auth_hook=True,
 )

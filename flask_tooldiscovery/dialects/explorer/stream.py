@@ -13,20 +13,17 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, cast
 
-from flask import Request, Response, current_app, request, stream_with_context
+from flask import Request, Response, current_app, stream_with_context
 
 from ...calls.streaming import KeepAlive, StreamItem, stream_call
-from ...errors import CoreError, Unauthorized
+from ...errors import CoreError
 from ...observe.logs import log
-from ...serving.identity import AuthError, AuthHook, HookCall
 from ...serving.pipeline import Pipeline
 from ...serving.wire import best_accepted
 from ...tools.invoke import Outcome
 from ...tools.model import LogEntry, Progress, Tool, ToolContext
 
 SSE = "text/event-stream"
-#: The explorer's ``WWW-Authenticate`` challenge.
-CHALLENGE = 'Bearer realm="explorer"'
 _STARTED, _DONE = object(), object()
 
 
@@ -76,20 +73,16 @@ def _error(pipe: Pipeline, exc: CoreError) -> str:
     return _event("error", {"status": answer.status_code, "body": answer.get_json(), **headers})
 
 
-def _behind_hook(hook: AuthHook, start: Callable[[], Items], context: ToolContext) -> Items:
-    """Read the body and stream the call inside the auth hook's manager, as the plain call does
-    (its refusal, 401, before the body's 400; its exit after the call): the hook runs in a helper
-    thread that hands the items over. Raises what refuses the call before the stream opens."""
+def _admitted(pipe: Pipeline, start: Callable[[], Items], context: ToolContext) -> Items:
+    """Read the body and stream the call once the identity source asked around the call (the auth
+    hook) admitted the caller, inside its manager, as the plain call does (its refusal, 401, before
+    the body's 400; its exit after the call): it runs in a helper thread that hands the items
+    over. Raises what refuses the call before the stream opens."""
     out: queue.SimpleQueue[object] = queue.SimpleQueue()
     closed = threading.Event()
-    req = request._get_current_object()  # type: ignore[attr-defined]
 
     def inside() -> None:
-        try:
-            items = start()
-        except CoreError as exc:  # leaves the hook's manager normally, as a failed tool does
-            out.put(exc)
-            return
+        items = start()
         out.put(_STARTED)
         try:
             for item in items:
@@ -101,11 +94,11 @@ def _behind_hook(hook: AuthHook, start: Callable[[], Items], context: ToolContex
 
     def run() -> None:
         try:
-            HookCall(hook, req).run(inside)
-        except AuthError as exc:
-            out.put(Unauthorized("Unauthorized", challenge=CHALLENGE, reason=exc.reason))
+            pipe.admitted(inside)
+        except CoreError as exc:  # the refusal, or what refused the call on its way (the body's 400...)
+            out.put(exc)
         except BaseException as exc:
-            log.error("flask-tooldiscovery: explorer stream's auth hook failed", exc_info=exc)
+            log.error("flask-tooldiscovery: explorer stream's admission failed", exc_info=exc)
             out.put(CoreError())
         finally:
             out.put(_DONE)
@@ -140,12 +133,11 @@ def stream_response(pipe: Pipeline, tool: Tool, context: ToolContext, arguments:
     def start() -> Items:
         return stream_call(pipe, tool, arguments(), context, keepalive=pipe.settings.stream_keepalive)
 
-    hook = pipe.ext.current_auth_hook
-    items = start() if hook is None else _behind_hook(hook, start, context)
+    items = _admitted(pipe, start, context) if pipe.awaits_admission else start()
     response = Response(stream_with_context(_frames(pipe, items, result)), mimetype=SSE)
     response.headers["Cache-Control"] = "no-cache"
     response.headers["X-Accel-Buffering"] = "no"  # nginx: pass events on as they come
     return response
 
 
-__all__ = ["CHALLENGE", "SSE", "stream_response", "wants_stream"]
+__all__ = ["SSE", "stream_response", "wants_stream"]

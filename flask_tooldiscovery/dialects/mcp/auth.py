@@ -17,8 +17,9 @@ from urllib.parse import urlsplit
 
 from flask import Blueprint, Request, Response, request
 
-from ...serving.identity import Authenticator, BearerVerifier, OAuthResourceVerifier, Verifier
+from ...serving.identity import Authenticator, Verifier
 from ...serving.pipeline import Pipeline
+from ...serving.verifiers import BearerVerifier, OAuthResourceVerifier
 from ...serving.wire import json_response
 from ...settings import Settings, SettingsError, key
 

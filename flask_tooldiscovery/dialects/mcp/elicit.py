@@ -29,10 +29,9 @@ from flask import g, request
 from ...calls.approvals import APPROVAL_HEADER, Approval, ApprovalRequired, InvalidApproval, needs_approval
 from ...calls.rendezvous import Mailbox, RendezvousError, for_uri
 from ...observe.logs import log
-from ...serving.identity import Identity
 from ...serving.pipeline import Pipeline
 from ...settings import Settings
-from ...tools.model import Tool, ToolContext
+from ...tools.model import Identity, Tool, ToolContext
 from . import sse
 from .content import call_result, client_version
 

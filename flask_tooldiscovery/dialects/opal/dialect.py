@@ -14,8 +14,9 @@ from flask import Blueprint, Response, request
 from marshmallow import fields
 
 from ...errors import BadRequest, CoreError, Unauthorized
-from ...serving.identity import Authenticator, BearerVerifier
+from ...serving.identity import Authenticator
 from ...serving.pipeline import Pipeline
+from ...serving.verifiers import BearerVerifier
 from ...serving.wire import WireSchema, json_response, openapi_post
 from ...settings import Settings
 from ...tools.json_schema import inline_refs, primary_type, split_nullable
