@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from flask import Flask
@@ -166,3 +167,93 @@ def test_help_has_no_markup(runner) -> None:
     for command in ("export", "show", "call", "check", "list"):
         text = runner.invoke(args=["tools", command, "--help"]).output
         assert "``" not in text, command
+
+
+# -- flask tools call goes through the pipeline ------------------------------------------------------
+
+
+def pipeline_app(**config: Any) -> tuple[Flask, list[str]]:
+    """An app with a plain tool and one that needs a person's approval; ``ran`` records the calls."""
+    ran: list[str] = []
+    discovery = ToolDiscovery()
+
+    @discovery.tool
+    def add(a: int, b: int) -> int:
+        """Add."""
+        ran.append("add")
+        return a + b
+
+    @discovery.tool(requires_approval=True)
+    def wipe(table: str) -> str:
+        """Empty a table."""
+        ran.append(f"wipe {table}")
+        return f"{table} wiped"
+
+    app = Flask("cli-pipeline")
+    app.config.update({"TESTING": True, "SECRET_KEY": "cli-test-secret", **config})
+    discovery.init_app(app)
+    return app, ran
+
+
+def test_call_meets_the_rate_limit_per_caller() -> None:
+    app, ran = pipeline_app(TOOLDISCOVERY_RATELIMIT_TOOLS={"add": "2/minute"})
+    runner = app.test_cli_runner()
+    args = ["call", "add", "--input", '{"a": 1, "b": 2}']
+    assert [runner.invoke(args=["tools", *args]).exit_code for _ in range(2)] == [0, 0]
+    limited = runner.invoke(args=["tools", *args])
+    assert limited.exit_code == 1 and ran == ["add", "add"]
+    assert "Rate limit of 2 per 1 minute reached for tool add. (retry after 60 s)" in limited.output
+    assert "Traceback" not in limited.output and isinstance(limited.exception, SystemExit)
+    # The limit counts callers apart: --as names one.
+    assert runner.invoke(args=["tools", "--as", "ann", *args]).exit_code == 0
+
+
+def test_call_sends_the_call_signals() -> None:
+    from flask_tooldiscovery import signals
+
+    app, _ = pipeline_app()
+    got: list[tuple[str, Any, dict[str, Any]]] = []
+
+    def called(sender: Any, **fields: Any) -> None:
+        got.append(("tool_called", sender, fields))
+
+    def succeeded(sender: Any, **fields: Any) -> None:
+        got.append(("tool_succeeded", sender, fields))
+
+    with signals.tool_called.connected_to(called, app), signals.tool_succeeded.connected_to(succeeded, app):
+        result = app.test_cli_runner().invoke(args=["tools", "--as", "ann", "call", "add",
+                                                    "--input", '{"a": 2, "b": 3}'])
+    assert result.exit_code == 0 and json.loads(result.output) == 5
+    assert [(name, fields["tool"].name, fields["dialect"]) for name, _, fields in got] == [
+        ("tool_called", "add", "cli"), ("tool_succeeded", "add", "cli")]
+    assert all(sender is app for _, sender, _ in got)
+    assert got[0][2]["identity"].subject == "ann" and got[0][2]["call_id"] == got[1][2]["call_id"]
+    assert got[1][2]["outcome"].value == 5
+
+
+def test_call_of_a_tool_that_needs_approval_runs_only_with_approve() -> None:
+    app, ran = pipeline_app()
+    runner = app.test_cli_runner()
+    args = ["tools", "call", "wipe", "--input", '{"table": "users"}']
+    refused = runner.invoke(args=args)
+    assert refused.exit_code == 1 and ran == []
+    assert "needs approval" in refused.output and "--approve" in refused.output
+    assert """Allow the tool 'wipe' to run with {"table": "users"}?""" in refused.output
+    approved = runner.invoke(args=[*args, "--approve"])
+    assert approved.exit_code == 0 and json.loads(approved.output) == "users wiped" and ran == ["wipe users"]
+    # --approve approves through the approvals module: without a key to seal the request with,
+    # there is nothing to approve, and the tool does not run.
+    keyless, keyless_ran = pipeline_app(SECRET_KEY=None)
+    unsealed = keyless.test_cli_runner().invoke(args=[*args, "--approve"])
+    assert unsealed.exit_code == 1 and keyless_ran == [] and "approvals are not set up" in unsealed.output
+
+
+@pytest.mark.parametrize("given, said", [
+    ("{", "--input is not valid JSON"), ('{"a": NaN}', "--input is not valid JSON"),
+    ('"text"', "--input must be a JSON object of arguments"),
+])
+def test_call_with_bad_input_is_a_clear_error(given: str, said: str) -> None:
+    app, ran = pipeline_app()
+    result = app.test_cli_runner().invoke(args=["tools", "call", "add", "--input", given])
+    assert result.exit_code == 1 and said in result.output and ran == []
+    assert "Traceback" not in result.output and isinstance(result.exception, SystemExit)

@@ -10,6 +10,10 @@ import click
 from flask import current_app, g
 from flask.cli import AppGroup
 
+from ..calls.approvals import Approval, ApprovalRequired
+from ..dialects import Dialect
+from ..errors import CoreError, RetryLater
+from ..serving.pipeline import Pipeline, new_call_id
 from ..serving.wire import parse_json
 from ..tools.model import Identity
 from .export import lint, openai_tools
@@ -78,13 +82,24 @@ def show_tool(name: str) -> None:
            "output_schema": tool.output_schema})
 
 
+def _unmounted(pipe: Pipeline) -> Any:
+    raise RuntimeError("the cli dialect runs flask tools call; it is never mounted")
+
+
+#: What names the calls of ``flask tools call`` in signals, logs, spans, metrics and rate limits
+#: (``TOOLDISCOVERY_RATELIMIT_DIALECTS["cli"]``): a dialect of their own, never mounted.
+CLI_DIALECT = Dialect(name="cli", make_blueprint=_unmounted)
+
+
 @tools_cli.command("call")
 @click.argument("name")
 @click.option("--input", "input_", default="{}", show_default=True,
               help="The arguments, as a JSON object.")
-def call_tool(name: str, input_: str) -> None:
-    """Call a tool (NAME or NAME@VERSION) through the same path as every dialect; exit 1 when
-    it fails."""
+@click.option("--approve", is_flag=True,
+              help="Approve this call of a tool that needs a person's approval (you are that person).")
+def call_tool(name: str, input_: str, approve: bool) -> None:
+    """Call a tool (NAME or NAME@VERSION) through the same pipeline as every dialect: rate limits,
+    call slots, approvals, signals, tracing and metrics apply. Exit 1 when it fails or is refused."""
     ext = _ext()
     tool = _find(name)
     try:
@@ -93,7 +108,22 @@ def call_tool(name: str, input_: str) -> None:
         raise click.ClickException(f"--input is not valid JSON: {exc}") from None
     if not isinstance(arguments, dict):
         raise click.ClickException(f"--input must be a JSON object of arguments, not {json.dumps(arguments)[:40]}")
-    outcome = ext.call(tool, arguments, ext.make_context("cli"))
+    state = ext.state()
+    pipe = Pipeline(ext, CLI_DIALECT, state.settings, state.slots)
+    identity, call_id = g.get("_tooldiscovery_identity"), new_call_id()
+    try:
+        try:
+            outcome = pipe.call_as(identity, tool, arguments, call_id=call_id)
+        except ApprovalRequired as exc:
+            if not approve:
+                raise click.ClickException(f"{exc.message} {exc.prompt} Run the command again with --approve "
+                                           "to approve this call.") from None
+            # The sealed request the pipeline made for this very call, opened and checked again.
+            outcome = pipe.call_as(identity, tool, arguments, approval=Approval(exc.state, True), call_id=call_id)
+    except RetryLater as exc:
+        raise click.ClickException(f"{exc.message} (retry after {exc.retry_after} s)") from None
+    except CoreError as exc:
+        raise click.ClickException(exc.message) from None
     if outcome.ok:
         _dump(outcome.value)
         return

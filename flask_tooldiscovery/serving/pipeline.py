@@ -570,6 +570,19 @@ class Pipeline:
 
         return observe_call(self, tool, context, call)
 
+    def call_as(self, identity: Identity | None, tool: Tool, arguments: Any, *, approval: Approval | None = None,
+                call_id: str | None = None) -> Outcome:
+        """Run ``tool`` for ``identity`` from outside any request (``flask tools call``): through
+        :meth:`invoke` in a request context of its own, so rate limits, call slots, approvals,
+        signals, tracing and metrics apply as to a call over HTTP, and refusals raise as there.
+        The tool's context has no ``request``."""
+        with current_app.test_request_context(self.prefix or "/", method="POST"):
+            g._tooldiscovery_identity = identity
+            g._tooldiscovery_trace_id = new_trace_id()
+            context = self.context(call_id=call_id)
+            context.request = None
+            return self.invoke(tool, arguments, context, approval=approval)
+
     def approval(self) -> Approval | None:
         """The approval this request carries: the sealed state a client sends back in the
         ``X-Tool-Approval`` header once the person approved (``None`` without one)."""
