@@ -1,9 +1,13 @@
 """The dialect contract: what a wire protocol gives the core, and the table of built-in ones.
 
-A dialect is one module that ends with ``DIALECT = Dialect(...)``. It builds its blueprint from
-the :class:`~flask_tooldiscovery.pipeline.Pipeline` it is handed (which holds the settings,
-credentials and caches), maps the core's errors to its wire shape in ``error_response``, and may
-offer an export, a lint and OpenAPI paths. The table belongs to each extension instance:
+A dialect is one module (or package) that ends with ``DIALECT = Dialect(...)``, and the
+:class:`Dialect` is the whole story of it: the protocol and version it speaks, where it mounts, the
+blueprint it builds from the :class:`~flask_tooldiscovery.serving.pipeline.Pipeline` it is handed
+(which holds the settings, credentials and caches), its one error mapping, the headers browsers
+may send and read, its client :class:`~.driver.Driver` (``flask tools check --replay`` and the
+conformance suite speak it through that), its lint, its export, and what the discovery manifest
+and the Server Card say of it. Nothing else in the package names a dialect: the manifest, the
+Server Card and the CLI read these fields. The table belongs to each extension instance:
 ``ToolDiscovery(dialects=[...])`` or ``discovery.add_dialect(...)``; nothing here is changed at
 run time.
 """
@@ -11,7 +15,7 @@ run time.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,11 +29,30 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..serving.pipeline import Pipeline
     from ..settings import Settings
     from ..tools.model import Tool
+    from .driver import Driver
 
 
 def default_error_response(exc: CoreError) -> tuple[Any, int]:
     """``{"error": message}`` with the error's status: for dialects without a shape of their own."""
     return {"error": exc.message}, exc.status
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """The wire protocol a dialect speaks, as the discovery manifest and the Server Card name it."""
+
+    #: Its name (``"Open eXecution Protocol"``).
+    name: str
+    #: The versions it serves, oldest first (empty: the protocol has none).
+    versions: tuple[str, ...] = ()
+    #: The MCP transport it serves (``"streamable-http"``), which makes it a remote a Server Card
+    #: lists; ``None`` for any other protocol.
+    transport: str | None = None
+
+    @property
+    def version(self) -> str | None:
+        """The newest version it serves (``None``: none)."""
+        return self.versions[-1] if self.versions else None
 
 
 @dataclass(frozen=True)
@@ -48,8 +71,14 @@ class Dialect:
     authenticator: Callable[[Settings], Authenticator | None] | None = None
     #: Discovery may be read by any website (CORS for every origin), as Opal's is.
     public_discovery: bool = False
+    #: The protocol it speaks (``None``: none of its own; the manifest then names the dialect).
+    protocol: Protocol | None = None
     #: Request headers its browser clients send, for CORS preflights (``Name-*``: a family).
     cors_headers: tuple[str, ...] = ()
+    #: Response headers of its own that browser clients may read (the core's own are always exposed).
+    exposed_headers: tuple[str, ...] = ()
+    #: How its clients call tools: ``flask tools check --replay`` and the conformance suite use it.
+    driver: Driver | None = None
     #: A key under which two tools of one app may not meet (OXP ids); checked at registration.
     tool_key: Callable[[Settings], Callable[[Tool], Hashable]] | None = None
     #: ``flask tools export <name>``: its discovery document.
@@ -70,6 +99,14 @@ class Dialect:
     #: A second blueprint, mounted at the app's root outside its prefix (``/.well-known/...``
     #: documents); the factory returns ``None`` when these settings need none.
     root_blueprint: Callable[[Pipeline], Blueprint | None] | None = None
+    #: The discovery manifest's top-level entry named after it (``null`` there while it is not
+    #: mounted): ``(pipeline, its entry under "dialects", documents about it) -> value``. The
+    #: documents are those dialects with ``describes_remote`` serve, for a remote (``transport``).
+    manifest_section: Callable[[Pipeline, Mapping[str, Any], Mapping[str, Any]], Any] | None = None
+    #: It serves a document about the mounted remote (a dialect whose protocol has a
+    #: ``transport``), its ``export_document``: the manifest lists it in that remote's section, its
+    #: URL as ``<key>Url`` and the document as ``<key>`` (the Server Card: ``"serverCard"``).
+    describes_remote: str | None = None
 
 
 #: The dialects this package ships, by name: the module whose ``DIALECT`` describes each.
@@ -99,4 +136,4 @@ def status_name(status: int) -> str:
     return STATUS_NAMES.get(status, "Error")
 
 
-__all__ = ["BUILTIN", "Dialect", "default_error_response", "load", "status_name"]
+__all__ = ["BUILTIN", "Dialect", "Protocol", "default_error_response", "load", "status_name"]

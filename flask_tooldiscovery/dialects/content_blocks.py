@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from ..tools.results import RichBlock, is_rich
+from .driver import Observation, failed_kind, text_value
 
 #: The newest content blocks (what the explorer, which speaks no version, shows).
 LATEST = "2026-07-28"
@@ -85,4 +86,28 @@ def rich_value(content: Any) -> Any:
     return values[0] if len(values) == 1 else values
 
 
-__all__ = ["AUDIO_SINCE", "LATEST", "LINKS_SINCE", "content_block", "content_blocks", "rich_value"]
+def observe_result(result: Mapping[str, Any], *, wrapped: bool) -> Observation:
+    """An MCP-shaped result (``content``, ``structuredContent``, ``isError``) as a client reads it.
+    ``wrapped``: a value that is not an object travels as ``{"result": value}`` in
+    ``structuredContent`` (MCP's rule; the explorer sends objects and lists as they are). Every
+    reading of a success is kept: the structured value (unwrapped or not), the text, its JSON, the
+    rich value of non-text blocks."""
+    content = result.get("content") or []
+    text = "".join(c.get("text", "") for c in content if isinstance(c, dict))
+    if result.get("isError"):
+        if text.startswith("Invalid arguments"):
+            return Observation("invalid", message=text)
+        if "needs approval before it runs" in text:  # a client that cannot be asked (MCP's handshake era)
+            return Observation("needs_approval", message=text)
+        return Observation(failed_kind(text), message=text)
+    values: list[Any] = []
+    structured = result.get("structuredContent")
+    if isinstance(structured, dict):
+        inner = [structured["result"]] if set(structured) == {"result"} else []
+        values += [*inner, structured] if wrapped else [structured, *inner]
+    rich = rich_value(content)
+    values += [text_value(text) if rich is None else rich, text]
+    return Observation("ok", values)
+
+
+__all__ = ["AUDIO_SINCE", "LATEST", "LINKS_SINCE", "content_block", "content_blocks", "observe_result", "rich_value"]

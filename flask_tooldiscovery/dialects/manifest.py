@@ -2,11 +2,12 @@
 (``TOOLDISCOVERY_MANIFEST_URL_PREFIX``), so that one URL registers the app on any platform.
 
 It lists every mounted dialect with the protocol and version it speaks, its discovery URL, its call
-URL and all its routes (URI templates such as ``/opal/tools/{name}``); the MCP endpoint with its
-Server Card, capabilities and, when MCP takes OAuth access tokens, the protected resource metadata
-URL; and the OpenAPI document's URL. The routes are read from the app's URL map, so the manifest
-says where each dialect is really mounted. Served from the pipeline's document cache with an
-``ETag``, to any origin, like the discovery documents it points to.
+URL and all its routes (URI templates such as ``/opal/tools/{name}``); then the entry of each
+dialect that has one of its own (the MCP endpoint with its capabilities, Server Card and OAuth
+metadata; the OpenAPI document's URL). Everything in it comes from the mounted dialects'
+:class:`~.Dialect` fields and the app's URL map, so the manifest says where each dialect is really
+mounted and names none itself. Served from the pipeline's document cache with an ``ETag``, to any
+origin, like the discovery documents it points to.
 """
 
 from __future__ import annotations
@@ -17,23 +18,10 @@ from typing import Any
 from flask import Blueprint, Response, current_app, request
 
 from ..serving.pipeline import Pipeline
-from . import Dialect
-from .mcp.dialect import ALL_VERSIONS, server_capabilities
-from .utcp import UTCP_VERSION
+from . import Dialect, Protocol
 
 NAME = "manifest"
 DEFAULT_PATH = "/.well-known/tool-discovery"
-#: The protocol each built-in dialect speaks, and its version (``None``: the protocol has none).
-PROTOCOLS: dict[str, tuple[str, str | None]] = {
-    "explorer": ("Tool Explorer (F2/F3 JSON API and page)", None),
-    "opal": ("Optimizely Opal tools", None),
-    "oxp": ("Open eXecution Protocol", "1.0"),
-    "tdp": ("Tool Discovery Protocol", "1.0"),
-    "mcp": ("Model Context Protocol, streamable HTTP", ALL_VERSIONS[-1]),
-    "utcp": ("Universal Tool Calling Protocol manual", UTCP_VERSION),
-    "openapi": ("OpenAPI", "3.1.0"),
-    "server_card": ("MCP Server Card and AI Catalog (draft)", None),
-}
 _ARGUMENT = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
 
 
@@ -41,64 +29,58 @@ def _routes(pipe: Pipeline) -> list[dict[str, Any]]:
     """The routes of ``pipe``'s dialect on this app, in the order they were registered: absolute URL
     (a URI template where the rule has arguments), methods, and what the route does. A route that
     only adds a trailing slash to another is left out."""
-    root, kinds = request.url_root.rstrip("/"), pipe._kinds
+    root = request.url_root.rstrip("/")
     routes: list[dict[str, Any]] = []
     for rule in current_app.url_map.iter_rules():
-        blueprint, _, endpoint = (rule.endpoint or "").rpartition(".")
-        kind = kinds.get(endpoint) if blueprint == f"tooldiscovery_{pipe.name}" else None
+        kind = pipe.route_kind(rule.endpoint or "")
         methods = sorted(m for m in rule.methods or () if m not in ("HEAD", "OPTIONS"))
-        if kind is not None and methods and not endpoint.endswith("__405"):
+        if kind is not None and methods:
             routes.append({"url": root + _ARGUMENT.sub(r"{\1}", rule.rule), "methods": methods, "kind": kind})
     urls = {str(r["url"]) for r in routes}
     return [r for r in routes if not (str(r["url"]).endswith("/") and str(r["url"])[:-1] in urls)]
 
 
 def _entry(pipe: Pipeline) -> dict[str, Any]:
-    protocol, version = PROTOCOLS.get(pipe.name, (pipe.name, None))
+    protocol = pipe.dialect.protocol or Protocol(pipe.name)
     routes = _routes(pipe)
     listed = [r["url"] for r in routes if r["kind"] == "discovery" and "GET" in r["methods"] and "{" not in r["url"]]
     calls = [r["url"] for r in routes if r["kind"] == "call"]
-    return {"protocol": protocol, "version": version, "url": (listed or calls or [None])[0], "calls": calls,
-            "routes": routes}
+    return {"protocol": protocol.name, "version": protocol.version, "url": (listed or calls or [None])[0],
+            "calls": calls, "routes": routes}
 
 
-def _mcp(pipe: Pipeline, dialects: dict[str, Any]) -> dict[str, Any] | None:
-    """The MCP endpoint: its URL, versions, capabilities, Server Card and authorization metadata."""
-    if "mcp" not in dialects:
-        return None
-    settings = pipe.settings
-    out: dict[str, Any] = {"url": dialects["mcp"]["url"], "transport": "streamable-http",
-                           "protocolVersions": list(ALL_VERSIONS),
-                           "capabilities": server_capabilities(settings)}
-    if "server_card" in dialects:
-        from .server_card import card
-
-        out["serverCardUrl"] = next((r["url"] for r in dialects["server_card"]["routes"]
-                                     if r["url"].endswith("/server-card")), None)
-        out["serverCard"] = card(pipe)
-    if settings.mcp_authorization_servers:
-        from .mcp.auth import metadata_url, resource_url
-
-        out["authorization"] = {"resourceMetadataUrl": metadata_url(resource_url(settings, request)),
-                                "authorizationServers": list(settings.mcp_authorization_servers),
-                                "scopes": list(settings.mcp_scopes)}
-    return out
+def _about_remote(pipelines: dict[str, Pipeline], entries: dict[str, Any]) -> dict[str, Any]:
+    """The documents mounted dialects serve about the remote endpoint (the Server Card), by key."""
+    about: dict[str, Any] = {}
+    for name, pipe in pipelines.items():
+        key, export = pipe.dialect.describes_remote, pipe.dialect.export_document
+        if key and export is not None and name in entries:
+            about[f"{key}Url"] = entries[name]["url"]
+            about[key] = export(pipe)
+    return about
 
 
 def manifest(pipe: Pipeline) -> dict[str, Any]:
     """The manifest, its URLs absolute from this request."""
     settings = pipe.settings
     pipelines = pipe.ext.state().pipelines
-    dialects = {name: _entry(pipelines[name]) for name in settings.dialects if name != NAME}
-    return {
+    entries = {name: _entry(pipelines[name]) for name in settings.dialects if name != pipe.name}
+    about = _about_remote(pipelines, entries)
+    out = {
         "name": settings.server_name, "title": settings.title, "version": settings.server_version,
         "description": settings.server_description or None,
         "url": request.url_root.rstrip("/") + (pipe.prefix or DEFAULT_PATH),
         "tools": len(pipe.tools().latest()),
-        "dialects": dialects,
-        "mcp": _mcp(pipe, dialects),
-        "openapi": dialects["openapi"]["url"] if "openapi" in dialects else None,
+        "dialects": entries,
     }
+    for name in pipe.ext.dialect_names:  # an entry of its own: null while the dialect is not mounted
+        dialect = pipe.ext.dialect(name)
+        if dialect.manifest_section is not None and name != pipe.name:
+            mounted = pipelines.get(name) if name in entries else None
+            remote = dialect.protocol is not None and dialect.protocol.transport is not None
+            out[name] = None if mounted is None else dialect.manifest_section(mounted, entries[name],
+                                                                             about if remote else {})
+    return out
 
 
 def make_blueprint(pipe: Pipeline) -> Blueprint:

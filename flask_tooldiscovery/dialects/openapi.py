@@ -1,5 +1,5 @@
 """Dialect ``openapi``: an OpenAPI 3.1 document of the tools at ``<prefix>``
-(``/tools/openapi.json``), built by :func:`~flask_tooldiscovery.export.openapi_document`.
+(``/tools/openapi.json``), built by :func:`describe`.
 
 Its operations are the call routes of the dialect ``TOOLDISCOVERY_OPENAPI_DIALECT`` names (``utcp``
 by default: one ``POST /utcp/tools/<name>`` per tool, the JSON body its arguments), which must be
@@ -13,17 +13,41 @@ from typing import Any
 
 from flask import Blueprint, Response, request
 
-from ..cli.export import openapi_document
 from ..serving.pipeline import Pipeline
+from ..serving.wire import security_schemes
 from ..settings import SettingsError
-from . import Dialect
+from . import Dialect, Protocol
 
 NAME = "openapi"
+VERSION = "3.1.0"
+
+
+def describe(described: Pipeline, server_url: str | None = None) -> dict[str, Any]:
+    """An OpenAPI document of the call routes of ``described`` (a mounted dialect's pipeline, read
+    through its ``openapi_paths``): ``servers`` is ``server_url`` when given, the security schemes
+    those of its credentials. ``ValueError`` when it is not mounted or describes no routes."""
+    settings = described.settings
+    paths = described.dialect.openapi_paths if described.name in settings.dialects else None
+    if paths is None:
+        raise ValueError(f"TOOLDISCOVERY_OPENAPI_DIALECT is {described.name!r}: the OpenAPI document describes "
+                         "the call routes of a mounted dialect that has an OpenAPI description (utcp, opal...)")
+    info = {"title": settings.server_name, "version": settings.server_version}
+    if settings.server_description:
+        info["description"] = settings.server_description
+    document: dict[str, Any] = {"openapi": VERSION, "info": info}
+    if server_url:
+        document["servers"] = [{"url": server_url}]
+    document["paths"] = paths(described)
+    schemes = security_schemes(described.authenticator)
+    if schemes:
+        document["components"] = {"securitySchemes": schemes}
+        document["security"] = [{scheme: []} for scheme in schemes]
+    return document
 
 
 def export_document(pipe: Pipeline) -> dict[str, Any]:
     """The document, its ``servers`` entry from this request."""
-    return openapi_document(pipe.ext, request.url_root.rstrip("/"))
+    return describe(pipe.ext.pipeline(pipe.settings.openapi_dialect), request.url_root.rstrip("/"))
 
 
 def make_blueprint(pipe: Pipeline) -> Blueprint:
@@ -42,4 +66,5 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
 
 
 DIALECT = Dialect(name=NAME, make_blueprint=make_blueprint, default_prefix="/tools/openapi.json",
-                  export_document=export_document, runs_tools=lambda settings: False)
+                  protocol=Protocol("OpenAPI", (VERSION,)), export_document=export_document,
+                  runs_tools=lambda settings: False, manifest_section=lambda pipe, entry, about: entry["url"])

@@ -18,7 +18,8 @@ from ..serving.wire import WireSchema, json_response, openapi_post, validation_m
 from ..settings import Settings
 from ..tools.json_schema import inline_refs
 from ..tools.model import Tool, parse_version
-from . import Dialect
+from . import Dialect, Protocol
+from .driver import Driver, Observation, WireRequest, failed_kind, message_of, status_kind
 
 NAME = "oxp"
 SCHEMA_URN = "urn:oxp:1.0"
@@ -319,8 +320,40 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
     return bp
 
 
+class OxpDriver(Driver):
+    """How an OXP client calls tools: ``GET /tools``, then ``POST /tools/call`` naming a tool by its
+    id (a bare name: in the server's default toolkit); a tool's failure is a 200 ``success: false``."""
+
+    def list_tools(self, prefix: str) -> WireRequest:
+        return WireRequest("GET", f"{prefix}/tools")
+
+    def tool_names(self, body: Any) -> list[str]:
+        return sorted({item["id"].split(".", 1)[1].split("@")[0] for item in body["items"]})
+
+    def call_path(self, prefix: str, name: str) -> str:
+        return f"{prefix}/tools/call"
+
+    def call_body(self, tool: Tool | str, arguments: Any, settings: Settings) -> Any:
+        ident = tool_id(tool, settings) if isinstance(tool, Tool) else \
+            f"{sanitize(settings.oxp_toolkit or default_toolkit(settings.server_name))}.{sanitize(tool)}"
+        return {"request": {"tool_id": ident, "input": arguments}}
+
+    def read(self, status: int, body: Any) -> Observation:
+        if status == 200 and isinstance(body, dict):
+            result = body.get("result") or {}
+            if result.get("success"):
+                return Observation("ok", [result.get("value")])
+            message = str((result.get("error") or {}).get("message", ""))
+            return Observation(failed_kind(message), message=message)
+        message = message_of(body, "message")
+        if status == 400:
+            return Observation("unknown" if message.startswith("Tool not found") else "malformed", message=message)
+        return Observation("invalid" if status == 422 else status_kind(status), message=message)
+
+
 DIALECT = Dialect(
     name=NAME, make_blueprint=make_blueprint, default_prefix="/oxp", error_response=error_response,
+    protocol=Protocol("Open eXecution Protocol", ("1.0",)), driver=OxpDriver(),
     authenticator=authenticator, tool_key=id_parts, cors_headers=("OXP-API-Key",), export_document=export_document,
     security_warning=security_warning, lint_tool=lint_tool, openapi_paths=openapi_paths,
 )

@@ -2,8 +2,8 @@
 ``<MCP endpoint>/server-card`` (``/mcp/server-card``) and the AI Catalog that lists it at
 ``/.well-known/ai-catalog.json``: who the server is and where its streamable-HTTP endpoint is, for
 clients and crawlers, before any MCP round-trip. A card lists no tools (the current draft dropped
-them: ``tools/list`` is the authority). It describes the ``mcp`` dialect's endpoint, so that dialect
-must be mounted too.
+them: ``tools/list`` is the authority). It describes the endpoints of the mounted dialects whose
+:class:`~.Protocol` has a ``transport`` (``mcp``), from their fields: one must be mounted.
 """
 
 from __future__ import annotations
@@ -14,12 +14,10 @@ from urllib.parse import urlsplit
 
 from flask import Blueprint, Response, request
 
-from ..cli.export import security_schemes
 from ..serving.pipeline import Pipeline
+from ..serving.wire import security_schemes
 from ..settings import SettingsError
-from . import Dialect
-from .mcp.dialect import ALL_VERSIONS
-from .mcp.dialect import NAME as MCP
+from . import Dialect, Protocol
 
 NAME = "server_card"
 SCHEMA_URL = "https://static.modelcontextprotocol.io/schemas/v1/server-card.schema.json"
@@ -44,49 +42,69 @@ def card_name(pipe: Pipeline) -> str:
     return f"{'.'.join(reversed(host.split('.')))}/{server}"[:200]
 
 
-def _mcp_path(pipe: Pipeline) -> str:
-    if MCP not in pipe.settings.prefixes:
-        raise SettingsError("the server_card dialect describes the mcp dialect's endpoint: mount mcp too "
-                            "(TOOLDISCOVERY_DIALECTS)")
-    return pipe.settings.prefixes[MCP]
+def remotes(pipe: Pipeline) -> list[tuple[str, Protocol]]:
+    """The mounted dialects the card describes (``(name, protocol)``, in mounting order): those whose
+    protocol has a transport. :class:`~..settings.SettingsError` when none is mounted."""
+    found = []
+    for name in pipe.settings.dialects:
+        protocol = pipe.ext.dialect(name).protocol
+        if protocol is not None and protocol.transport is not None:
+            found.append((name, protocol))
+    if not found:
+        raise SettingsError("the server_card dialect describes the endpoint of a dialect with a transport: "
+                            "mount mcp too (TOOLDISCOVERY_DIALECTS)")
+    return found
 
 
-def card(pipe: Pipeline) -> dict[str, Any]:
-    """The Server Card, its endpoint URL absolute from this request."""
-    settings = pipe.settings
-    remote: dict[str, Any] = {"type": "streamable-http", "url": request.url_root.rstrip("/") + (_mcp_path(pipe) or "/"),
-                              "supportedProtocolVersions": list(ALL_VERSIONS)}
-    scheme = next(iter(security_schemes(pipe.ext.pipeline(MCP).authenticator).values()), None)
-    if scheme is not None:  # which header carries the credential the endpoint needs, never the credential
+def _remote(pipe: Pipeline, name: str, protocol: Protocol) -> dict[str, Any]:
+    """One ``remotes`` entry: the transport, its URL absolute from this request, its versions and
+    the header that carries the credential its calls need (never the credential)."""
+    remote: dict[str, Any] = {"type": protocol.transport,
+                              "url": request.url_root.rstrip("/") + (pipe.settings.prefixes[name] or "/"),
+                              "supportedProtocolVersions": list(protocol.versions)}
+    scheme = next(iter(security_schemes(pipe.ext.pipeline(name).authenticator).values()), None)
+    if scheme is not None:
         remote["headers"] = [{"name": scheme.get("name", "Authorization"), "isRequired": True, "isSecret": True,
                               "value": "{token}" if scheme["type"] == "apiKey" else "Bearer {token}",
                               "variables": {"token": {"description": "The credential issued for this server.",
                                                       "isRequired": True, "isSecret": True}}}]
+    return remote
+
+
+def card(pipe: Pipeline) -> dict[str, Any]:
+    """The Server Card, its endpoint URLs absolute from this request."""
+    settings = pipe.settings
     description = settings.server_description or f"Tools from {settings.server_name}, over MCP."
     return {"$schema": SCHEMA_URL, "name": card_name(pipe), "version": settings.server_version,
-            "title": shorten(settings.title), "description": shorten(description), "remotes": [remote]}
+            "title": shorten(settings.title), "description": shorten(description),
+            "remotes": [_remote(pipe, name, protocol) for name, protocol in remotes(pipe)]}
 
 
 def catalog(pipe: Pipeline) -> dict[str, Any]:
     """The AI Catalog: one entry, the card's URL, its identifier ``urn:air:{domain}:mcp:{name}``
     read back from the card's reverse-DNS name (title, description and version stay in the card)."""
     namespace, _, name = card_name(pipe).partition("/")
-    url = request.url_root.rstrip("/") + pipe.prefix + _mcp_path(pipe) + "/server-card"
+    url = request.url_root.rstrip("/") + pipe.prefix + _card_path(pipe)
     return {"specVersion": "1.0", "host": {"displayName": pipe.settings.server_name}, "entries": [
         {"identifier": f"urn:air:{'.'.join(reversed(namespace.split('.')))}:mcp:{name}", "type": CARD_TYPE,
          "url": url}]}
 
 
+def _card_path(pipe: Pipeline) -> str:
+    """Where the card is served: ``/server-card`` under the (first) endpoint it describes."""
+    return pipe.settings.prefixes[remotes(pipe)[0][0]] + "/server-card"
+
+
 def make_blueprint(pipe: Pipeline) -> Blueprint:
     """The card at ``<MCP endpoint>/server-card`` and the catalog at the root's ``.well-known``."""
-    mcp_path = _mcp_path(pipe)
+    card_path = _card_path(pipe)
     bp = pipe.blueprint(__name__)
 
     def serve(what: str, build: Any, media_type: str) -> Response:
         document = pipe.document((what, request.url_root), lambda _: build(pipe))
         return pipe.send(document, {"Content-Type": media_type})
 
-    pipe.route(f"{mcp_path}/server-card", "discovery", ["GET"], endpoint="card")(
+    pipe.route(card_path, "discovery", ["GET"], endpoint="card")(
         lambda: serve("card", card, CARD_TYPE))
     pipe.route(CATALOG_PATH, "discovery", ["GET"], endpoint="catalog")(
         lambda: serve("catalog", catalog, CATALOG_TYPE))
@@ -94,4 +112,5 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
 
 
 DIALECT = Dialect(name=NAME, make_blueprint=make_blueprint, public_discovery=True, export_document=card,
+                  protocol=Protocol("MCP Server Card and AI Catalog (draft)"), describes_remote="serverCard",
                   runs_tools=lambda settings: False)

@@ -12,13 +12,14 @@ from urllib.parse import quote
 
 from flask import Blueprint, Response, request
 
-from ..cli.export import security_schemes
 from ..serving.pipeline import Pipeline
-from ..serving.wire import JSON_MIMETYPE, json_response
+from ..serving.wire import JSON_MIMETYPE, json_response, security_schemes
+from ..settings import Settings
 from ..tools.invoke import Outcome
 from ..tools.json_schema import inline_refs
 from ..tools.model import Tool
-from . import Dialect
+from . import Dialect, Protocol
+from .driver import Driver, Observation, WireRequest, message_of, status_kind
 
 NAME = "utcp"
 UTCP_VERSION = "1.0.1"
@@ -142,7 +143,34 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
     return bp
 
 
+class UtcpDriver(Driver):
+    """How a UTCP client calls tools: the manual's call template, the arguments as the JSON body; any
+    200 is the value, a tool's own error a 422, an unexpected failure a 500."""
+
+    def list_tools(self, prefix: str) -> WireRequest:
+        return WireRequest("GET", prefix or "/")
+
+    def tool_names(self, body: Any) -> list[str]:
+        return [t["name"] for t in body["tools"]]
+
+    def call_path(self, prefix: str, name: str) -> str:
+        return f"{prefix}/tools/{quote(name, safe='')}"
+
+    def call_body(self, tool: Tool | str, arguments: Any, settings: Settings) -> Any:
+        return arguments
+
+    def read(self, status: int, body: Any) -> Observation:
+        if status == 200:
+            return Observation("ok", [body])
+        if status == 400:
+            kind = "invalid" if isinstance(body, dict) and "parameter_errors" in body else "malformed"
+        else:
+            kind = {422: "tool_error", 500: "failure"}.get(status) or status_kind(status)
+        return Observation(kind, message=message_of(body, "error"))
+
+
 DIALECT = Dialect(name=NAME, make_blueprint=make_blueprint, default_prefix="/utcp", export_document=manual,
+                  protocol=Protocol("Universal Tool Calling Protocol manual", (UTCP_VERSION,)), driver=UtcpDriver(),
                   error_response=lambda exc: ({"error": exc.message, **exc.extra}, exc.status),  # 428: approval_state
                   openapi_paths=openapi_paths, security_warning=lambda settings, ext: (  # no credential of its own
                       "utcp's POST /utcp/tools/<name> has no authentication of its own: use the identity layer, "

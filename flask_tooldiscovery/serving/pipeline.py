@@ -66,7 +66,8 @@ RouteKind = Literal["discovery", "call", "health", "page"]
 #: Request headers every dialect's browser clients may send (a dialect adds its own).
 CORS_REQUEST_HEADERS = ("Authorization", "Content-Type", "Accept", "X-Trace-Id", "traceparent", "tracestate",
                         APPROVAL_HEADER)
-CORS_EXPOSED_HEADERS = ("Mcp-Session-Id", "WWW-Authenticate", "X-Trace-Id", "Retry-After", "ETag")
+#: Response headers of the core's own that browser clients may read (a dialect adds its own).
+CORS_EXPOSED_HEADERS = ("WWW-Authenticate", "X-Trace-Id", "Retry-After", "ETag")
 
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
 _TRACE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
@@ -308,6 +309,15 @@ class Pipeline:
             return view
 
         return register
+
+    def route_kind(self, endpoint: str) -> RouteKind | None:
+        """What the view at ``endpoint`` (``blueprint.view``, as the URL map names it) does, when it
+        is a route of this dialect's own blueprint (``None`` for anything else: a root blueprint's
+        routes, method guards)."""
+        blueprint, _, name = endpoint.rpartition(".")
+        if blueprint != f"tooldiscovery_{self.name}" or name.endswith("__405"):
+            return None
+        return self._kinds.get(name)
 
     def _method_guard(self, rule: str, methods: list[str], endpoint: str, kind: RouteKind) -> None:
         allowed = {m.upper() for m in methods} | {"OPTIONS"}
@@ -762,7 +772,7 @@ class Pipeline:
         if kind in ("call", "discovery") and origin and self.origin_allowed(origin):
             headers["Access-Control-Allow-Origin"] = origin
             response.vary.add("Origin")
-            headers["Access-Control-Expose-Headers"] = ", ".join(CORS_EXPOSED_HEADERS)
+            headers["Access-Control-Expose-Headers"] = ", ".join((*CORS_EXPOSED_HEADERS, *self.dialect.exposed_headers))
             self._preflight(response)
         return response
 

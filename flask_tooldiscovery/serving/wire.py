@@ -17,6 +17,9 @@ from marshmallow import Schema, post_dump
 from werkzeug.datastructures import MIMEAccept
 from werkzeug.http import parse_accept_header
 
+from .identity import Authenticator
+from .verifiers import ApiKeyVerifier, JwksVerifier, JwtVerifier
+
 JSON_MIMETYPE = "application/json"
 
 
@@ -157,6 +160,20 @@ def openapi_post(operation_id: str, tag: str, summary: str, schema: Any, respons
         "requestBody": {"required": required, "content": {JSON_MIMETYPE: {"schema": schema}}},
         "responses": {status: {"description": text} for status, text in responses.items()},
     }}
+
+
+def security_schemes(authenticator: Authenticator | None) -> dict[str, Any]:
+    """OpenAPI security schemes of a dialect's credentials, by name (any one of them lets a call in);
+    a verifier of another kind (the identity hook) is named by the scheme of its challenge."""
+    schemes: dict[str, Any] = {}
+    for verifier in authenticator.verifiers if authenticator is not None else ():
+        if isinstance(verifier, ApiKeyVerifier):
+            schemes["apiKey"] = {"type": "apiKey", "in": "header", "name": verifier.header}
+        elif isinstance(verifier, (JwtVerifier, JwksVerifier)):
+            schemes["jwt"] = {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}
+        else:
+            schemes[verifier.scheme.lower()] = {"type": "http", "scheme": verifier.scheme.lower()}
+    return schemes
 
 
 def page_cursor(offset: int) -> str:

@@ -23,8 +23,9 @@ from ...serving.wire import WireSchema, json_response, openapi_post
 from ...settings import Settings
 from ...tools.invoke import Outcome, check_arguments
 from ...tools.results import is_rich
-from .. import Dialect
+from .. import Dialect, Protocol
 from ..content_blocks import LATEST, content_blocks
+from .driver import ExplorerDriver
 from .stream import stream_response, wants_stream
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -191,6 +192,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
 
 DIALECT = Dialect(
     name=NAME, make_blueprint=make_blueprint, default_prefix="/explorer", error_response=error_response,
+    protocol=Protocol("Tool Explorer (F2/F3 JSON API and page)"), driver=ExplorerDriver(),
     export_document=export_document, security_warning=security_warning, openapi_paths=openapi_paths,
     runs_tools=lambda settings: settings.allow_execute, takes_auth_hook=True,
 )

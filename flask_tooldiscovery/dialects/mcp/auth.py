@@ -59,6 +59,15 @@ def authenticator(settings: Settings) -> Authenticator | None:
     return Authenticator(tuple(verifiers)) if verifiers else None
 
 
+def authorization(settings: Settings, req: Request) -> dict[str, Any] | None:
+    """How a client gets an access token for the endpoint, for the discovery manifest: the protected
+    resource metadata URL, the authorization servers and the scopes (``None``: no OAuth)."""
+    if not settings.mcp_authorization_servers:
+        return None
+    return {"resourceMetadataUrl": metadata_url(resource_url(settings, req)),
+            "authorizationServers": list(settings.mcp_authorization_servers), "scopes": list(settings.mcp_scopes)}
+
+
 def security_warning(settings: Settings, ext: Any) -> str | None:
     """Why this dialect would run tools for anyone (or take tokens meant for another host), or ``None``."""
     if settings.mcp_authorization_servers and not settings.mcp_resource and "*" in (settings.allowed_hosts or ()):
@@ -95,4 +104,4 @@ def root_blueprint(pipe: Pipeline) -> Blueprint | None:
     return bp
 
 
-__all__ = ["authenticator", "metadata_url", "resource_url", "root_blueprint", "security_warning"]
+__all__ = ["authenticator", "authorization", "metadata_url", "resource_url", "root_blueprint", "security_warning"]

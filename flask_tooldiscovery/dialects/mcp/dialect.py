@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from flask import Blueprint, Response, current_app, request
@@ -21,18 +22,20 @@ from ...serving.pipeline import MalformedBody, Pipeline, UnknownTool
 from ...serving.wire import JSON_MIMETYPE, WireSchema, json_response, openapi_post, page_cursor, read_cursor
 from ...settings import Settings
 from ...tools.registry import ToolSet
-from .. import Dialect
+from .. import Dialect, Protocol
 from . import approval as mcp_approval
 from . import jsonrpc as rpc
 from . import resources
 from . import stream as mcp_stream
-from .auth import authenticator, root_blueprint, security_warning
+from .auth import authenticator, authorization, root_blueprint, security_warning
 from .content import VERSION_META_KEY, client_version, object_output_schema
+from .driver import McpDriver
 
 NAME = "mcp"
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 MODERN_VERSIONS = ("2026-07-28",)
 ALL_VERSIONS = HANDSHAKE_VERSIONS + MODERN_VERSIONS
+TRANSPORT = "streamable-http"
 SERVER_INFO_META_KEY = "io.modelcontextprotocol/serverInfo"
 #: Protocol versions from which JSON-RPC batches are gone from the spec.
 NO_BATCH_VERSIONS = ("2025-06-18", "2025-11-25", *MODERN_VERSIONS)
@@ -166,6 +169,15 @@ def respond(reply: Any, status: int = 200) -> Response:
 def server_capabilities(settings: Settings) -> dict[str, Any]:
     """What this server offers (``initialize``, ``server/discover``, the manifest)."""
     return {"tools": {"listChanged": False}, "logging": {}, **resources.capability(settings)}
+
+
+def manifest_section(pipe: Pipeline, entry: Mapping[str, Any], about: Mapping[str, Any]) -> dict[str, Any]:
+    """The discovery manifest's ``mcp`` entry: the endpoint, its transport, versions and capabilities,
+    the documents about it (the Server Card) and, with OAuth, where clients get access tokens."""
+    section = {"url": entry["url"], "transport": TRANSPORT, "protocolVersions": list(ALL_VERSIONS),
+               "capabilities": server_capabilities(pipe.settings), **about}
+    oauth = authorization(pipe.settings, request)
+    return {**section, "authorization": oauth} if oauth else section
 
 
 def make_blueprint(pipe: Pipeline) -> Blueprint:
@@ -318,7 +330,9 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
 
 DIALECT = Dialect(
     name=NAME, make_blueprint=make_blueprint, default_prefix="/mcp", error_response=error_response,
-    authenticator=authenticator, export_document=export_document,
+    protocol=Protocol("Model Context Protocol, streamable HTTP", ALL_VERSIONS, transport=TRANSPORT),
+    driver=McpDriver(), authenticator=authenticator, export_document=export_document,
     cors_headers=("MCP-Protocol-Version", "Mcp-Session-Id", "Last-Event-ID", "Mcp-Method", "Mcp-Name", "Mcp-Param-*"),
-    security_warning=security_warning, openapi_paths=openapi_paths, root_blueprint=root_blueprint,
+    exposed_headers=("Mcp-Session-Id",), security_warning=security_warning, openapi_paths=openapi_paths,
+    root_blueprint=root_blueprint, manifest_section=manifest_section,
 )

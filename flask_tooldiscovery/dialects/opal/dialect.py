@@ -21,8 +21,9 @@ from ...serving.wire import WireSchema, json_response, openapi_post
 from ...settings import Settings
 from ...tools.json_schema import inline_refs, primary_type, split_nullable
 from ...tools.model import Tool
-from .. import Dialect
+from .. import Dialect, Protocol
 from . import async_mode as opal_async
+from .driver import OpalDriver
 
 NAME = "opal"
 NO_CACHE = {"Cache-Control": "no-cache, no-store, must-revalidate"}
@@ -279,7 +280,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
 
 DIALECT = Dialect(
     name=NAME, make_blueprint=make_blueprint, default_prefix="/opal", error_response=error_response,
-    authenticator=authenticator, public_discovery=True,
+    protocol=Protocol("Optimizely Opal tools"), driver=OpalDriver(), authenticator=authenticator, public_discovery=True,
     cors_headers=("x-opal-thread-id", "x-opal-workflow-execution-id", "x-opal-agent-execution-id"),
     export_document=discovery_document, security_warning=security_warning, lint_tool=lint_tool,
     openapi_paths=openapi_paths,

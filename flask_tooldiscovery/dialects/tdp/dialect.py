@@ -20,7 +20,8 @@ from ...serving.wire import WireSchema, json_response, openapi_post
 from ...settings import Settings
 from ...tools.json_schema import primary_type, split_nullable
 from ...tools.model import Tool
-from .. import Dialect, status_name
+from .. import Dialect, Protocol, status_name
+from .driver import TdpDriver
 from .protojson import to_protojson
 
 NAME = "tdp"
@@ -236,5 +237,6 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
 
 
 DIALECT = Dialect(name=NAME, make_blueprint=make_blueprint, default_prefix="", error_response=error_response,
+                  protocol=Protocol("Tool Discovery Protocol", ("1.0",)), driver=TdpDriver(),
                   export_document=manifest_document, security_warning=security_warning, lint_tool=lint_tool,
                   openapi_paths=openapi_paths)
