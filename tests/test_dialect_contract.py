@@ -23,10 +23,15 @@ from flask_tooldiscovery.errors import BadRequest, CoreError
 from flask_tooldiscovery.serving.pipeline import Pipeline
 from flask_tooldiscovery.settings import Settings
 from flask_tooldiscovery.tools.model import Tool
+from flask_tooldiscovery.tools.targets import Target
 
 from .conftest import live_server
 
 # -- the dialect: "relay", a small JSON protocol of its own ------------------------------------------
+
+
+def catalog(tools: list[Tool]) -> dict[str, Any]:
+    return {"relay": "0.3", "tools": [{"tool": t.name, "summary": t.description_or_title} for t in tools]}
 
 
 def relay_blueprint(pipe: Pipeline) -> Blueprint:
@@ -34,9 +39,8 @@ def relay_blueprint(pipe: Pipeline) -> Blueprint:
     bp = pipe.blueprint(__name__)
 
     @pipe.route("/catalog", "discovery", ["GET"], endpoint="catalog")
-    def catalog() -> Response:
-        return pipe.send(pipe.document("catalog", lambda toolset: {"relay": "0.3", "tools": [
-            {"tool": t.name, "summary": t.description_or_title} for t in toolset.latest()]}))
+    def serve_catalog() -> Response:
+        return pipe.send(pipe.document("catalog", lambda toolset: catalog(toolset.latest())))
 
     @pipe.route("/run", "call", ["POST"], endpoint="run")
     def run() -> Response | tuple[Response, int]:
@@ -83,9 +87,15 @@ class RelayDriver(Driver):
         return Observation("invalid" if status == 400 else status_kind(status), message=problem)
 
 
+#: Relay's clients take one parameter per tool at most, and lower-case names.
+RELAY_TARGET = Target("relay", "Relay clients", re.compile(r"^[a-z_]+$"),
+                      lambda schema: [] if len(schema.get("properties") or {}) <= 1 else ["relay takes one parameter"],
+                      lambda schema: schema)
+
 RELAY = Dialect(name="relay", make_blueprint=relay_blueprint, default_prefix="/relay",
                 protocol=Protocol("Relay tools", ("0.2", "0.3")), error_response=relay_error,
-                cors_headers=("X-Relay-Client",), exposed_headers=("X-Relay-Cost",), driver=RelayDriver())
+                cors_headers=("X-Relay-Client",), exposed_headers=("X-Relay-Cost",), driver=RelayDriver(),
+                target=RELAY_TARGET, export_document=lambda pipe: catalog(pipe.tools().latest()))
 
 
 TWO_AND_THREE = {"description": "two and three", "input": {"a": 2, "b": 3}, "expected_output": 5}
@@ -215,6 +225,18 @@ def test_the_driver_reads_what_the_dialect_answers() -> None:
     assert call("nope", {}).kind == "unknown"
     listing = driver.list_tools("/relay")
     assert driver.tool_names(client.open(listing.path, method=listing.method).get_json()) == ["add", "refuse"]
+
+
+def test_its_clients_are_a_lint_and_export_target() -> None:
+    runner = build("relay").test_cli_runner()
+    checked = runner.invoke(args=["tools", "check", "--target", "relay"])
+    assert checked.exit_code == 1 and "add@1.0.0: [relay] relay takes one parameter" in checked.output
+    assert "refuse@1.0.0" not in checked.output
+    exported = runner.invoke(args=["tools", "export", "--target", "relay"])
+    assert exported.exit_code == 0 and json.loads(exported.output)["tools"][1]["tool"] == "refuse"
+    unknown = runner.invoke(args=["tools", "check", "--target", "nope"])
+    assert unknown.exit_code == 2 and "choose one of: openai-strict, anthropic, gemini" in unknown.output
+    assert "relay" in unknown.output
 
 
 # -- the README's example ---------------------------------------------------------------------------

@@ -10,8 +10,11 @@ import pytest
 from flask import Flask
 
 from flask_tooldiscovery import ToolDiscovery
-from flask_tooldiscovery.cli.targets import TARGETS
-from flask_tooldiscovery.cli.targets.schema_rewrite import dangling_refs
+from flask_tooldiscovery.cli.targets import targets
+from flask_tooldiscovery.tools.targets.schema_rewrite import dangling_refs
+
+#: Every target a default extension knows: the vendors' and the built-in dialects' own.
+TARGETS = targets(ToolDiscovery())
 
 REFS = {"type": "object", "$defs": {"City": {"type": "object", "properties": {"name": {"type": "string"}},
                                              "required": ["name"]}},

@@ -16,8 +16,11 @@ from ..errors import CoreError, RetryLater
 from ..serving.pipeline import Pipeline, new_call_id
 from ..serving.wire import parse_json
 from ..tools.model import Identity
+from ..tools.targets import Target
 from .export import lint, openai_tools
-from .targets import TARGETS
+from .targets import export as export_target
+from .targets import lint as lint_targets
+from .targets import targets as known_targets
 
 tools_cli = AppGroup("tools", help="List, inspect, call, export and lint the app's tools.")
 
@@ -134,7 +137,7 @@ def call_tool(name: str, input_: str, approve: bool) -> None:
 
 @tools_cli.command("export")
 @click.argument("what", required=False)
-@click.option("--target", type=click.Choice(list(TARGETS)), default=None,
+@click.option("--target", default=None, metavar="NAME",
               help="Write the tools as this target model or platform accepts them, each schema simplified "
                    "to its rules (see check --target).")
 @click.option("--base-url", default=None, metavar="URL",
@@ -149,10 +152,9 @@ def export(what: str | None, target: str | None, base_url: str | None) -> None:
     if target is not None and what is not None:
         raise click.ClickException("give a document to export or --target, not both")
     if target is not None:
-        from .targets import export as export_target
-
+        [chosen] = _targets(ext, (target,))
         with current_app.test_request_context(base_url=base_url):
-            _dump(export_target(ext, target))
+            _dump(export_target(ext, chosen))
     elif what == "openai":
         _dump(openai_tools(ext))
     elif what in exportable:
@@ -164,13 +166,24 @@ def export(what: str | None, target: str | None, base_url: str | None) -> None:
     else:
         choices = sorted([*exportable, "openai"])
         raise click.ClickException(f"Cannot export {what!r}; choose one of: {', '.join(choices)} "
-                                   f"(or --target {'|'.join(TARGETS)})")
+                                   f"(or --target {'|'.join(known_targets(ext))})")
+
+
+def _targets(ext: Any, names: tuple[str, ...]) -> list[Target]:
+    """The targets ``names`` name, or a usage error naming the ones there are."""
+    known = known_targets(ext)
+    for name in names:
+        if name not in known:
+            raise click.BadParameter(f"{name!r} is not a target; choose one of: {', '.join(known)}",
+                                     param_hint="'--target'")
+    return [known[name] for name in names]
 
 
 @tools_cli.command("check")
-@click.option("--target", "targets", type=click.Choice(list(TARGETS)), multiple=True,
+@click.option("--target", "targets", metavar="NAME", multiple=True,
               help="Lint against what this target model or platform refuses (repeat it) instead of the "
-                   "mounted dialects' rules; export --target writes what it accepts.")
+                   "mounted dialects' rules: openai-strict, anthropic, gemini, or a dialect's clients (mcp, "
+                   "opal, oxp, tdp...); export --target writes what it accepts.")
 @click.option("--replay", is_flag=True,
               help="Run each tool's declared examples through every mounted dialect in process and report "
                    "where the outcomes differ.")
@@ -183,9 +196,7 @@ def check(targets: tuple[str, ...], replay: bool, headers: tuple[str, ...], incl
     is found. With --replay, also run the examples through every dialect."""
     ext = _ext()
     if targets:
-        from .targets import lint as lint_targets
-
-        found = lint_targets(list(_tools()), list(targets))
+        found = lint_targets(list(_tools()), _targets(ext, targets))
         where = ", ".join(targets)
     else:
         found, where = lint(ext), "every mounted dialect"

@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..serving.pipeline import Pipeline
     from ..settings import Settings
     from ..tools.model import Tool
+    from ..tools.targets import Target
     from .driver import Driver
 
 
@@ -87,6 +88,8 @@ class Dialect:
     security_warning: Callable[[Settings, ToolDiscovery], str | None] | None = None
     #: ``flask tools check``: problems this protocol's clients would have with a tool.
     lint_tool: Callable[[Tool], list[str]] | None = None
+    #: ``flask tools check/export --target <name>``: what its clients accept of a tool's schema.
+    target: Target | None = None
     #: ``flask tools export openapi``: OpenAPI path items of its execution endpoints.
     openapi_paths: Callable[[Pipeline], dict[str, Any]] | None = None
     #: Whether its routes run tools with these settings (False: it only describes them).

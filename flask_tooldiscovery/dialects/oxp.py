@@ -18,6 +18,8 @@ from ..serving.wire import WireSchema, json_response, openapi_post, validation_m
 from ..settings import Settings
 from ..tools.json_schema import inline_refs
 from ..tools.model import Tool, parse_version
+from ..tools.targets import Target
+from ..tools.targets.object_root import WORD_NAME, object_simplify, refs_lint, root_lint
 from . import Dialect, Protocol
 from .driver import Driver, Observation, WireRequest, failed_kind, message_of, status_kind
 
@@ -354,6 +356,8 @@ class OxpDriver(Driver):
 DIALECT = Dialect(
     name=NAME, make_blueprint=make_blueprint, default_prefix="/oxp", error_response=error_response,
     protocol=Protocol("Open eXecution Protocol", ("1.0",)), driver=OxpDriver(),
+    target=Target("oxp", "OXP clients", WORD_NAME, lambda s: root_lint(s) + refs_lint(s, "OXP clients"),
+                  object_simplify),
     authenticator=authenticator, tool_key=id_parts, cors_headers=("OXP-API-Key",), export_document=export_document,
     security_warning=security_warning, lint_tool=lint_tool, openapi_paths=openapi_paths,
 )

@@ -21,6 +21,8 @@ from ...serving.wire import WireSchema, json_response, openapi_post
 from ...settings import Settings
 from ...tools.json_schema import inline_refs, primary_type, split_nullable
 from ...tools.model import Tool
+from ...tools.targets import Target
+from ...tools.targets.object_root import WORD_NAME, one_type_lint, one_type_simplify
 from .. import Dialect, Protocol
 from . import async_mode as opal_async
 from .driver import OpalDriver
@@ -280,7 +282,9 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
 
 DIALECT = Dialect(
     name=NAME, make_blueprint=make_blueprint, default_prefix="/opal", error_response=error_response,
-    protocol=Protocol("Optimizely Opal tools"), driver=OpalDriver(), authenticator=authenticator, public_discovery=True,
+    protocol=Protocol("Optimizely Opal tools"), driver=OpalDriver(),
+    target=Target("opal", "Optimizely Opal", WORD_NAME, lambda s: one_type_lint(s, "Opal", nested=False),
+                  one_type_simplify), authenticator=authenticator, public_discovery=True,
     cors_headers=("x-opal-thread-id", "x-opal-workflow-execution-id", "x-opal-agent-execution-id"),
     export_document=discovery_document, security_warning=security_warning, lint_tool=lint_tool,
     openapi_paths=openapi_paths,

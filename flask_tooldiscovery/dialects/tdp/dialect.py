@@ -20,6 +20,8 @@ from ...serving.wire import WireSchema, json_response, openapi_post
 from ...settings import Settings
 from ...tools.json_schema import primary_type, split_nullable
 from ...tools.model import Tool
+from ...tools.targets import Target
+from ...tools.targets.object_root import WORD_NAME, one_type_lint, one_type_simplify
 from .. import Dialect, Protocol, status_name
 from .driver import TdpDriver
 from .protojson import to_protojson
@@ -238,5 +240,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
 
 DIALECT = Dialect(name=NAME, make_blueprint=make_blueprint, default_prefix="", error_response=error_response,
                   protocol=Protocol("Tool Discovery Protocol", ("1.0",)), driver=TdpDriver(),
+                  target=Target("tdp", "TDP clients", WORD_NAME, lambda s: one_type_lint(s, "TDP", nested=True),
+                                one_type_simplify),
                   export_document=manifest_document, security_warning=security_warning, lint_tool=lint_tool,
                   openapi_paths=openapi_paths)
