@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar, overload
 
 import click
@@ -101,12 +101,11 @@ class ToolDiscovery:
                 "ToolDiscovery is already registered on this app. Call init_app once per app, "
                 "or use the ToolDiscovery instance in app.extensions['tooldiscovery']."
             )
-        cfg.apply_defaults(app.config)
         table = {name: self.dialect(name) for name in self._dialects}
+        blocks = [d.settings for d in table.values() if d.settings is not None]
+        cfg.apply_defaults(app.config, blocks)
         defaults = {name: d.default_prefix for name, d in table.items()}
-        extra_keys = [cfg.key(k) for d in table.values() for k in d.config_keys]
-        settings = cfg.build_settings(app.config, app_name=app.name, default_prefixes=defaults,
-                                      known_keys=extra_keys)
+        settings = cfg.build_settings(app.config, app_name=app.name, default_prefixes=defaults, blocks=blocks)
         slots = Slots(settings.max_concurrent_calls, settings.busy_retry_after)
         operations = Operations(settings)  # rate limits, tracing, metrics: checked before anything is mounted
         authenticators = self._authenticators(settings)
@@ -121,7 +120,6 @@ class ToolDiscovery:
         app.extensions["tooldiscovery"] = self
         app.extensions[STATE_KEY] = AppState(settings, slots, pipelines)
         app.extensions[OPERATIONS_KEY] = operations
-        app.add_template_filter(page_settings, "tooldiscovery_page")
         for pipeline in pipelines.values():
             app.register_blueprint(pipeline.dialect.make_blueprint(pipeline), url_prefix=pipeline.prefix or None)
             root = pipeline.dialect.root_blueprint(pipeline) if pipeline.dialect.root_blueprint else None
@@ -351,19 +349,4 @@ def _read_only_cli() -> bool:
     return "run" not in words
 
 
-def page_settings(app_config: Mapping[str, Any]) -> dict[str, Any]:
-    """Template filter ``tooldiscovery_page``: the explorer page's title and allow_execute flag.
-
-    ``{% set page = config|tooldiscovery_page %}``; put ``page.title`` in HTML (autoescaped) and
-    ``page|tojson`` in a script (``tojson`` escapes ``<``, so ``</script>`` in a title is inert).
-    """
-    if has_app_context() and STATE_KEY in current_app.extensions:
-        return ToolDiscovery.state().settings.page
-    return {
-        "title": str(app_config.get("TOOLDISCOVERY_TITLE") or "Tool Explorer"),
-        "allow_execute": cfg.parse_bool("TOOLDISCOVERY_ALLOW_EXECUTE",
-                                        app_config.get("TOOLDISCOVERY_ALLOW_EXECUTE", False)),
-    }
-
-
-__all__ = ["ToolDiscovery", "page_settings"]
+__all__ = ["ToolDiscovery"]

@@ -1,22 +1,44 @@
-"""Every ``TOOLDISCOVERY_*`` configuration key in one place: its default, how it is parsed and
-checked, and the frozen :class:`Settings` built from an app's config in ``init_app``.
+"""The core's ``TOOLDISCOVERY_*`` keys, the frozen :class:`Settings` built from an app's config
+in ``init_app``, and :class:`DialectSettings`, the block of keys a dialect declares for itself.
 
-A wrong value is refused at ``init_app`` with the key's name, so a bad deployment fails at start,
-not on a call. Booleans accept the strings environment variables carry (``"true"``, ``"0"``...).
-The README's settings table mirrors :data:`SPECS`.
+Every key is a dataclass field declared with :func:`setting`: its name, default, parser (from
+:mod:`.settings_parsers`) and doc line. :class:`Settings` holds the keys of the core (server
+identity, limits, identity, approvals, operating); each dialect hands in its own block (``Dialect(
+settings=...)``), which ``init_app`` parses beside them and a dialect reads back with
+``Block.of(settings)``. A wrong value is refused at ``init_app`` with the key's name, so a bad
+deployment fails at start, not on a call. The README's settings table mirrors :data:`SPECS` and
+the blocks of the dialects this package ships.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Mapping
+import dataclasses
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
-from urllib.parse import urlsplit
+from typing import Any, Self
 
-from .errors import ToolDiscoveryError
 from .observe.logs import log
+from .settings_parsers import (
+    Parser,
+    SettingsError,
+    choice,
+    matching,
+    number,
+    optional,
+    parse_bool,
+    parse_categories,
+    parse_float,
+    parse_int,
+    parse_list,
+    parse_mapping,
+    parse_prefix,
+    parse_str,
+    parse_url,
+    parse_url_with_query,
+    parse_urls,
+    whole_number,
+)
 
 PREFIX = "TOOLDISCOVERY_"
 
@@ -27,159 +49,67 @@ ALL_DIALECTS = ("explorer", "opal", "oxp", "tdp", "mcp", "utcp", "openapi", "ser
 #: TRUSTED_HOSTS is set: loopback only, so a DNS-rebinding page cannot reach it.
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
 
-
-class SettingsError(ToolDiscoveryError, ValueError):
-    """A ``TOOLDISCOVERY_*`` value cannot be used; the message names the key."""
+_SPEC = "tooldiscovery_setting"
 
 
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off", ""}
+@dataclass(frozen=True)
+class Spec:
+    """One setting: its key (without the prefix), default (as a config holds it), parser, doc line."""
+
+    name: str
+    default: Any
+    parse: Parser
+    doc: str = ""
 
 
-def parse_bool(key: str, value: Any) -> bool:
-    """``True``/``False``, or one of the usual strings; anything else is refused."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
-        return value.strip().lower() in _TRUE
-    raise SettingsError(f"{key} must be a boolean (true/false, 1/0, yes/no, on/off), not {value!r}")
+def setting(name: str, default: Any, parse: Parser, doc: str) -> Any:
+    """A field of a settings dataclass: the key ``TOOLDISCOVERY_<name>``, its default, its parser
+    and one line of documentation; the field holds the parsed value."""
+    return field(metadata={_SPEC: Spec(name, default, parse, doc)})
 
 
-def parse_int(key: str, value: Any, minimum: int = 0) -> int:
-    """A whole number (or its string) not below ``minimum``."""
-    if isinstance(value, bool):
-        raise SettingsError(f"{key} must be a whole number, not {value!r}")
-    try:
-        number = int(value.strip()) if isinstance(value, str) else int(value)
-    except (TypeError, ValueError):
-        raise SettingsError(f"{key} must be a whole number, not {value!r}") from None
-    if isinstance(value, float) and value != number:
-        raise SettingsError(f"{key} must be a whole number, not {value!r}")
-    if number < minimum:
-        raise SettingsError(f"{key} must be at least {minimum}, not {number}")
-    return number
-
-
-def parse_float(key: str, value: Any, minimum: float = 0.0) -> float:
-    """A number (or its string) not below ``minimum``."""
-    try:
-        number = float(value.strip()) if isinstance(value, str) else float(value)
-    except (TypeError, ValueError):
-        raise SettingsError(f"{key} must be a number, not {value!r}") from None
-    if isinstance(value, bool) or number != number or number < minimum:
-        raise SettingsError(f"{key} must be a number of at least {minimum:g}, not {value!r}")
-    return number
-
-
-def parse_str(key: str, value: Any) -> str | None:
-    """A string, or ``None`` for unset (an empty string counts as unset)."""
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise SettingsError(f"{key} must be a string, not {type(value).__name__}")
-    return value or None
-
-
-def parse_list(key: str, value: Any) -> tuple[str, ...]:
-    """A list of strings, or one comma-separated string."""
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        value = value.split(",")
-    if not isinstance(value, Iterable) or isinstance(value, Mapping):
-        raise SettingsError(f"{key} must be a list of strings or a comma-separated string")
-    items = []
-    for item in value:
-        if not isinstance(item, str):
-            raise SettingsError(f"{key} must hold strings, not {item!r}")
-        if item.strip():
-            items.append(item.strip())
-    return tuple(dict.fromkeys(items))
-
-
-def parse_prefix(key: str, value: Any) -> str:
-    """A URL prefix: ``""`` or a path starting with ``/`` (a trailing ``/`` is dropped)."""
-    text = parse_str(key, value) or ""
-    if text and not text.startswith("/"):
-        raise SettingsError(f"{key} must start with '/', not {text!r}")
-    return text.rstrip("/")
-
-
-def parse_mapping(key: str, value: Any) -> Mapping[str, Any]:
-    """A dict (read-only once parsed)."""
-    if value is None:
-        return MappingProxyType({})
-    if not isinstance(value, Mapping):
-        raise SettingsError(f"{key} must be a dict, not {type(value).__name__}")
-    return MappingProxyType(dict(value))
-
-
-def parse_categories(key: str, value: Any) -> tuple[Mapping[str, Any], ...]:
-    """A list of ``{"id", "name", ...}`` dicts."""
-    if value is None:
-        return ()
-    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
-        raise SettingsError(f"{key} must be a list of dicts with 'id' and 'name'")
+def specs(cls: type) -> tuple[Spec, ...]:
+    """The keys the settings dataclass ``cls`` declares, in field order."""
+    if not dataclasses.is_dataclass(cls):
+        raise TypeError(f"{cls.__name__} must be a dataclass whose fields are setting(...)s")
     out = []
-    for item in value:
-        if not isinstance(item, Mapping) or not item.get("id") or not item.get("name"):
-            raise SettingsError(f"{key}: every category needs 'id' and 'name', not {item!r}")
-        out.append(MappingProxyType(dict(item)))
+    for item in dataclasses.fields(cls):
+        spec = item.metadata.get(_SPEC)
+        if spec is not None:
+            out.append(spec)
+        elif issubclass(cls, DialectSettings):
+            raise TypeError(f"{cls.__name__}.{item.name} is not declared with setting(...)")
     return tuple(out)
 
 
-def _choice(*choices: str) -> Callable[[str, Any], str]:
-    def parse(key: str, value: Any) -> str:
-        text = str(value or "").strip().lower()
-        if text not in choices:
-            raise SettingsError(f"{key} must be one of {', '.join(choices)}, not {value!r}")
-        return text
-
-    return parse
-
-
-def _matching(pattern: str, what: str, *, lower: bool = False) -> Callable[[str, Any], str]:
-    compiled = re.compile(pattern)
-
-    def parse(key: str, value: Any) -> str:
-        text = (parse_str(key, value) or "").strip()
-        text = text.lower() if lower else text
-        if not compiled.fullmatch(text):
-            raise SettingsError(f"{key} must be {what}, not {value!r}")
-        return text
-
-    return parse
+def _parse(cls: type, config: Mapping[str, Any]) -> dict[str, Any]:
+    """Each :func:`setting` field of ``cls`` from ``config``, parsed (by field name)."""
+    values = {}
+    for item in dataclasses.fields(cls):
+        if (spec := item.metadata.get(_SPEC)) is not None:
+            values[item.name] = spec.parse(key(spec.name), config.get(key(spec.name), spec.default))
+    return values
 
 
-def _optional(parse: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
-    def parse_or_none(key: str, value: Any) -> Any:
-        return None if value is None or value == "" else parse(key, value)
+class DialectSettings:
+    """The keys one dialect reads, parsed: subclass it as a frozen dataclass whose fields are
+    :func:`setting` s, name the class in ``Dialect(settings=...)``, and read the values with
+    ``MySettings.of(pipe.settings)``. ``init_app`` parses the block of every dialect of the
+    extension's table (mounted or not) and refuses a wrong value naming its key; a check that
+    involves several keys goes in ``__post_init__`` (raise :class:`SettingsError`)::
 
-    return parse_or_none
+        @dataclass(frozen=True)
+        class EchoSettings(DialectSettings):
+            greeting: str = setting("ECHO_GREETING", "hello", parse_str, "What /echo says first.")
+    """
 
-
-def parse_url(key: str, value: Any, *, query: bool = False) -> str | None:
-    """An absolute http(s) URL without a fragment (nor a query unless ``query``), or ``None``."""
-    text = (parse_str(key, value) or "").strip()
-    if not text:
-        return None
-    try:
-        parts = urlsplit(text)
-        wrong = parts.scheme not in ("http", "https") or not parts.hostname or "#" in text \
-            or bool(parts.query and not query)
-    except ValueError:
-        wrong = True
-    if wrong:
-        what = "" if query else "query or "
-        raise SettingsError(f"{key} must be an absolute http(s) URL without {what}fragment, not {value!r}")
-    return text
-
-
-def parse_urls(key: str, value: Any) -> tuple[str, ...]:
-    """A list of URLs (see :func:`parse_url`), or one comma-separated string."""
-    return tuple(parse_url(key, item) or "" for item in parse_list(key, value))
+    @classmethod
+    def of(cls, settings: Settings) -> Self:
+        """This block's values in ``settings``."""
+        block = settings.blocks.get(cls)
+        if not isinstance(block, cls):
+            raise LookupError(f"{cls.__name__} was not parsed by init_app: add its dialect to the extension first")
+        return block
 
 
 def _state_storage(key: str, value: Any) -> str:
@@ -191,135 +121,113 @@ def _state_storage(key: str, value: Any) -> str:
         raise SettingsError(str(exc)) from None
 
 
+
 @dataclass(frozen=True)
-class Spec:
-    """One setting: its key (without the prefix), default and parser."""
+class Settings:
+    """One app's core ``TOOLDISCOVERY_*`` settings, parsed and checked, and the dialects' blocks. Read-only.
 
-    name: str
-    default: Any
-    parse: Callable[[str, Any], Any]
-    doc: str = ""
+    Attribute names are the keys without the prefix, lower-cased (``settings.max_content_length``);
+    a dialect's own keys are read with its block's ``of`` (``McpSettings.of(settings).page_size``).
+    """
 
-
-#: Every setting: ``TOOLDISCOVERY_<name>``, its default, its parser, what it does.
-SPECS: tuple[Spec, ...] = (
     # --- the extension ---
-    Spec("DIALECTS", list(ALL_DIALECTS), parse_list, "Which dialects to mount."),
-    Spec("SERVER_NAME", None, parse_str, "Server name in every dialect (default: the app's name)."),
-    Spec("SERVER_VERSION", "1.0.0", parse_str, "Server version."),
-    Spec("SERVER_DESCRIPTION", "", parse_str, "Server description / MCP instructions."),
-    Spec("MAX_CONTENT_LENGTH", 1024 * 1024, lambda k, v: parse_int(k, v, 1),
-         "Largest request body in bytes; larger ones get 413 (chunked bodies too)."),
-    Spec("COERCE_ARGUMENTS", False, parse_bool, "Turn string arguments into declared types, every dialect."),
-    Spec("CATEGORIES", [], parse_categories, "TDP categories."),
-    Spec("ALLOWED_HOSTS", None, _optional(parse_list),
-         "Host names served (default: Flask's TRUSTED_HOSTS, else loopback only; '*' for any)."),
-    Spec("ALLOWED_ORIGINS", [], parse_list,
-         "Browser origins (besides the page's own) allowed to call tools; '*' for any."),
-    Spec("MAX_CONCURRENT_CALLS", 8, parse_int,
-         "Tool calls running at once per worker process; 0 for no limit. Over it: busy, retry."),
-    Spec("BUSY_RETRY_AFTER", 1, lambda k, v: parse_float(k, v, 0.0), "Retry-After (s) sent when busy."),
-    Spec("MAX_VALIDATION_ERRORS", 50, lambda k, v: parse_int(k, v, 1),
-         "Argument errors reported per call; the rest are counted."),
-    Spec("CALL_LOG", None, _optional(_choice("text", "json")),
-         "Show the INFO line of every call on stderr: 'text' or 'json' (JSON lines)."),
-    Spec("WARN_UNAUTHENTICATED", True, parse_bool,
-         "Log one warning at start naming the dialects that run tools for anyone."),
+    dialects: tuple[str, ...] = setting("DIALECTS", list(ALL_DIALECTS), parse_list, "Which dialects to mount.")
+    server_name: str = setting("SERVER_NAME", None, parse_str,
+                               "Server name in every dialect (default: the app's name).")
+    server_version: str = setting("SERVER_VERSION", "1.0.0", parse_str, "Server version.")
+    server_description: str = setting("SERVER_DESCRIPTION", "", parse_str, "Server description / MCP instructions.")
+    title: str = setting("TITLE", "Tool Explorer", parse_str,
+                         "Server title: the explorer page's, MCP's serverInfo and Server Card's, the manifest's.")
+    max_content_length: int = setting("MAX_CONTENT_LENGTH", 1024 * 1024, whole_number(1),
+                                      "Largest request body in bytes; larger ones get 413 (chunked bodies too).")
+    coerce_arguments: bool = setting("COERCE_ARGUMENTS", False, parse_bool,
+                                     "Turn string arguments into declared types, every dialect.")
+    categories: tuple[Mapping[str, Any], ...] = setting("CATEGORIES", [], parse_categories, "TDP categories.")
+    allowed_hosts: tuple[str, ...] | None = setting(
+        "ALLOWED_HOSTS", None, optional(parse_list),
+        "Host names served (default: Flask's TRUSTED_HOSTS, else loopback only; '*' for any).")
+    allowed_origins: tuple[str, ...] = setting(
+        "ALLOWED_ORIGINS", [], parse_list,
+        "Browser origins (besides the page's own) allowed to call tools; '*' for any.")
+    mcp_allowed_origins: tuple[str, ...] = setting(
+        "MCP_ALLOWED_ORIGINS", [], parse_list, "Older name of ALLOWED_ORIGINS; its origins are added to that list.")
+    max_concurrent_calls: int = setting(
+        "MAX_CONCURRENT_CALLS", 8, parse_int,
+        "Tool calls running at once per worker process; 0 for no limit. Over it: busy, retry.")
+    busy_retry_after: float = setting("BUSY_RETRY_AFTER", 1, number(0.0), "Retry-After (s) sent when busy.")
+    max_validation_errors: int = setting("MAX_VALIDATION_ERRORS", 50, whole_number(1),
+                                         "Argument errors reported per call; the rest are counted.")
+    call_log: str | None = setting("CALL_LOG", None, optional(choice("text", "json")),
+                                   "Show the INFO line of every call on stderr: 'text' or 'json' (JSON lines).")
+    warn_unauthenticated: bool = setting("WARN_UNAUTHENTICATED", True, parse_bool,
+                                         "Log one warning at start naming the dialects that run tools for anyone.")
     # --- identity, for every dialect ---
-    Spec("JWT_JWKS_URL", None, parse_str,
-         "Accept bearer JWTs signed by a key from this JWKS (RS256/ES256; needs the jwt extra)."),
-    Spec("JWT_ISSUER", None, parse_str, "Required iss of those JWTs."),
-    Spec("JWT_AUDIENCE", None, _optional(parse_list), "Accepted aud of those JWTs (one is required)."),
-    Spec("JWT_ALGORITHMS", ["RS256", "ES256"], parse_list, "Algorithms accepted for JWKS-verified JWTs."),
-    Spec("JWT_JWKS_COOLDOWN", 30, lambda k, v: parse_float(k, v, 0.0),
-         "Seconds between fetches the JWKS for an unknown key id (rotation; bounds forged key ids)."),
-    Spec("AUTH_DISCOVERY", False, parse_bool, "Discovery needs credentials too, wherever tool calls do."),
-    Spec("OPEN_DIALECTS", [], parse_list,
-         "Dialects you mean to leave open (no identity needed) while others are protected."),
-    Spec("BEARER_TOKEN", None, parse_str, "A static bearer token every dialect accepts."),
-    Spec("API_KEY", None, parse_str, "A static API key every dialect accepts, in the API_KEY_HEADER header."),
-    Spec("API_KEY_HEADER", "X-API-Key", parse_str, "The header that carries API_KEY."),
-    Spec("JWT_SECRET", None, parse_str, "HS256 secret of bearer JWTs every dialect accepts (needs the jwt extra)."),
-    # --- explorer ---
-    Spec("TITLE", "Tool Explorer", parse_str, "The explorer page's title."),
-    Spec("ALLOW_EXECUTE", False, parse_bool, "Let the explorer run tools."),
-    # --- opal ---
-    Spec("OPAL_BEARER_TOKEN", None, parse_str, "Bearer token Opal must send on calls."),
-    # --- oxp ---
-    Spec("OXP_JWT_SECRET", None, parse_str, "HS256 secret for OXP bearer JWTs (needs the jwt extra)."),
-    Spec("OXP_JWT_AUDIENCE", None, _optional(parse_list), "Accepted JWT audience(s)."),
-    Spec("OXP_JWT_REQUIRE_EXP", True, parse_bool, "Require an exp claim."),
-    Spec("OXP_JWT_CLAIMS", {}, parse_mapping, "Claims that must be present with these values."),
-    Spec("OXP_API_KEY", None, parse_str, "API key accepted in the OXP-API-Key header."),
-    Spec("OXP_TOOLKIT", None, parse_str, "Toolkit for tools that name none."),
-    Spec("OXP_LEGACY_TOOLS_KEY", False, parse_bool, "Also send the list under 'tools'."),
-    # --- tdp ---
-    Spec("TDP_WIRE", "spec", _choice("spec", "protojson"), "TDP wire form: spec or protojson."),
-    Spec("TDP_BASE_URL", None, parse_str, "scenario.base_url of the manifest."),
-    # --- mcp ---
-    Spec("MCP_BEARER_TOKEN", None, parse_str, "Bearer token MCP clients must send."),
-    Spec("MCP_ALLOWED_ORIGINS", [], parse_list, "Older name of ALLOWED_ORIGINS; its origins are added to that list."),
-    Spec("MCP_PAGE_SIZE", 100, lambda k, v: parse_int(k, v, 1), "tools/list page size."),
-    Spec("MCP_MAX_BATCH", 10, lambda k, v: parse_int(k, v, 1),
-         "Largest JSON-RPC batch (protocol versions before 2025-06-18; later ones refuse batches)."),
-    # --- openapi, server_card ---
-    Spec("OPENAPI_DIALECT", "utcp", _matching(r"[a-z_][a-z0-9_]*", "a dialect name", lower=True),
-         "The mounted dialect whose call routes the OpenAPI document describes (utcp: one operation per tool)."),
-    Spec("SERVER_CARD_NAME", None, _optional(_matching(r"(?=.{3,200}$)[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+",
-                                                       "'namespace/name' in reverse DNS (com.example/tools)")),
-         "MCP Server Card name (default: the request's host name reversed, '/', the server name)."),
+    jwt_jwks_url: str | None = setting(
+        "JWT_JWKS_URL", None, parse_str,
+        "Accept bearer JWTs signed by a key from this JWKS (RS256/ES256; needs the jwt extra).")
+    jwt_issuer: str | None = setting("JWT_ISSUER", None, parse_str, "Required iss of those JWTs.")
+    jwt_audience: tuple[str, ...] | None = setting("JWT_AUDIENCE", None, optional(parse_list),
+                                                   "Accepted aud of those JWTs (one is required).")
+    jwt_algorithms: tuple[str, ...] = setting("JWT_ALGORITHMS", ["RS256", "ES256"], parse_list,
+                                              "Algorithms accepted for JWKS-verified JWTs.")
+    jwt_jwks_cooldown: float = setting(
+        "JWT_JWKS_COOLDOWN", 30, number(0.0),
+        "Seconds between fetches the JWKS for an unknown key id (rotation; bounds forged key ids).")
+    auth_discovery: bool = setting("AUTH_DISCOVERY", False, parse_bool,
+                                   "Discovery needs credentials too, wherever tool calls do.")
+    open_dialects: tuple[str, ...] = setting(
+        "OPEN_DIALECTS", [], parse_list,
+        "Dialects you mean to leave open (no identity needed) while others are protected.")
+    bearer_token: str | None = setting("BEARER_TOKEN", None, parse_str, "A static bearer token every dialect accepts.")
+    api_key: str | None = setting("API_KEY", None, parse_str,
+                                  "A static API key every dialect accepts, in the API_KEY_HEADER header.")
+    api_key_header: str = setting("API_KEY_HEADER", "X-API-Key", parse_str, "The header that carries API_KEY.")
+    jwt_secret: str | None = setting(
+        "JWT_SECRET", None, parse_str, "HS256 secret of bearer JWTs every dialect accepts (needs the jwt extra).")
     # --- operating: rate limits, tracing, metrics ---
-    Spec("RATELIMIT_DEFAULT", None, parse_str,
-         "Calls per tool and caller for tools that declare no rate_limit_per_minute, in limits' notation "
-         "('100/minute', '10/second;500/hour'); unset: no limit."),
-    Spec("RATELIMIT_DIALECTS", {}, parse_mapping, "Per-dialect defaults over RATELIMIT_DEFAULT: {'mcp': '30/minute'}."),
-    Spec("RATELIMIT_TOOLS", {}, parse_mapping,
-         "Limits of tools that declare no rate_limit_per_minute, by tool name: {'search': '5/second'}."),
-    Spec("RATELIMIT_STORAGE_URI", "memory://", parse_str,
-         "Where rate limit counters live: memory:// (per worker process), or redis://, memcached://, mongodb:// "
-         "(shared by every worker and host; needs limits[redis], limits[memcached], limits[mongodb])."),
-    Spec("RATELIMIT_STRATEGY", "fixed-window", _choice("fixed-window", "moving-window", "sliding-window-counter"),
-         "How limits count: fixed-window, moving-window or sliding-window-counter (limits' strategies)."),
-    Spec("OTEL", False, parse_bool, "One OpenTelemetry span per tool call (needs the otel extra)."),
-    Spec("METRICS", False, parse_bool, "Prometheus metrics of tool calls (needs the metrics extra)."),
-    Spec("METRICS_PATH", None, _optional(parse_prefix),
-         "Serve the metrics at this path, e.g. '/metrics' (with METRICS on); unset: not served."),
-    # --- mcp as an OAuth 2.1 resource server ---
-    Spec("MCP_AUTHORIZATION_SERVERS", [], parse_urls,
-         "Issuer URLs of the OAuth authorization servers whose JWT access tokens MCP accepts (needs the jwt "
-         "extra): MCP then serves protected resource metadata and its 401s point to it."),
-    Spec("MCP_RESOURCE", None, parse_url,
-         "The MCP endpoint's public URL: the resource tokens must name in aud (default: built from each request)."),
-    Spec("MCP_SCOPES", [], parse_list,
-         "Scopes every access token must carry (403 insufficient_scope otherwise); advertised as scopes_supported."),
-    Spec("MCP_JWKS_URL", None, lambda k, v: parse_url(k, v, query=True),
-         "JWKS of the authorization server(s) (default: jwks_uri from their metadata, fetched on the first token)."),
-    Spec("APPROVE_DESTRUCTIVE", False, parse_bool,
-         "Tools annotated destructiveHint=true need a person's approval on each call, as requires_approval tools do."),
-    Spec("APPROVAL_TTL", 600, lambda k, v: parse_int(k, v, 1),
-         "Seconds a sealed approval request stays valid (signed with SECRET_KEY, checked by any worker)."),
-    Spec("STREAM_KEEPALIVE", 15, lambda k, v: parse_float(k, v, 0.05),
-         "Seconds of silence after which a streamed call (MCP SSE, the explorer) sends a keep-alive."),
-    # --- opal: asynchronous execution of long_running tools ---
-    Spec("OPAL_CALLBACK_HOSTS", [], parse_list,
-         "Hosts Opal's async_callback URLs may name (http or https; '.example.com' adds its subdomains); "
-         "unset: https only, to hosts with no loopback, private or reserved address."),
-    Spec("OPAL_CALLBACK_RETRIES", 2, parse_int,
-         "Further attempts to POST an async result after a failed one (connection error, 5xx, 429), "
-         "waiting 0.5 s, 1 s, 2 s... between them."),
-    Spec("OPAL_CALLBACK_TIMEOUT", 10, lambda k, v: parse_float(k, v, 0.1),
-         "Seconds each attempt to POST an async result may take."),
-    # --- rich results ---
-    Spec("MCP_RESOURCES", False, parse_bool,
-         "MCP serves the resources registered with @discovery.resource (resources/list, /templates/list, /read)."),
-    # --- approvals by elicitation, across workers ---
-    Spec("STATE_STORAGE_URI", None, _optional(_state_storage),
-         "Where a request waiting for another one's message meets it (an MCP elicitation's answer): unset, "
-         "in this worker process only; redis://host:6379/0 for every worker and host (needs the redis extra)."),
-    Spec("MCP_ELICITATION_TIMEOUT", 300, lambda k, v: parse_float(k, v, 0.0),
-         "Seconds a handshake-era MCP call waits for the answer to its approval elicitation (at most APPROVAL_TTL); "
-         "0: never ask by elicitation."),
-)
+    ratelimit_default: str | None = setting(
+        "RATELIMIT_DEFAULT", None, parse_str,
+        "Calls per tool and caller for tools that declare no rate_limit_per_minute, in limits' notation "
+        "('100/minute', '10/second;500/hour'); unset: no limit.")
+    ratelimit_dialects: Mapping[str, Any] = setting(
+        "RATELIMIT_DIALECTS", {}, parse_mapping, "Per-dialect defaults over RATELIMIT_DEFAULT: {'mcp': '30/minute'}.")
+    ratelimit_tools: Mapping[str, Any] = setting(
+        "RATELIMIT_TOOLS", {}, parse_mapping,
+        "Limits of tools that declare no rate_limit_per_minute, by tool name: {'search': '5/second'}.")
+    ratelimit_storage_uri: str | None = setting(
+        "RATELIMIT_STORAGE_URI", "memory://", parse_str,
+        "Where rate limit counters live: memory:// (per worker process), or redis://, memcached://, mongodb:// "
+        "(shared by every worker and host; needs limits[redis], limits[memcached], limits[mongodb]).")
+    ratelimit_strategy: str = setting(
+        "RATELIMIT_STRATEGY", "fixed-window", choice("fixed-window", "moving-window", "sliding-window-counter"),
+        "How limits count: fixed-window, moving-window or sliding-window-counter (limits' strategies).")
+    otel: bool = setting("OTEL", False, parse_bool, "One OpenTelemetry span per tool call (needs the otel extra).")
+    metrics: bool = setting("METRICS", False, parse_bool, "Prometheus metrics of tool calls (needs the metrics extra).")
+    metrics_path: str | None = setting(
+        "METRICS_PATH", None, optional(parse_prefix),
+        "Serve the metrics at this path, e.g. '/metrics' (with METRICS on); unset: not served.")
+    # --- approvals and streamed calls ---
+    approve_destructive: bool = setting(
+        "APPROVE_DESTRUCTIVE", False, parse_bool,
+        "Tools annotated destructiveHint=true need a person's approval on each call, as requires_approval tools do.")
+    approval_ttl: int = setting(
+        "APPROVAL_TTL", 600, whole_number(1),
+        "Seconds a sealed approval request stays valid (signed with SECRET_KEY, checked by any worker).")
+    stream_keepalive: float = setting(
+        "STREAM_KEEPALIVE", 15, number(0.05),
+        "Seconds of silence after which a streamed call (MCP SSE, the explorer) sends a keep-alive.")
+    state_storage_uri: str | None = setting(
+        "STATE_STORAGE_URI", None, optional(_state_storage),
+        "Where a request waiting for another one's message meets it (an MCP elicitation's answer): unset, "
+        "in this worker process only; redis://host:6379/0 for every worker and host (needs the redis extra).")
+    #: Mount point of each mounted dialect (``""`` for the root).
+    prefixes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    #: Each dialect's block of keys, parsed (read with ``Block.of(settings)``).
+    blocks: Mapping[type[DialectSettings], DialectSettings] = field(default_factory=lambda: MappingProxyType({}))
+
+
+#: Every core setting: ``TOOLDISCOVERY_<name>``, its default, its parser, what it does.
+SPECS: tuple[Spec, ...] = specs(Settings)
 
 
 def key(name: str) -> str:
@@ -332,96 +240,10 @@ def url_prefix_key(dialect: str) -> str:
     return f"{PREFIX}{dialect.upper()}_URL_PREFIX"
 
 
-@dataclass(frozen=True)
-class Settings:
-    """One app's ``TOOLDISCOVERY_*`` settings, parsed and checked. Read-only.
-
-    Attribute names are the keys without the prefix, lower-cased (``settings.allow_execute``).
-    """
-
-    dialects: tuple[str, ...]
-    server_name: str
-    server_version: str
-    server_description: str
-    max_content_length: int
-    coerce_arguments: bool
-    categories: tuple[Mapping[str, Any], ...]
-    allowed_hosts: tuple[str, ...] | None
-    allowed_origins: tuple[str, ...]
-    max_concurrent_calls: int
-    busy_retry_after: float
-    max_validation_errors: int
-    call_log: str | None
-    warn_unauthenticated: bool
-    jwt_jwks_url: str | None
-    jwt_issuer: str | None
-    jwt_audience: tuple[str, ...] | None
-    jwt_algorithms: tuple[str, ...]
-    jwt_jwks_cooldown: float
-    auth_discovery: bool
-    open_dialects: tuple[str, ...]
-    bearer_token: str | None
-    api_key: str | None
-    api_key_header: str
-    jwt_secret: str | None
-    title: str
-    allow_execute: bool
-    opal_bearer_token: str | None
-    oxp_jwt_secret: str | None
-    oxp_jwt_audience: tuple[str, ...] | None
-    oxp_jwt_require_exp: bool
-    oxp_jwt_claims: Mapping[str, Any]
-    oxp_api_key: str | None
-    oxp_toolkit: str | None
-    oxp_legacy_tools_key: bool
-    tdp_wire: str
-    tdp_base_url: str | None
-    mcp_bearer_token: str | None
-    mcp_allowed_origins: tuple[str, ...]
-    mcp_page_size: int
-    mcp_max_batch: int
-    openapi_dialect: str
-    server_card_name: str | None
-    ratelimit_default: str | None
-    ratelimit_dialects: Mapping[str, Any]
-    ratelimit_tools: Mapping[str, Any]
-    ratelimit_storage_uri: str | None
-    ratelimit_strategy: str
-    otel: bool
-    metrics: bool
-    metrics_path: str | None
-    mcp_authorization_servers: tuple[str, ...]
-    mcp_resource: str | None
-    mcp_scopes: tuple[str, ...]
-    mcp_jwks_url: str | None
-    approve_destructive: bool
-    approval_ttl: int
-    stream_keepalive: float
-    opal_callback_hosts: tuple[str, ...]
-    opal_callback_retries: int
-    opal_callback_timeout: float
-    mcp_resources: bool
-    state_storage_uri: str | None
-    mcp_elicitation_timeout: float
-    #: Mount point of each mounted dialect (``""`` for the root).
-    prefixes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
-    #: Every ``TOOLDISCOVERY_*`` key as the config had it, for dialects defined outside this
-    #: package (read with :meth:`raw`).
-    extra: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
-
-    def raw(self, name: str, default: Any = None) -> Any:
-        """The config's value of ``TOOLDISCOVERY_<name>`` as given (for external dialects)."""
-        return self.extra.get(key(name), default)
-
-    @property
-    def page(self) -> dict[str, Any]:
-        """The explorer page's title and allow_execute flag."""
-        return {"title": self.title, "allow_execute": self.allow_execute}
-
-
-def apply_defaults(config: Any) -> None:
-    """``config.setdefault`` every key (lists copied, so apps never share one)."""
-    for spec in SPECS:
+def apply_defaults(config: Any, blocks: Iterable[type[DialectSettings]] = ()) -> None:
+    """``config.setdefault`` every core key and every key of ``blocks`` (lists copied, so apps never
+    share one)."""
+    for spec in (*SPECS, *(spec for block in dict.fromkeys(blocks) for spec in specs(block))):
         default = spec.default
         config.setdefault(key(spec.name), list(default) if isinstance(default, list) else
                           dict(default) if isinstance(default, dict) else default)
@@ -432,18 +254,15 @@ def build_settings(
     *,
     app_name: str,
     default_prefixes: Mapping[str, str],
-    known_keys: Iterable[str] = (),
+    blocks: Iterable[type[DialectSettings]] = (),
 ) -> Settings:
-    """Parse and check every ``TOOLDISCOVERY_*`` key of ``config``; raise :class:`SettingsError`.
+    """Parse and check the core keys of ``config`` and those of each dialect block in ``blocks``;
+    raise :class:`SettingsError` naming the key.
 
-    ``default_prefixes`` maps each known dialect to its default mount point; ``known_keys`` are
-    extra keys dialects declare. Unknown ``TOOLDISCOVERY_*`` keys are warned about once.
+    ``default_prefixes`` maps each known dialect to its default mount point. Unknown
+    ``TOOLDISCOVERY_*`` keys are warned about once.
     """
-    values: dict[str, Any] = {}
-    for spec in SPECS:
-        name = key(spec.name)
-        raw = config.get(name, spec.default)
-        values[spec.name.lower()] = spec.parse(name, raw)
+    values = _parse(Settings, config)
     values["server_name"] = values["server_name"] or app_name
     values["server_description"] = values["server_description"] or ""
     values["server_version"] = values["server_version"] or "1.0.0"
@@ -463,12 +282,18 @@ def build_settings(
         name = url_prefix_key(dialect)
         prefixes[dialect] = parse_prefix(name, config.get(name, default_prefixes[dialect]))
     values["prefixes"] = MappingProxyType(prefixes)
-    known = {key(s.name) for s in SPECS} | {url_prefix_key(d) for d in default_prefixes} | set(known_keys)
-    extra = {k: v for k, v in config.items() if isinstance(k, str) and k.startswith(PREFIX)}
-    unknown = sorted(k for k in extra if k not in known)
+    known = {key(s.name) for s in SPECS} | {url_prefix_key(d) for d in default_prefixes}
+    parsed: dict[type[DialectSettings], DialectSettings] = {}
+    for block in dict.fromkeys(blocks):
+        names = [key(s.name) for s in specs(block)]
+        if taken := sorted(set(names) & known):
+            raise ValueError(f"{block.__name__} declares {', '.join(taken)}, a key of the core or of another dialect")
+        known.update(names)
+        parsed[block] = block(**_parse(block, config))
+    values["blocks"] = MappingProxyType(parsed)
+    unknown = sorted(k for k in config if isinstance(k, str) and k.startswith(PREFIX) and k not in known)
     if unknown:
         log.warning("flask-tooldiscovery: unknown setting(s) ignored: %s", ", ".join(unknown))
-    values["extra"] = MappingProxyType(extra)
     return Settings(**values)
 
 
@@ -484,6 +309,9 @@ def host_allow_list(settings: Settings, trusted_hosts: Any) -> tuple[str, ...] |
 
 
 __all__ = [
-    "ALL_DIALECTS", "LOOPBACK_HOSTS", "PREFIX", "SPECS", "Settings", "SettingsError", "Spec",
-    "apply_defaults", "build_settings", "host_allow_list", "key", "parse_bool", "url_prefix_key",
+    "ALL_DIALECTS", "LOOPBACK_HOSTS", "PREFIX", "SPECS", "DialectSettings", "Settings", "SettingsError", "Spec",
+    "apply_defaults", "build_settings", "choice", "host_allow_list", "key", "matching", "number", "optional",
+    "parse_bool", "parse_categories", "parse_float", "parse_int", "parse_list", "parse_mapping", "parse_prefix",
+    "parse_str", "parse_url", "parse_url_with_query", "parse_urls", "setting", "specs", "url_prefix_key",
+    "whole_number",
 ]

@@ -8,9 +8,11 @@ import pytest
 from flask import Flask, jsonify, render_template_string
 
 from flask_tooldiscovery import Dialect, ToolDiscovery
-from flask_tooldiscovery.settings import SPECS, SettingsError, key
+from flask_tooldiscovery.dialects.explorer.dialect import ExplorerSettings
+from flask_tooldiscovery.settings import SPECS, SettingsError, key, specs
 
-DEFAULTS = [key(spec.name) for spec in SPECS]
+BLOCKS = [d.settings for d in map(ToolDiscovery().dialect, ToolDiscovery().dialect_names) if d.settings]
+DEFAULTS = [key(spec.name) for spec in (*SPECS, *(s for block in BLOCKS for s in specs(block)))]
 
 
 def test_config_defaults_are_set_without_overriding(make_app) -> None:
@@ -19,7 +21,8 @@ def test_config_defaults_are_set_without_overriding(make_app) -> None:
     for name in DEFAULTS:
         assert name in app.config
     assert app.config["TOOLDISCOVERY_TITLE"] == "Mine"
-    assert app.config["TOOLDISCOVERY_ALLOW_EXECUTE"] is False
+    assert app.config["TOOLDISCOVERY_ALLOW_EXECUTE"] is False  # a dialect's key, set though none is mounted
+    assert app.config["TOOLDISCOVERY_MCP_PAGE_SIZE"] == 100
     with app.app_context():
         assert d.settings.server_name == "testapp"
     assert app.extensions["tooldiscovery"] is d
@@ -130,7 +133,7 @@ def test_two_apps_one_extension_different_config(echo_dialect) -> None:
 
 
 def test_template_filter_injects_title_and_flag(make_app) -> None:
-    app = make_app(ToolDiscovery(), TOOLDISCOVERY_DIALECTS=[],
+    app = make_app(ToolDiscovery(), TOOLDISCOVERY_DIALECTS=["explorer"],  # the explorer's page filter
                    TOOLDISCOVERY_TITLE="</script><script>alert(1)</script>",
                    TOOLDISCOVERY_ALLOW_EXECUTE=True)
     with app.test_request_context():
@@ -150,7 +153,7 @@ def test_template_filter_injects_title_and_flag(make_app) -> None:
 def test_boolean_settings_read_the_usual_strings(make_app, value, expected) -> None:
     app = make_app(ToolDiscovery(), TOOLDISCOVERY_DIALECTS=["explorer"], TOOLDISCOVERY_ALLOW_EXECUTE=value)
     with app.app_context():
-        assert app.extensions["tooldiscovery"].settings.allow_execute is expected
+        assert ExplorerSettings.of(app.extensions["tooldiscovery"].settings).allow_execute is expected
     d = ToolDiscovery()
     d.add_tool(lambda: 1, name="one")
     app = make_app(d, TOOLDISCOVERY_DIALECTS=["explorer"], TOOLDISCOVERY_ALLOW_EXECUTE=value)
@@ -198,9 +201,16 @@ def test_settings_are_frozen(make_app) -> None:
     with app.app_context():
         settings = app.extensions["tooldiscovery"].settings
         with pytest.raises(AttributeError):
-            settings.allow_execute = True
+            settings.max_content_length = 1
+        with pytest.raises(AttributeError):
+            ExplorerSettings.of(settings).allow_execute = True
+        with pytest.raises(TypeError):
+            settings.blocks[ExplorerSettings] = None
         app.config["TOOLDISCOVERY_ALLOW_EXECUTE"] = True  # read once, at init_app
-        assert app.extensions["tooldiscovery"].settings.allow_execute is False
+        app.config["TOOLDISCOVERY_MAX_CONTENT_LENGTH"] = 1
+        settings = app.extensions["tooldiscovery"].settings
+        assert ExplorerSettings.of(settings).allow_execute is False
+        assert settings.max_content_length == 1024 * 1024
 
 
 def test_jwt_setting_without_pyjwt_fails_at_init_app(monkeypatch) -> None:

@@ -50,10 +50,40 @@ def test_the_quickstart_answers_every_curl_it_shows(tmp_path: Path) -> None:
         assert "3" in r.get_data(as_text=True)
 
 
-def test_the_settings_table_names_every_setting() -> None:
-    from flask_tooldiscovery.settings import ALL_DIALECTS, SPECS
+def settings_table() -> dict[str, tuple[str, str]]:
+    """The README's settings table: key -> (default, meaning)."""
+    lines = README.split("\n")
+    start = lines.index(next(line for line in lines if line.startswith("key ") and "meaning" in line)) - 1
+    key_width, default_width, _ = (len(column) for column in lines[start].split(" "))
+    rows = {}
+    for line in lines[start + 3:]:
+        if line.startswith("="):
+            break
+        rows[line[:key_width].strip()] = (line[key_width + 1:key_width + 1 + default_width].strip(),
+                                          line[key_width + default_width + 2:].strip())
+    return rows
 
-    for spec in SPECS:
-        assert f"``TOOLDISCOVERY_{spec.name}``" in README, spec.name
-    for name in ALL_DIALECTS:
-        assert f"``TOOLDISCOVERY_{name.upper()}_URL_PREFIX``" in README, name
+
+def test_the_settings_table_shows_every_setting_as_declared() -> None:
+    """Core keys and the blocks of every dialect this package ships, in that order, with their
+    defaults and doc lines; nothing more."""
+    from flask_tooldiscovery import ToolDiscovery
+    from flask_tooldiscovery.dialects import BUILTIN
+    from flask_tooldiscovery.settings import SPECS, specs
+
+    table = settings_table()
+    declared = list(SPECS)
+    for name in BUILTIN:
+        block = ToolDiscovery().dialect(name).settings
+        declared.extend(specs(block) if block else ())
+    written = {"DIALECTS": "all 9", "SERVER_NAME": "the app's name"}
+    expected = {
+        f"``TOOLDISCOVERY_{spec.name}``": (
+            written.get(spec.name) or (f'``"{spec.default}"``' if isinstance(spec.default, str)
+                                       else f"``{spec.default!r}``"), spec.doc)
+        for spec in declared}
+    prefixes = {f"``TOOLDISCOVERY_{name.upper()}_URL_PREFIX``": ToolDiscovery().dialect(name).default_prefix
+                for name in BUILTIN}
+    assert list(table)[:len(expected)] == list(expected)
+    assert {k: table[k] for k in expected} == expected
+    assert {k: v[0] for k, v in table.items() if k not in expected} == {k: f'``"{v}"``' for k, v in prefixes.items()}

@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..extension import ToolDiscovery
     from ..serving.identity import Authenticator
     from ..serving.pipeline import Pipeline
-    from ..settings import Settings
+    from ..settings import DialectSettings, Settings
     from ..tools.model import Tool
     from ..tools.targets import Target
     from .driver import Driver
@@ -97,8 +97,9 @@ class Dialect:
     #: The extension's auth hook (``@discovery.auth_hook``, F4), when one is set, is an identity
     #: source of its calls, asked around each (its views run calls through ``pipeline.admitted``).
     takes_auth_hook: bool = False
-    #: Setting names it reads through ``settings.raw`` (so they are not warned about).
-    config_keys: tuple[str, ...] = ()
+    #: Its own ``TOOLDISCOVERY_*`` keys: a frozen dataclass of ``setting(...)`` fields, parsed at
+    #: ``init_app`` and read with ``Block.of(pipe.settings)`` (see :class:`~..settings.DialectSettings`).
+    settings: type[DialectSettings] | None = None
     #: A second blueprint, mounted at the app's root outside its prefix (``/.well-known/...``
     #: documents); the factory returns ``None`` when these settings need none.
     root_blueprint: Callable[[Pipeline], Blueprint | None] | None = None

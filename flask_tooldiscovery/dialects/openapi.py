@@ -9,17 +9,27 @@ credentials. OpenAPI clients (UTCP's own converter among them) register each too
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from flask import Blueprint, Response, request
 
 from ..serving.pipeline import Pipeline
 from ..serving.wire import security_schemes
-from ..settings import SettingsError
+from ..settings import DialectSettings, SettingsError, matching, setting
 from . import Dialect, Protocol
 
 NAME = "openapi"
 VERSION = "3.1.0"
+
+
+@dataclass(frozen=True)
+class OpenApiSettings(DialectSettings):
+    """Which dialect's call routes the document describes."""
+
+    dialect: str = setting("OPENAPI_DIALECT", "utcp", matching(r"[a-z_][a-z0-9_]*", "a dialect name", lower=True),
+                           "The mounted dialect whose call routes the OpenAPI document describes "
+                           "(utcp: one operation per tool).")
 
 
 def describe(described: Pipeline, server_url: str | None = None) -> dict[str, Any]:
@@ -47,12 +57,13 @@ def describe(described: Pipeline, server_url: str | None = None) -> dict[str, An
 
 def export_document(pipe: Pipeline) -> dict[str, Any]:
     """The document, its ``servers`` entry from this request."""
-    return describe(pipe.ext.pipeline(pipe.settings.openapi_dialect), request.url_root.rstrip("/"))
+    described = OpenApiSettings.of(pipe.settings).dialect
+    return describe(pipe.ext.pipeline(described), request.url_root.rstrip("/"))
 
 
 def make_blueprint(pipe: Pipeline) -> Blueprint:
     """The blueprint serving the document (after checking that the dialect it describes is mounted)."""
-    described = pipe.settings.openapi_dialect
+    described = OpenApiSettings.of(pipe.settings).dialect
     if described not in pipe.settings.dialects:
         raise SettingsError(f"TOOLDISCOVERY_OPENAPI_DIALECT is {described!r}, which is not mounted: the OpenAPI "
                             "document describes its call routes (add it to TOOLDISCOVERY_DIALECTS)")
@@ -67,4 +78,5 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
 
 DIALECT = Dialect(name=NAME, make_blueprint=make_blueprint, default_prefix="/tools/openapi.json",
                   protocol=Protocol("OpenAPI", (VERSION,)), export_document=export_document,
-                  runs_tools=lambda settings: False, manifest_section=lambda pipe, entry, about: entry["url"])
+                  runs_tools=lambda settings: False, manifest_section=lambda pipe, entry, about: entry["url"],
+                  settings=OpenApiSettings)

@@ -5,6 +5,8 @@ the OXP 1.0 OpenAPI components (after their errata) write it: ``items``, closed 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from flask import Blueprint, Response, request
@@ -15,7 +17,7 @@ from ..serving.identity import Authenticator, Verifier
 from ..serving.pipeline import Pipeline, UnknownTool
 from ..serving.verifiers import ApiKeyVerifier, JwtVerifier
 from ..serving.wire import WireSchema, json_response, openapi_post, validation_messages
-from ..settings import Settings
+from ..settings import DialectSettings, Settings, optional, parse_bool, parse_list, parse_mapping, parse_str, setting
 from ..tools.json_schema import inline_refs
 from ..tools.model import Tool, parse_version
 from ..tools.targets import Target
@@ -33,6 +35,22 @@ TOOL_ID = re.compile(r"^([A-Za-z0-9_]+)\.([A-Za-z0-9_]+)(?:@([0-9]+|[0-9]+\.[0-9
 _NOT_ID = re.compile(r"[^A-Za-z0-9_]+")
 
 
+@dataclass(frozen=True)
+class OxpSettings(DialectSettings):
+    """OXP's own keys: its credentials and how its ids and list are written."""
+
+    jwt_secret: str | None = setting("OXP_JWT_SECRET", None, parse_str,
+                                     "HS256 secret for OXP bearer JWTs (needs the jwt extra).")
+    jwt_audience: tuple[str, ...] | None = setting("OXP_JWT_AUDIENCE", None, optional(parse_list),
+                                                   "Accepted JWT audience(s).")
+    jwt_require_exp: bool = setting("OXP_JWT_REQUIRE_EXP", True, parse_bool, "Require an exp claim.")
+    jwt_claims: Mapping[str, Any] = setting("OXP_JWT_CLAIMS", {}, parse_mapping,
+                                            "Claims that must be present with these values.")
+    api_key: str | None = setting("OXP_API_KEY", None, parse_str, "API key accepted in the OXP-API-Key header.")
+    toolkit: str | None = setting("OXP_TOOLKIT", None, parse_str, "Toolkit for tools that name none.")
+    legacy_tools_key: bool = setting("OXP_LEGACY_TOOLS_KEY", False, parse_bool, "Also send the list under 'tools'.")
+
+
 def sanitize(text: str) -> str:
     """Keep ``[A-Za-z0-9_]``; runs of anything else become one ``_``."""
     return _NOT_ID.sub("_", text).strip("_") or "Tool"
@@ -46,7 +64,7 @@ def default_toolkit(server_name: str) -> str:
 
 def toolkit_of(tool: Tool, settings: Settings) -> str:
     """The sanitized toolkit of ``tool``: its own, the configured one, or one from SERVER_NAME."""
-    return sanitize(tool.toolkit or settings.oxp_toolkit or default_toolkit(settings.server_name))
+    return sanitize(tool.toolkit or OxpSettings.of(settings).toolkit or default_toolkit(settings.server_name))
 
 
 def id_parts(settings: Settings) -> Any:
@@ -158,11 +176,12 @@ def error_response(exc: CoreError) -> tuple[Any, int]:
 def authenticator(settings: Settings) -> Authenticator | None:
     """API key and/or HS256 JWT (either lets a request in); the list is guarded too."""
     verifiers: list[Verifier] = []
-    if settings.oxp_api_key:
-        verifiers.append(ApiKeyVerifier(settings.oxp_api_key, "OXP-API-Key", "oxp"))
-    if settings.oxp_jwt_secret:
-        verifiers.append(JwtVerifier(settings.oxp_jwt_secret, "oxp", audience=settings.oxp_jwt_audience,
-                                     require_exp=settings.oxp_jwt_require_exp, claims=settings.oxp_jwt_claims))
+    options = OxpSettings.of(settings)
+    if options.api_key:
+        verifiers.append(ApiKeyVerifier(options.api_key, "OXP-API-Key", "oxp"))
+    if options.jwt_secret:
+        verifiers.append(JwtVerifier(options.jwt_secret, "oxp", audience=options.jwt_audience,
+                                     require_exp=options.jwt_require_exp, claims=options.jwt_claims))
     return Authenticator(tuple(verifiers), protect_discovery=True) if verifiers else None
 
 
@@ -186,7 +205,7 @@ def list_document(pipe: Pipeline, tools: list[Tool]) -> dict[str, Any]:
     """``GET /tools``'s body for ``tools`` (every version)."""
     schema = ToolDefinitionSchema(pipe.settings)
     doc: dict[str, Any] = {"$schema": SCHEMA_URN, "items": [pipe.dump(NAME, t, schema.dump) for t in tools]}
-    if pipe.settings.oxp_legacy_tools_key:
+    if OxpSettings.of(pipe.settings).legacy_tools_key:
         doc["tools"] = doc["items"]
     return doc
 
@@ -198,7 +217,8 @@ def export_document(pipe: Pipeline) -> dict[str, Any]:
 
 def security_warning(settings: Settings, ext: Any) -> str | None:
     """Why this dialect would run tools for anyone, or ``None``."""
-    if not (settings.oxp_jwt_secret or settings.oxp_api_key):
+    options = OxpSettings.of(settings)
+    if not (options.jwt_secret or options.api_key):
         return "oxp runs tools without authentication (set TOOLDISCOVERY_OXP_JWT_SECRET or TOOLDISCOVERY_OXP_API_KEY)"
     return None
 
@@ -337,7 +357,7 @@ class OxpDriver(Driver):
 
     def call_body(self, tool: Tool | str, arguments: Any, settings: Settings) -> Any:
         ident = tool_id(tool, settings) if isinstance(tool, Tool) else \
-            f"{sanitize(settings.oxp_toolkit or default_toolkit(settings.server_name))}.{sanitize(tool)}"
+            f"{sanitize(OxpSettings.of(settings).toolkit or default_toolkit(settings.server_name))}.{sanitize(tool)}"
         return {"request": {"tool_id": ident, "input": arguments}}
 
     def read(self, status: int, body: Any) -> Observation:
@@ -359,5 +379,5 @@ DIALECT = Dialect(
     target=Target("oxp", "OXP clients", WORD_NAME, lambda s: root_lint(s) + refs_lint(s, "OXP clients"),
                   object_simplify),
     authenticator=authenticator, tool_key=id_parts, cors_headers=("OXP-API-Key",), export_document=export_document,
-    security_warning=security_warning, lint_tool=lint_tool, openapi_paths=openapi_paths,
+    security_warning=security_warning, lint_tool=lint_tool, openapi_paths=openapi_paths, settings=OxpSettings,
 )

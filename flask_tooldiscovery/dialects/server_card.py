@@ -9,6 +9,7 @@ them: ``tools/list`` is the authority). It describes the endpoints of the mounte
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -16,7 +17,7 @@ from flask import Blueprint, Response, request
 
 from ..serving.pipeline import Pipeline
 from ..serving.wire import security_schemes
-from ..settings import SettingsError
+from ..settings import DialectSettings, SettingsError, matching, optional, setting
 from . import Dialect, Protocol
 
 NAME = "server_card"
@@ -24,6 +25,17 @@ SCHEMA_URL = "https://static.modelcontextprotocol.io/schemas/v1/server-card.sche
 CARD_TYPE = "application/mcp-server-card+json"
 CATALOG_TYPE = "application/ai-catalog+json"
 CATALOG_PATH = "/.well-known/ai-catalog.json"
+
+
+@dataclass(frozen=True)
+class ServerCardSettings(DialectSettings):
+    """The card's name (its title, version and description are the core's server identity)."""
+
+    name: str | None = setting(
+        "SERVER_CARD_NAME", None,
+        optional(matching(r"(?=.{3,200}$)[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+",
+                          "'namespace/name' in reverse DNS (com.example/tools)")),
+        "MCP Server Card name (default: the request's host name reversed, '/', the server name).")
 
 
 def shorten(text: str, limit: int = 100) -> str:
@@ -35,8 +47,9 @@ def shorten(text: str, limit: int = 100) -> str:
 def card_name(pipe: Pipeline) -> str:
     """``TOOLDISCOVERY_SERVER_CARD_NAME``, else this request's host name reversed (``tools.acme.com``:
     ``com.acme.tools``), a slash, and the server name made safe for the card's pattern."""
-    if pipe.settings.server_card_name:
-        return pipe.settings.server_card_name
+    named = ServerCardSettings.of(pipe.settings).name
+    if named:
+        return named
     host = re.sub(r"[^a-z0-9.-]", "-", urlsplit(request.host_url).hostname or "localhost")
     server = re.sub(r"[^a-zA-Z0-9._-]+", "-", pipe.settings.server_name).strip("-.") or "mcp"
     return f"{'.'.join(reversed(host.split('.')))}/{server}"[:200]
@@ -113,4 +126,4 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
 
 DIALECT = Dialect(name=NAME, make_blueprint=make_blueprint, public_discovery=True, export_document=card,
                   protocol=Protocol("MCP Server Card and AI Catalog (draft)"), describes_remote="serverCard",
-                  runs_tools=lambda settings: False)
+                  runs_tools=lambda settings: False, settings=ServerCardSettings)

@@ -11,6 +11,7 @@ pipeline's 401, as any other source's.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from flask import Blueprint, Response, current_app, render_template, request
@@ -20,7 +21,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 from ...errors import CoreError, Forbidden, PayloadTooLarge, Unauthorized
 from ...serving.pipeline import MalformedBody, Pipeline
 from ...serving.wire import WireSchema, json_response, openapi_post
-from ...settings import Settings
+from ...settings import DialectSettings, Settings, parse_bool, setting
 from ...tools.invoke import Outcome, check_arguments
 from ...tools.results import is_rich
 from .. import Dialect, Protocol
@@ -37,6 +38,13 @@ PAGE_HEADERS = {
                                "script-src 'self'; connect-src 'self'; frame-ancestors 'self'",
     "X-Content-Type-Options": "nosniff",
 }
+
+
+@dataclass(frozen=True)
+class ExplorerSettings(DialectSettings):
+    """The explorer's own keys (its title is the core's ``TOOLDISCOVERY_TITLE``)."""
+
+    allow_execute: bool = setting("ALLOW_EXECUTE", False, parse_bool, "Let the explorer run tools.")
 
 
 class ToolSummarySchema(WireSchema):
@@ -87,7 +95,7 @@ def error_response(exc: CoreError) -> tuple[Any, int]:
 
 def security_warning(settings: Settings, ext: ToolDiscovery) -> str | None:
     """Why this dialect would run tools for anyone, or ``None``."""
-    if settings.allow_execute and ext.current_auth_hook is None:
+    if ExplorerSettings.of(settings).allow_execute and ext.current_auth_hook is None:
         return ("explorer runs tools for anyone (TOOLDISCOVERY_ALLOW_EXECUTE is on and no auth hook "
                 "is set): set one with @discovery.auth_hook")
     return None
@@ -144,6 +152,14 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
     bp = pipe.blueprint(__name__, template_folder="../../templates", static_folder="../../static",
                         static_url_path="/static")
     # No method guards: other methods get Flask's own 405 and OPTIONS its own Allow, as before.
+    allow_execute = ExplorerSettings.of(pipe.settings).allow_execute
+    page_settings = {"title": pipe.settings.title, "allow_execute": allow_execute}
+
+    @bp.app_template_filter("tooldiscovery_page")
+    def page_filter(config: Any) -> dict[str, Any]:
+        """``{% set page = config|tooldiscovery_page %}``: the page's title and allow_execute flag; put
+        ``page.title`` in HTML (autoescaped) and ``page|tojson`` in a script (``tojson`` escapes ``<``)."""
+        return dict(page_settings)
 
     @pipe.route("/", "page", ["GET"], endpoint="page", guard_methods=False)
     def page() -> Response:
@@ -176,7 +192,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
 
     @pipe.route("/tools/<path:name>/call", "call", ["POST"], endpoint="call", guard_methods=False)
     def call(name: str) -> Response:
-        if not pipe.settings.allow_execute:
+        if not allow_execute:
             raise Forbidden("Tool execution is disabled.")
         tool = pipe.find(name)
         context = pipe.context()
@@ -194,5 +210,6 @@ DIALECT = Dialect(
     name=NAME, make_blueprint=make_blueprint, default_prefix="/explorer", error_response=error_response,
     protocol=Protocol("Tool Explorer (F2/F3 JSON API and page)"), driver=ExplorerDriver(),
     export_document=export_document, security_warning=security_warning, openapi_paths=openapi_paths,
-    runs_tools=lambda settings: settings.allow_execute, takes_auth_hook=True,
+    runs_tools=lambda settings: ExplorerSettings.of(settings).allow_execute, takes_auth_hook=True,
+    settings=ExplorerSettings,
 )

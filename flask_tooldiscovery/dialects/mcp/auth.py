@@ -22,6 +22,7 @@ from ...serving.pipeline import Pipeline
 from ...serving.verifiers import BearerVerifier, OAuthResourceVerifier
 from ...serving.wire import json_response
 from ...settings import Settings, SettingsError, key
+from .settings import McpSettings
 
 NAME = "mcp"
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
@@ -30,7 +31,8 @@ WELL_KNOWN = "/.well-known/oauth-protected-resource"
 def resource_url(settings: Settings, req: Request) -> str:
     """The MCP endpoint's absolute URL, the resource its tokens are issued for:
     ``TOOLDISCOVERY_MCP_RESOURCE``, else the request's scheme and host with the mount point."""
-    return settings.mcp_resource or f"{req.scheme}://{req.host.lower()}{settings.prefixes.get(NAME, '/mcp')}"
+    mounted = settings.prefixes.get(NAME, "/mcp")
+    return McpSettings.of(settings).resource or f"{req.scheme}://{req.host.lower()}{mounted}"
 
 
 def metadata_url(resource: str) -> str:
@@ -44,60 +46,63 @@ def authenticator(settings: Settings) -> Authenticator | None:
     """A static bearer token (``TOOLDISCOVERY_MCP_BEARER_TOKEN``) and/or the authorization servers'
     access tokens; ``None`` (open) when neither is configured."""
     verifiers: list[Verifier] = []
-    if settings.mcp_bearer_token:
-        verifiers.append(BearerVerifier(settings.mcp_bearer_token, NAME))
-    if settings.mcp_authorization_servers:
+    options = McpSettings.of(settings)
+    if options.bearer_token:
+        verifiers.append(BearerVerifier(options.bearer_token, NAME))
+    if options.authorization_servers:
         verifiers.append(OAuthResourceVerifier(
-            settings.mcp_authorization_servers, NAME, resource=lambda req: resource_url(settings, req),
-            metadata_url=lambda req: metadata_url(resource_url(settings, req)), scopes=settings.mcp_scopes,
-            jwks_url=settings.mcp_jwks_url, algorithms=settings.jwt_algorithms, cooldown=settings.jwt_jwks_cooldown))
+            options.authorization_servers, NAME, resource=lambda req: resource_url(settings, req),
+            metadata_url=lambda req: metadata_url(resource_url(settings, req)), scopes=options.scopes,
+            jwks_url=options.jwks_url, algorithms=settings.jwt_algorithms, cooldown=settings.jwt_jwks_cooldown))
     else:
-        stray = [key(k) for k, v in (("MCP_RESOURCE", settings.mcp_resource), ("MCP_SCOPES", settings.mcp_scopes),
-                                     ("MCP_JWKS_URL", settings.mcp_jwks_url)) if v]
+        stray = [key(k) for k, v in (("MCP_RESOURCE", options.resource), ("MCP_SCOPES", options.scopes),
+                                     ("MCP_JWKS_URL", options.jwks_url)) if v]
         if stray:
             raise SettingsError(f"{', '.join(stray)} only apply with {key('MCP_AUTHORIZATION_SERVERS')} set")
     return Authenticator(tuple(verifiers)) if verifiers else None
 
 
-def authorization(settings: Settings, req: Request) -> dict[str, Any] | None:
-    """How a client gets an access token for the endpoint, for the discovery manifest: the protected
-    resource metadata URL, the authorization servers and the scopes (``None``: no OAuth)."""
-    if not settings.mcp_authorization_servers:
-        return None
-    return {"resourceMetadataUrl": metadata_url(resource_url(settings, req)),
-            "authorizationServers": list(settings.mcp_authorization_servers), "scopes": list(settings.mcp_scopes)}
-
-
 def security_warning(settings: Settings, ext: Any) -> str | None:
     """Why this dialect would run tools for anyone (or take tokens meant for another host), or ``None``."""
-    if settings.mcp_authorization_servers and not settings.mcp_resource and "*" in (settings.allowed_hosts or ()):
+    options = McpSettings.of(settings)
+    if options.authorization_servers and not options.resource and "*" in (settings.allowed_hosts or ()):
         return ("mcp checks access tokens against a resource URL built from the Host header, and any host is "
                 "served (set TOOLDISCOVERY_MCP_RESOURCE)")
-    if not settings.mcp_bearer_token and not settings.mcp_authorization_servers:
+    if not options.bearer_token and not options.authorization_servers:
         return ("mcp runs tools without authentication (set TOOLDISCOVERY_MCP_BEARER_TOKEN or "
                 "TOOLDISCOVERY_MCP_AUTHORIZATION_SERVERS)")
     return None
 
 
+def authorization(settings: Settings, req: Request) -> dict[str, Any] | None:
+    """How a client gets an access token for the endpoint, for the discovery manifest: the protected
+    resource metadata URL, the authorization servers and the scopes (``None``: no OAuth)."""
+    options = McpSettings.of(settings)
+    if not options.authorization_servers:
+        return None
+    return {"resourceMetadataUrl": metadata_url(resource_url(settings, req)),
+            "authorizationServers": list(options.authorization_servers), "scopes": list(options.scopes)}
+
+
 def root_blueprint(pipe: Pipeline) -> Blueprint | None:
     """The protected resource metadata, at the app's root, when authorization servers are set."""
-    settings = pipe.settings
-    if not settings.mcp_authorization_servers:
+    settings, options = pipe.settings, McpSettings.of(pipe.settings)
+    if not options.authorization_servers:
         return None
     bp = pipe.blueprint(__name__, suffix="_oauth")
 
     def protected_resource_metadata() -> Response:
         document: dict[str, Any] = {
             "resource": resource_url(settings, request),
-            "authorization_servers": list(settings.mcp_authorization_servers),
+            "authorization_servers": list(options.authorization_servers),
             "bearer_methods_supported": ["header"], "resource_name": settings.server_name}
-        if settings.mcp_scopes:
-            document["scopes_supported"] = list(settings.mcp_scopes)
+        if options.scopes:
+            document["scopes_supported"] = list(options.scopes)
         return json_response(document)
 
     paths = [WELL_KNOWN, WELL_KNOWN + pipe.prefix]
-    if settings.mcp_resource:  # where a client looks when a proxy mounts the endpoint elsewhere
-        paths.append(WELL_KNOWN + urlsplit(settings.mcp_resource).path.rstrip("/"))
+    if options.resource:  # where a client looks when a proxy mounts the endpoint elsewhere
+        paths.append(WELL_KNOWN + urlsplit(options.resource).path.rstrip("/"))
     for i, path in enumerate(dict.fromkeys(paths)):  # public: any site's browser client may read it
         pipe.route(path, "health", ["GET"], endpoint=f"protected_resource_metadata_{i}", public=True)(
             protected_resource_metadata)

@@ -30,6 +30,7 @@ from . import stream as mcp_stream
 from .auth import authenticator, authorization, root_blueprint, security_warning
 from .content import VERSION_META_KEY, client_version, object_output_schema
 from .driver import McpDriver
+from .settings import McpSettings
 from .target import TARGET
 
 NAME = "mcp"
@@ -184,7 +185,7 @@ def manifest_section(pipe: Pipeline, entry: Mapping[str, Any], about: Mapping[st
 def make_blueprint(pipe: Pipeline) -> Blueprint:
     """The MCP blueprint: one streamable-HTTP endpoint."""
     bp = pipe.blueprint(__name__)
-    settings = pipe.settings
+    settings, options = pipe.settings, McpSettings.of(pipe.settings)
     server_info = {"name": settings.server_name, "version": settings.server_version, "title": settings.title}
     capabilities = server_capabilities(settings)
 
@@ -205,7 +206,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
     def list_tools(params: dict[str, Any]) -> rpc.Encoded:
         """One page, encoded once per (visible tool set, page, era) in the pipeline's cache."""
         toolset = pipe.tools()
-        tools, size, modern = toolset.latest(), settings.mcp_page_size, is_modern({"params": params})
+        tools, size, modern = toolset.latest(), options.page_size, is_modern({"params": params})
         try:
             start = read_cursor(params["cursor"], len(tools)) if params.get("cursor") is not None else 0
         except ValueError:
@@ -311,8 +312,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             if not payload:
                 return json_response(rpc.error_body(None, rpc.INVALID_REQUEST, "Invalid Request: empty batch."), 400)
             refusal = (f"batches are not part of protocol version {version}" if version in NO_BATCH_VERSIONS
-                       else f"a batch holds at most {settings.mcp_max_batch} messages"
-                       if len(payload) > settings.mcp_max_batch else None)
+                       else f"a batch holds at most {options.max_batch} messages"
+                       if len(payload) > options.max_batch else None)
             if refusal:
                 return json_response(rpc.error_body(None, rpc.INVALID_REQUEST, f"Invalid Request: {refusal}."), 400)
             answers = [a for a in (rpc.dispatch(m, run, failed) for m in payload) if a is not None]
@@ -335,5 +336,5 @@ DIALECT = Dialect(
     driver=McpDriver(), target=TARGET, authenticator=authenticator, export_document=export_document,
     cors_headers=("MCP-Protocol-Version", "Mcp-Session-Id", "Last-Event-ID", "Mcp-Method", "Mcp-Name", "Mcp-Param-*"),
     exposed_headers=("Mcp-Session-Id",), security_warning=security_warning, openapi_paths=openapi_paths,
-    root_blueprint=root_blueprint, manifest_section=manifest_section,
+    root_blueprint=root_blueprint, manifest_section=manifest_section, settings=McpSettings,
 )

@@ -34,6 +34,7 @@ from ...settings import Settings
 from ...tools.model import Identity, Tool, ToolContext
 from . import sse
 from .content import call_result, client_version
+from .settings import McpSettings
 
 #: Protocol versions whose clients can be asked (elicitation came with 2025-06-18; ``mode`` with 2025-11-25).
 ELICITING_VERSIONS = ("2025-06-18", "2025-11-25")
@@ -50,7 +51,7 @@ NOT_RECEIVED = "The approval was not received in time, so the tool did not run."
 
 def timeout(settings: Settings) -> float:
     """How long a call waits for its answer (0: it is never asked)."""
-    return min(settings.mcp_elicitation_timeout, float(settings.approval_ttl))
+    return min(McpSettings.of(settings).elicitation_timeout, float(settings.approval_ttl))
 
 
 def can_ask(pipe: Pipeline, tool: Tool | None, params: Mapping[str, Any]) -> bool:

@@ -16,6 +16,7 @@ from ...tools.resources import NoSuchResource, Resource
 from ...tools.results import File, RichResult
 from . import jsonrpc as rpc
 from .content import client_version
+from .settings import McpSettings
 
 METHODS = ("resources/list", "resources/templates/list", "resources/read")
 #: "Resource not found" through 2025-11-25; 2026-07-28 answers -32602 (SEP-2164), as the official
@@ -26,7 +27,7 @@ NOT_FOUND_AS_INVALID_PARAMS_SINCE = "2026-07-28"
 
 def capability(settings: Settings) -> dict[str, Any]:
     """The ``resources`` capability when resources are served (no subscriptions, no list changes)."""
-    return {"resources": {"subscribe": False, "listChanged": False}} if settings.mcp_resources else {}
+    return {"resources": {"subscribe": False, "listChanged": False}} if McpSettings.of(settings).resources else {}
 
 
 def _described(resource: Resource, entry: dict[str, Any]) -> dict[str, Any]:
@@ -54,7 +55,7 @@ def contents(uri: str, value: Any, mime_type: str | None) -> dict[str, Any]:
 
 def methods(pipe: Pipeline) -> dict[str, rpc.Method]:
     """The resources methods for the MCP method table (none unless resources are on)."""
-    if not pipe.settings.mcp_resources:
+    if not McpSettings.of(pipe.settings).resources:
         return {}
     registry = pipe.ext.resources
 

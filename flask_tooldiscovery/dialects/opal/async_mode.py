@@ -31,9 +31,9 @@ from ...errors import BadRequest, CoreError, RetryLater
 from ...observe.logs import log
 from ...serving.pipeline import Pipeline
 from ...serving.wire import json_response
-from ...settings import Settings
 from ...tools.invoke import GENERIC_FAILURE, Outcome, prepare
 from ...tools.model import Tool, ToolContext
+from .settings import OpalSettings
 
 RESULT_MIMETYPE = "application/vnd.optimizely.opal.tools+json"
 HOSTS = "TOOLDISCOVERY_OPAL_CALLBACK_HOSTS"
@@ -76,7 +76,8 @@ def accept(pipe: Pipeline, tool: Tool, parameters: dict[str, Any], context: Tool
     if not isinstance(callback, dict) or not isinstance(callback.get("url"), str):
         raise BadRequest("'async_callback' must be an object with a 'url' string.")
     url, token = callback["url"], callback.get("callback_token")
-    reason = callbacks.refused(url, pipe.settings.opal_callback_hosts, HOSTS)
+    options = OpalSettings.of(pipe.settings)
+    reason = callbacks.refused(url, options.callback_hosts, HOSTS)
     if reason is not None:
         raise BadRequest(f"The callback URL is refused: {reason}.", reason=f"callback URL refused: {reason}")
     if not _valid(tool, parameters):
@@ -95,7 +96,7 @@ def accept(pipe: Pipeline, tool: Tool, parameters: dict[str, Any], context: Tool
             log.exception("opal: async call of %s failed (call_id=%s trace_id=%s)",
                           tool.name, context.call_id, trace_id)
             result = _problem(502, GENERIC_FAILURE)
-        _deliver(pipe.settings, url, token if isinstance(token, str) else None, result, context)
+        _deliver(options, url, token if isinstance(token, str) else None, result, context)
 
     threading.Thread(target=run, name="tooldiscovery-opal-async", daemon=False).start()
     return json_response({"status": "accepted"}, 202)
@@ -121,11 +122,11 @@ def _result(outcome: Outcome) -> dict[str, Any]:
     return {"content": value, "content_type": "application/json"}
 
 
-def _deliver(settings: Settings, url: str, token: str | None, result: dict[str, Any], context: ToolContext) -> None:
+def _deliver(options: OpalSettings, url: str, token: str | None, result: dict[str, Any], context: ToolContext) -> None:
     ids = f"call_id={context.call_id} trace_id={context.trace_id} " \
           f"tool_call_id={context.extra['async_callback'].get('tool_call_id')}"
     headers = {"Content-Type": RESULT_MIMETYPE, "User-Agent": "flask-tooldiscovery",
                **({"X-Trace-Id": context.trace_id} if context.trace_id else {}),
                **({"Authorization": f"Bearer {token}"} if token else {})}
-    callbacks.deliver(url, result, headers, attempts=settings.opal_callback_retries + 1, ids=ids,
-                      timeout=settings.opal_callback_timeout, hosts=settings.opal_callback_hosts, setting=HOSTS)
+    callbacks.deliver(url, result, headers, attempts=options.callback_retries + 1, ids=ids,
+                      timeout=options.callback_timeout, hosts=options.callback_hosts, setting=HOSTS)

@@ -26,6 +26,7 @@ from ...tools.targets.object_root import WORD_NAME, one_type_lint, one_type_simp
 from .. import Dialect, Protocol
 from . import async_mode as opal_async
 from .driver import OpalDriver
+from .settings import OpalSettings
 
 NAME = "opal"
 NO_CACHE = {"Cache-Control": "no-cache, no-store, must-revalidate"}
@@ -163,13 +164,13 @@ def error_response(exc: CoreError) -> tuple[Any, int]:
 
 def authenticator(settings: Settings) -> Authenticator | None:
     """A static bearer token on calls, when ``TOOLDISCOVERY_OPAL_BEARER_TOKEN`` is set."""
-    token = settings.opal_bearer_token
+    token = OpalSettings.of(settings).bearer_token
     return Authenticator((BearerVerifier(token, "opal"),)) if token else None
 
 
 def security_warning(settings: Settings, ext: Any) -> str | None:
     """Why this dialect would run tools for anyone, or ``None``."""
-    if not settings.opal_bearer_token:
+    if not OpalSettings.of(settings).bearer_token:
         return "opal runs tools without authentication (set TOOLDISCOVERY_OPAL_BEARER_TOKEN)"
     return None
 
@@ -287,5 +288,5 @@ DIALECT = Dialect(
                   one_type_simplify), authenticator=authenticator, public_discovery=True,
     cors_headers=("x-opal-thread-id", "x-opal-workflow-execution-id", "x-opal-agent-execution-id"),
     export_document=discovery_document, security_warning=security_warning, lint_tool=lint_tool,
-    openapi_paths=openapi_paths,
+    openapi_paths=openapi_paths, settings=OpalSettings,
 )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,7 +18,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 from ...errors import BadRequest, CoreError, PayloadTooLarge, Unavailable
 from ...serving.pipeline import Pipeline, UnknownTool
 from ...serving.wire import WireSchema, json_response, openapi_post
-from ...settings import Settings
+from ...settings import DialectSettings, Settings, choice, parse_str, setting
 from ...tools.json_schema import primary_type, split_nullable
 from ...tools.model import Tool
 from ...tools.targets import Target
@@ -27,6 +28,14 @@ from .driver import TdpDriver
 from .protojson import to_protojson
 
 NAME = "tdp"
+
+
+@dataclass(frozen=True)
+class TdpSettings(DialectSettings):
+    """TDP's own keys (its categories are the core's ``TOOLDISCOVERY_CATEGORIES``)."""
+
+    wire: str = setting("TDP_WIRE", "spec", choice("spec", "protojson"), "TDP wire form: spec or protojson.")
+    base_url: str | None = setting("TDP_BASE_URL", None, parse_str, "scenario.base_url of the manifest.")
 CACHE = {"Cache-Control": "public, max-age=60"}
 ATTACHMENTS = "_context_attachments"
 
@@ -114,12 +123,13 @@ _TOOL = TdpToolSchema()
 
 def manifest_document(pipe: Pipeline) -> dict[str, Any]:
     """The manifest in the configured wire form."""
-    settings, protojson = pipe.settings, pipe.settings.tdp_wire == "protojson"
+    settings, options = pipe.settings, TdpSettings.of(pipe.settings)
+    protojson = options.wire == "protojson"
     doc = {
         "protocol_version": "1.0",
         "scenario": {"name": settings.server_name, "version": settings.server_version,
                      "description": settings.server_description,
-                     **({"base_url": settings.tdp_base_url} if settings.tdp_base_url else {})},
+                     **({"base_url": options.base_url} if options.base_url else {})},
         "tools": [pipe.dump(NAME, t, _TOOL.dump) for t in pipe.tools().latest()],
         "categories": (_PROTO_CATEGORIES if protojson else _CATEGORIES).dump(pipe.ext.categories(settings)),
         "generated_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -191,7 +201,7 @@ def openapi_paths(pipe: Pipeline) -> dict[str, Any]:
 def make_blueprint(pipe: Pipeline) -> Blueprint:
     """The TDP blueprint: manifest, single tool and execute (OPTIONS answered empty, as ever)."""
     bp = pipe.blueprint(__name__)
-    protojson = pipe.settings.tdp_wire == "protojson"
+    protojson = TdpSettings.of(pipe.settings).wire == "protojson"
 
     def discovery(name: str | None = None) -> Response:
         if request.method == "OPTIONS":
@@ -243,4 +253,4 @@ DIALECT = Dialect(name=NAME, make_blueprint=make_blueprint, default_prefix="", e
                   target=Target("tdp", "TDP clients", WORD_NAME, lambda s: one_type_lint(s, "TDP", nested=True),
                                 one_type_simplify),
                   export_document=manifest_document, security_warning=security_warning, lint_tool=lint_tool,
-                  openapi_paths=openapi_paths)
+                  openapi_paths=openapi_paths, settings=TdpSettings)

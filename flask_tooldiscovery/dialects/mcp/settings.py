@@ -1,0 +1,54 @@
+"""MCP's own ``TOOLDISCOVERY_MCP_*`` keys: its credentials (a static token, or MCP as an OAuth 2.1
+resource server: :mod:`.auth`), paging and batches, resources, and the approval elicitation's wait.
+(``TOOLDISCOVERY_MCP_ALLOWED_ORIGINS`` is the core's: an older name of ``ALLOWED_ORIGINS``.)"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...settings import (
+    DialectSettings,
+    number,
+    parse_bool,
+    parse_list,
+    parse_str,
+    parse_url,
+    parse_url_with_query,
+    parse_urls,
+    setting,
+    whole_number,
+)
+
+
+@dataclass(frozen=True)
+class McpSettings(DialectSettings):
+    """``McpSettings.of(pipe.settings)``."""
+
+    bearer_token: str | None = setting("MCP_BEARER_TOKEN", None, parse_str, "Bearer token MCP clients must send.")
+    page_size: int = setting("MCP_PAGE_SIZE", 100, whole_number(1), "tools/list page size.")
+    max_batch: int = setting(
+        "MCP_MAX_BATCH", 10, whole_number(1),
+        "Largest JSON-RPC batch (protocol versions before 2025-06-18; later ones refuse batches).")
+    authorization_servers: tuple[str, ...] = setting(
+        "MCP_AUTHORIZATION_SERVERS", [], parse_urls,
+        "Issuer URLs of the OAuth authorization servers whose JWT access tokens MCP accepts (needs the jwt "
+        "extra): MCP then serves protected resource metadata and its 401s point to it.")
+    resource: str | None = setting(
+        "MCP_RESOURCE", None, parse_url,
+        "The MCP endpoint's public URL: the resource tokens must name in aud (default: built from each request).")
+    scopes: tuple[str, ...] = setting(
+        "MCP_SCOPES", [], parse_list,
+        "Scopes every access token must carry (403 insufficient_scope otherwise); advertised as scopes_supported.")
+    jwks_url: str | None = setting(
+        "MCP_JWKS_URL", None, parse_url_with_query,
+        "JWKS of the authorization server(s) (default: jwks_uri from their metadata, fetched on the first token).")
+    resources: bool = setting(
+        "MCP_RESOURCES", False, parse_bool,
+        "MCP serves the resources registered with @discovery.resource (resources/list, /templates/list, /read).")
+    elicitation_timeout: float = setting(
+        "MCP_ELICITATION_TIMEOUT", 300, number(0.0),
+        "Seconds a handshake-era MCP call waits for the answer to its approval elicitation (at most APPROVAL_TTL); "
+        "0: never ask by elicitation.")
+
+
+__all__ = ["McpSettings"]

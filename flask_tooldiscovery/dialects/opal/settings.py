@@ -1,0 +1,28 @@
+"""Opal's own ``TOOLDISCOVERY_OPAL_*`` keys: the bearer token its calls carry, and where and how
+the results of asynchronous calls are delivered (:mod:`.async_mode`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...settings import DialectSettings, number, parse_int, parse_list, parse_str, setting
+
+
+@dataclass(frozen=True)
+class OpalSettings(DialectSettings):
+    """``OpalSettings.of(pipe.settings)``."""
+
+    bearer_token: str | None = setting("OPAL_BEARER_TOKEN", None, parse_str, "Bearer token Opal must send on calls.")
+    callback_hosts: tuple[str, ...] = setting(
+        "OPAL_CALLBACK_HOSTS", [], parse_list,
+        "Hosts Opal's async_callback URLs may name (http or https; '.example.com' adds its subdomains); "
+        "unset: https only, to hosts with no loopback, private or reserved address.")
+    callback_retries: int = setting(
+        "OPAL_CALLBACK_RETRIES", 2, parse_int,
+        "Further attempts to POST an async result after a failed one (connection error, 5xx, 429), "
+        "waiting 0.5 s, 1 s, 2 s... between them.")
+    callback_timeout: float = setting("OPAL_CALLBACK_TIMEOUT", 10, number(0.1),
+                                      "Seconds each attempt to POST an async result may take.")
+
+
+__all__ = ["OpalSettings"]

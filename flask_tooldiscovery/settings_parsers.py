@@ -1,0 +1,201 @@
+"""How a ``TOOLDISCOVERY_*`` value is read: :class:`SettingsError` and one parser per kind of value.
+
+A parser is ``parse(key, value) -> parsed``: it takes the full key (for its message) and the
+config's value, and raises :class:`SettingsError` naming the key when the value cannot be used.
+Booleans and numbers accept the strings environment variables carry (``"true"``, ``"0"``...).
+The core's keys (:mod:`.settings`) and every dialect's block use them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
+from typing import Any
+from urllib.parse import urlsplit
+
+from .errors import ToolDiscoveryError
+
+
+class SettingsError(ToolDiscoveryError, ValueError):
+    """A ``TOOLDISCOVERY_*`` value cannot be used; the message names the key."""
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def parse_bool(key: str, value: Any) -> bool:
+    """``True``/``False``, or one of the usual strings; anything else is refused."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+        return value.strip().lower() in _TRUE
+    raise SettingsError(f"{key} must be a boolean (true/false, 1/0, yes/no, on/off), not {value!r}")
+
+
+def parse_int(key: str, value: Any, minimum: int = 0) -> int:
+    """A whole number (or its string) not below ``minimum``."""
+    if isinstance(value, bool):
+        raise SettingsError(f"{key} must be a whole number, not {value!r}")
+    try:
+        number = int(value.strip()) if isinstance(value, str) else int(value)
+    except (TypeError, ValueError):
+        raise SettingsError(f"{key} must be a whole number, not {value!r}") from None
+    if isinstance(value, float) and value != number:
+        raise SettingsError(f"{key} must be a whole number, not {value!r}")
+    if number < minimum:
+        raise SettingsError(f"{key} must be at least {minimum}, not {number}")
+    return number
+
+
+def parse_float(key: str, value: Any, minimum: float = 0.0) -> float:
+    """A number (or its string) not below ``minimum``."""
+    try:
+        number = float(value.strip()) if isinstance(value, str) else float(value)
+    except (TypeError, ValueError):
+        raise SettingsError(f"{key} must be a number, not {value!r}") from None
+    if isinstance(value, bool) or number != number or number < minimum:
+        raise SettingsError(f"{key} must be a number of at least {minimum:g}, not {value!r}")
+    return number
+
+
+def parse_str(key: str, value: Any) -> str | None:
+    """A string, or ``None`` for unset (an empty string counts as unset)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise SettingsError(f"{key} must be a string, not {type(value).__name__}")
+    return value or None
+
+
+def parse_list(key: str, value: Any) -> tuple[str, ...]:
+    """A list of strings, or one comma-separated string."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, Iterable) or isinstance(value, Mapping):
+        raise SettingsError(f"{key} must be a list of strings or a comma-separated string")
+    items = []
+    for item in value:
+        if not isinstance(item, str):
+            raise SettingsError(f"{key} must hold strings, not {item!r}")
+        if item.strip():
+            items.append(item.strip())
+    return tuple(dict.fromkeys(items))
+
+
+def parse_prefix(key: str, value: Any) -> str:
+    """A URL prefix: ``""`` or a path starting with ``/`` (a trailing ``/`` is dropped)."""
+    text = parse_str(key, value) or ""
+    if text and not text.startswith("/"):
+        raise SettingsError(f"{key} must start with '/', not {text!r}")
+    return text.rstrip("/")
+
+
+def parse_mapping(key: str, value: Any) -> Mapping[str, Any]:
+    """A dict (read-only once parsed)."""
+    if value is None:
+        return MappingProxyType({})
+    if not isinstance(value, Mapping):
+        raise SettingsError(f"{key} must be a dict, not {type(value).__name__}")
+    return MappingProxyType(dict(value))
+
+
+def parse_categories(key: str, value: Any) -> tuple[Mapping[str, Any], ...]:
+    """A list of ``{"id", "name", ...}`` dicts."""
+    if value is None:
+        return ()
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise SettingsError(f"{key} must be a list of dicts with 'id' and 'name'")
+    out = []
+    for item in value:
+        if not isinstance(item, Mapping) or not item.get("id") or not item.get("name"):
+            raise SettingsError(f"{key}: every category needs 'id' and 'name', not {item!r}")
+        out.append(MappingProxyType(dict(item)))
+    return tuple(out)
+
+
+Parser = Callable[[str, Any], Any]
+
+
+def whole_number(minimum: int = 0) -> Callable[[str, Any], int]:
+    """A parser of whole numbers not below ``minimum``."""
+    return lambda key, value: parse_int(key, value, minimum)
+
+
+def number(minimum: float = 0.0) -> Callable[[str, Any], float]:
+    """A parser of numbers not below ``minimum``."""
+    return lambda key, value: parse_float(key, value, minimum)
+
+
+def choice(*choices: str) -> Callable[[str, Any], str]:
+    """A parser of one of ``choices`` (case-insensitive, answered lower-case)."""
+
+    def parse(key: str, value: Any) -> str:
+        text = str(value or "").strip().lower()
+        if text not in choices:
+            raise SettingsError(f"{key} must be one of {', '.join(choices)}, not {value!r}")
+        return text
+
+    return parse
+
+
+def matching(pattern: str, what: str, *, lower: bool = False) -> Callable[[str, Any], str]:
+    """A parser of strings matching ``pattern`` (``what`` says what one is, for the message)."""
+    compiled = re.compile(pattern)
+
+    def parse(key: str, value: Any) -> str:
+        text = (parse_str(key, value) or "").strip()
+        text = text.lower() if lower else text
+        if not compiled.fullmatch(text):
+            raise SettingsError(f"{key} must be {what}, not {value!r}")
+        return text
+
+    return parse
+
+
+def optional(parse: Parser) -> Parser:
+    """``parse``, with ``None`` for an unset or empty value."""
+
+    def parse_or_none(key: str, value: Any) -> Any:
+        return None if value is None or value == "" else parse(key, value)
+
+    return parse_or_none
+
+
+def parse_url(key: str, value: Any, *, query: bool = False) -> str | None:
+    """An absolute http(s) URL without a fragment (nor a query unless ``query``), or ``None``."""
+    text = (parse_str(key, value) or "").strip()
+    if not text:
+        return None
+    try:
+        parts = urlsplit(text)
+        wrong = parts.scheme not in ("http", "https") or not parts.hostname or "#" in text \
+            or bool(parts.query and not query)
+    except ValueError:
+        wrong = True
+    if wrong:
+        what = "" if query else "query or "
+        raise SettingsError(f"{key} must be an absolute http(s) URL without {what}fragment, not {value!r}")
+    return text
+
+
+def parse_urls(key: str, value: Any) -> tuple[str, ...]:
+    """A list of URLs (see :func:`parse_url`), or one comma-separated string."""
+    return tuple(parse_url(key, item) or "" for item in parse_list(key, value))
+
+
+def parse_url_with_query(key: str, value: Any) -> str | None:
+    """An absolute http(s) URL that may have a query (see :func:`parse_url`), or ``None``."""
+    return parse_url(key, value, query=True)
+
+
+__all__ = [
+    "Parser", "SettingsError", "choice", "matching", "number", "optional", "parse_bool", "parse_categories",
+    "parse_float", "parse_int", "parse_list", "parse_mapping", "parse_prefix", "parse_str", "parse_url",
+    "parse_url_with_query", "parse_urls", "whole_number",
+]
