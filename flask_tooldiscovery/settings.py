@@ -287,7 +287,8 @@ def build_settings(
     for block in dict.fromkeys(blocks):
         names = [key(s.name) for s in specs(block)]
         if taken := sorted(set(names) & known):
-            raise ValueError(f"{block.__name__} declares {', '.join(taken)}, a key of the core or of another dialect")
+            raise SettingsError(f"{block.__name__} declares {', '.join(taken)}, "
+                                "a key of the core or of another dialect")
         known.update(names)
         parsed[block] = block(**_parse(block, config))
     values["blocks"] = MappingProxyType(parsed)

@@ -37,7 +37,7 @@ def package_exceptions() -> dict[str, type[BaseException]]:
 def test_every_exception_of_the_package_derives_from_the_one_base() -> None:
     found = package_exceptions()
     # The walk reaches every layer (a walk that found nothing would pass the check below).
-    for name in ("flask_tooldiscovery.errors.CoreError", "flask_tooldiscovery.settings.SettingsError",
+    for name in ("flask_tooldiscovery.errors.CoreError", "flask_tooldiscovery.settings_parsers.SettingsError",
                  "flask_tooldiscovery.tools.model.ToolError", "flask_tooldiscovery.tools.providers.ProviderError",
                  "flask_tooldiscovery.calls.approvals.ApprovalRequired",
                  "flask_tooldiscovery.dialects.mcp.jsonrpc.RpcError"):
@@ -48,7 +48,7 @@ def test_every_exception_of_the_package_derives_from_the_one_base() -> None:
 
 
 @pytest.mark.parametrize("cls, builtin", [
-    ("settings.SettingsError", ValueError), ("tools.function_tools.RegistrationError", ValueError),
+    ("settings_parsers.SettingsError", ValueError), ("tools.function_tools.RegistrationError", ValueError),
     ("tools.schema_check.InvalidSchemaError", ValueError), ("tools.signature.SignatureError", TypeError),
     ("tools.schema_sources.SchemaSourceError", TypeError), ("tools.resources.NoSuchResource", LookupError),
     ("tools.providers.ProviderError", RuntimeError), ("tools.view_calls.ViewFailed", RuntimeError),

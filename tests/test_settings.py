@@ -120,14 +120,14 @@ def test_a_block_cannot_take_a_key_of_the_core_or_of_another_dialect() -> None:
         title: str = setting("TITLE", "", parse_str, "The core's.")
 
     app = Flask("x")
-    with pytest.raises(ValueError, match="TOOLDISCOVERY_TITLE"):
+    with pytest.raises(SettingsError, match="TOOLDISCOVERY_TITLE"):
         ToolDiscovery(dialects=[Dialect("greedy", _echo_blueprint, settings=Greedy)]).init_app(app)
 
     @dataclass(frozen=True)
     class Copycat(DialectSettings):
         page_size: int = setting("MCP_PAGE_SIZE", 5, whole_number(1), "MCP's.")
 
-    with pytest.raises(ValueError, match="TOOLDISCOVERY_MCP_PAGE_SIZE"):
+    with pytest.raises(SettingsError, match="TOOLDISCOVERY_MCP_PAGE_SIZE"):
         ToolDiscovery(dialects=[Dialect("copycat", _echo_blueprint, settings=Copycat)]).init_app(Flask("y"))
 
 
