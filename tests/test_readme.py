@@ -29,7 +29,7 @@ def test_the_readme_has_its_python_blocks() -> None:
 @pytest.mark.parametrize("source", BLOCKS, ids=[f"block{i}" for i in range(len(BLOCKS))])
 def test_each_python_block_runs_and_its_tools_pass_the_checks(source: str) -> None:
     namespace: dict[str, object] = {"__name__": "readme_block"}
-    exec(compile(source, "README.rst", "exec"), namespace)
+    exec(compile(source, "README.rst", "exec", dont_inherit=True), namespace)
     app = namespace.get("app")
     if app is None and callable(namespace.get("create_app")):
         app = namespace["create_app"]()  # type: ignore[operator]
@@ -40,7 +40,7 @@ def test_each_python_block_runs_and_its_tools_pass_the_checks(source: str) -> No
 
 def test_the_quickstart_answers_every_curl_it_shows(tmp_path: Path) -> None:
     namespace: dict[str, object] = {"__name__": "quickstart"}
-    exec(compile(BLOCKS[0], "quickstart.py", "exec"), namespace)
+    exec(compile(BLOCKS[0], "quickstart.py", "exec", dont_inherit=True), namespace)
     client = namespace["app"].test_client()  # type: ignore[attr-defined]
     curls = re.findall(r"curl -X POST localhost:5000(\S+) -H 'Content-Type: application/json' -d '(.*)'", README)
     assert len(curls) >= 5
