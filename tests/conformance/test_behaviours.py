@@ -15,7 +15,7 @@ TOOLS = ["add", "boom", "fail", "pick"]
 
 
 def build(driver: Driver, *, tools: Any = None, **config: Any) -> Flask:
-    d = ToolDiscovery(tools=tools) if tools is not None else ToolDiscovery()
+    d = ToolDiscovery(tools=tools, dialects=[driver.dialect])  # a dialect of one's own is in the table too
     if tools is None:
         @d.tool
         def add(a: float, b: float) -> float:
@@ -175,7 +175,7 @@ def test_a_tool_needing_approval_runs_only_once_approved(driver) -> None:
     """A requires_approval tool does not run on the first call, nor with tampered state; JSON
     dialects run it with the sealed state sent back in X-Tool-Approval (MCP: tests/test_approvals.py)."""
     runs: list[str] = []
-    d = ToolDiscovery()
+    d = ToolDiscovery(dialects=[driver.dialect])
 
     @d.tool(requires_approval=True)
     def wipe(what: str) -> str:
