@@ -1,15 +1,18 @@
 """A dialect is its :class:`Dialect`: one defined here, registered with the public ``add_dialect``,
-is mounted, listed in the discovery manifest with its protocol and version, exposes its headers to
-browsers and is replayed by ``flask tools check --replay`` through its own driver, with nothing
-else in the package naming it. The README's "Writing a dialect" example is run the same way."""
+is mounted, listed in the discovery manifest with its protocol and version, has its own settings
+block validated at ``init_app``, exposes its headers to browsers, is a ``--target`` and is replayed
+by ``flask tools check --replay`` through its own driver, with nothing else in the package naming
+it. The README's "Writing a dialect" example is run the same way."""
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 import textwrap
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +24,7 @@ from flask_tooldiscovery.dialects import Dialect, Protocol
 from flask_tooldiscovery.dialects.driver import Driver, Observation, WireRequest, failed_kind, status_kind
 from flask_tooldiscovery.errors import BadRequest, CoreError
 from flask_tooldiscovery.serving.pipeline import Pipeline
-from flask_tooldiscovery.settings import Settings
+from flask_tooldiscovery.settings import DialectSettings, Settings, SettingsError, parse_str, setting, whole_number
 from flask_tooldiscovery.tools.model import Tool
 from flask_tooldiscovery.tools.targets import Target
 
@@ -34,13 +37,23 @@ def catalog(tools: list[Tool]) -> dict[str, Any]:
     return {"relay": "0.3", "tools": [{"tool": t.name, "summary": t.description_or_title} for t in tools]}
 
 
+@dataclass(frozen=True)
+class RelaySettings(DialectSettings):
+    """Relay's own keys."""
+
+    cost: int = setting("RELAY_COST", 1, whole_number(1), "What each call costs, in X-Relay-Cost.")
+    banner: str | None = setting("RELAY_BANNER", None, parse_str, "A line the catalog starts with.")
+
+
 def relay_blueprint(pipe: Pipeline) -> Blueprint:
     """``GET /relay/catalog`` lists the tools; ``POST /relay/run`` with ``{"tool", "args"}`` runs one."""
     bp = pipe.blueprint(__name__)
 
     @pipe.route("/catalog", "discovery", ["GET"], endpoint="catalog")
     def serve_catalog() -> Response:
-        return pipe.send(pipe.document("catalog", lambda toolset: catalog(toolset.latest())))
+        banner = RelaySettings.of(pipe.settings).banner
+        return pipe.send(pipe.document("catalog", lambda toolset: {
+            **({"banner": banner} if banner else {}), **catalog(toolset.latest())}))
 
     @pipe.route("/run", "call", ["POST"], endpoint="run")
     def run() -> Response | tuple[Response, int]:
@@ -48,7 +61,7 @@ def relay_blueprint(pipe: Pipeline) -> Blueprint:
         if not isinstance(body, dict):
             raise BadRequest("The body must be a JSON object: {\"tool\": ..., \"args\": {...}}.")
         outcome = pipe.invoke(pipe.find(str(body.get("tool"))), body.get("args") or {}, pipe.context())
-        pipe.add_headers({"X-Relay-Cost": "1"})
+        pipe.add_headers({"X-Relay-Cost": str(RelaySettings.of(pipe.settings).cost)})
         if outcome.ok:
             return jsonify(done=True, result=outcome.value)
         status = 400 if outcome.status == "invalid" else 200
@@ -95,7 +108,8 @@ RELAY_TARGET = Target("relay", "Relay clients", re.compile(r"^[a-z_]+$"),
 RELAY = Dialect(name="relay", make_blueprint=relay_blueprint, default_prefix="/relay",
                 protocol=Protocol("Relay tools", ("0.2", "0.3")), error_response=relay_error,
                 cors_headers=("X-Relay-Client",), exposed_headers=("X-Relay-Cost",), driver=RelayDriver(),
-                target=RELAY_TARGET, export_document=lambda pipe: catalog(pipe.tools().latest()))
+                target=RELAY_TARGET, export_document=lambda pipe: catalog(pipe.tools().latest()),
+                settings=RelaySettings)
 
 
 TWO_AND_THREE = {"description": "two and three", "input": {"a": 2, "b": 3}, "expected_output": 5}
@@ -174,6 +188,18 @@ def test_it_is_listed_in_the_manifest_with_its_protocol_and_version() -> None:
     assert [(r["kind"], r["methods"]) for r in entry["routes"]] == [("discovery", ["GET"]), ("call", ["POST"])]
     assert manifest["mcp"]["url"] == "http://localhost/mcp"  # the built-in entries stay as they were
     assert "relay" not in manifest  # no entry of its own: it declares no manifest_section
+
+
+def test_its_settings_block_is_validated_at_init_app_and_read_typed(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="flask_tooldiscovery"):
+        client = build("relay", TOOLDISCOVERY_RELAY_COST="3", TOOLDISCOVERY_RELAY_BANNER="Relay on").test_client()
+    assert "unknown setting" not in caplog.text  # its keys are known keys
+    assert client.get("/relay/catalog").get_json()["banner"] == "Relay on"
+    assert client.post("/relay/run", json={"tool": "add", "args": {"a": 1, "b": 1}}).headers["X-Relay-Cost"] == "3"
+    with pytest.raises(SettingsError, match="TOOLDISCOVERY_RELAY_COST"):
+        build("relay", TOOLDISCOVERY_RELAY_COST="free")
+    with pytest.raises(SettingsError, match="TOOLDISCOVERY_RELAY_COST"):
+        build("mcp", TOOLDISCOVERY_RELAY_COST=0)  # checked when it is in the table, mounted or not
 
 
 def test_browsers_may_send_and_read_its_own_headers() -> None:
