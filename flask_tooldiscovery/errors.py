@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from werkzeug.exceptions import HTTPException
+
 
 class ToolDiscoveryError(Exception):
     """The base of every exception this package defines: ``except ToolDiscoveryError`` catches
@@ -173,8 +175,33 @@ STATUS_NAMES = {
     503: "Service Unavailable",
 }
 
+
+class UnknownTool(NotFound):
+    """No tool of that name (or id) is visible to the caller."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"Tool not found: {name}")
+        self.name = name
+
+
+def from_http(exc: HTTPException) -> CoreError:
+    """The core error for an HTTP error werkzeug or Flask raised (a 404 of the router, a 413 of
+    the body reader...), so that the dialect answers it in its own shape."""
+    status = exc.code or 500
+    message = exc.description or exc.name
+    if status == 413:
+        return PayloadTooLarge(message)
+    if status == 405:
+        return MethodNotAllowed(list(getattr(exc, "valid_methods", None) or []), message)
+    core = _BY_STATUS.get(status, CoreError)(message)
+    core.status = status
+    return core
+
+
+_BY_STATUS: dict[int, type[CoreError]] = {400: BadRequest, 403: Forbidden, 404: NotFound, 503: Unavailable}
+
 __all__ = [
     "STATUS_NAMES", "BadRequest", "Busy", "CoreError", "Forbidden", "InsufficientScope", "MethodNotAllowed",
     "MisdirectedRequest", "NotFound", "PayloadTooLarge", "RateLimited", "RetryLater", "ToolDiscoveryError",
-    "Unauthorized", "Unavailable", "UnsupportedMediaType",
+    "Unauthorized", "Unavailable", "UnknownTool", "UnsupportedMediaType", "from_http",
 ]

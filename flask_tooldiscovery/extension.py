@@ -8,16 +8,17 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar, overload
 
 import click
-from flask import Flask, current_app, g, has_app_context, has_request_context, request
+from flask import Flask, current_app, has_app_context, has_request_context, request
 from flask.cli import FlaskGroup
 
 from . import settings as cfg
 from .dialects import BUILTIN, Dialect, load
 from .observe.logs import log, show_call_log
 from .observe.operations import KEY as OPERATIONS_KEY
-from .observe.operations import Operations
+from .serving import fastpath
+from .serving.core import Core
 from .serving.identity import Authenticator, AuthHook, AuthHookVerifier, HookVerifier, IdentityHook, Verifier
-from .serving.pipeline import AppState, Pipeline, Slots
+from .serving.pipeline import Pipeline
 from .serving.verifiers import ApiKeyVerifier, BearerVerifier, JwksVerifier, JwtVerifier
 from .settings import Settings, SettingsError
 from .tools.function_tools import tool_from_function
@@ -31,6 +32,7 @@ from .tools.views import ViewTools
 F = TypeVar("F", bound=Callable[..., Any])
 
 STATE_KEY = "tooldiscovery.state"
+PIPELINES_KEY = "tooldiscovery.pipelines"
 
 
 class ToolDiscovery:
@@ -58,7 +60,6 @@ class ToolDiscovery:
         self.call_handler = call_handler
         self._auth_hook = auth_hook
         self._identity_hook = identity
-        self._categories: dict[str, dict[str, Any]] = {}
         self._dialects: dict[str, Dialect | str] = dict(BUILTIN)
         self._views = ViewTools(self.registry)
         for dialect in dialects:
@@ -106,33 +107,37 @@ class ToolDiscovery:
         cfg.apply_defaults(app.config, blocks)
         defaults = {name: d.default_prefix for name, d in table.items()}
         settings = cfg.build_settings(app.config, app_name=app.name, default_prefixes=defaults, blocks=blocks)
-        slots = Slots(settings.max_concurrent_calls, settings.busy_retry_after)
-        operations = Operations(settings)  # rate limits, tracing, metrics: checked before anything is mounted
+        # rate limits, tracing, metrics: checked (in the core) before anything is mounted
+        core = Core(self.registry, self.resources, settings, call_handler=self.call_handler,
+                    categories=lambda: self.categories(settings), dialects=table,
+                    trusted_hosts=app.config.get("TRUSTED_HOSTS"))
         authenticators = self._authenticators(settings)
         self._views.resolve(app)  # views offered with add_view(s): the app's URL map holds them by now
-        pipelines = {}
+        pipelines: dict[str, Pipeline] = {}
         for name in settings.dialects:
             dialect = self.dialect(name)
-            pipeline = Pipeline(self, dialect, settings, slots, app.config.get("TRUSTED_HOSTS"), authenticators[name])
+            pipelines[name] = Pipeline(core, dialect, authenticators[name], mounted=pipelines)
             if dialect.tool_key is not None:
                 self.registry.add_unique_key(f"{name} id", dialect.tool_key(settings))
-            pipelines[name] = pipeline
         app.extensions["tooldiscovery"] = self
-        app.extensions[STATE_KEY] = AppState(settings, slots, pipelines)
-        app.extensions[OPERATIONS_KEY] = operations
-        for pipeline in pipelines.values():
-            app.register_blueprint(pipeline.dialect.make_blueprint(pipeline), url_prefix=pipeline.prefix or None)
-            root = pipeline.dialect.root_blueprint(pipeline) if pipeline.dialect.root_blueprint else None
+        app.extensions[STATE_KEY] = core
+        app.extensions[PIPELINES_KEY] = pipelines
+        app.extensions[OPERATIONS_KEY] = core.operations
+        for name, pipeline in pipelines.items():
+            dialect = self.dialect(name)
+            app.register_blueprint(dialect.make_blueprint(pipeline), url_prefix=pipeline.prefix or None)
+            root = dialect.root_blueprint(pipeline) if dialect.root_blueprint else None
             if root is not None:
                 app.register_blueprint(root)
+        app.extensions["tooldiscovery.fast"] = fastpath.install(app)
         if settings.metrics and settings.metrics_path:
             from .observe import metrics
 
             app.register_blueprint(metrics.blueprint(settings, app.config.get("TRUSTED_HOSTS")))
         show_call_log(settings.call_log)
         if settings.warn_unauthenticated and not (app.debug or app.testing or _read_only_cli()):
-            warnings = [w for name in settings.dialects
-                        if (check := self.dialect(name).security_warning) and (w := check(settings, self))]
+            warnings = [w for name, pipe in pipelines.items() if (check := self.dialect(name).security_warning)
+                        and (w := check(settings, pipe.authenticator))]
             if warnings:
                 log.warning("flask-tooldiscovery: %s", "; ".join(warnings))
         from .cli.commands import tools_cli
@@ -185,8 +190,9 @@ class ToolDiscovery:
         return hook
 
     @staticmethod
-    def state(app: Flask | None = None) -> AppState:
-        """What ``init_app`` built for ``app`` (default: the current app)."""
+    def state(app: Flask | None = None) -> Core:
+        """What ``init_app`` built for ``app`` (default: the current app): its core, which holds
+        its tools, settings and call services."""
         app = app or current_app
         return app.extensions[STATE_KEY]  # type: ignore[no-any-return]
 
@@ -195,12 +201,21 @@ class ToolDiscovery:
         """The current app's :class:`~.settings.Settings`."""
         return self.state().settings
 
+    @staticmethod
+    def pipelines(app: Flask | None = None) -> dict[str, Pipeline]:
+        """The pipelines of the dialects mounted on ``app`` (default: the current app), by name."""
+        mounted: dict[str, Pipeline] = (app or current_app).extensions[PIPELINES_KEY]
+        return mounted
+
     def pipeline(self, name: str, app: Flask | None = None) -> Pipeline:
         """The current app's pipeline of dialect ``name`` (a detached one when it is not mounted)."""
-        state = self.state(app)
-        if name in state.pipelines:
-            return state.pipelines[name]
-        return Pipeline(self, self.dialect(name), state.settings, state.slots)
+        app = app or current_app
+        mounted: dict[str, Pipeline] = app.extensions[PIPELINES_KEY]
+        if name in mounted:
+            return mounted[name]
+        core, dialect = self.state(app), self.dialect(name)
+        return Pipeline(core, dialect, dialect.authenticator(core.settings) if dialect.authenticator else None,
+                        mounted=dict(mounted))
 
     @staticmethod
     def mounted_dialects(app: Flask | None = None) -> list[str]:
@@ -283,15 +298,14 @@ class ToolDiscovery:
         display_order: int | None = None,
     ) -> None:
         """Declare a tool category (TDP groups tools by it); tools name it with ``category=``."""
-        self._categories[id] = {
+        self.registry.add_category(id, {
             k: v for k, v in (("id", id), ("name", name), ("description", description),
                               ("icon", icon), ("display_order", display_order)) if v is not None
-        }
-        self.registry.version += 1  # cached documents list categories
+        })
 
     def categories(self, settings: Settings | None = None) -> list[dict[str, Any]]:
         """Categories declared with :meth:`category` and ``TOOLDISCOVERY_CATEGORIES``."""
-        merged = dict(self._categories)
+        merged = dict(self.registry.categories)
         for item in (settings or self.settings).categories:
             merged.setdefault(str(item["id"]), dict(item))
         return list(merged.values())
@@ -311,14 +325,8 @@ class ToolDiscovery:
 
     def tools(self) -> ToolSet:
         """The tools in force for this request (providers called at most once per request)."""
-        static = self.registry.static
-        if static is not None:  # no provider: one set for every request, nothing to keep per request
-            return static
-        if has_app_context():
-            cache = g.setdefault("_tooldiscovery_toolsets", {})
-            if id(self) not in cache:
-                cache[id(self)] = self.registry.resolve()
-            return cache[id(self)]  # type: ignore[no-any-return]
+        if has_app_context() and STATE_KEY in current_app.extensions:
+            return self.state().tools()
         return self.registry.resolve()
 
     def make_context(self, dialect: str | None, **fields: Any) -> ToolContext:
@@ -332,9 +340,9 @@ class ToolDiscovery:
     def call(self, tool: Tool, arguments: Any, context: ToolContext, *, coerce: bool | None = None,
              hand_off: HandOff | None = None, max_errors: int | None = None) -> Outcome:
         """Run ``tool`` through the one invocation path (validation, coercion, timing, logging)."""
-        if coerce is None:
-            coerce = self.settings.coerce_arguments if has_app_context() else False
-        return invoke(tool, arguments, context, coerce=coerce, call_handler=self.call_handler, logger=log,
+        if has_app_context() and STATE_KEY in current_app.extensions:
+            return self.state().call(tool, arguments, context, coerce=coerce, hand_off=hand_off, max_errors=max_errors)
+        return invoke(tool, arguments, context, coerce=bool(coerce), call_handler=self.call_handler, logger=log,
                       hand_off=hand_off, max_errors=max_errors)
 
 

@@ -1,5 +1,5 @@
 """Correctness of discovery caching (not its speed: that is bench/'s business): cached bytes and
-the WSGI fast path (:class:`~flask_tooldiscovery.cache.FastDiscovery`) always answer what the full
+the WSGI fast path (:class:`~flask_tooldiscovery.serving.fastpath.FastPath`) always answer what the full
 request path would, after a registry change, a provider change, a config change and for each
 caller's visible set; ETag and 304 semantics; stable MCP pagination; every guard kept."""
 
@@ -12,7 +12,7 @@ import pytest
 from flask import Flask
 
 from flask_tooldiscovery import Identity, ToolDiscovery
-from flask_tooldiscovery.serving.cache import FastDiscovery
+from flask_tooldiscovery.serving.fastpath import FastPath
 
 PATHS = {"opal": "/opal/discovery", "oxp": "/oxp/tools", "tdp": "/api/v1/tools", "explorer": "/explorer/tools"}
 
@@ -38,7 +38,7 @@ def two_tools() -> ToolDiscovery:
 
 
 def served_fast(app: Flask) -> int:
-    fast: FastDiscovery = app.extensions["tooldiscovery.fast"]
+    fast: FastPath = app.extensions["tooldiscovery.fast"]
     return sum(len(s.answers) for s in fast._served.values())
 
 

@@ -81,11 +81,11 @@ def pipe(marks: dict[str, threading.Event]) -> Iterator[Pipeline]:
     app.config.update(TOOLDISCOVERY_WARN_UNAUTHENTICATED=False, TOOLDISCOVERY_MAX_CONCURRENT_CALLS=1)
     discovery.init_app(app)
     with app.test_request_context("/mcp", method="POST"):
-        yield discovery.state().pipelines["mcp"]
+        yield discovery.pipeline("mcp")
 
 
 def test_events_arrive_in_order_then_the_outcome(pipe: Pipeline) -> None:
-    items = [i for i in stream_call(pipe, pipe.find("steps"), {"n": 3}, pipe.context(), keepalive=WAIT)]
+    items = [i for i in stream_call(pipe.invoke, pipe.find("steps"), {"n": 3}, pipe.context(), keepalive=WAIT)]
     events = [i for i in items if not isinstance(i, KeepAlive)]
     assert events[:-1] == [Progress(1.0, 3.0, "step 1"), LogEntry("info", "did 1"),
                            Progress(2.0, 3.0, "step 2"), LogEntry("info", "did 2"),
@@ -95,7 +95,7 @@ def test_events_arrive_in_order_then_the_outcome(pipe: Pipeline) -> None:
 
 
 def test_sync_tools_report_without_await(pipe: Pipeline) -> None:
-    items = list(stream_call(pipe, pipe.find("sync_steps"), {"n": 2}, pipe.context(), keepalive=WAIT))
+    items = list(stream_call(pipe.invoke, pipe.find("sync_steps"), {"n": 2}, pipe.context(), keepalive=WAIT))
     assert items[:3] == [Progress(1.0), Progress(2.0), LogEntry("warning", "careful")]
     assert isinstance(items[-1], Outcome) and items[-1].value == "done"
 
@@ -106,7 +106,7 @@ def test_a_call_without_listener_ignores_reports(pipe: Pipeline) -> None:
 
 
 def test_silence_is_filled_with_keepalives(pipe: Pipeline, marks: dict[str, threading.Event]) -> None:
-    stream = stream_call(pipe, pipe.find("blocks"), {}, pipe.context(), keepalive=0.05)
+    stream = stream_call(pipe.invoke, pipe.find("blocks"), {}, pipe.context(), keepalive=0.05)
     assert isinstance(next(stream), KeepAlive)  # the tool blocks: nothing else can come
     marks["release"].set()
     rest = list(stream)
@@ -114,7 +114,7 @@ def test_silence_is_filled_with_keepalives(pipe: Pipeline, marks: dict[str, thre
 
 
 def test_closing_the_stream_cancels_an_async_tool(pipe: Pipeline, marks: dict[str, threading.Event]) -> None:
-    stream = stream_call(pipe, pipe.find("waits"), {}, pipe.context(), keepalive=0.05)
+    stream = stream_call(pipe.invoke, pipe.find("waits"), {}, pipe.context(), keepalive=0.05)
     assert isinstance(next(stream), KeepAlive)
     assert marks["started"].wait(WAIT)
     stream.close()
@@ -122,7 +122,7 @@ def test_closing_the_stream_cancels_an_async_tool(pipe: Pipeline, marks: dict[st
 
 
 def test_closing_the_stream_tells_a_sync_tool(pipe: Pipeline, marks: dict[str, threading.Event]) -> None:
-    stream = stream_call(pipe, pipe.find("polls"), {}, pipe.context(), keepalive=0.05)
+    stream = stream_call(pipe.invoke, pipe.find("polls"), {}, pipe.context(), keepalive=0.05)
     next(stream)
     assert marks["started"].wait(WAIT)
     stream.close()
@@ -133,7 +133,7 @@ def test_cancelling_the_context_ends_the_call_as_cancelled(pipe: Pipeline, marks
     context = pipe.context()
     inflight = InFlight()
     forget = inflight.add(("alice", 7), context)
-    stream = stream_call(pipe, pipe.find("waits"), {}, context, keepalive=0.05)
+    stream = stream_call(pipe.invoke, pipe.find("waits"), {}, context, keepalive=0.05)
     next(stream)
     assert marks["started"].wait(WAIT)
     assert not inflight.cancel(("bob", 7))  # another caller's key finds nothing
@@ -146,10 +146,10 @@ def test_cancelling_the_context_ends_the_call_as_cancelled(pipe: Pipeline, marks
 
 
 def test_a_refusal_before_the_tool_runs_is_the_last_item(pipe: Pipeline, marks: dict[str, threading.Event]) -> None:
-    first = stream_call(pipe, pipe.find("blocks"), {}, pipe.context(), keepalive=0.05)
+    first = stream_call(pipe.invoke, pipe.find("blocks"), {}, pipe.context(), keepalive=0.05)
     next(first)
     assert marks["started"].wait(WAIT)  # the only call slot is taken
-    second = list(stream_call(pipe, pipe.find("steps"), {"n": 1}, pipe.context(), keepalive=WAIT))
+    second = list(stream_call(pipe.invoke, pipe.find("steps"), {"n": 1}, pipe.context(), keepalive=WAIT))
     assert len(second) == 1 and isinstance(second[0], Busy)
     marks["release"].set()
     assert isinstance(list(first)[-1], Outcome)

@@ -19,9 +19,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from flask import current_app, has_request_context, request
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 
-from ..errors import BadRequest, CoreError
+from ..errors import BadRequest, CoreError, Unavailable
 from ..tools.model import Tool
 
 SALT = "flask-tooldiscovery.approval"
@@ -118,5 +119,39 @@ class Sealer:
             raise InvalidApproval("approval state is for another caller")
 
 
-__all__ = ["APPROVAL_HEADER", "Approval", "ApprovalRequired", "InvalidApproval", "Sealer", "digest", "needs_approval",
-           "prompt_for"]
+def sealer(max_age: int, audience: str) -> Sealer:
+    """The current app's :class:`Sealer`: its ``SECRET_KEY`` (and ``SECRET_KEY_FALLBACKS``); without
+    a key, :class:`~flask_tooldiscovery.errors.Unavailable` (approvals cannot be checked)."""
+    app = current_app
+    if not app.secret_key:
+        raise Unavailable("This tool needs approval, and approvals are not set up on this server.",
+                          reason="approvals need the app's SECRET_KEY")
+    fallbacks = app.config.get("SECRET_KEY_FALLBACKS") or ()
+    return Sealer(app.secret_key, list(fallbacks), max_age=max_age, audience=audience)
+
+
+def carried_approval() -> Approval | None:
+    """The approval the current request carries: the sealed state a client sends back in the
+    ``X-Tool-Approval`` header once the person approved (``None`` without one)."""
+    if not has_request_context():
+        return None
+    state = request.headers.get(APPROVAL_HEADER, "").strip()
+    return Approval(state, True) if state else None
+
+
+def approved(tool: Tool, arguments: Any, subject: str | None, call_id: str, approval: Approval | None, *,
+             max_age: int, audience: str) -> bool:
+    """Whether a call of a tool that needs approval may run: ``True`` with an approval of this very
+    call, ``False`` when the person declined it. Without an approval, :class:`ApprovalRequired`
+    carries the sealed request to send back; a forged, expired or other call's one is
+    :class:`InvalidApproval`."""
+    seal = sealer(max_age, audience)
+    if approval is None:
+        raise ApprovalRequired(tool, seal.seal(tool, arguments, subject, call_id),
+                               prompt_for(tool, arguments if isinstance(arguments, dict) else {}))
+    seal.open(approval.state, tool, arguments, subject)
+    return approval.approved
+
+
+__all__ = ["APPROVAL_HEADER", "Approval", "ApprovalRequired", "InvalidApproval", "Sealer", "approved",
+           "carried_approval", "digest", "needs_approval", "prompt_for", "sealer"]

@@ -13,15 +13,12 @@ import queue
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 from ..errors import CoreError
 from ..observe.logs import log
 from ..tools.invoke import Outcome
 from ..tools.model import LogEntry, Progress, Tool, ToolContext
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..serving.pipeline import Pipeline
 
 
 @dataclass(frozen=True)
@@ -79,9 +76,9 @@ class InFlight:
             return sum(len(calls) for calls in self._calls.values())
 
 
-def stream_call(pipe: Pipeline, tool: Tool, arguments: object, context: ToolContext, *,
-                keepalive: float = 15.0) -> Iterator[StreamItem]:
-    """Run ``tool`` through the pipeline (:meth:`~.pipeline.Pipeline.invoke`) in a helper thread
+def stream_call(invoke: Callable[[Tool, Any, ToolContext], Outcome], tool: Tool, arguments: object,
+                context: ToolContext, *, keepalive: float = 15.0) -> Iterator[StreamItem]:
+    """Run ``invoke(tool, arguments, context)`` (the pipeline's, which guards and counts the call) in a helper thread
     and yield what it reports while it runs, :class:`KeepAlive` every ``keepalive`` seconds of
     silence, and finally its :class:`~.invoke.Outcome` (or the :class:`~.errors.CoreError` that
     refused it).
@@ -96,7 +93,7 @@ def stream_call(pipe: Pipeline, tool: Tool, arguments: object, context: ToolCont
 
     def run() -> None:
         try:
-            events.put(copied.run(pipe.invoke, tool, arguments, context))
+            events.put(copied.run(invoke, tool, arguments, context))
         except CoreError as exc:
             events.put(exc)
         except BaseException as exc:  # a bug below the pipeline: never a silent hang

@@ -7,13 +7,15 @@ import sys
 from typing import Any
 
 import click
-from flask import current_app, g
+from flask import current_app
 from flask.cli import AppGroup
 
 from ..calls.approvals import Approval, ApprovalRequired
 from ..dialects import Dialect
 from ..errors import CoreError, RetryLater
-from ..serving.pipeline import Pipeline, new_call_id
+from ..serving import request_state
+from ..serving.guard import new_call_id
+from ..serving.pipeline import Pipeline
 from ..serving.wire import parse_json
 from ..tools.model import Identity
 from ..tools.targets import Target
@@ -43,14 +45,14 @@ def _ext() -> Any:
     meta = click.get_current_context().meta
     subject, scopes = meta.get("tooldiscovery.subject"), meta.get("tooldiscovery.scopes") or ()
     if subject or scopes:
-        g._tooldiscovery_identity = Identity(subject=subject, scopes=tuple(scopes), method="cli")
+        request_state.current().identity = Identity(subject=subject, scopes=tuple(scopes), method="cli")
     return current_app.extensions["tooldiscovery"]
 
 
 def _tools() -> Any:
     """The tools in force, as the ``--as``/``--scope`` caller sees them (everything without them)."""
     ext = _ext()
-    identity = g.get("_tooldiscovery_identity")
+    identity = request_state.current().identity
     return ext.tools().visible_to(identity) if identity is not None else ext.tools()
 
 
@@ -111,9 +113,8 @@ def call_tool(name: str, input_: str, approve: bool) -> None:
         raise click.ClickException(f"--input is not valid JSON: {exc}") from None
     if not isinstance(arguments, dict):
         raise click.ClickException(f"--input must be a JSON object of arguments, not {json.dumps(arguments)[:40]}")
-    state = ext.state()
-    pipe = Pipeline(ext, CLI_DIALECT, state.settings, state.slots)
-    identity, call_id = g.get("_tooldiscovery_identity"), new_call_id()
+    pipe = Pipeline(ext.state(), CLI_DIALECT)
+    identity, call_id = request_state.current().identity, new_call_id()
     try:
         try:
             outcome = pipe.call_as(identity, tool, arguments, call_id=call_id)

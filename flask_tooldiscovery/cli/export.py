@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..dialects.openapi import OpenApiSettings, describe
+from ..dialects.openapi import NAME, describe
 from ..tools.json_schema import inline_refs
 from ..tools.schema_check import InvalidSchemaError, check_schema
 
@@ -33,7 +33,7 @@ def openapi_document(ext: Any, server_url: str | None = None) -> dict[str, Any]:
     """The OpenAPI 3.1 document of the call routes of the dialect ``TOOLDISCOVERY_OPENAPI_DIALECT``
     names (:func:`~..dialects.openapi.describe`); ``ValueError`` when that dialect is not mounted
     or describes no routes."""
-    return describe(ext.pipeline(OpenApiSettings.of(ext.settings).dialect), server_url)
+    return describe(ext.pipeline(NAME), server_url)
 
 
 def lint(ext: Any) -> list[tuple[str, str, str]]:

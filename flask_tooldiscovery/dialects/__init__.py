@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Hashable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import STATUS_NAMES, CoreError
+from ..serving.fastpath import Learnable
 
 if TYPE_CHECKING:  # pragma: no cover
     from flask import Blueprint
 
-    from ..extension import ToolDiscovery
     from ..serving.identity import Authenticator
     from ..serving.pipeline import Pipeline
     from ..settings import DialectSettings, Settings
@@ -85,7 +85,7 @@ class Dialect:
     #: ``flask tools export <name>``: its discovery document.
     export_document: Callable[[Pipeline], Any] | None = None
     #: Why it would run tools for anyone, or ``None`` (logged once by ``init_app``).
-    security_warning: Callable[[Settings, ToolDiscovery], str | None] | None = None
+    security_warning: Callable[[Settings, Authenticator | None], str | None] | None = None
     #: ``flask tools check``: problems this protocol's clients would have with a tool.
     lint_tool: Callable[[Tool], list[str]] | None = None
     #: ``flask tools check/export --target <name>``: what its clients accept of a tool's schema.
@@ -111,6 +111,9 @@ class Dialect:
     #: ``transport``), its ``export_document``: the manifest lists it in that remote's section, its
     #: URL as ``<key>Url`` and the document as ``<key>`` (the Server Card: ``"serverCard"``).
     describes_remote: str | None = None
+    #: Which of its answers the fast path may learn and give again without Flask: its discovery
+    #: GETs, and (with a body shape) discovery reads made by POST, as MCP's ``tools/list``.
+    learnable: Learnable = field(default_factory=Learnable)
 
 
 #: The dialects this package ships, by name: the module whose ``DIALECT`` describes each.
@@ -127,6 +130,19 @@ BUILTIN: dict[str, str] = {
 }
 
 
+def dialect_of(pipe: Pipeline) -> Dialect:
+    """The :class:`Dialect` a pipeline serves (the pipeline itself types it by what it reads)."""
+    dialect = pipe.dialect
+    if not isinstance(dialect, Dialect):
+        raise TypeError(f"pipeline {pipe.name!r} serves {dialect!r}, not a Dialect")
+    return dialect
+
+
+def table_of(pipe: Pipeline) -> dict[str, Dialect]:
+    """Every dialect of the extension's table that ``pipe``'s app was built with, mounted or not."""
+    return {name: d for name, d in pipe.core.dialects.items() if isinstance(d, Dialect)}
+
+
 def load(module: str) -> Dialect:
     """The ``DIALECT`` of ``module``."""
     dialect = importlib.import_module(module).DIALECT
@@ -140,4 +156,5 @@ def status_name(status: int) -> str:
     return STATUS_NAMES.get(status, "Error")
 
 
-__all__ = ["BUILTIN", "Dialect", "Protocol", "default_error_response", "load", "status_name"]
+__all__ = ["BUILTIN", "Dialect", "Protocol", "default_error_response", "dialect_of", "load", "status_name",
+           "table_of"]

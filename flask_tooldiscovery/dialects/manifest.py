@@ -18,7 +18,7 @@ from typing import Any
 from flask import Blueprint, Response, current_app, request
 
 from ..serving.pipeline import Pipeline
-from . import Dialect, Protocol
+from . import Dialect, Protocol, dialect_of, table_of
 
 NAME = "manifest"
 DEFAULT_PATH = "/.well-known/tool-discovery"
@@ -41,7 +41,7 @@ def _routes(pipe: Pipeline) -> list[dict[str, Any]]:
 
 
 def _entry(pipe: Pipeline) -> dict[str, Any]:
-    protocol = pipe.dialect.protocol or Protocol(pipe.name)
+    protocol = dialect_of(pipe).protocol or Protocol(pipe.name)
     routes = _routes(pipe)
     listed = [r["url"] for r in routes if r["kind"] == "discovery" and "GET" in r["methods"] and "{" not in r["url"]]
     calls = [r["url"] for r in routes if r["kind"] == "call"]
@@ -53,7 +53,8 @@ def _about_remote(pipelines: dict[str, Pipeline], entries: dict[str, Any]) -> di
     """The documents mounted dialects serve about the remote endpoint (the Server Card), by key."""
     about: dict[str, Any] = {}
     for name, pipe in pipelines.items():
-        key, export = pipe.dialect.describes_remote, pipe.dialect.export_document
+        dialect = dialect_of(pipe)
+        key, export = dialect.describes_remote, dialect.export_document
         if key and export is not None and name in entries:
             about[f"{key}Url"] = entries[name]["url"]
             about[key] = export(pipe)
@@ -63,7 +64,7 @@ def _about_remote(pipelines: dict[str, Pipeline], entries: dict[str, Any]) -> di
 def manifest(pipe: Pipeline) -> dict[str, Any]:
     """The manifest, its URLs absolute from this request."""
     settings = pipe.settings
-    pipelines = pipe.ext.state().pipelines
+    pipelines = pipe.mounted
     entries = {name: _entry(pipelines[name]) for name in settings.dialects if name != pipe.name}
     about = _about_remote(pipelines, entries)
     out = {
@@ -73,8 +74,7 @@ def manifest(pipe: Pipeline) -> dict[str, Any]:
         "tools": len(pipe.tools().latest()),
         "dialects": entries,
     }
-    for name in pipe.ext.dialect_names:  # an entry of its own: null while the dialect is not mounted
-        dialect = pipe.ext.dialect(name)
+    for name, dialect in table_of(pipe).items():  # an entry of its own: null while the dialect is not mounted
         if dialect.manifest_section is not None and name != pipe.name:
             mounted = pipelines.get(name) if name in entries else None
             remote = dialect.protocol is not None and dialect.protocol.transport is not None

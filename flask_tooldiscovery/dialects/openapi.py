@@ -17,7 +17,7 @@ from flask import Blueprint, Response, request
 from ..serving.pipeline import Pipeline
 from ..serving.wire import security_schemes
 from ..settings import DialectSettings, SettingsError, matching, setting
-from . import Dialect, Protocol
+from . import Dialect, Protocol, dialect_of
 
 NAME = "openapi"
 VERSION = "3.1.0"
@@ -32,14 +32,16 @@ class OpenApiSettings(DialectSettings):
                            "(utcp: one operation per tool).")
 
 
-def describe(described: Pipeline, server_url: str | None = None) -> dict[str, Any]:
-    """An OpenAPI document of the call routes of ``described`` (a mounted dialect's pipeline, read
-    through its ``openapi_paths``): ``servers`` is ``server_url`` when given, the security schemes
-    those of its credentials. ``ValueError`` when it is not mounted or describes no routes."""
-    settings = described.settings
-    paths = described.dialect.openapi_paths if described.name in settings.dialects else None
-    if paths is None:
-        raise ValueError(f"TOOLDISCOVERY_OPENAPI_DIALECT is {described.name!r}: the OpenAPI document describes "
+def describe(pipe: Pipeline, server_url: str | None = None) -> dict[str, Any]:
+    """An OpenAPI document of the call routes of the dialect ``TOOLDISCOVERY_OPENAPI_DIALECT`` names,
+    mounted beside ``pipe`` (read through its ``openapi_paths``): ``servers`` is ``server_url`` when
+    given, the security schemes those of its credentials. ``ValueError`` when it is not mounted or
+    describes no routes."""
+    settings, name = pipe.settings, OpenApiSettings.of(pipe.settings).dialect
+    described = pipe.mounted.get(name)
+    paths = dialect_of(described).openapi_paths if described is not None else None
+    if described is None or paths is None:
+        raise ValueError(f"TOOLDISCOVERY_OPENAPI_DIALECT is {name!r}: the OpenAPI document describes "
                          "the call routes of a mounted dialect that has an OpenAPI description (utcp, opal...)")
     info = {"title": settings.server_name, "version": settings.server_version}
     if settings.server_description:
@@ -57,8 +59,7 @@ def describe(described: Pipeline, server_url: str | None = None) -> dict[str, An
 
 def export_document(pipe: Pipeline) -> dict[str, Any]:
     """The document, its ``servers`` entry from this request."""
-    described = OpenApiSettings.of(pipe.settings).dialect
-    return describe(pipe.ext.pipeline(described), request.url_root.rstrip("/"))
+    return describe(pipe, request.url_root.rstrip("/"))
 
 
 def make_blueprint(pipe: Pipeline) -> Blueprint:

@@ -215,7 +215,7 @@ def export_document(pipe: Pipeline) -> dict[str, Any]:
     return list_document(pipe, list(pipe.tools()))
 
 
-def security_warning(settings: Settings, ext: Any) -> str | None:
+def security_warning(settings: Settings, authenticator: Authenticator | None) -> str | None:
     """Why this dialect would run tools for anyone, or ``None``."""
     options = OxpSettings.of(settings)
     if not (options.jwt_secret or options.api_key):

@@ -18,7 +18,7 @@ from flask import Blueprint, Response, request
 from ..serving.pipeline import Pipeline
 from ..serving.wire import security_schemes
 from ..settings import DialectSettings, SettingsError, matching, optional, setting
-from . import Dialect, Protocol
+from . import Dialect, Protocol, table_of
 
 NAME = "server_card"
 SCHEMA_URL = "https://static.modelcontextprotocol.io/schemas/v1/server-card.schema.json"
@@ -58,9 +58,9 @@ def card_name(pipe: Pipeline) -> str:
 def remotes(pipe: Pipeline) -> list[tuple[str, Protocol]]:
     """The mounted dialects the card describes (``(name, protocol)``, in mounting order): those whose
     protocol has a transport. :class:`~..settings.SettingsError` when none is mounted."""
-    found = []
+    found, table = [], table_of(pipe)
     for name in pipe.settings.dialects:
-        protocol = pipe.ext.dialect(name).protocol
+        protocol = table[name].protocol
         if protocol is not None and protocol.transport is not None:
             found.append((name, protocol))
     if not found:
@@ -75,7 +75,7 @@ def _remote(pipe: Pipeline, name: str, protocol: Protocol) -> dict[str, Any]:
     remote: dict[str, Any] = {"type": protocol.transport,
                               "url": request.url_root.rstrip("/") + (pipe.settings.prefixes[name] or "/"),
                               "supportedProtocolVersions": list(protocol.versions)}
-    scheme = next(iter(security_schemes(pipe.ext.pipeline(name).authenticator).values()), None)
+    scheme = next(iter(security_schemes(pipe.mounted[name].authenticator).values()), None)
     if scheme is not None:
         remote["headers"] = [{"name": scheme.get("name", "Authorization"), "isRequired": True, "isSecret": True,
                               "value": "{token}" if scheme["type"] == "apiKey" else "Bearer {token}",

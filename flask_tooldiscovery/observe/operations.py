@@ -2,8 +2,8 @@
 signals, the OpenTelemetry span, the Prometheus metrics and the call log line of a refusal.
 
 ``init_app`` builds one :class:`Operations` per app from its settings (so a wrong limit, a storage
-URI without its driver or a missing extra fails at start); :meth:`~.pipeline.Pipeline.invoke`
-runs each call through :func:`observe_call`.
+URI without its driver or a missing extra fails at start); the pipeline runs each call through
+:func:`observe_call`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from ..tools.model import Tool, ToolContext
 from .logs import log_call
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..serving.pipeline import Pipeline
+    from ..serving.identity import Identity
     from .metrics import CallMetrics
     from .tracing import Tracer
 
@@ -67,26 +67,26 @@ def _error_type(outcome: Outcome) -> str:
     return "ToolError" if outcome.failure is not None and outcome.failure.expected else "_OTHER"
 
 
-def observe_call(pipe: Pipeline, tool: Tool, context: ToolContext, call: Callable[[], Outcome]) -> Outcome:
-    """``call()`` (which runs the tool in a call slot) within the caller's rate limit, between the
-    signals, inside the call's span, counted in the metrics. Core errors (refusals) are re-raised
-    for the dialect's ``error_response``; the outcome is returned as it is."""
+def observe_call(ops: Operations, dialect: str, identity: Identity | None, tool: Tool, context: ToolContext,
+                 call: Callable[[], Outcome]) -> Outcome:
+    """``call()`` (which runs the tool in a call slot) made through ``dialect`` by ``identity``,
+    within the caller's rate limit, between the signals, inside the call's span, counted in the
+    metrics. Core errors (refusals) are re-raised for the dialect's ``error_response``; the
+    outcome is returned as it is."""
     app: Flask = current_app._get_current_object()  # type: ignore[attr-defined]
-    ops = operations(app)
-    identity = pipe.identity
-    fields: dict[str, Any] = {"tool": tool, "dialect": pipe.name, "call_id": context.call_id,
+    fields: dict[str, Any] = {"tool": tool, "dialect": dialect, "call_id": context.call_id,
                               "trace_id": context.trace_id, "identity": identity}
     if signals.tool_called.receivers:  # sending to no one still costs; ask first
         signals.tool_called.send(app, duration_ms=0.0, **fields)
     started = time.perf_counter()
     metrics = ops.metrics
     if metrics is not None:
-        metrics.started(tool.name, pipe.name)
+        metrics.started(tool.name, dialect)
     ran, label = False, "error"
     try:
-        with ops.span(tool, context, pipe.name) as span:
+        with ops.span(tool, context, dialect) as span:
             try:
-                limits = ops.limits.limits_for(tool, pipe.name)
+                limits = ops.limits.limits_for(tool, dialect)
                 if limits:  # whom to count only when something counts
                     ops.limits.check(tool, limits, RateLimits.caller(identity, request.remote_addr))
                 ran = True
@@ -108,7 +108,7 @@ def observe_call(pipe: Pipeline, tool: Tool, context: ToolContext, call: Callabl
                 ops.tracer.failed(span, _error_type(outcome), outcome.error_message)
     finally:
         if metrics is not None:
-            metrics.finished(tool.name, pipe.name, label, time.perf_counter() - started if ran else None)
+            metrics.finished(tool.name, dialect, label, time.perf_counter() - started if ran else None)
     sent = signals.tool_succeeded if outcome.ok else signals.tool_failed
     if sent.receivers:
         sent.send(app, duration_ms=outcome.duration_ms, outcome=outcome, **fields)

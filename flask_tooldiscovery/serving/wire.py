@@ -16,11 +16,19 @@ from flask.json.provider import DefaultJSONProvider, JSONProvider
 from marshmallow import Schema, post_dump
 from werkzeug.datastructures import MIMEAccept
 from werkzeug.http import parse_accept_header
+from werkzeug.sansio.utils import get_content_length
 
 from .identity import Authenticator
 from .verifiers import ApiKeyVerifier, JwksVerifier, JwtVerifier
 
 JSON_MIMETYPE = "application/json"
+#: A WSGI environ.
+Environ = dict[str, Any]
+
+
+def content_length(environ: Environ) -> int | None:
+    """``request.content_length``, read from the environ (werkzeug's rule: none when chunked)."""
+    return get_content_length(environ.get("CONTENT_LENGTH"), environ.get("HTTP_TRANSFER_ENCODING"))
 
 
 class WireSchema(Schema):

@@ -28,8 +28,9 @@ from .model import Tool, ToolContext, ToolError
 
 GENERIC_FAILURE = "The tool failed with an unexpected error."
 CANCELLED = "The call was cancelled."
-#: Each tool's compiled argument coercion (its input schema read once, not on every call).
-_COERCIONS: weakref.WeakKeyDictionary[Tool, Coercion] = weakref.WeakKeyDictionary()
+#: Each tool's compiled argument coercion (its input schema read once, not on every call), with
+#: the resolved schema it was compiled from.
+_COERCIONS: weakref.WeakKeyDictionary[Tool, tuple[dict[str, Any], Coercion]] = weakref.WeakKeyDictionary()
 
 #: ``hand_off()`` is called when a timed-out sync tool is left running; it returns the function
 #: to call once that tool really ends (the caller's concurrency slot stays taken until then).
@@ -216,10 +217,11 @@ def prepare(
     if not isinstance(arguments, dict):
         return arguments, (ArgumentError("", None, "Arguments must be a JSON object.", "type"),)
     if coerce:
-        coerce_arguments = _COERCIONS.get(tool)
-        if coerce_arguments is None:
-            coerce_arguments = _COERCIONS[tool] = coercion({"type": "object", **tool.resolved_input_schema})
-        arguments = coerce_arguments(arguments)
+        schema = tool.resolved_input_schema
+        compiled = _COERCIONS.get(tool)
+        if compiled is None or compiled[0] is not schema:  # new, or its schema was assigned anew
+            compiled = _COERCIONS[tool] = (schema, coercion({"type": "object", **schema}))
+        arguments = compiled[1](arguments)
     errors = check_arguments(tool, arguments, logger, max_errors=max_errors)
     if errors:
         return arguments, tuple(errors)

@@ -261,6 +261,20 @@ def _defines(node: Any) -> bool:
     return isinstance(node, list) and any(_defines(v) for v in node if isinstance(v, (dict, list)))
 
 
+#: The fields of a :class:`Tool` that some dialect shows (its fingerprint digests them).
+SHOWN_FIELDS = ("name", "description", "input_schema", "output_schema", "title", "annotations", "version",
+                "toolkit", "category", "tags", "examples", "requirements", "timeout", "metadata", "scopes")
+#: What a :class:`Tool` works out once from its shown fields (dropped when one of them is assigned).
+_DERIVED = ("fingerprint", "resolved_input_schema")
+#: How many times a shown tool was changed by assignment, in this process (see ``Tool.__setattr__``).
+_CHANGES = [0]
+
+
+def tool_changes() -> int:
+    """A count that moves whenever a tool some dialect has shown is changed by assignment."""
+    return _CHANGES[0]
+
+
 @dataclass(eq=False)
 class Tool:
     """One tool as every dialect sees it.
@@ -295,15 +309,26 @@ class Tool:
     #: Turns validated JSON arguments into the Python values the function expects.
     load_arguments: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        # A tool changed by assignment after it was shown: what was worked out from it (its
+        # fingerprint, resolved schema, compiled checks) is dropped, and every tool set built
+        # before it is told (its content fingerprint is worked out anew). Nested values changed
+        # in place (tool.input_schema["x"] = ...) are not seen: assign a new value instead.
+        object.__setattr__(self, name, value)
+        if name in SHOWN_FIELDS:
+            cached = self.__dict__
+            if "fingerprint" in cached:
+                _CHANGES[0] += 1
+            for key in _DERIVED:
+                cached.pop(key, None)
+
     @cached_property
     def fingerprint(self) -> str:
         """A digest of everything a dialect may show of this tool (equal tools, equal digests)."""
         import hashlib
         import json
 
-        shown = {k: getattr(self, k) for k in (
-            "name", "description", "input_schema", "output_schema", "title", "annotations", "version",
-            "toolkit", "category", "tags", "examples", "requirements", "timeout", "metadata", "scopes")}
+        shown = {k: getattr(self, k) for k in SHOWN_FIELDS}
         # Key order is kept: dialects show a schema's properties in the order they were given.
         text = json.dumps(shown, default=repr, separators=(",", ":"))
         return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()

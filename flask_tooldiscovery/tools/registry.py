@@ -8,12 +8,12 @@ import json
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from .function_tools import RegistrationError, valid_tool_name
-from .model import Identity, Tool, parse_version
+from .model import Identity, Tool, parse_version, tool_changes
 from .providers import ProviderError, ToolsProvider, resolve_provider, tool_from_object
 
 log = logging.getLogger("flask_tooldiscovery")
@@ -24,8 +24,8 @@ class ToolSet:
     """The tools in force for one request, all versions, in registration order."""
 
     tools: list[Tool] = field(default_factory=list)
-    #: Equal for two sets that would be served identically: the registry's version for
-    #: registered tools alone, a digest of every tool otherwise (caches key on it).
+    #: Equal for two sets that would be served identically: a digest of every tool's content and
+    #: the registry's categories (caches and learned answers key on it).
     fingerprint: Hashable = None
 
     def __post_init__(self) -> None:
@@ -98,8 +98,12 @@ class ToolRegistry:
         #: Provider tools given as dicts, read once per content (canonical JSON -> Tool).
         self._provided: OrderedDict[str, Tool] = OrderedDict()
         self._lock = threading.Lock()
-        #: Bumped on every registration; part of every cache key.
+        #: Bumped on every registration and category.
         self.version = 0
+        #: Tool categories declared in code, by id (TDP groups tools by them).
+        self.categories: dict[str, dict[str, Any]] = {}
+        #: ``tool_changes()`` when the static tool set was built (a tool changed since: built anew).
+        self._static_changes = -1
         #: Keys under which two differently named tools may not meet: (label, key, {key: name}).
         self._unique: list[_UniqueKey] = []
 
@@ -139,17 +143,32 @@ class ToolRegistry:
         self._static = None
         self.version += 1
 
+    def add_category(self, id: str, fields: Mapping[str, Any]) -> None:
+        """Declare (or redeclare) the category ``id``: every tool set built from now on shows it."""
+        self.categories[id] = dict(fields)
+        self._static = None
+        self.version += 1
+
     @property
     def static(self) -> ToolSet | None:
         """The tools in force when no provider is registered (they cannot change between two
         registrations), else ``None``."""
         return None if self._has_providers else self.resolve()
 
+    def _fingerprint(self, tools: list[Tool]) -> Hashable:
+        """The content fingerprint of a tool set of these tools: every tool's digest and the
+        declared categories (documents show both)."""
+        categories = json.dumps(self.categories, sort_keys=True, default=repr) if self.categories else ""
+        return ("tools", tuple(t.fingerprint for t in tools), categories)
+
     def resolve(self) -> ToolSet:
         """The tools in force now. Providers are called (their errors raise ProviderError)."""
         if not self._has_providers:
-            if self._static is None:
-                self._static = ToolSet([t for _, t in self._entries], fingerprint=("registry", id(self), self.version))
+            changes = tool_changes()
+            if self._static is None or self._static_changes != changes:
+                registered = [t for _, t in self._entries]
+                self._static = ToolSet(registered, fingerprint=self._fingerprint(registered))
+                self._static_changes = changes
             return self._static
         tools: list[Tool] = []
         seen: set[tuple[str, tuple[int, int, int]]] = set()
@@ -180,7 +199,7 @@ class ToolRegistry:
                     _claim(tool, unique)
                 seen.add(key)
                 tools.append(tool)
-        return ToolSet(tools)
+        return ToolSet(tools, fingerprint=self._fingerprint(tools))
 
     def _read_provided(self, obj: Any) -> Tool:
         """:func:`tool_from_object`, once per distinct content of a plain dict (a provider called

@@ -49,7 +49,7 @@ class Driver:
 
     def _prefix(self, client: FlaskClient | None) -> str:
         if client is not None:
-            pipelines = ToolDiscovery.state(client.application).pipelines
+            pipelines = ToolDiscovery.pipelines(client.application)
             if self.name in pipelines:
                 return pipelines[self.name].prefix
         return self.dialect.default_prefix

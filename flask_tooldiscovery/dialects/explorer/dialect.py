@@ -12,13 +12,14 @@ pipeline's 401, as any other source's.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from flask import Blueprint, Response, current_app, render_template, request
 from marshmallow import fields
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from ...errors import CoreError, Forbidden, PayloadTooLarge, Unauthorized
+from ...serving.identity import Authenticator
 from ...serving.pipeline import MalformedBody, Pipeline
 from ...serving.wire import WireSchema, json_response, openapi_post
 from ...settings import DialectSettings, Settings, parse_bool, setting
@@ -28,9 +29,6 @@ from .. import Dialect, Protocol
 from ..content_blocks import LATEST, content_blocks
 from .driver import ExplorerDriver
 from .stream import stream_response, wants_stream
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ...extension import ToolDiscovery
 
 NAME = "explorer"
 PAGE_HEADERS = {
@@ -93,9 +91,9 @@ def error_response(exc: CoreError) -> tuple[Any, int]:
     return {"error": exc.message, **exc.extra}, exc.status  # a 428 carries code, approval_state, prompt
 
 
-def security_warning(settings: Settings, ext: ToolDiscovery) -> str | None:
+def security_warning(settings: Settings, authenticator: Authenticator | None) -> str | None:
     """Why this dialect would run tools for anyone, or ``None``."""
-    if ExplorerSettings.of(settings).allow_execute and ext.current_auth_hook is None:
+    if ExplorerSettings.of(settings).allow_execute and authenticator is None:
         return ("explorer runs tools for anyone (TOOLDISCOVERY_ALLOW_EXECUTE is on and no auth hook "
                 "is set): set one with @discovery.auth_hook")
     return None

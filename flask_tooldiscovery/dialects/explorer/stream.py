@@ -131,7 +131,7 @@ def stream_response(pipe: Pipeline, tool: Tool, context: ToolContext, arguments:
     plain call's answer to an outcome: its body is the last event's data)."""
 
     def start() -> Items:
-        return stream_call(pipe, tool, arguments(), context, keepalive=pipe.settings.stream_keepalive)
+        return stream_call(pipe.invoke, tool, arguments(), context, keepalive=pipe.settings.stream_keepalive)
 
     items = _admitted(pipe, start, context) if pipe.awaits_admission else start()
     response = Response(stream_with_context(_frames(pipe, items, result)), mimetype=SSE)

@@ -62,7 +62,7 @@ def authenticator(settings: Settings) -> Authenticator | None:
     return Authenticator(tuple(verifiers)) if verifiers else None
 
 
-def security_warning(settings: Settings, ext: Any) -> str | None:
+def security_warning(settings: Settings, authenticator: Authenticator | None) -> str | None:
     """Why this dialect would run tools for anyone (or take tokens meant for another host), or ``None``."""
     options = McpSettings.of(settings)
     if options.authorization_servers and not options.resource and "*" in (settings.allowed_hosts or ()):

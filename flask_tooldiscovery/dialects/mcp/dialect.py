@@ -18,6 +18,7 @@ from marshmallow import fields
 from ...errors import CoreError, RetryLater, Unavailable
 from ...observe.logs import log
 from ...serving import wire
+from ...serving.fastpath import Learnable
 from ...serving.pipeline import MalformedBody, Pipeline, UnknownTool
 from ...serving.wire import JSON_MIMETYPE, WireSchema, json_response, openapi_post, page_cursor, read_cursor
 from ...settings import Settings
@@ -228,7 +229,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         in the envelope this dialect writes (by Flask's own JSON provider, usable outside a request)."""
         provider = current_app.json
         if type(provider) is DefaultJSONProvider:
-            pipe.remember_post(toolset, list_shape, rpc.result_splice(data, lambda v: wire.dumps(v, provider)))
+            pipe.remember_post(toolset, rpc.result_splice(data, lambda v: wire.dumps(v, provider)))
 
     def call_tool(params: dict[str, Any]) -> dict[str, Any]:
         name = params.get("name")
@@ -337,4 +338,5 @@ DIALECT = Dialect(
     cors_headers=("MCP-Protocol-Version", "Mcp-Session-Id", "Last-Event-ID", "Mcp-Method", "Mcp-Name", "Mcp-Param-*"),
     exposed_headers=("Mcp-Session-Id",), security_warning=security_warning, openapi_paths=openapi_paths,
     root_blueprint=root_blueprint, manifest_section=manifest_section, settings=McpSettings,
+    learnable=Learnable(post=list_shape),
 )

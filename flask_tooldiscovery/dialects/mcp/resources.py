@@ -57,7 +57,7 @@ def methods(pipe: Pipeline) -> dict[str, rpc.Method]:
     """The resources methods for the MCP method table (none unless resources are on)."""
     if not McpSettings.of(pipe.settings).resources:
         return {}
-    registry = pipe.ext.resources
+    registry = pipe.core.resources
 
     def list_resources(params: dict[str, Any]) -> dict[str, Any]:
         return {"resources": [_described(r, {"uri": r.uri, "name": r.name})
@@ -74,7 +74,7 @@ def methods(pipe: Pipeline) -> dict[str, rpc.Method]:
         meta: dict[str, Any] = params["_meta"] if isinstance(params.get("_meta"), dict) else {}
         try:
             resource, arguments = registry.find(uri, pipe.identity)
-            with pipe.slots.hold():
+            with pipe.core.slots.hold():
                 value = resource.read(uri, arguments, pipe.context(extra={"meta": meta}))
         except NoSuchResource:
             modern = client_version(meta) >= NOT_FOUND_AS_INVALID_PARAMS_SINCE

@@ -23,12 +23,13 @@ import threading
 from http import HTTPStatus
 from typing import Any
 
-from flask import Response, copy_current_request_context, g
+from flask import Response, copy_current_request_context
 
 from ...calls import callbacks
 from ...calls.approvals import needs_approval
 from ...errors import BadRequest, CoreError, RetryLater
 from ...observe.logs import log
+from ...serving import request_state
 from ...serving.pipeline import Pipeline
 from ...serving.wire import json_response
 from ...tools.invoke import GENERIC_FAILURE, Outcome, prepare
@@ -87,7 +88,8 @@ def accept(pipe: Pipeline, tool: Tool, parameters: dict[str, Any], context: Tool
 
     @copy_current_request_context
     def run() -> None:  # the request's context, copied: this thread's g is its own
-        g._tooldiscovery_identity, g._tooldiscovery_trace_id = identity, trace_id
+        state = request_state.current()
+        state.identity, state.trace_id = identity, trace_id or ""
         try:
             result = _result(pipe.invoke(tool, parameters, context, coerce=True))
         except CoreError as exc:  # refused after the 202: rate limit, no free call slot

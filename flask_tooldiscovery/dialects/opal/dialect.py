@@ -168,7 +168,7 @@ def authenticator(settings: Settings) -> Authenticator | None:
     return Authenticator((BearerVerifier(token, "opal"),)) if token else None
 
 
-def security_warning(settings: Settings, ext: Any) -> str | None:
+def security_warning(settings: Settings, authenticator: Authenticator | None) -> str | None:
     """Why this dialect would run tools for anyone, or ``None``."""
     if not OpalSettings.of(settings).bearer_token:
         return "opal runs tools without authentication (set TOOLDISCOVERY_OPAL_BEARER_TOKEN)"

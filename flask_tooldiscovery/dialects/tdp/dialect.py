@@ -16,6 +16,7 @@ from marshmallow import fields
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from ...errors import BadRequest, CoreError, PayloadTooLarge, Unavailable
+from ...serving.identity import Authenticator
 from ...serving.pipeline import Pipeline, UnknownTool
 from ...serving.wire import WireSchema, json_response, openapi_post
 from ...settings import DialectSettings, Settings, choice, parse_str, setting
@@ -131,7 +132,7 @@ def manifest_document(pipe: Pipeline) -> dict[str, Any]:
                      "description": settings.server_description,
                      **({"base_url": options.base_url} if options.base_url else {})},
         "tools": [pipe.dump(NAME, t, _TOOL.dump) for t in pipe.tools().latest()],
-        "categories": (_PROTO_CATEGORIES if protojson else _CATEGORIES).dump(pipe.ext.categories(settings)),
+        "categories": (_PROTO_CATEGORIES if protojson else _CATEGORIES).dump(pipe.core.categories()),
         "generated_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
     return to_protojson(doc) if protojson else doc
@@ -156,7 +157,7 @@ def error_response(exc: CoreError) -> tuple[Any, int]:
     return {"error": status_name(exc.status), "message": message}, exc.status
 
 
-def security_warning(settings: Settings, ext: Any) -> str | None:
+def security_warning(settings: Settings, authenticator: Authenticator | None) -> str | None:
     """TDP has no authentication: always a warning."""
     return ("tdp's POST /api/v1/tools/execute has no authentication of its own: keep it on a "
             "private network or guard it in front of the app")

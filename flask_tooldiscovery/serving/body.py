@@ -1,0 +1,94 @@
+"""A request's JSON body: read once, never past the size limit (chunked bodies included), parsed
+with the core's JSON rules, and kept in the request's state for every later reader."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from flask import request
+from werkzeug.exceptions import RequestEntityTooLarge
+
+from ..errors import BadRequest, PayloadTooLarge
+from . import request_state
+from .wire import content_length, parse_json
+
+
+class MalformedBody(BadRequest):
+    """The body is not JSON (or nests too deep, or holds a non-finite number).
+
+    ``detail`` is the parser's own sentence; dialects word the message their own way.
+    """
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"Malformed JSON: {detail}")
+        self.detail = detail
+
+
+def json_body(limit: int, *, required: bool = False) -> Any:
+    """The request body parsed as JSON (``None`` when empty and not ``required``)."""
+    state = request_state.current()
+    if state.body is not request_state.UNREAD:
+        return state.body
+    raw = state.raw = read_body(limit)
+    if not raw.strip():
+        if required:
+            raise BadRequest("The request body is empty; a JSON object was expected.")
+        value = None
+    else:
+        try:
+            value = parse_json(raw)
+        except ValueError as exc:
+            raise MalformedBody(str(exc)) from None
+    state.body = value
+    return value
+
+
+def has_body(limit: int) -> bool:
+    """True when the request carries a non-empty body (read and kept by :func:`json_body`)."""
+    state = request_state.current()
+    if state.body is not request_state.UNREAD:
+        return state.body is not None
+    try:
+        return json_body(limit) is not None
+    except MalformedBody:
+        return True
+
+
+def read_body(limit: int) -> bytes:
+    """At most ``limit`` bytes of body; :class:`~flask_tooldiscovery.errors.PayloadTooLarge` when
+    there are more.
+
+    A chunked body (no Content-Length; the server terminates the stream) is read from the
+    server's stream itself, one byte past the limit, so that a body over it is refused whole
+    instead of being cut at the limit and run.
+    """
+    req = request._get_current_object()  # type: ignore[attr-defined]
+    environ = req.environ
+    length = content_length(environ)
+    if length is not None and length <= limit and "stream" not in req.__dict__:
+        # The usual case: exactly Content-Length bytes from the server's stream, which is then
+        # replaced by the same bytes, so the app can still read the body after us.
+        raw: bytes = environ["wsgi.input"].read(length) if length else b""
+        environ["wsgi.input"] = io.BytesIO(raw)
+        return raw  # a body cut short is parsed as it came, as werkzeug's stream gives it
+    if length is None and environ.get("wsgi.input_terminated"):
+        stream, parts, size = environ["wsgi.input"], [], 0
+        while size <= limit:
+            part = stream.read(limit + 1 - size)
+            if not part:
+                break
+            parts.append(part)
+            size += len(part)
+        raw = b"".join(parts)
+    else:
+        try:
+            raw = req.stream.read(limit + 1)
+        except RequestEntityTooLarge:
+            raise PayloadTooLarge() from None
+    if len(raw) > limit:
+        raise PayloadTooLarge()
+    return raw
+
+
+__all__ = ["MalformedBody", "has_body", "json_body", "read_body"]

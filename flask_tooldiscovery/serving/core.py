@@ -1,0 +1,99 @@
+"""What the serving layer is handed by ``init_app``: one :class:`Core` per app, and each mounted
+dialect as a :class:`Translator` (what the pipeline reads of it).
+
+The core holds the app's tools (the registry and resources), its settings, its call services
+(call slots, rate limits, tracing and metrics) and the request guard, and runs tool calls. Each
+mounted dialect's pipeline (:mod:`.pipeline`) gets it; nothing in the serving layer or below
+knows the extension that built it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol
+
+from flask import has_app_context
+
+from ..calls.slots import Slots
+from ..errors import CoreError
+from ..observe.logs import log
+from ..observe.operations import Operations
+from ..settings import Settings
+from ..tools.invoke import HandOff, Outcome, invoke
+from ..tools.model import Tool, ToolContext
+from ..tools.registry import ToolRegistry, ToolSet
+from ..tools.resources import ResourceRegistry
+from . import request_state
+from .fastpath import Learnable
+from .guard import Guard
+
+
+class Translator(Protocol):
+    """What the pipeline reads of a dialect (the ``Dialect`` contract has more)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def default_prefix(self) -> str: ...
+    @property
+    def public_discovery(self) -> bool: ...
+    @property
+    def cors_headers(self) -> tuple[str, ...]: ...
+    @property
+    def learnable(self) -> Learnable: ...
+    @property
+    def exposed_headers(self) -> tuple[str, ...]: ...
+    @property
+    def error_response(self) -> Callable[[CoreError], tuple[Any, int]]: ...
+
+
+class Core:
+    """One app's tools, settings and call services, shared by its dialects' pipelines."""
+
+    def __init__(self, registry: ToolRegistry, resources: ResourceRegistry, settings: Settings, *,
+                 call_handler: Callable[..., Any] | None = None,
+                 categories: Callable[[], list[dict[str, Any]]] = list,
+                 dialects: Mapping[str, Translator] | None = None, trusted_hosts: Iterable[str] | None = None) -> None:
+        self.registry = registry
+        self.resources = resources
+        self.settings = settings
+        self.call_handler = call_handler
+        self._categories = categories
+        #: Tool calls running at once in this worker (``TOOLDISCOVERY_MAX_CONCURRENT_CALLS``).
+        self.slots = Slots(settings.max_concurrent_calls, settings.busy_retry_after)
+        #: Rate limits, tracing and metrics (checked here, so a bad setting fails at ``init_app``).
+        self.operations = Operations(settings)
+        self.guard = Guard(settings, trusted_hosts)
+        #: Every dialect of the extension's table, by name, mounted or not (the manifest lists them).
+        self.dialects: Mapping[str, Translator] = dict(dialects or {})
+
+    def tools(self) -> ToolSet:
+        """The tools in force for this request (providers called at most once per request)."""
+        static = self.registry.static
+        if static is not None:  # no provider: one set for every request, nothing to keep per request
+            return static
+        if not has_app_context():
+            return self.registry.resolve()
+        state = request_state.current()
+        if state.toolsets is None:
+            state.toolsets = {}
+        found = state.toolsets.get(id(self))
+        if found is None:
+            found = state.toolsets[id(self)] = self.registry.resolve()
+        return found
+
+    def categories(self) -> list[dict[str, Any]]:
+        """The tool categories declared in code and in ``TOOLDISCOVERY_CATEGORIES``."""
+        return self._categories()
+
+    def call(self, tool: Tool, arguments: Any, context: ToolContext, *, coerce: bool | None = None,
+             hand_off: HandOff | None = None, max_errors: int | None = None) -> Outcome:
+        """Run ``tool`` through the one invocation path (validation, coercion, timing, logging),
+        with no guard, limit or slot: :meth:`.pipeline.Pipeline.invoke` adds those."""
+        if coerce is None:
+            coerce = self.settings.coerce_arguments
+        return invoke(tool, arguments, context, coerce=coerce, call_handler=self.call_handler, logger=log,
+                      hand_off=hand_off, max_errors=max_errors)
+
+
+__all__ = ["Core", "Translator"]

@@ -1,0 +1,136 @@
+"""The checks every request passes before anything reads it: host, origin, content type, body
+size, and the trace id it is answered under."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from flask import Request
+from werkzeug.sansio.utils import host_is_trusted
+
+from ..errors import Forbidden, MisdirectedRequest, PayloadTooLarge, UnsupportedMediaType
+from ..settings import Settings, host_allow_list
+from .wire import JSON_MIMETYPE, Environ, content_length
+
+#: What a route does: list tools (discovery), run one (call), report liveness (health), or
+#: serve the explorer's page and files (page).
+RouteKind = Literal["discovery", "call", "health", "page"]
+
+_TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
+_TRACE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+
+
+def new_trace_id() -> str:
+    """A new trace id: 32 random lower-case hex digits, the W3C ``traceparent`` trace-id form."""
+    return os.urandom(16).hex()
+
+
+def new_call_id() -> str:
+    """A new call id: a random (version 4) UUID in its usual text form."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def trace_id_of(traceparent: str, given: str) -> str:
+    """The trace id of a request with these ``traceparent`` and ``X-Trace-Id`` headers (the
+    ``traceparent``'s, else the given one when well formed, else a new one)."""
+    match = _TRACEPARENT.match(traceparent.strip().lower())
+    if match:
+        return match.group(1)
+    given = given.strip()
+    return given if _TRACE_ID.match(given) else new_trace_id()
+
+
+def environ_trace_id(environ: Environ) -> str:
+    """:func:`trace_id_of` a WSGI environ's headers."""
+    traceparent, given = environ.get("HTTP_TRACEPARENT"), environ.get("HTTP_X_TRACE_ID")
+    if traceparent is None and given is None:
+        return new_trace_id()
+    return trace_id_of(traceparent or "", given or "")
+
+
+def origin_of(url: str) -> str | None:
+    """``scheme://host[:port]`` of an origin, lower-cased, default ports dropped; ``None`` when it
+    is not a plain origin (user info, a path, an unknown scheme, ``null``)."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.username is not None \
+            or parts.password is not None or parts.path not in ("", "/") or parts.query or parts.fragment:
+        return None
+    host = parts.hostname.lower()
+    if ":" in host:
+        host = f"[{host}]"
+    if port is None or (parts.scheme, port) in (("http", 80), ("https", 443)):
+        return f"{parts.scheme}://{host}"
+    return f"{parts.scheme}://{host}:{port}"
+
+
+class Guard:
+    """One app's request checks, from its settings: the hosts it answers for, the origins whose
+    pages may call its tools, and the largest body it reads."""
+
+    def __init__(self, settings: Settings, trusted_hosts: Iterable[str] | None = None) -> None:
+        self.max_content_length = settings.max_content_length
+        self.hosts: Any = host_allow_list(settings, trusted_hosts)
+        self._host_verdicts: dict[str, bool] = {}
+        allowed = settings.allowed_origins
+        self.any_origin = "*" in allowed
+        self.origins = frozenset(o for o in (origin_of(a) for a in allowed if a != "*") if o)
+
+    def check(self, req: Request) -> str:
+        """Every request: the size limit set on it, its host allowed, its declared body not over the
+        limit; returns its trace id."""
+        limit = self.max_content_length
+        req.max_content_length = limit
+        trace_id = environ_trace_id(req.environ)
+        if self.hosts is not None:
+            host = req.host
+            if not self.host_allowed(host):
+                raise MisdirectedRequest(reason=f"host {host!r} is not allowed")
+        if (content_length(req.environ) or 0) > limit:
+            raise PayloadTooLarge()
+        return trace_id
+
+    def check_call(self, req: Request) -> None:
+        """A request to run a tool: from an allowed origin (if a browser says one), with a JSON body."""
+        environ = req.environ
+        origin = environ.get("HTTP_ORIGIN")
+        if origin is not None and not self.origin_allowed(origin, req):
+            raise Forbidden("Forbidden: origin not allowed.", reason=f"origin {origin!r} is not allowed")
+        if req.method == "POST" and req.mimetype != JSON_MIMETYPE:
+            empty = not content_length(environ) and "HTTP_TRANSFER_ENCODING" not in environ
+            if not (empty and not req.mimetype):  # an empty POST with no type at all carries nothing to refuse
+                raise UnsupportedMediaType()
+
+    def host_allowed(self, host: str) -> bool:
+        """``host`` is on the allow-list (verdicts remembered per host text; a flood of new
+        names only empties the memory)."""
+        verdicts = self._host_verdicts
+        verdict = verdicts.get(host)
+        if verdict is None:
+            if len(verdicts) >= 256:
+                verdicts.clear()
+            verdict = verdicts[host] = host_is_trusted(host, self.hosts)
+        return verdict
+
+    def origin_allowed(self, origin: str, req: Request) -> bool:
+        """True for the page's own origin (the host is already allowed) and the listed ones."""
+        if self.any_origin:
+            return True
+        parsed = origin_of(origin)
+        if parsed is None:
+            return False
+        return parsed in self.origins or parsed == origin_of(f"{req.scheme}://{req.host}")
+
+
+__all__ = ["Guard", "RouteKind", "environ_trace_id", "new_call_id", "new_trace_id", "origin_of", "trace_id_of"]
