@@ -13,12 +13,12 @@ the blocks of the dialects this package ships.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Self
 
-from .observe.logs import log
 from .settings_parsers import (
     Parser,
     SettingsError,
@@ -33,12 +33,15 @@ from .settings_parsers import (
     parse_list,
     parse_mapping,
     parse_prefix,
+    parse_redis_url,
     parse_str,
     parse_url,
     parse_url_with_query,
     parse_urls,
     whole_number,
 )
+
+log = logging.getLogger("flask_tooldiscovery")
 
 PREFIX = "TOOLDISCOVERY_"
 
@@ -110,15 +113,6 @@ class DialectSettings:
         if not isinstance(block, cls):
             raise LookupError(f"{cls.__name__} was not parsed by init_app: add its dialect to the extension first")
         return block
-
-
-def _state_storage(key: str, value: Any) -> str:
-    from .calls.rendezvous import check_uri
-
-    try:
-        return check_uri(key, parse_str(key, value) or "")
-    except ValueError as exc:
-        raise SettingsError(str(exc)) from None
 
 
 
@@ -217,7 +211,7 @@ class Settings:
         "STREAM_KEEPALIVE", 15, number(0.05),
         "Seconds of silence after which a streamed call (MCP SSE, the explorer) sends a keep-alive.")
     state_storage_uri: str | None = setting(
-        "STATE_STORAGE_URI", None, optional(_state_storage),
+        "STATE_STORAGE_URI", None, optional(parse_redis_url),
         "Where a request waiting for another one's message meets it (an MCP elicitation's answer): unset, "
         "in this worker process only; redis://host:6379/0 for every worker and host (needs the redis extra).")
     #: Mount point of each mounted dialect (``""`` for the root).

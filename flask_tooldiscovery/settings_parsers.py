@@ -184,6 +184,26 @@ def parse_url(key: str, value: Any, *, query: bool = False) -> str | None:
     return text
 
 
+#: The URL schemes of a Redis server, and how to install the client they need.
+REDIS_SCHEMES = ("redis", "rediss", "unix")
+REDIS_INSTALL = "pip install 'flask-tooldiscovery[redis]'"
+
+
+def parse_redis_url(key: str, value: Any) -> str:
+    """A Redis URL (``redis://``, ``rediss://``, ``unix://``) this process can use (redis-py
+    installed); ``""`` when unset."""
+    uri = parse_str(key, value) or ""
+    if not uri:
+        return ""
+    if urlsplit(uri).scheme not in REDIS_SCHEMES:
+        raise SettingsError(f"{key} must be a redis://, rediss:// or unix:// URL, not {uri!r}")
+    try:
+        import redis  # noqa: F401
+    except ImportError:
+        raise SettingsError(f"{key} is set, which needs redis-py: {REDIS_INSTALL}") from None
+    return uri
+
+
 def parse_urls(key: str, value: Any) -> tuple[str, ...]:
     """A list of URLs (see :func:`parse_url`), or one comma-separated string."""
     return tuple(parse_url(key, item) or "" for item in parse_list(key, value))

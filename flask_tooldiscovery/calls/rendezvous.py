@@ -14,14 +14,11 @@ import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any, Protocol
-from urllib.parse import urlsplit
 
 from ..errors import ToolDiscoveryError
 from ..observe.logs import log
 
 REDIS_PREFIX = "flask-tooldiscovery:rendezvous:"
-SCHEMES = ("redis", "rediss", "unix")
-INSTALL = "pip install 'flask-tooldiscovery[redis]'"
 
 
 class RendezvousError(ToolDiscoveryError, RuntimeError):
@@ -122,17 +119,6 @@ class RedisRendezvous:
         return True
 
 
-def check_uri(name: str, uri: str) -> str:
-    """``uri`` if it names a Redis this process can use; ValueError (naming ``name``) otherwise."""
-    if urlsplit(uri).scheme not in SCHEMES:
-        raise ValueError(f"{name} must be a redis://, rediss:// or unix:// URL, not {uri!r}")
-    try:
-        import redis  # noqa: F401
-    except ImportError:
-        raise ValueError(f"{name} is set, which needs redis-py: {INSTALL}") from None
-    return uri
-
-
 LOCAL = LocalRendezvous()
 _SHARED: dict[str, RedisRendezvous] = {}
 _SHARED_LOCK = threading.Lock()
@@ -147,5 +133,5 @@ def for_uri(uri: str | None) -> Rendezvous:
         return _SHARED.get(uri) or _SHARED.setdefault(uri, RedisRendezvous(uri))
 
 
-__all__ = ["INSTALL", "LOCAL", "LocalRendezvous", "Mailbox", "RedisRendezvous", "Rendezvous", "RendezvousError",
-           "check_uri", "for_uri"]
+__all__ = ["LOCAL", "LocalRendezvous", "Mailbox", "RedisRendezvous", "Rendezvous", "RendezvousError",
+           "for_uri"]

@@ -1,7 +1,8 @@
 """The library's logger and how its call log is shown.
 
 Every line the library writes goes to the ``flask_tooldiscovery`` logger: one INFO line per tool
-call (tool, version, dialect, call id, trace id, outcome, duration), WARNING for refused requests,
+call (:mod:`~flask_tooldiscovery.tools.call_log`: tool, version, dialect, call id, trace id,
+outcome, duration), WARNING for refused requests,
 ERROR with the traceback for a tool's unexpected failure. Standard :mod:`logging` configuration
 applies; ``TOOLDISCOVERY_CALL_LOG`` is a shortcut that shows the INFO lines on stderr, as text or
 as JSON lines for log shippers.
@@ -13,31 +14,11 @@ import json
 import logging
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ..tools.model import Tool, ToolContext
+from ..tools.call_log import CALL_FIELDS, LOGGER_NAME
 
-log = logging.getLogger("flask_tooldiscovery")
-
-#: The ``extra`` fields a call's log records carry (JSON lines include them as keys).
-CALL_FIELDS = ("tool", "version", "dialect", "call_id", "trace_id", "outcome", "duration_ms")
-
-
-def log_call(tool: Tool, context: ToolContext, outcome: str, duration_ms: float, *, status: int | None = None,
-             logger: logging.Logger = log) -> None:
-    """The INFO line of one call (``outcome``: ``success``, ``invalid``, ``failure``, or ``refused``
-    with the refusal's HTTP ``status``), its :data:`CALL_FIELDS` as the record's ``extra``."""
-    if not logger.isEnabledFor(logging.INFO):
-        return
-    logger.info(
-        "tool call tool=%s version=%s dialect=%s call_id=%s trace_id=%s outcome=%s%s duration_ms=%.2f",
-        tool.name, tool.version, context.dialect, context.call_id, context.trace_id, outcome,
-        "" if status is None else f" status={status}", duration_ms,
-        extra={"tool": tool.name, "version": tool.version, "dialect": context.dialect, "call_id": context.call_id,
-               "trace_id": context.trace_id, "outcome": outcome, "duration_ms": round(duration_ms, 3)},
-    )
-
+log = logging.getLogger(LOGGER_NAME)
 
 class JsonLinesFormatter(logging.Formatter):
     """One JSON object per record: time, level, logger, message, the call fields, and the
@@ -78,4 +59,4 @@ def show_call_log(mode: str | None) -> None:
     log.propagate = mode != "json"  # JSON lines alone on stderr; text also reaches the app's handlers
 
 
-__all__ = ["CALL_FIELDS", "JsonLinesFormatter", "log", "log_call", "show_call_log"]
+__all__ = ["JsonLinesFormatter", "log", "show_call_log"]

@@ -19,12 +19,12 @@ from .. import signals
 from ..calls.limits import RateLimits
 from ..errors import CoreError
 from ..settings import Settings, SettingsError, key
+from ..tools.call_log import log_call
 from ..tools.invoke import Outcome
 from ..tools.model import Tool, ToolContext
-from .logs import log_call
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..serving.identity import Identity
+    from ..tools.model import Identity
     from .metrics import CallMetrics
     from .tracing import Tracer
 

@@ -20,9 +20,9 @@ from typing import Any, Literal
 from jsonschema.exceptions import SchemaError
 from marshmallow import ValidationError as MarshmallowValidationError
 
-from ..observe.logs import log, log_call
 from .argument_validation import ArgumentError, parameter_errors, validate_arguments
 from .async_bridge import run_sync
+from .call_log import log, log_call
 from .coerce import Coercion, coercion, to_jsonable
 from .model import Tool, ToolContext, ToolError
 
