@@ -106,7 +106,8 @@ class ToolDiscovery:
         blocks = [d.settings for d in table.values() if d.settings is not None]
         cfg.apply_defaults(app.config, blocks)
         defaults = {name: d.default_prefix for name, d in table.items()}
-        settings = cfg.build_settings(app.config, app_name=app.name, default_prefixes=defaults, blocks=blocks)
+        settings = cfg.build_settings(app.config, app_name=app.name, default_prefixes=defaults, blocks=blocks,
+                                      default_dialects=BUILTIN)
         # rate limits, tracing, metrics: checked (in the core) before anything is mounted
         core = Core(self.registry, self.resources, settings, call_handler=self.call_handler,
                     categories=lambda: self.categories(settings), dialects=table,

@@ -46,7 +46,6 @@ log = logging.getLogger("flask_tooldiscovery")
 PREFIX = "TOOLDISCOVERY_"
 
 #: Every dialect this package ships, in the order they are mounted by default.
-ALL_DIALECTS = ("explorer", "opal", "oxp", "tdp", "mcp", "utcp", "openapi", "server_card", "manifest")
 
 #: Host names a server answers for when neither TOOLDISCOVERY_ALLOWED_HOSTS nor Flask's
 #: TRUSTED_HOSTS is set: loopback only, so a DNS-rebinding page cannot reach it.
@@ -125,7 +124,9 @@ class Settings:
     """
 
     # --- the extension ---
-    dialects: tuple[str, ...] = setting("DIALECTS", list(ALL_DIALECTS), parse_list, "Which dialects to mount.")
+    #: Unset (``None``): every dialect this package ships (the extension's built-in table).
+    dialects: tuple[str, ...] = setting("DIALECTS", None, lambda k, v: None if v is None else parse_list(k, v),
+                                        "Which dialects to mount.")
     server_name: str = setting("SERVER_NAME", None, parse_str,
                                "Server name in every dialect (default: the app's name).")
     server_version: str = setting("SERVER_VERSION", "1.0.0", parse_str, "Server version.")
@@ -249,11 +250,13 @@ def build_settings(
     app_name: str,
     default_prefixes: Mapping[str, str],
     blocks: Iterable[type[DialectSettings]] = (),
+    default_dialects: Iterable[str] = (),
 ) -> Settings:
     """Parse and check the core keys of ``config`` and those of each dialect block in ``blocks``;
     raise :class:`SettingsError` naming the key.
 
-    ``default_prefixes`` maps each known dialect to its default mount point. Unknown
+    ``default_prefixes`` maps each known dialect to its default mount point; ``default_dialects``
+    are mounted when ``TOOLDISCOVERY_DIALECTS`` is unset. Unknown
     ``TOOLDISCOVERY_*`` keys are warned about once.
     """
     values = _parse(Settings, config)
@@ -263,7 +266,8 @@ def build_settings(
     values["title"] = values["title"] or "Tool Explorer"
     # The older MCP_ALLOWED_ORIGINS only adds to ALLOWED_ORIGINS: the core reads the one list.
     values["allowed_origins"] = tuple(dict.fromkeys((*values["allowed_origins"], *values["mcp_allowed_origins"])))
-    dialects = tuple(name.lower() for name in values["dialects"])
+    chosen = values["dialects"] if values["dialects"] is not None else tuple(default_dialects)
+    dialects = tuple(name.lower() for name in chosen)
     unknown_dialects = [d for d in dialects if d not in default_prefixes]
     if unknown_dialects:
         raise SettingsError(
@@ -304,7 +308,7 @@ def host_allow_list(settings: Settings, trusted_hosts: Any) -> tuple[str, ...] |
 
 
 __all__ = [
-    "ALL_DIALECTS", "LOOPBACK_HOSTS", "PREFIX", "SPECS", "DialectSettings", "Settings", "SettingsError", "Spec",
+    "LOOPBACK_HOSTS", "PREFIX", "SPECS", "DialectSettings", "Settings", "SettingsError", "Spec",
     "apply_defaults", "build_settings", "choice", "host_allow_list", "key", "matching", "number", "optional",
     "parse_bool", "parse_categories", "parse_float", "parse_int", "parse_list", "parse_mapping", "parse_prefix",
     "parse_str", "parse_url", "parse_url_with_query", "parse_urls", "setting", "specs", "url_prefix_key",

@@ -29,6 +29,17 @@ def test_config_defaults_are_set_without_overriding(make_app) -> None:
     assert all(k.startswith("TOOLDISCOVERY_") for k in DEFAULTS)
 
 
+def test_unset_dialects_mount_every_dialect_the_package_ships_and_only_those() -> None:
+    from flask_tooldiscovery.dialects import BUILTIN
+
+    own = Dialect(name="mine", make_blueprint=lambda pipe: pipe.blueprint(__name__))
+    d = ToolDiscovery(dialects=[own])
+    app = Flask("every")
+    d.init_app(app)
+    assert ToolDiscovery.mounted_dialects(app) == list(BUILTIN)  # a dialect of one's own is named to mount
+    assert "mine" not in ToolDiscovery.pipelines(app)
+
+
 def test_double_registration_is_refused() -> None:
     d = ToolDiscovery()
     app = Flask("x")

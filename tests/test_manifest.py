@@ -13,10 +13,10 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from flask_tooldiscovery import ToolDiscovery
+from flask_tooldiscovery.dialects import BUILTIN
 from flask_tooldiscovery.dialects.manifest import DIALECT as MANIFEST
-from flask_tooldiscovery.settings import ALL_DIALECTS
 
-EVERY = list(dict.fromkeys([*ALL_DIALECTS, "manifest"]))
+EVERY = list(dict.fromkeys([*BUILTIN, "manifest"]))
 
 
 def build(**config: Any) -> Flask:
