@@ -243,18 +243,35 @@ def test_a_malformed_callback_is_refused_with_400(server: str, value: Any) -> No
     assert r.status_code == 400 and r.json()["error"], r.text
 
 
-def test_unset_hosts_allow_only_https_to_public_addresses(receiver: Receiver) -> None:
+@pytest.fixture(scope="module")
+def unlisted() -> Iterator[str]:
+    """The app with no callback hosts listed: https to public addresses only."""
     base, proc = start("tests.apps.opal_async_app:create_app()")
-    try:
-        for url in (receiver.url(), "https://127.0.0.1/cb", "https://localhost/cb", "https://[::1]/cb",
-                    "https://169.254.169.254/latest", "https://192.168.1.1/cb", "https://0.0.0.0/cb",
-                    "https://224.0.0.1/cb", "https://[::ffff:127.0.0.1]/cb"):
-            r = call(base, "build_report", {"n": 1}, {"url": url, "tool_call_id": "tc"})
-            assert r.status_code == 400, (url, r.text)
-            assert "refused" in r.json()["error"]
-        assert call(base, "quick", {"n": 1}, {"url": "https://127.0.0.1/cb"}).status_code == 200
-    finally:
-        stop(proc)
+    yield base
+    stop(proc)
+
+
+def test_unset_hosts_allow_only_https_to_public_addresses(unlisted: str, receiver: Receiver) -> None:
+    for url in (receiver.url(), "https://127.0.0.1/cb", "https://localhost/cb", "https://[::1]/cb",
+                "https://169.254.169.254/latest", "https://192.168.1.1/cb", "https://0.0.0.0/cb",
+                "https://224.0.0.1/cb", "https://[::ffff:127.0.0.1]/cb"):
+        r = call(unlisted, "build_report", {"n": 1}, {"url": url, "tool_call_id": "tc"})
+        assert r.status_code == 400, (url, r.text)
+        assert "refused" in r.json()["error"]
+    assert call(unlisted, "quick", {"n": 1}, {"url": "https://127.0.0.1/cb"}).status_code == 200
+
+
+@pytest.mark.parametrize(("host", "said"), [
+    ("[64:ff9b::7f00:1]", "is the NAT64 form of 127.0.0.1"), ("[2002:7f00:1::]", "is the 6to4 form of 127.0.0.1"),
+    ("[::a9fe:a9fe]", "is the IPv4-compatible form of 169.254.169.254")])
+def test_ipv6_forms_of_loopback_and_private_addresses_are_refused_with_400(unlisted: str, host: str,
+                                                                           said: str) -> None:
+    """The URL is checked before the arguments, which are invalid here: a server that let the URL
+    through would answer 400 for them and run nothing, so no test ever POSTs beyond loopback."""
+    r = call(unlisted, "build_report", {"n": "not a number"}, {"url": f"https://{host}/cb", "tool_call_id": "tc"})
+    assert r.status_code == 400, r.text
+    assert r.json()["error"] == f"The callback URL is refused: host {host.strip('[]')!r} {said}: " \
+                                f"only public addresses unless the host is in TOOLDISCOVERY_OPAL_CALLBACK_HOSTS."
 
 
 def test_each_failed_attempt_is_logged_and_the_give_up_too(receiver: Receiver) -> None:

@@ -3,62 +3,131 @@ and delivery retried with exponential backoff.
 
 A callback URL comes from a request, so it could point the server at itself or its private
 network. :func:`refused` allows a listed host over http or https; with no list, https only, to a
-host whose every address is public (no loopback, private, link-local, reserved or multicast
-address). It is checked when the call arrives and again before each attempt; redirects are not
-followed. Log lines name the URL without its query (which may hold a signature), never headers.
+host whose every address is public (:mod:`.addresses`: no loopback, private, link-local, reserved
+or multicast address, nor an IPv6 form of one such as NAT64 or 6to4). It is checked when the call
+arrives and again before each attempt. An attempt resolves the host once and connects to the
+addresses it checked, naming the host only in the Host header and to TLS (SNI and the certificate
+check), so a DNS answer that changes between the check and the connection (rebinding) is never
+used; for the same reason no proxy from the environment is used. Redirects are not followed. Log
+lines name the URL without its query (which may hold a signature), never headers.
 """
 
 from __future__ import annotations
 
-import ipaddress
+import http.client
 import json
 import socket
+import ssl
+import sys
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from ..observe.logs import log
+from .addresses import not_public, parse
 
 #: The longest wait between two attempts, in seconds.
 MAX_BACKOFF = 60.0
+
+#: A resolved address: its family and the socket address to connect to.
+Address = tuple[socket.AddressFamily, tuple[Any, ...]]
+
+
+def _resolve(host: str, port: int) -> list[Address]:
+    """Every address ``host`` has, in the resolver's order (one lookup; an IP address is its own)."""
+    found: list[Address] = []
+    for family, _, _, _, sockaddr in socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP):
+        if (family, tuple(sockaddr)) not in found:
+            found.append((family, tuple(sockaddr)))
+    return found
+
+
+def _endpoint(parts: SplitResult) -> tuple[str, int]:
+    """The host (without a final dot) and port a URL names."""
+    return (parts.hostname or "").rstrip("."), parts.port or (443 if parts.scheme == "https" else 80)
+
+
+def _check(url: str, hosts: tuple[str, ...], setting: str) -> tuple[str | None, list[Address] | None]:
+    """Why no callback may go to ``url``, else ``None`` and the checked addresses to connect to
+    (``None`` too for a listed host, whose addresses are not checked)."""
+    try:
+        parts = urlsplit(url)
+        host, _ = _endpoint(parts)  # the port too: a bad one raises here
+    except ValueError:
+        return "it is not a valid URL", None
+    if parts.scheme not in ("http", "https") or not host or parts.username is not None:
+        return "it is not an absolute http(s) URL without credentials", None
+    if hosts:
+        if any(host == h or (h.startswith(".") and (host.endswith(h) or host == h[1:]))
+               for h in (h.lower().strip("[]") for h in hosts)):
+            return None, None
+        return f"host {host!r} is not in {setting}", None
+    if parts.scheme != "https":
+        return f"only https callbacks are allowed unless the host is in {setting}", None
+    literal = parse(host)
+    if literal is not None and (why := not_public(literal)):
+        return f"host {host!r} is {why}: only public addresses unless the host is in {setting}", None
+    try:
+        addresses = _resolve(*_endpoint(parts))
+    except (OSError, UnicodeError):
+        return f"host {host!r} cannot be resolved", None
+    ips = [parse(str(sockaddr[0])) for _, sockaddr in addresses]
+    if not ips or any(ip is None or not_public(ip) for ip in ips):
+        return f"host {host!r} has a loopback, private or reserved address", None
+    return None, addresses
 
 
 def refused(url: str, hosts: tuple[str, ...], setting: str) -> str | None:
     """Why no callback may go to ``url`` (``None``: it may). ``hosts``: the allow-list (``.example.com``
     also allows its subdomains), named ``setting`` in the reasons."""
+    return _check(url, hosts, setting)[0]
+
+
+def _connect(addresses: Sequence[Address], timeout: float | None) -> socket.socket:
+    """A TCP connection to the first of ``addresses`` that answers."""
+    error = OSError("no address to connect to")
+    for family, sockaddr in addresses:
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(timeout)
+            sock.connect(sockaddr)
+            return sock
+        except OSError as exc:
+            sock.close()
+            error = exc
+    raise error
+
+
+class _PinnedHTTP(http.client.HTTPConnection):
+    """An HTTP connection to ``addresses`` resolved and checked beforehand: ``host`` is never
+    resolved again, only named (the Host header; SNI and the certificate check over TLS)."""
+
+    addresses: Sequence[Address] = ()
+
+    def connect(self) -> None:
+        sys.audit("http.client.connect", self, self.host, self.port)
+        self.sock = _connect(self.addresses, self.timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+class _PinnedHTTPS(http.client.HTTPSConnection, _PinnedHTTP):
+    """Over TLS: ``HTTPSConnection.connect`` wraps the socket its ``super().connect()`` opened,
+    naming ``host``; in this class's method order that is :meth:`_PinnedHTTP.connect`."""
+
+
+def _post(parts: SplitResult, addresses: Sequence[Address], data: bytes, headers: Mapping[str, str],
+          timeout: float, context: ssl.SSLContext) -> int:
+    """POST ``data`` to the URL ``parts`` over a connection to ``addresses``: the answer's status."""
+    host, port = _endpoint(parts)
+    conn = (_PinnedHTTPS(host, port, timeout=timeout, context=context) if parts.scheme == "https"
+            else _PinnedHTTP(host, port, timeout=timeout))
+    conn.addresses = addresses
     try:
-        parts = urlsplit(url)
-        host, port = (parts.hostname or "").rstrip("."), parts.port
-    except ValueError:
-        return "it is not a valid URL"
-    if parts.scheme not in ("http", "https") or not host or parts.username is not None:
-        return "it is not an absolute http(s) URL without credentials"
-    if hosts:
-        if any(host == h or (h.startswith(".") and (host.endswith(h) or host == h[1:]))
-               for h in (h.lower().strip("[]") for h in hosts)):
-            return None
-        return f"host {host!r} is not in {setting}"
-    if parts.scheme != "https":
-        return f"only https callbacks are allowed unless the host is in {setting}"
-    try:
-        infos = socket.getaddrinfo(host, port or 443, proto=socket.IPPROTO_TCP)
-    except (OSError, UnicodeError):
-        return f"host {host!r} cannot be resolved"
-    ips = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
-    if any(not ip.is_global or ip.is_multicast for ip in ips):
-        return f"host {host!r} has a loopback, private or reserved address"
-    return None
-
-
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None  # a 3xx is an answer, not a new destination
-
-
-_OPENER = urllib.request.build_opener(_NoRedirect)
+        conn.request("POST", (parts.path or "/") + (f"?{parts.query}" if parts.query else ""), data, dict(headers))
+        return conn.getresponse().status
+    finally:
+        conn.close()
 
 
 def deliver(url: str, body: Any, headers: Mapping[str, str], *, attempts: int, timeout: float,
@@ -68,18 +137,20 @@ def deliver(url: str, body: Any, headers: Mapping[str, str], *, attempts: int, t
     Each failed attempt is logged at WARNING, giving up at ERROR, both naming ``ids``."""
     parts = urlsplit(url)
     where = f"{parts.scheme}://{parts.netloc}{parts.path}"
-    data = json.dumps(body).encode()
+    data, context = json.dumps(body).encode(), ssl.create_default_context()
     for attempt in range(1, attempts + 1):
-        reason, retry = refused(url, hosts, setting), False  # its addresses may have changed
+        reason, addresses = _check(url, hosts, setting)  # its addresses may have changed
+        retry = False
         if reason is None:
             try:
-                with _OPENER.open(urllib.request.Request(url, data, dict(headers), method="POST"), timeout=timeout):
+                if addresses is None:  # a listed host: resolved here, once
+                    addresses = _resolve(*_endpoint(parts))
+                status = _post(parts, addresses, data, headers, timeout, context)
+                if 200 <= status < 300:
                     return True
-            except urllib.error.HTTPError as exc:
-                exc.close()
-                reason, retry = f"HTTP {exc.code}", exc.code >= 500 or exc.code == 429
-            except (OSError, ValueError) as exc:  # refused connections, timeouts, URLError
-                reason, retry = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}", True
+                reason, retry = f"HTTP {status}", status >= 500 or status == 429  # a 3xx is not followed
+            except (OSError, ValueError, http.client.HTTPException) as exc:  # refused, timeouts, TLS, bad answers
+                reason, retry = f"{type(exc).__name__}: {exc}", True
         log.warning("flask-tooldiscovery: callback to %s failed, attempt %d of %d: %s (%s)",
                     where, attempt, attempts, reason, ids)
         if not retry or attempt == attempts:
