@@ -15,7 +15,7 @@ from . import settings as cfg
 from .dialects import BUILTIN, Dialect, load
 from .observe.logs import log, show_call_log
 from .observe.operations import KEY as OPERATIONS_KEY
-from .serving import fastpath
+from .serving import fastpath, tasks
 from .serving.core import Core
 from .serving.identity import Authenticator, AuthHook, AuthHookVerifier, HookVerifier, IdentityHook, Verifier
 from .serving.pipeline import Pipeline
@@ -123,6 +123,7 @@ class ToolDiscovery:
         app.extensions["tooldiscovery"] = self
         app.extensions[STATE_KEY] = core
         app.extensions[PIPELINES_KEY] = pipelines
+        app.extensions[tasks.EXTENSION_KEY] = tasks.Tasks(app, settings, pipelines)
         app.extensions[OPERATIONS_KEY] = core.operations
         for name, pipeline in pipelines.items():
             dialect = self.dialect(name)

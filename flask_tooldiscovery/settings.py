@@ -215,6 +215,18 @@ class Settings:
         "STATE_STORAGE_URI", None, optional(parse_redis_url),
         "Where a request waiting for another one's message meets it (an MCP elicitation's answer): unset, "
         "in this worker process only; redis://host:6379/0 for every worker and host (needs the redis extra).")
+    # --- tasks: calls that outlive their request ---
+    task_engine: str = setting(
+        "TASK_ENGINE", "thread", choice("thread", "celery"),
+        "What runs tasks (Opal async calls): thread, a bounded pool in each web worker (lost if the worker dies); "
+        "celery, the Celery app at app.extensions['celery'] (durable; needs the celery extra and STATE_STORAGE_URI).")
+    task_workers: int = setting(
+        "TASK_WORKERS", 4, whole_number(1), "Threads of the thread engine in each worker process.")
+    task_backlog: int = setting(
+        "TASK_BACKLOG", 64, whole_number(0),
+        "Tasks that may wait for a thread of the thread engine; past that a new one is refused as busy (503).")
+    task_ttl: int = setting(
+        "TASK_TTL", 86400, whole_number(60), "Seconds a task's record (its state and result) is kept.")
     #: Mount point of each mounted dialect (``""`` for the root).
     prefixes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     #: Each dialect's block of keys, parsed (read with ``Block.of(settings)``).

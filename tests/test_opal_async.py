@@ -145,7 +145,7 @@ def test_202_at_once_then_the_result_is_posted_to_the_callback(server: str, rece
     gate, url = tmp_path / "gate", receiver.url()
     r = call(server, "build_report", {"n": "2", "gate": str(gate)}, callback(url))
     assert r.status_code == 202, r.text
-    assert r.json() == {"status": "accepted"}
+    assert r.json() == {"status": "accepted", "task_id": r.json()["task_id"]} and r.json()["task_id"]
     assert r.headers["X-Trace-Id"] == "trace-async-1"
     assert receiver.received(url) == []  # the tool is still waiting for its gate: 202 came first
     gate.touch()

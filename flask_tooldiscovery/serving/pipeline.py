@@ -215,17 +215,23 @@ class Pipeline:
         return self.admission.awaits()
 
     def call_as(self, identity: Identity | None, tool: Tool, arguments: Any, *, approval: Approval | None = None,
-                call_id: str | None = None) -> Outcome:
-        """Run ``tool`` for ``identity`` from outside any request (``flask tools call``): through
-        :meth:`invoke` in a request context of its own, so rate limits, call slots, approvals,
-        signals, tracing and metrics apply as to a call over HTTP, and refusals raise as there.
-        The tool's context has no ``request``."""
-        with current_app.test_request_context(self.prefix or "/", method="POST"):
+                coerce: bool | None = None, headers: Mapping[str, str] | None = None,
+                remote_addr: str | None = None, **fields: Any) -> Outcome:
+        """Run ``tool`` for ``identity`` from outside any request (``flask tools call``, a task):
+        through :meth:`invoke` in a request context of its own, so rate limits, call slots,
+        approvals, signals, tracing and metrics apply as to a call over HTTP, and refusals raise
+        as there. ``fields`` are the context's (``call_id``, ``trace_id``, ``extra``...). The
+        tool's ``ctx.request`` is a request with ``headers`` (a task's: those it arrived with,
+        credentials aside), or ``None`` without them."""
+        environ = {"REMOTE_ADDR": remote_addr} if remote_addr else None
+        with current_app.test_request_context(self.prefix or "/", method="POST", headers=dict(headers or {}),
+                                              environ_base=environ):
             state = request_state.current()
-            state.identity, state.trace_id = identity, new_trace_id()
-            context = self.context(call_id=call_id)
-            context.request = None
-            return self.invoke(tool, arguments, context, approval=approval)
+            state.identity, state.trace_id = identity, fields.pop("trace_id", None) or new_trace_id()
+            context = self.context(**fields)
+            if headers is None:
+                context.request = None
+            return self.invoke(tool, arguments, context, approval=approval, coerce=coerce)
 
     # -- discovery ----------------------------------------------------------------------------
 

@@ -1,5 +1,7 @@
-"""Opal's asynchronous execution of ``long_running`` tools: ``202`` at once, the tool run in the
-background through the pipeline, its result POSTed to the callback URL the request names.
+"""Opal's asynchronous execution of ``long_running`` tools: ``202`` at once, the call run as a
+task (:mod:`~flask_tooldiscovery.serving.tasks`: a record readable from any worker, run by the
+app's task engine through the pipeline), its result POSTed to the callback URL the request names
+when the task ends. The ``202`` body names the task (``task_id``, the call id).
 
 Wire facts, from the Python SDK ``optimizely-opal.opal-tools-sdk`` 0.2.3.dev0 (npm's 0.1.3-dev has
 no async mode): ``models.py`` Function.to_dict: an async tool is ``"mode": "async"`` (``"timeout"``
@@ -19,25 +21,26 @@ goes in ``content`` (the SDK sends ``str(result)``); a crash sends the generic m
 from __future__ import annotations
 
 import math
-import threading
 from http import HTTPStatus
 from typing import Any
 
-from flask import Response, copy_current_request_context
+from flask import Response, current_app
 
 from ...calls import callbacks
 from ...calls.approvals import needs_approval
-from ...errors import BadRequest, CoreError, RetryLater
-from ...observe.logs import log
-from ...serving import request_state
+from ...calls.tasks import Task
+from ...errors import BadRequest
 from ...serving.pipeline import Pipeline
+from ...serving.tasks import INTERRUPTED, finisher, tasks_of
 from ...serving.wire import json_response
-from ...tools.invoke import GENERIC_FAILURE, Outcome, prepare
+from ...tools.invoke import prepare
 from ...tools.model import Tool, ToolContext
 from .settings import OpalSettings
 
 RESULT_MIMETYPE = "application/vnd.optimizely.opal.tools+json"
 HOSTS = "TOOLDISCOVERY_OPAL_CALLBACK_HOSTS"
+#: The task finisher that delivers an async call's result to its callback URL.
+FINISHER = "opal.callback"
 
 
 def mode(tool: Tool) -> str | None:
@@ -58,7 +61,8 @@ def openapi(tool: Tool, item: dict[str, Any]) -> None:
             "type": "object", "required": ["url"],
             "properties": {"url": {"type": "string", "format": "uri"}, "tool_call_id": text, "callback_token": text}}
         post["responses"]["202"] = {"description": "Accepted: the result is POSTed to async_callback.url.", "content": {
-            "application/json": {"schema": {"type": "object", "properties": {"status": {"enum": ["accepted"]}}}}}}
+            "application/json": {"schema": {"type": "object", "properties": {
+                "status": {"enum": ["accepted"]}, "task_id": {"type": "string"}}}}}}
 
 
 def _valid(tool: Tool, parameters: dict[str, Any]) -> bool:
@@ -84,51 +88,55 @@ def accept(pipe: Pipeline, tool: Tool, parameters: dict[str, Any], context: Tool
     if not _valid(tool, parameters):
         return None
     context.extra["async_callback"] = {"url": url, "tool_call_id": callback.get("tool_call_id")}
-    identity, trace_id = pipe.identity, context.trace_id
-
-    @copy_current_request_context
-    def run() -> None:  # the request's context, copied: this thread's g is its own
-        state = request_state.current()
-        state.identity, state.trace_id = identity, trace_id or ""
-        try:
-            result = _result(pipe.invoke(tool, parameters, context, coerce=True))
-        except CoreError as exc:  # refused after the 202: rate limit, no free call slot
-            result = _problem(exc.status, exc.message, exc.retry_after if isinstance(exc, RetryLater) else None)
-        except Exception:
-            log.exception("opal: async call of %s failed (call_id=%s trace_id=%s)",
-                          tool.name, context.call_id, trace_id)
-            result = _problem(502, GENERIC_FAILURE)
-        _deliver(options, url, token if isinstance(token, str) else None, result, context)
-
-    threading.Thread(target=run, name="tooldiscovery-opal-async", daemon=False).start()
-    return json_response({"status": "accepted"}, 202)
+    meta = {"trace_id": context.trace_id, "callback": {
+        "url": url, "token": token if isinstance(token, str) else None, "tool_call_id": callback.get("tool_call_id")}}
+    task = tasks_of(current_app).start(pipe, tool, parameters, context, then=FINISHER, meta=meta)
+    return json_response({"status": "accepted", "task_id": task.id}, 202)
 
 
-def _problem(status: int, detail: str, retry_after: int | None = None) -> dict[str, Any]:
+@finisher(FINISHER)
+def deliver_result(pipe: Pipeline, task: Task) -> None:
+    """POST an ended task's result to the callback URL its call named (retried as the settings say)."""
+    callback = task.meta.get("callback") or {}
+    result = task.result or {}
+    if task.state == "interrupted":
+        body = _problem(502, str(result.get("error") or INTERRUPTED), code="INTERRUPTED")
+    elif result.get("status") == "refused":
+        retry = result.get("retry_after")
+        body = _problem(int(result.get("http_status") or 503), str(result.get("error")),
+                        math.ceil(retry) if isinstance(retry, (int, float)) and retry else None)
+    else:
+        body = _result_of(result)
+    options = OpalSettings.of(pipe.settings)
+    ids = f"call_id={task.id} trace_id={task.meta.get('trace_id')} tool_call_id={callback.get('tool_call_id')}"
+    token = callback.get("token")
+    headers = {"Content-Type": RESULT_MIMETYPE, "User-Agent": "flask-tooldiscovery",
+               **({"Authorization": f"Bearer {token}"} if token else {})}
+    trace_id = task.meta.get("trace_id")
+    if trace_id:
+        headers["X-Trace-Id"] = str(trace_id)
+    callbacks.deliver(str(callback.get("url")), body, headers, attempts=options.callback_retries + 1, ids=ids,
+                      timeout=options.callback_timeout, hosts=options.callback_hosts, setting=HOSTS)
+
+
+def _problem(status: int, detail: str, retry_after: int | None = None, code: str | None = None) -> dict[str, Any]:
     """The SDK's error envelope: RFC 9457 problem details under ``error``."""
-    title, code = ("Provider Error", "PROVIDER_ERROR") if status == 502 else (
+    title, named = ("Provider Error", "PROVIDER_ERROR") if status == 502 else (
         HTTPStatus(status).phrase, {400: "VALIDATION_ERROR", 429: "RATE_LIMITED"}.get(status, HTTPStatus(status).name))
+    code = code or named
     error = {"type": "about:blank", "title": title, "status": status, "detail": detail, "error_code": code}
     return {"message": detail, "error": {**error, **({"retry_after": retry_after} if retry_after else {})}}
 
 
-def _result(outcome: Outcome) -> dict[str, Any]:
-    if outcome.status == "invalid":
-        return _problem(400, outcome.error_message)
-    if outcome.status == "failure":
-        ms = outcome.failure.retry_after_ms if outcome.failure else None
-        return _problem(502, outcome.error_message, math.ceil(ms / 1000) if ms else None)
-    value = outcome.value
+def _result_of(result: dict[str, Any]) -> dict[str, Any]:
+    """A task's kept outcome as the callback's body."""
+    status, error = result.get("status"), str(result.get("error") or "")
+    if status == "invalid":
+        return _problem(400, error)
+    if status != "success":
+        ms = result.get("retry_after_ms")
+        return _problem(502, error, math.ceil(ms / 1000) if isinstance(ms, (int, float)) and ms else None)
+    value = result.get("value")
     if value is None or isinstance(value, str):
         return {"message": value or ""}
     return {"content": value, "content_type": "application/json"}
-
-
-def _deliver(options: OpalSettings, url: str, token: str | None, result: dict[str, Any], context: ToolContext) -> None:
-    ids = f"call_id={context.call_id} trace_id={context.trace_id} " \
-          f"tool_call_id={context.extra['async_callback'].get('tool_call_id')}"
-    headers = {"Content-Type": RESULT_MIMETYPE, "User-Agent": "flask-tooldiscovery",
-               **({"X-Trace-Id": context.trace_id} if context.trace_id else {}),
-               **({"Authorization": f"Bearer {token}"} if token else {})}
-    callbacks.deliver(url, result, headers, attempts=options.callback_retries + 1, ids=ids,
-                      timeout=options.callback_timeout, hosts=options.callback_hosts, setting=HOSTS)

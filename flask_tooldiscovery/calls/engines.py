@@ -1,0 +1,83 @@
+"""What runs a task: an engine that is not ours to write.
+
+A task is handed to its engine as a :data:`Job`, plain JSON (the task id, the dialect, the tool
+and version, the arguments, the caller, the call and trace ids, the dialect's extras), and the
+engine calls the app's runner with it:
+
+* :class:`ThreadEngine` (``TOOLDISCOVERY_TASK_ENGINE = "thread"``, the default): a bounded pool of
+  threads in each web worker process. No thread per call: when every thread is busy and the
+  backlog is full, a new task is refused at once with :class:`~flask_tooldiscovery.errors.Busy`.
+  Not durable: work accepted by a worker process that dies is lost (its task record says
+  ``working`` until it expires).
+* :class:`CeleryEngine` (``"celery"``): the Celery app kept at ``app.extensions["celery"]`` (as
+  Flask's docs build it), with late acknowledgement and rejection on a lost worker, so accepted
+  work survives the web worker and the Celery worker: a task whose worker died is delivered
+  again, and the runner decides from the task record whether it may run again.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Protocol
+
+from ..errors import Busy
+from ..observe.logs import log
+
+#: A task as an engine carries it (JSON: it may cross processes and hosts).
+Job = dict[str, Any]
+Runner = Callable[[Job], None]
+#: The name the runner is registered under on the Celery app.
+CELERY_TASK = "flask_tooldiscovery.run_task"
+CELERY_INSTALL = "pip install 'flask-tooldiscovery[celery]'"
+
+
+class Engine(Protocol):
+    def submit(self, job: Job) -> None:
+        """Run ``job`` some time soon, elsewhere; :class:`~flask_tooldiscovery.errors.Busy` when it
+        cannot be taken now."""
+
+
+class ThreadEngine:
+    """``workers`` threads of this process run tasks; ``backlog`` more may wait for one."""
+
+    def __init__(self, runner: Runner, *, workers: int, backlog: int, retry_after: float = 1.0) -> None:
+        self._runner = runner
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tooldiscovery-task")
+        self._room = threading.BoundedSemaphore(workers + backlog)
+        self.retry_after = retry_after
+
+    def submit(self, job: Job) -> None:
+        if not self._room.acquire(blocking=False):
+            raise Busy("Too many tasks are running or waiting; try again later.", retry_after=self.retry_after)
+        try:
+            self._pool.submit(self._run, job)
+        except RuntimeError:  # the pool is shutting down (the process is exiting)
+            self._room.release()
+            raise Busy("The server is shutting down; try again later.", retry_after=self.retry_after) from None
+
+    def _run(self, job: Job) -> None:
+        try:
+            self._runner(job)
+        except Exception:  # a bug below the runner: logged, never a dead pool thread
+            log.exception("flask-tooldiscovery: task %s failed in its runner", job.get("task"))
+        finally:
+            self._room.release()
+
+
+class CeleryEngine:
+    """Tasks sent to the Celery app ``celery`` (its broker and workers are the user's)."""
+
+    def __init__(self, celery: Any, runner: Runner) -> None:
+        def run_task(job: Job) -> None:
+            runner(job)
+
+        self._task = celery.task(name=CELERY_TASK, acks_late=True, reject_on_worker_lost=True,
+                                 ignore_result=True)(run_task)
+
+    def submit(self, job: Job) -> None:
+        self._task.apply_async(args=[job], task_id=job["task"])
+
+
+__all__ = ["CELERY_INSTALL", "CELERY_TASK", "CeleryEngine", "Engine", "Job", "Runner", "ThreadEngine"]

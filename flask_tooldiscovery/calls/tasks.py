@@ -1,0 +1,237 @@
+"""Task records: every call that outlives its request, readable from any worker and host.
+
+A :class:`Task` is what is known of one such call: the tool and version, the dialect it came
+through, the caller, a digest of its canonical arguments, its state, timestamps, and once it ended
+its result or error. It is kept for a TTL in the state store: in process (:class:`LocalTaskStore`,
+one worker process only) or in Redis (:class:`RedisTaskStore`, ``TOOLDISCOVERY_STATE_STORAGE_URI``:
+every worker and host). A record only moves forward: once it is terminal (completed, failed,
+cancelled, interrupted) nothing changes it again, so two workers finishing the same task cannot
+both win. :meth:`TaskStore.claim` counts the runs that started, so a redelivered task knows it
+had started before (and a tool that is not idempotent is then never run a second time).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Literal, Protocol
+
+TaskState = Literal["working", "input_required", "completed", "failed", "cancelled", "interrupted"]
+#: The states a task never leaves.
+TERMINAL: frozenset[str] = frozenset({"completed", "failed", "cancelled", "interrupted"})
+REDIS_PREFIX = "flask-tooldiscovery:task:"
+
+
+@dataclass(frozen=True)
+class Task:
+    """One call that outlives its request (see the module's text). ``result`` is the outcome as
+    JSON (``{"status", "value"|"error"...}``) once the task ended; ``meta`` is the dialect's own
+    (a callback URL, a protocol's request id)."""
+
+    id: str
+    tool: str
+    version: str
+    dialect: str
+    caller: str | None
+    digest: str
+    state: TaskState = "working"
+    created: float = field(default_factory=time.time)
+    updated: float = field(default_factory=time.time)
+    ttl: float = 3600.0
+    message: str | None = None
+    result: dict[str, Any] | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in TERMINAL
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"), default=str)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Task:
+        return cls(**json.loads(text))
+
+
+class TaskStore(Protocol):
+    """Where task records live (see the module's text)."""
+
+    def put(self, task: Task) -> None:
+        """Keep ``task`` (a new one) for its TTL."""
+
+    def get(self, task_id: str) -> Task | None:
+        """The task, or ``None`` (never created, or expired)."""
+
+    def claim(self, task_id: str) -> int:
+        """Count one more run of the task starting; the count (1 for the first run)."""
+
+    def finish(self, task_id: str, state: TaskState, result: dict[str, Any] | None = None,
+               message: str | None = None) -> bool:
+        """Move the task to ``state`` unless it is terminal already; True when this call moved it."""
+
+    def cancel(self, task_id: str) -> bool:
+        """Ask the task to stop (its run sees :meth:`cancelling`); True when it was not over yet."""
+
+    def cancelling(self, task_id: str) -> bool:
+        """True once someone asked the task to stop."""
+
+    def of_caller(self, caller: str | None, limit: int = 100) -> list[Task]:
+        """The caller's tasks still kept, newest first."""
+
+
+class LocalTaskStore:
+    """Task records in this process's memory (one worker process only), at most ``limit``."""
+
+    def __init__(self, limit: int = 10_000) -> None:
+        self._tasks: OrderedDict[str, Task] = OrderedDict()
+        self._runs: dict[str, int] = {}
+        self._cancel: set[str] = set()
+        self._lock = threading.Lock()
+        self.limit = limit
+
+    def _expire(self, now: float) -> None:
+        while self._tasks:
+            oldest = next(iter(self._tasks.values()))
+            if oldest.updated + oldest.ttl > now and len(self._tasks) <= self.limit:
+                return
+            self._tasks.popitem(last=False)
+            self._runs.pop(oldest.id, None)
+            self._cancel.discard(oldest.id)
+
+    def put(self, task: Task) -> None:
+        with self._lock:
+            self._tasks[task.id] = task
+            self._tasks.move_to_end(task.id)
+            self._expire(time.time())
+
+    def get(self, task_id: str) -> Task | None:
+        with self._lock:
+            task = self._tasks.get(task_id)
+            return task if task is not None and task.updated + task.ttl > time.time() else None
+
+    def claim(self, task_id: str) -> int:
+        with self._lock:
+            self._runs[task_id] = self._runs.get(task_id, 0) + 1
+            return self._runs[task_id]
+
+    def finish(self, task_id: str, state: TaskState, result: dict[str, Any] | None = None,
+               message: str | None = None) -> bool:
+        with self._lock:
+            task = self._tasks.get(task_id)
+            if task is None or task.terminal:
+                return False
+            self._tasks[task_id] = replace(task, state=state, result=result, message=message, updated=time.time())
+            self._tasks.move_to_end(task_id)
+            return True
+
+    def cancel(self, task_id: str) -> bool:
+        with self._lock:
+            task = self._tasks.get(task_id)
+            if task is None or task.terminal:
+                return False
+            self._cancel.add(task_id)
+            return True
+
+    def cancelling(self, task_id: str) -> bool:
+        with self._lock:
+            return task_id in self._cancel
+
+    def of_caller(self, caller: str | None, limit: int = 100) -> list[Task]:
+        now = time.time()
+        with self._lock:
+            found = [t for t in reversed(self._tasks.values()) if t.caller == caller and t.updated + t.ttl > now]
+        return found[:limit]
+
+
+#: Move a task to a terminal state unless it is terminal already (KEYS[1]: the record;
+#: ARGV: the new record, its TTL in seconds). 1 when moved.
+_FINISH = """
+local current = redis.call('GET', KEYS[1])
+if not current then return 0 end
+local state = cjson.decode(current)['state']
+if state == 'completed' or state == 'failed' or state == 'cancelled' or state == 'interrupted' then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+return 1
+"""
+
+
+class RedisTaskStore:
+    """Task records in Redis, readable from every worker and host: the record as JSON under
+    ``<prefix><id>`` with its TTL, the run count and the stop request beside it, and each caller's
+    task ids in a sorted set by time."""
+
+    def __init__(self, uri: str) -> None:
+        import redis
+
+        self._redis: Any = redis.Redis.from_url(uri)  # typed Any: redis-py's sync/async union types
+        self._finish = self._redis.register_script(_FINISH)
+
+    def _ttl(self, task: Task) -> int:
+        return max(int(task.ttl), 1)
+
+    def put(self, task: Task) -> None:
+        ttl, key = self._ttl(task), REDIS_PREFIX + task.id
+        caller = f"{REDIS_PREFIX}caller:{task.caller or ''}"
+        pipe = self._redis.pipeline()
+        pipe.set(key, task.to_json(), ex=ttl)
+        pipe.zadd(caller, {task.id: task.created})
+        pipe.zremrangebyscore(caller, 0, time.time() - ttl)
+        pipe.expire(caller, ttl)
+        pipe.execute()
+
+    def get(self, task_id: str) -> Task | None:
+        raw = self._redis.get(REDIS_PREFIX + task_id)
+        return Task.from_json(raw) if raw else None
+
+    def claim(self, task_id: str) -> int:
+        key = f"{REDIS_PREFIX}{task_id}:runs"
+        pipe = self._redis.pipeline()
+        pipe.incr(key)
+        pipe.expire(key, 7 * 24 * 3600)
+        count, _ = pipe.execute()
+        return int(count)
+
+    def finish(self, task_id: str, state: TaskState, result: dict[str, Any] | None = None,
+               message: str | None = None) -> bool:
+        task = self.get(task_id)
+        if task is None or task.terminal:
+            return False
+        ended = replace(task, state=state, result=result, message=message, updated=time.time())
+        return bool(self._finish(keys=[REDIS_PREFIX + task_id], args=[ended.to_json(), self._ttl(ended)]))
+
+    def cancel(self, task_id: str) -> bool:
+        task = self.get(task_id)
+        if task is None or task.terminal:
+            return False
+        self._redis.set(f"{REDIS_PREFIX}{task_id}:cancel", b"1", ex=self._ttl(task))
+        return True
+
+    def cancelling(self, task_id: str) -> bool:
+        return bool(self._redis.exists(f"{REDIS_PREFIX}{task_id}:cancel"))
+
+    def of_caller(self, caller: str | None, limit: int = 100) -> list[Task]:
+        ids = self._redis.zrevrange(f"{REDIS_PREFIX}caller:{caller or ''}", 0, limit - 1)
+        raws = self._redis.mget([REDIS_PREFIX + i.decode() for i in ids]) if ids else []
+        return [Task.from_json(raw) for raw in raws if raw]
+
+
+_LOCAL = LocalTaskStore()
+_SHARED: dict[str, RedisTaskStore] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def store_for(uri: str | None) -> TaskStore:
+    """The task store of a ``TOOLDISCOVERY_STATE_STORAGE_URI`` (unset: this process's), one per
+    URI and process."""
+    if not uri:
+        return _LOCAL
+    with _SHARED_LOCK:
+        return _SHARED.get(uri) or _SHARED.setdefault(uri, RedisTaskStore(uri))
+
+
+__all__ = ["REDIS_PREFIX", "TERMINAL", "LocalTaskStore", "RedisTaskStore", "Task", "TaskState", "TaskStore",
+           "store_for"]

@@ -1,0 +1,93 @@
+"""An app whose tasks run on Celery, built as Flask's docs build one ("Background Tasks with
+Celery"): the Celery app made in the factory from ``app.config["CELERY"]``, its tasks run inside
+the Flask app's context, kept at ``app.extensions["celery"]``. The tests start the web side in
+process and Celery workers as ``celery -A tests.apps.celery_app worker``; both read the broker
+and state store from ``TD_REDIS_URL`` and count side effects in ``TD_EFFECTS`` (a folder)."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from celery import Celery, Task
+from flask import Flask
+
+from flask_tooldiscovery import ToolDiscovery
+
+
+def celery_init_app(app: Flask) -> Celery:
+    class FlaskTask(Task):  # type: ignore[misc]
+        def __call__(self, *args: Any, **kwargs: Any) -> Any:
+            with app.app_context():
+                return self.run(*args, **kwargs)
+
+    celery_app = Celery(app.name, task_cls=FlaskTask)
+    celery_app.config_from_object(app.config["CELERY"])
+    celery_app.set_default()
+    app.extensions["celery"] = celery_app
+    return celery_app
+
+
+def effect(kind: str) -> None:
+    """Record one side effect of ``kind`` (a file per effect: counted, never lost to a race)."""
+    folder = Path(os.environ["TD_EFFECTS"]) / kind
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / uuid.uuid4().hex).touch()
+
+
+def wait_for_gate(name: str) -> None:
+    gate = Path(os.environ["TD_EFFECTS"]) / f"gate-{name}"
+    deadline = time.monotonic() + 120
+    while not gate.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def create_app() -> Flask:
+    redis_url = os.environ["TD_REDIS_URL"]
+    app = Flask("celery_tasks")
+    app.config.from_mapping(
+        TESTING=True,
+        TOOLDISCOVERY_DIALECTS=["opal"],
+        TOOLDISCOVERY_TASK_ENGINE="celery",
+        TOOLDISCOVERY_STATE_STORAGE_URI=redis_url,
+        TOOLDISCOVERY_OPAL_CALLBACK_HOSTS=["127.0.0.1"],
+        TOOLDISCOVERY_OPAL_CALLBACK_RETRIES=5,
+        CELERY={
+            "broker_url": redis_url, "task_ignore_result": True, "task_acks_late": True,
+            "task_reject_on_worker_lost": True, "worker_prefetch_multiplier": 1,
+            # a task whose worker died is delivered again about 10 s later (see the Celery notes)
+            "broker_transport_options": {"visibility_timeout": 10, "unacked_restore_interval": 2,
+                                         "unacked_restore_throttle": 1},
+        },
+    )
+    celery_init_app(app)
+    discovery = ToolDiscovery()
+
+    @discovery.tool(long_running=True)
+    def refund(order: str) -> dict:
+        """Refund an order (not idempotent): the effect happens, then it waits for its gate."""
+        effect(f"refund-{order}")
+        wait_for_gate(order)
+        return {"refunded": order}
+
+    @discovery.tool(long_running=True, annotations={"idempotentHint": True})
+    def recount(name: str) -> dict:
+        """Recount (idempotent: running it again is harmless)."""
+        effect(f"recount-{name}")
+        wait_for_gate(name)
+        return {"recounted": name}
+
+    @discovery.tool(long_running=True)
+    def quick(n: int) -> dict:
+        """Answer at once."""
+        return {"n": n}
+
+    discovery.init_app(app)
+    return app
+
+
+app = create_app() if "TD_REDIS_URL" in os.environ else None
+celery = app.extensions["celery"] if app is not None else None

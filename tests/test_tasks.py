@@ -1,0 +1,242 @@
+"""Calls that outlive their request are tasks: a record readable from any worker, run by the app's
+engine. With Celery (real worker processes, a real Redis) accepted work survives a worker killed
+with ``kill -9``: a tool that is not idempotent never runs twice (its task ends ``interrupted``
+and its caller is told so, once); an idempotent one runs again to completion. The thread engine
+is bounded: past its backlog a new task is refused at once."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+
+from flask_tooldiscovery import ToolDiscovery
+from flask_tooldiscovery.calls.tasks import LocalTaskStore, RedisTaskStore, Task, TaskStore
+from flask_tooldiscovery.serving.tasks import INTERRUPTED, tasks_of
+
+from .test_deploy import ROOT
+from .test_opal_async import Receiver
+from .test_operating_server import redis_url  # noqa: F401  (a fixture: a redis-server of our own)
+
+pytestmark = pytest.mark.slow
+WAIT = 90  # seconds; a redelivery after a killed worker comes about 10 s later
+
+
+@pytest.fixture(scope="module")
+def receiver() -> Iterator[Receiver]:
+    r = Receiver()
+    yield r
+    r.server.shutdown()
+    r.server.server_close()
+
+
+def effects(folder: Path, kind: str) -> int:
+    return len(list((folder / kind).glob("*"))) if (folder / kind).exists() else 0
+
+
+def wait_for(check: Any, timeout: float = WAIT) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+# -- the stores ------------------------------------------------------------------------------
+
+
+def stores(url: str) -> list[TaskStore]:
+    return [LocalTaskStore(), RedisTaskStore(url)]
+
+
+def test_a_record_only_moves_forward_and_counts_its_runs(redis_url: str) -> None:  # noqa: F811
+    for store in stores(redis_url):
+        task = Task(id=os.urandom(8).hex(), tool="t", version="1.0.0", dialect="opal", caller="alice", digest="d")
+        store.put(task)
+        assert store.get(task.id) == task
+        assert [store.claim(task.id), store.claim(task.id)] == [1, 2]
+        assert store.cancel(task.id) and store.cancelling(task.id)
+        assert store.finish(task.id, "completed", {"status": "success", "value": 1})
+        assert not store.finish(task.id, "failed", {"status": "failure"})  # terminal: nobody moves it again
+        ended = store.get(task.id)
+        assert ended is not None and ended.state == "completed" and ended.result == {"status": "success", "value": 1}
+        assert not store.cancel(task.id)
+        assert task.id in [t.id for t in store.of_caller("alice")] and store.of_caller("bob") == []
+        assert store.get("no-such-task") is None
+
+
+def test_concurrent_finishers_one_wins(redis_url: str) -> None:  # noqa: F811
+    store = RedisTaskStore(redis_url)
+    task = Task(id=os.urandom(8).hex(), tool="t", version="1.0.0", dialect="opal", caller=None, digest="d")
+    store.put(task)
+    wins: list[bool] = []
+    threads = [threading.Thread(target=lambda s=state: wins.append(store.finish(task.id, s)))
+               for state in ["completed", "failed", "interrupted", "cancelled"] * 3]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert wins.count(True) == 1
+
+
+# -- the thread engine -------------------------------------------------------------------------
+
+
+def test_the_thread_engine_refuses_past_its_backlog_at_once(receiver: Receiver, tmp_path: Path) -> None:
+    discovery = ToolDiscovery()
+
+    @discovery.tool(long_running=True)
+    def slow(name: str) -> dict:
+        """Wait for a gate."""
+        deadline = time.monotonic() + 30
+        while not (tmp_path / name).exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return {"done": name}
+
+    app = Flask("thread_engine")
+    app.config.update(TESTING=True, TOOLDISCOVERY_DIALECTS=["opal"], TOOLDISCOVERY_TASK_WORKERS=1,
+                      TOOLDISCOVERY_TASK_BACKLOG=1, TOOLDISCOVERY_OPAL_CALLBACK_HOSTS=["127.0.0.1"])
+    discovery.init_app(app)
+    client = app.test_client()
+    urls = [receiver.url() for _ in range(3)]
+    answers = [client.post("/opal/tools/slow", json={"parameters": {"name": f"g{i}"},
+                                                     "async_callback": {"url": url}})
+               for i, url in enumerate(urls)]
+    assert [a.status_code for a in answers] == [202, 202, 503]  # one running, one waiting, one refused
+    assert "Retry-After" in answers[2].headers
+    first, second = (a.get_json()["task_id"] for a in answers[:2])
+    store = tasks_of(app).store
+    for i in range(2):
+        (tmp_path / f"g{i}").touch()
+    for i, url in enumerate(urls[:2]):
+        assert json.loads(receiver.wait(url)[0][1]) == {"content": {"done": f"g{i}"},
+                                                        "content_type": "application/json"}
+    wait_for(lambda: all((t := store.get(i)) is not None and t.state == "completed" for i in (first, second)))
+    time.sleep(0.5)
+    assert receiver.received(urls[2]) == []
+
+
+# -- Celery: real workers, kill -9 ---------------------------------------------------------------
+
+
+class Worker:
+    """``celery -A tests.apps.celery_app:celery worker`` in a process group of its own."""
+
+    def __init__(self, env: dict[str, str], log: Path) -> None:
+        self.log = log
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "tests.apps.celery_app:celery", "worker", "--pool", "prefork",
+             "--concurrency", "1", "--without-heartbeat", "--without-mingle", "--without-gossip", "-l", "INFO"],
+            cwd=ROOT, env=env, stdout=log.open("a"), stderr=subprocess.STDOUT, start_new_session=True)
+        wait_for(lambda: "ready." in log.read_text() or self.proc.poll() is not None, 60)
+        assert self.proc.poll() is None, log.read_text()[-3000:]
+
+    def kill(self) -> None:
+        """``kill -9`` of the whole worker (its main process and its child)."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(10)
+
+
+@pytest.fixture
+def celery_side(redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+                ) -> Iterator[tuple[Flask, dict[str, str], Path, list[Worker]]]:
+    pytest.importorskip("celery")
+    monkeypatch.setenv("TD_REDIS_URL", redis_url)
+    monkeypatch.setenv("TD_EFFECTS", str(tmp_path))
+    from tests.apps.celery_app import create_app
+
+    app = create_app()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TD_REDIS_URL": redis_url, "TD_EFFECTS": str(tmp_path)}
+    workers: list[Worker] = []
+    yield app, env, tmp_path, workers
+    for worker in workers:
+        worker.stop()
+
+
+def call(app: Flask, tool: str, parameters: dict[str, Any], url: str) -> str:
+    answer = app.test_client().post(f"/opal/tools/{tool}", json={
+        "parameters": parameters, "async_callback": {"url": url, "tool_call_id": "tc-1"}})
+    assert answer.status_code == 202, answer.data
+    task_id: str = answer.get_json()["task_id"]
+    return task_id
+
+
+def test_celery_runs_a_task_and_its_record_is_read_where_it_was_accepted(celery_side: Any,
+                                                                        receiver: Receiver) -> None:
+    app, env, folder, workers = celery_side
+    workers.append(Worker(env, folder / "worker-1.log"))
+    url = receiver.url()
+    task_id = call(app, "quick", {"n": 3}, url)
+    [(_, body)] = receiver.wait(url)
+    assert json.loads(body) == {"content": {"n": 3}, "content_type": "application/json"}
+    task = tasks_of(app).store.get(task_id)
+    assert task is not None and task.state == "completed" and task.result == {"status": "success", "value": {"n": 3}}
+
+
+def test_a_killed_worker_never_runs_a_tool_twice_the_caller_reads_interrupted(celery_side: Any,
+                                                                             receiver: Receiver) -> None:
+    app, env, folder, workers = celery_side
+    workers.append(Worker(env, folder / "worker-1.log"))
+    url = receiver.url()
+    task_id = call(app, "refund", {"order": "A"}, url)
+    wait_for(lambda: effects(folder, "refund-A") == 1)  # the refund happened; the tool waits for its gate
+    workers[0].kill()
+    workers.append(Worker(env, folder / "worker-2.log"))  # the task is delivered again to this one
+    [(_, body)] = receiver.wait(url)
+    problem = json.loads(body)
+    assert problem["error"]["error_code"] == "INTERRUPTED" and problem["message"] == INTERRUPTED
+    (folder / "gate-A").touch()
+    time.sleep(2)
+    assert effects(folder, "refund-A") == 1  # never a second refund
+    assert len(receiver.received(url)) == 1  # one callback
+    task = tasks_of(app).store.get(task_id)
+    assert task is not None and task.state == "interrupted"
+
+
+def test_a_killed_worker_runs_an_idempotent_tool_again_to_completion(celery_side: Any, receiver: Receiver) -> None:
+    app, env, folder, workers = celery_side
+    workers.append(Worker(env, folder / "worker-1.log"))
+    url = receiver.url()
+    task_id = call(app, "recount", {"name": "B"}, url)
+    wait_for(lambda: effects(folder, "recount-B") == 1)
+    workers[0].kill()
+    workers.append(Worker(env, folder / "worker-2.log"))
+    wait_for(lambda: effects(folder, "recount-B") == 2)  # delivered again and run again
+    (folder / "gate-B").touch()
+    [(_, body)] = receiver.wait(url)
+    assert json.loads(body) == {"content": {"recounted": "B"}, "content_type": "application/json"}
+    task = tasks_of(app).store.get(task_id)
+    assert task is not None and task.state == "completed"
+
+
+def test_the_celery_engine_needs_its_app_and_a_shared_store() -> None:
+    from flask_tooldiscovery import SettingsError
+
+    for config, message in (({}, "app.extensions\\['celery'\\]"),):
+        app = Flask("no_celery")
+        app.config.update(TOOLDISCOVERY_DIALECTS=["opal"], TOOLDISCOVERY_TASK_ENGINE="celery", **config)
+        with pytest.raises(SettingsError, match=message):
+            ToolDiscovery().init_app(app)
+    app = Flask("no_store")
+    app.config.update(TOOLDISCOVERY_DIALECTS=["opal"], TOOLDISCOVERY_TASK_ENGINE="celery")
+    app.extensions["celery"] = object()
+    with pytest.raises(SettingsError, match="STATE_STORAGE_URI"):
+        ToolDiscovery().init_app(app)
