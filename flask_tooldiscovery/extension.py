@@ -19,7 +19,7 @@ from .serving import fastpath, tasks
 from .serving.core import Core
 from .serving.identity import Authenticator, AuthHook, AuthHookVerifier, HookVerifier, IdentityHook, Verifier
 from .serving.pipeline import Pipeline
-from .serving.verifiers import ApiKeyVerifier, BearerVerifier, JwksVerifier, JwtVerifier
+from .serving.verifiers import ApiKeyVerifier, BearerVerifier, JwksVerifier, JwtVerifier, OAuthResourceVerifier
 from .settings import Settings, SettingsError
 from .tools.function_tools import tool_from_function
 from .tools.invoke import HandOff, Outcome, invoke
@@ -160,7 +160,8 @@ class ToolDiscovery:
         if settings.api_key:
             shared.append(ApiKeyVerifier(settings.api_key, settings.api_key_header, "tools"))
         if settings.jwt_secret:
-            shared.append(JwtVerifier(settings.jwt_secret, "tools", audience=settings.jwt_audience))
+            shared.append(JwtVerifier(settings.jwt_secret, "tools", audience=settings.jwt_audience,
+                                      issuer=settings.jwt_issuer))
         if settings.jwt_jwks_url:
             shared.append(JwksVerifier(settings.jwt_jwks_url, "tools", issuer=settings.jwt_issuer,
                                        audience=settings.jwt_audience, algorithms=settings.jwt_algorithms,
@@ -176,6 +177,7 @@ class ToolDiscovery:
             if self._auth_hook is not None and dialect.takes_auth_hook:  # calls only: discovery stays as it was
                 own = (own or Authenticator(())).including([AuthHookVerifier(self._auth_hook, name)])
             out[name] = own
+        _check_jwks_keys(settings, out)
         running = [n for n in out if self.dialect(n).runs_tools(settings)]
         protected = [n for n in running if out[n] is not None]
         open_ones = [n for n in running if n not in protected and n not in settings.open_dialects]
@@ -346,6 +348,20 @@ class ToolDiscovery:
             return self.state().call(tool, arguments, context, coerce=coerce, hand_off=hand_off, max_errors=max_errors)
         return invoke(tool, arguments, context, coerce=bool(coerce), call_handler=self.call_handler, logger=log,
                       hand_off=hand_off, max_errors=max_errors)
+
+
+def _check_jwks_keys(settings: Settings, authenticators: dict[str, Authenticator | None]) -> None:
+    """Refuse the keys of JWKS-verified tokens set where no dialect verifies one: they would change nothing."""
+    verifiers = [v for auth in authenticators.values() if auth is not None for v in auth.verifiers]
+    if any(isinstance(v, (JwksVerifier, OAuthResourceVerifier)) for v in verifiers):
+        return
+    defaults = {spec.name: spec.default for spec in cfg.SPECS}
+    changed = [cfg.key(name) for name, value in (("JWT_ALGORITHMS", list(settings.jwt_algorithms)),
+                                                 ("JWT_JWKS_COOLDOWN", settings.jwt_jwks_cooldown))
+               if value != defaults[name]]
+    if changed:
+        raise SettingsError(f"{', '.join(changed)} only apply to tokens verified with a JWKS: set "
+                            f"{cfg.key('JWT_JWKS_URL')} (or {cfg.key('MCP_AUTHORIZATION_SERVERS')} with mcp mounted)")
 
 
 def _read_only_cli() -> bool:

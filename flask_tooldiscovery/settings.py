@@ -53,6 +53,11 @@ LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
 
 _SPEC = "tooldiscovery_setting"
 
+#: The JWS algorithms of public keys (what a JWKS holds) that PyJWT verifies. HMAC ones (HS256...)
+#: and ``none`` are never among them: a token "signed" with a public key as its HMAC secret would pass.
+PUBLIC_KEY_ALGORITHMS = frozenset({"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES256K",
+                                   "ES384", "ES512", "ES521", "EdDSA"})
+
 
 @dataclass(frozen=True)
 class Spec:
@@ -105,6 +110,10 @@ class DialectSettings:
             greeting: str = setting("ECHO_GREETING", "hello", parse_str, "What /echo says first.")
     """
 
+    def only_with(self, needs: str, *names: str) -> None:
+        """Refuse the keys of the fields ``names`` set while the field ``needs`` is not (for ``__post_init__``)."""
+        only_with(self, (needs,), *names)
+
     @classmethod
     def of(cls, settings: Settings) -> Self:
         """This block's values in ``settings``."""
@@ -112,6 +121,33 @@ class DialectSettings:
         if not isinstance(block, cls):
             raise LookupError(f"{cls.__name__} was not parsed by init_app: add its dialect to the extension first")
         return block
+
+
+def only_with(values: Any, needs: Iterable[str], *names: str) -> None:
+    """Refuse the keys of the fields ``names`` of the settings dataclass ``values`` set away from their
+    default while none of the fields ``needs`` is set: they would change nothing, and whoever set
+    them meant them to apply. :class:`SettingsError` names them."""
+    if any(getattr(values, name) for name in needs):
+        return
+    declared = {item.name: item.metadata[_SPEC] for item in dataclasses.fields(values) if _SPEC in item.metadata}
+    stray = [key(declared[name].name) for name in names
+             if getattr(values, name) != declared[name].parse(key(declared[name].name), declared[name].default)]
+    if stray:
+        wanted = " or ".join(key(declared[name].name) for name in needs)
+        raise SettingsError(f"{', '.join(stray)} only apply with {wanted} set")
+
+
+def _public_key_algorithms(name: str, value: Any) -> tuple[str, ...]:
+    algorithms = parse_list(name, value)
+    if not algorithms:
+        raise SettingsError(f"{name} must name at least one algorithm")
+    if wrong := [a for a in algorithms if a not in PUBLIC_KEY_ALGORITHMS]:
+        raise SettingsError(
+            f"{name} takes public-key algorithms only ({', '.join(sorted(PUBLIC_KEY_ALGORITHMS))}), not "
+            f"{', '.join(wrong)}: its tokens are verified with keys of a JWKS ({key('JWT_JWKS_URL')}, "
+            f"{key('MCP_AUTHORIZATION_SERVERS')}), which are public, so an HMAC token signed with one would pass; "
+            f"HS256 tokens are {key('JWT_SECRET')}'s")
+    return algorithms
 
 
 
@@ -160,11 +196,14 @@ class Settings:
     jwt_jwks_url: str | None = setting(
         "JWT_JWKS_URL", None, parse_str,
         "Accept bearer JWTs signed by a key from this JWKS (RS256/ES256; needs the jwt extra).")
-    jwt_issuer: str | None = setting("JWT_ISSUER", None, parse_str, "Required iss of those JWTs.")
-    jwt_audience: tuple[str, ...] | None = setting("JWT_AUDIENCE", None, optional(parse_list),
-                                                   "Accepted aud of those JWTs (one is required).")
-    jwt_algorithms: tuple[str, ...] = setting("JWT_ALGORITHMS", ["RS256", "ES256"], parse_list,
-                                              "Algorithms accepted for JWKS-verified JWTs.")
+    jwt_issuer: str | None = setting("JWT_ISSUER", None, parse_str,
+                                     "Required iss of the JWTs of JWT_JWKS_URL and JWT_SECRET.")
+    jwt_audience: tuple[str, ...] | None = setting(
+        "JWT_AUDIENCE", None, optional(parse_list),
+        "Accepted aud of the JWTs of JWT_JWKS_URL and JWT_SECRET (one is required); unset: a token naming an "
+        "aud is refused.")
+    jwt_algorithms: tuple[str, ...] = setting("JWT_ALGORITHMS", ["RS256", "ES256"], _public_key_algorithms,
+                                              "Public-key algorithms accepted for JWKS-verified JWTs (no HS256).")
     jwt_jwks_cooldown: float = setting(
         "JWT_JWKS_COOLDOWN", 30, number(0.0),
         "Seconds between fetches the JWKS for an unknown key id (rotation; bounds forged key ids).")
@@ -178,7 +217,8 @@ class Settings:
                                   "A static API key every dialect accepts, in the API_KEY_HEADER header.")
     api_key_header: str = setting("API_KEY_HEADER", "X-API-Key", parse_str, "The header that carries API_KEY.")
     jwt_secret: str | None = setting(
-        "JWT_SECRET", None, parse_str, "HS256 secret of bearer JWTs every dialect accepts (needs the jwt extra).")
+        "JWT_SECRET", None, parse_str,
+        "HS256 secret of bearer JWTs every dialect accepts (exp required; needs the jwt extra).")
     # --- operating: rate limits, tracing, metrics ---
     ratelimit_default: str | None = setting(
         "RATELIMIT_DEFAULT", None, parse_str,
@@ -231,6 +271,9 @@ class Settings:
     prefixes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     #: Each dialect's block of keys, parsed (read with ``Block.of(settings)``).
     blocks: Mapping[type[DialectSettings], DialectSettings] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        only_with(self, ("jwt_secret", "jwt_jwks_url"), "jwt_issuer", "jwt_audience")
 
 
 #: Every core setting: ``TOOLDISCOVERY_<name>``, its default, its parser, what it does.
@@ -320,9 +363,9 @@ def host_allow_list(settings: Settings, trusted_hosts: Any) -> tuple[str, ...] |
 
 
 __all__ = [
-    "LOOPBACK_HOSTS", "PREFIX", "SPECS", "DialectSettings", "Settings", "SettingsError", "Spec",
-    "apply_defaults", "build_settings", "choice", "host_allow_list", "key", "matching", "number", "optional",
-    "parse_bool", "parse_categories", "parse_float", "parse_int", "parse_list", "parse_mapping", "parse_prefix",
-    "parse_str", "parse_url", "parse_url_with_query", "parse_urls", "setting", "specs", "url_prefix_key",
-    "whole_number",
+    "LOOPBACK_HOSTS", "PREFIX", "PUBLIC_KEY_ALGORITHMS", "SPECS", "DialectSettings", "Settings",
+    "SettingsError", "Spec", "apply_defaults", "build_settings", "choice", "host_allow_list", "key", "matching",
+    "number", "only_with", "optional", "parse_bool", "parse_categories", "parse_float", "parse_int", "parse_list",
+    "parse_mapping", "parse_prefix", "parse_str", "parse_url", "parse_url_with_query", "parse_urls", "setting", "specs",
+    "url_prefix_key", "whole_number",
 ]

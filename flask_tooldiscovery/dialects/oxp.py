@@ -42,13 +42,16 @@ class OxpSettings(DialectSettings):
     jwt_secret: str | None = setting("OXP_JWT_SECRET", None, parse_str,
                                      "HS256 secret for OXP bearer JWTs (needs the jwt extra).")
     jwt_audience: tuple[str, ...] | None = setting("OXP_JWT_AUDIENCE", None, optional(parse_list),
-                                                   "Accepted JWT audience(s).")
+                                                   "Accepted JWT audience(s); unset: a token naming one is refused.")
     jwt_require_exp: bool = setting("OXP_JWT_REQUIRE_EXP", True, parse_bool, "Require an exp claim.")
     jwt_claims: Mapping[str, Any] = setting("OXP_JWT_CLAIMS", {}, parse_mapping,
                                             "Claims that must be present with these values.")
     api_key: str | None = setting("OXP_API_KEY", None, parse_str, "API key accepted in the OXP-API-Key header.")
     toolkit: str | None = setting("OXP_TOOLKIT", None, parse_str, "Toolkit for tools that name none.")
     legacy_tools_key: bool = setting("OXP_LEGACY_TOOLS_KEY", False, parse_bool, "Also send the list under 'tools'.")
+
+    def __post_init__(self) -> None:
+        self.only_with("jwt_secret", "jwt_audience", "jwt_require_exp", "jwt_claims")
 
 
 def sanitize(text: str) -> str:
@@ -216,10 +219,10 @@ def export_document(pipe: Pipeline) -> dict[str, Any]:
 
 
 def security_warning(settings: Settings, authenticator: Authenticator | None) -> str | None:
-    """Why this dialect would run tools for anyone, or ``None``."""
-    options = OxpSettings.of(settings)
-    if not (options.jwt_secret or options.api_key):
-        return "oxp runs tools without authentication (set TOOLDISCOVERY_OXP_JWT_SECRET or TOOLDISCOVERY_OXP_API_KEY)"
+    """Why this dialect would run tools for anyone (no credential of its own nor of the identity layer), or ``None``."""
+    if authenticator is None:
+        return ("oxp runs tools without authentication (set TOOLDISCOVERY_OXP_JWT_SECRET or TOOLDISCOVERY_OXP_API_KEY, "
+                "or use the identity layer)")
     return None
 
 
@@ -321,13 +324,12 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         context = call.get("context") or {}
         secrets = {s["id"]: s["value"] for s in context.get("secrets", [])}
         authorization = {a["id"]: a["token"] for a in context.get("authorization", [])}
-        missing = tool.missing_requirements(secrets=secrets, authorization=authorization,
-                                            user_id=context.get("user_id"))
-        if missing:
-            raise BadRequest(f"The call lacks requirements of {tool_id(tool, pipe.settings)}: "
-                             f"{', '.join(sorted(missing))}.", extra={"missing_requirements": missing})
         ctx = pipe.context(call_id=call.get("call_id"), trace_id=call.get("trace_id"),
                            user_id=context.get("user_id"), secrets=secrets, authorization=authorization)
+        missing = tool.missing_requirements(secrets=secrets, authorization=authorization, user_id=ctx.user_id)
+        if missing:  # user_id: the caller's identity names one too
+            raise BadRequest(f"The call lacks requirements of {tool_id(tool, pipe.settings)}: "
+                             f"{', '.join(sorted(missing))}.", extra={"missing_requirements": missing})
         outcome = pipe.invoke(tool, call.get("input") or {}, ctx)
         if outcome.status == "invalid":
             raise BadRequest(outcome.error_message, status=422, extra={"parameter_errors": outcome.parameter_errors})

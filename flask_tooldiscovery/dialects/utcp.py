@@ -172,6 +172,6 @@ class UtcpDriver(Driver):
 DIALECT = Dialect(name=NAME, make_blueprint=make_blueprint, default_prefix="/utcp", export_document=manual,
                   protocol=Protocol("Universal Tool Calling Protocol manual", (UTCP_VERSION,)), driver=UtcpDriver(),
                   error_response=lambda exc: ({"error": exc.message, **exc.extra}, exc.status),  # 428: approval_state
-                  openapi_paths=openapi_paths, security_warning=lambda settings, auth: (  # no credential of its own
-                      "utcp's POST /utcp/tools/<name> has no authentication of its own: use the identity layer, "
-                      "keep it on a private network or guard it in front of the app"))
+                  openapi_paths=openapi_paths, security_warning=lambda settings, auth: None if auth is not None else (
+                      "utcp's POST /utcp/tools/<name> runs tools without authentication (none of its own): use the "
+                      "identity layer, keep it on a private network or guard it in front of the app"))

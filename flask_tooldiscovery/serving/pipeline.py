@@ -25,7 +25,7 @@ from ..errors import UnknownTool as UnknownTool
 from ..observe.logs import log
 from ..observe.operations import observe_call
 from ..tools.invoke import Failure, Outcome
-from ..tools.model import Tool, ToolContext
+from ..tools.model import CLAIMED_USER_ID, Tool, ToolContext
 from ..tools.providers import ProviderError
 from ..tools.registry import ToolSet
 from . import request_state
@@ -169,7 +169,13 @@ class Pipeline:
 
     def context(self, **fields: Any) -> ToolContext:
         """A :class:`ToolContext` for a call arriving now: call id generated unless given, trace
-        id from the request unless given, the identity's subject as ``user_id`` unless given."""
+        id from the request unless given.
+
+        ``user_id`` is what the request's body says (Opal's ``auth.credentials.user_id``, OXP's
+        ``context.user_id``): it is kept as ``extra["claimed_user_id"]``, and it is the context's
+        ``user_id`` only when no credential named the caller. Once the identity layer did (a
+        verified token's ``sub``, the identity hook), its subject is ``user_id``: a body cannot
+        rename an authenticated caller."""
         state = request_state.current()
         identity = state.identity
         if not fields.get("call_id"):
@@ -178,8 +184,11 @@ class Pipeline:
             state.trace_id = fields["trace_id"]
         else:
             fields["trace_id"] = state.trace_id or None
-        if not fields.get("user_id") and identity is not None:
-            fields["user_id"] = identity.subject
+        claimed = fields.pop("user_id", None)
+        if claimed is not None:
+            fields["extra"] = {**(fields.get("extra") or {}), CLAIMED_USER_ID: claimed}
+        named = identity.subject if identity is not None else None
+        fields["user_id"] = claimed if named is None else named
         return ToolContext(dialect=self.name, request=request._get_current_object(),  # type: ignore[attr-defined]
                            identity=identity, **fields)
 

@@ -12,12 +12,15 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from types import ModuleType
 from typing import Any
 from urllib.parse import urlsplit
 
 from flask import Request
 
+from ..settings import PUBLIC_KEY_ALGORITHMS
 from ..tools.model import Identity
 from .identity import AuthError, ScopeError, Verifier
 
@@ -43,41 +46,60 @@ def verify_jwt(
     secret: str,
     *,
     audience: str | Iterable[str] | None = None,
+    issuer: str | None = None,
     require_exp: bool = True,
     claims: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Verify an HS256 JWT and return its claims; raise :class:`AuthError` otherwise.
 
     Only HS256 is accepted (``alg: none`` and every other algorithm are refused). ``exp`` is
-    required unless ``require_exp`` is false; ``aud`` must match ``audience`` when given; each of
-    ``claims`` must be present with exactly that value.
+    required unless ``require_exp`` is false; ``iss`` must be ``issuer`` when given; ``aud`` must
+    match ``audience`` when given, and a token that names an audience is refused when no
+    ``audience`` is (RFC 7519 section 4.1.3: it was meant for someone else); each of ``claims``
+    must be present with exactly that value.
     """
-    try:
-        import jwt
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise RuntimeError(
-            "JWT authentication needs PyJWT: pip install 'flask-tooldiscovery[jwt]'"
-        ) from exc
-    options: Any = {"require": ["exp"] if require_exp else [], "verify_aud": audience is not None}
+    jwt = require_jwt()
+    options: Any = {"require": ["exp"] if require_exp else []}
     aud: Any = audience
     if audience is not None and not isinstance(audience, str):
         aud = list(audience)
+    with refusing():
+        payload: dict[str, Any] = jwt.decode(token, secret, algorithms=["HS256"], audience=aud, issuer=issuer,
+                                             options=options)
+    for name, value in (claims or {}).items():
+        if payload.get(name) != value:
+            raise AuthError(f"claim {name} missing or not accepted")
+    return payload
+
+
+@contextmanager
+def refusing() -> Iterator[None]:
+    """Verify a token inside: whatever makes it fail is the client's, an :class:`AuthError` (a
+    401), never a 500. PyJWT raises its own errors for most bad tokens, but a ``TypeError`` or
+    ``ValueError`` when the key a token points to does not fit its ``alg`` (an RS256 token naming
+    an EC key of the JWKS) or when its parts are not what it expects."""
+    import jwt
+
     try:
-        payload = jwt.decode(token, secret, algorithms=["HS256"], audience=aud, options=options)
+        yield
+    except AuthError:
+        raise
     except jwt.ExpiredSignatureError:
         raise AuthError("token expired") from None
     except jwt.MissingRequiredClaimError as exc:
         raise AuthError(f"token lacks claim {exc.claim}") from None
     except jwt.InvalidAudienceError:
         raise AuthError("token audience not accepted") from None
+    except jwt.InvalidIssuerError:
+        raise AuthError("token issuer not accepted") from None
     except jwt.InvalidAlgorithmError:
         raise AuthError("token algorithm not accepted") from None
+    except jwt.PyJWKClientConnectionError:
+        raise AuthError("the JWKS could not be fetched") from None
     except jwt.PyJWTError as exc:
         raise AuthError(f"invalid token: {type(exc).__name__}") from None
-    for name, value in (claims or {}).items():
-        if payload.get(name) != value:
-            raise AuthError(f"claim {name} missing or not accepted")
-    return payload
+    except Exception as exc:  # a token no key can verify is refused, whatever broke
+        raise AuthError(f"token could not be verified: {type(exc).__name__}") from None
 
 
 #: What a verifier of an ``Authorization: Bearer`` token reads (see :attr:`Verifier.reads`).
@@ -131,11 +153,13 @@ class JwtVerifier(Verifier):
     reads = AUTHORIZATION
 
     def __init__(self, secret: str, realm: str, *, audience: str | Iterable[str] | None = None,
-                 require_exp: bool = True, claims: Mapping[str, Any] | None = None) -> None:
+                 issuer: str | None = None, require_exp: bool = True,
+                 claims: Mapping[str, Any] | None = None) -> None:
         super().__init__(realm)
         require_jwt()
         self._secret = secret
         self.audience = audience
+        self.issuer = issuer
         self.require_exp = require_exp
         self.claims = dict(claims or {})
 
@@ -143,8 +167,8 @@ class JwtVerifier(Verifier):
         token = bearer_token(request)
         if token is None:
             return None
-        payload = verify_jwt(token, self._secret, audience=self.audience, require_exp=self.require_exp,
-                             claims=self.claims or None)
+        payload = verify_jwt(token, self._secret, audience=self.audience, issuer=self.issuer,
+                             require_exp=self.require_exp, claims=self.claims or None)
         return identity_from_claims(payload, "jwt")
 
     def challenge(self, request: Request) -> str:
@@ -154,9 +178,11 @@ class JwtVerifier(Verifier):
 
 class JwksVerifier(Verifier):
     """A bearer JWT signed by a key of a JWKS (RS256/ES256...): ``iss``, ``aud`` and ``exp``
-    checked. Keys are fetched and cached by PyJWT's ``PyJWKClient``; a token with a key id not
-    seen yet makes it fetch the set once more (key rotation). ``url`` may be a callable that
-    finds the JWKS URL when the first token arrives (an authorization server's metadata)."""
+    checked (a token naming an audience is refused when none is configured). Only public-key
+    algorithms are taken: an HMAC one would verify a token signed with a public key as its secret.
+    Keys are fetched and cached by PyJWT's ``PyJWKClient``; a token with a key id not seen yet
+    makes it fetch the set once more (key rotation). ``url`` may be a callable that finds the JWKS
+    URL when the first token arrives (an authorization server's metadata)."""
 
     reads = AUTHORIZATION
 
@@ -171,6 +197,8 @@ class JwksVerifier(Verifier):
         self.issuer = issuer
         self.audience = list(audience) if audience else None
         self.algorithms = list(algorithms)
+        if others := [name for name in self.algorithms if name not in PUBLIC_KEY_ALGORITHMS]:
+            raise ValueError(f"{', '.join(others)}: not a public-key algorithm, refused for keys of a JWKS")
 
     def _keys(self) -> Any:
         with self._lock:
@@ -188,18 +216,12 @@ class JwksVerifier(Verifier):
         return identity_from_claims(self.decode(token, self.audience), "jwks")
 
     def decode(self, token: str, audience: list[str] | None) -> dict[str, Any]:
-        """The verified claims of ``token`` (``aud`` checked against ``audience`` unless ``None``)."""
-        import jwt
-
-        try:
+        """The verified claims of ``token``: ``aud`` one of ``audience``; none when ``None``."""
+        jwt = require_jwt()
+        with refusing():
             key = self._keys().get_signing_key_from_jwt(token).key
-            payload: dict[str, Any] = jwt.decode(
-                token, key, algorithms=self.algorithms, audience=audience, issuer=self.issuer,
-                options={"require": ["exp"], "verify_aud": audience is not None})
-        except jwt.PyJWKClientConnectionError:
-            raise AuthError("the JWKS could not be fetched") from None
-        except jwt.PyJWTError as exc:
-            raise AuthError(f"invalid token: {type(exc).__name__}") from None
+            payload: dict[str, Any] = jwt.decode(token, key, algorithms=self.algorithms, audience=audience,
+                                                 issuer=self.issuer, options={"require": ["exp"]})
         return payload
 
     def challenge(self, request: Request) -> str:
@@ -299,10 +321,8 @@ class OAuthResourceVerifier(Verifier):
         token = bearer_token(request)
         if token is None:
             return None
-        try:
+        with refusing():
             issuer = jwt.decode(token, options={"verify_signature": False}).get("iss")
-        except jwt.PyJWTError as exc:
-            raise AuthError(f"invalid token: {type(exc).__name__}") from None
         keys = self._issuers.get(issuer) if isinstance(issuer, str) else None
         if keys is None:
             raise AuthError("token issuer not accepted")
@@ -324,16 +344,17 @@ class OAuthResourceVerifier(Verifier):
         return "Bearer " + ", ".join(parts)
 
 
-def require_jwt() -> None:
-    """Fail now, with the install line, when PyJWT is missing."""
+def require_jwt() -> ModuleType:
+    """PyJWT; fails with the install line when it is missing."""
     try:
-        import jwt  # noqa: F401
+        import jwt
     except ImportError:
         raise RuntimeError(
             "JWT authentication needs PyJWT: pip install 'flask-tooldiscovery[jwt]'"
         ) from None
+    return jwt
 
 
 __all__ = ["ApiKeyVerifier", "BearerVerifier", "JwksDiscovery", "JwksVerifier", "JwtVerifier", "OAuthResourceVerifier",
-           "bearer_token", "discover_jwks_uri", "identity_from_claims", "metadata_urls", "require_jwt", "secrets_equal",
-           "verify_jwt"]
+           "bearer_token", "discover_jwks_uri", "identity_from_claims", "metadata_urls", "refusing", "require_jwt",
+           "secrets_equal", "verify_jwt"]

@@ -140,6 +140,11 @@ class Identity:
     method: str = ""
 
 
+#: The key of :attr:`ToolContext.extra` that holds the ``user_id`` a request's body claimed (Opal's
+#: ``auth.credentials.user_id``, OXP's ``context.user_id``), verified by nobody.
+CLAIMED_USER_ID = "claimed_user_id"
+
+
 @dataclass
 class ToolContext:
     """What a tool may know about the call it serves.
@@ -151,12 +156,15 @@ class ToolContext:
     call_id: str
     dialect: str | None = None
     trace_id: str | None = None
+    #: Who is calling: the identity's subject when a credential named the caller, else the user id
+    #: the body claimed (``None`` when neither); the claim itself is ``extra["claimed_user_id"]``.
     user_id: str | None = None
     #: Secrets sent with the call, by id (OXP ``context.secrets``).
     secrets: dict[str, str] = field(default_factory=dict)
     #: Authorization tokens sent with the call, by provider id (OXP ``context.authorization``).
     authorization: dict[str, str] = field(default_factory=dict)
-    #: Dialect-specific data: Opal's ``auth``, ``environment`` and ``x-opal-*`` headers, MCP ``_meta``...
+    #: Dialect-specific data: Opal's ``auth``, ``environment`` and ``x-opal-*`` headers, MCP ``_meta``,
+    #: the body's ``claimed_user_id``...
     extra: dict[str, Any] = field(default_factory=dict)
     #: The Flask request the call arrived on, or ``None`` (CLI calls).
     request: Request | None = None

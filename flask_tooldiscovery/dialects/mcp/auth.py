@@ -68,9 +68,9 @@ def security_warning(settings: Settings, authenticator: Authenticator | None) ->
     if options.authorization_servers and not options.resource and "*" in (settings.allowed_hosts or ()):
         return ("mcp checks access tokens against a resource URL built from the Host header, and any host is "
                 "served (set TOOLDISCOVERY_MCP_RESOURCE)")
-    if not options.bearer_token and not options.authorization_servers:
+    if authenticator is None:
         return ("mcp runs tools without authentication (set TOOLDISCOVERY_MCP_BEARER_TOKEN or "
-                "TOOLDISCOVERY_MCP_AUTHORIZATION_SERVERS)")
+                "TOOLDISCOVERY_MCP_AUTHORIZATION_SERVERS, or use the identity layer)")
     return None
 
 

@@ -169,9 +169,9 @@ def authenticator(settings: Settings) -> Authenticator | None:
 
 
 def security_warning(settings: Settings, authenticator: Authenticator | None) -> str | None:
-    """Why this dialect would run tools for anyone, or ``None``."""
-    if not OpalSettings.of(settings).bearer_token:
-        return "opal runs tools without authentication (set TOOLDISCOVERY_OPAL_BEARER_TOKEN)"
+    """Why this dialect would run tools for anyone (no credential of its own nor of the identity layer), or ``None``."""
+    if authenticator is None:
+        return "opal runs tools without authentication (set TOOLDISCOVERY_OPAL_BEARER_TOKEN or use the identity layer)"
     return None
 
 

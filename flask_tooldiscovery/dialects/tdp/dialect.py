@@ -158,9 +158,11 @@ def error_response(exc: CoreError) -> tuple[Any, int]:
 
 
 def security_warning(settings: Settings, authenticator: Authenticator | None) -> str | None:
-    """TDP has no authentication: always a warning."""
-    return ("tdp's POST /api/v1/tools/execute has no authentication of its own: keep it on a "
-            "private network or guard it in front of the app")
+    """TDP has no authentication of its own: a warning unless the identity layer guards it."""
+    if authenticator is not None:
+        return None
+    return ("tdp's POST /api/v1/tools/execute runs tools without authentication (TDP has none of its own): use the "
+            "identity layer, keep it on a private network or guard it in front of the app")
 
 
 def _lossy(schema: Any, where: str, out: list[str]) -> None:
