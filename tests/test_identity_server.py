@@ -6,6 +6,7 @@ server. Every one is a 401 with the challenge, on calls and on discovery; none i
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -19,6 +20,7 @@ from .conftest import live_server
 from .test_deploy import stop
 from .test_identity import KeyServer
 from .test_jwt_settings import failing_tokens
+from .test_opal_async import Receiver
 from .test_operating_server import start
 
 pytestmark = pytest.mark.slow
@@ -90,6 +92,24 @@ def test_the_body_cannot_rename_the_caller_a_token_named(serve: Any) -> None:
     url, body = calls(base)["oxp"]
     r = requests.post(url, json=body, headers=bearer(hs256()), timeout=10)
     assert r.status_code == 200 and r.json()["result"]["value"]["user_id"] == "alice", r.text
+
+
+def test_a_task_keeps_the_caller_the_token_named_and_the_bodys_claim(serve: Any) -> None:
+    """Opal's async_callback: the call runs as a task after the 202; who it runs for does not change."""
+    receiver = Receiver()
+    try:
+        base = serve(secret=SECRET, issuer=ISSUER, callback_hosts="127.0.0.1")
+        url = receiver.url()
+        body = {"parameters": {}, "auth": {"provider": "OptiID", "credentials": {"user_id": "bob"}},
+                "async_callback": {"url": url, "tool_call_id": "tc-1"}}
+        r = requests.post(f"{base}/opal/tools/whoami_later", json=body, headers=bearer(hs256()), timeout=10)
+        assert r.status_code == 202, r.text
+        [(_, delivered)] = receiver.wait(url)
+        assert json.loads(delivered)["content"] == {"user_id": "alice", "subject": "alice",
+                                                    "claimed_user_id": "bob"}
+    finally:
+        receiver.server.shutdown()
+        receiver.server.server_close()
 
 
 def test_a_shared_secrets_tokens_of_another_issuer_or_audience_run_nothing(serve: Any) -> None:

@@ -175,7 +175,8 @@ class Pipeline:
         ``context.user_id``): it is kept as ``extra["claimed_user_id"]``, and it is the context's
         ``user_id`` only when no credential named the caller. Once the identity layer did (a
         verified token's ``sub``, the identity hook), its subject is ``user_id``: a body cannot
-        rename an authenticated caller."""
+        rename an authenticated caller. A call carried from its request (a task) keeps the claim
+        its ``extra`` holds."""
         state = request_state.current()
         identity = state.identity
         if not fields.get("call_id"):
@@ -186,7 +187,7 @@ class Pipeline:
             fields["trace_id"] = state.trace_id or None
         claimed = fields.pop("user_id", None)
         if claimed is not None:
-            fields["extra"] = {**(fields.get("extra") or {}), CLAIMED_USER_ID: claimed}
+            fields["extra"] = {CLAIMED_USER_ID: claimed, **(fields.get("extra") or {})}
         named = identity.subject if identity is not None else None
         fields["user_id"] = claimed if named is None else named
         return ToolContext(dialect=self.name, request=request._get_current_object(),  # type: ignore[attr-defined]
