@@ -12,6 +12,7 @@ from flask import Flask, current_app, has_app_context, has_request_context, requ
 from flask.cli import FlaskGroup
 
 from . import settings as cfg
+from .calls.state_store import gunicorn_workers
 from .dialects import BUILTIN, Dialect, load
 from .observe.logs import log, show_call_log
 from .observe.operations import KEY as OPERATIONS_KEY
@@ -142,6 +143,11 @@ class ToolDiscovery:
                         and (w := check(settings, pipe.authenticator))]
             if warnings:
                 log.warning("flask-tooldiscovery: %s", "; ".join(warnings))
+        if not settings.state_storage_uri and (workers := gunicorn_workers()) not in (None, 1):
+            log.warning("flask-tooldiscovery: gunicorn runs %s worker processes and TOOLDISCOVERY_STATE_STORAGE_URI "
+                        "is unset: each process keeps its own state, so a sealed approval can run once in each of "
+                        "them and an MCP approval answer reaching another worker is lost; set it to a redis:// URL "
+                        "every worker shares", workers or "several")
         from .cli.commands import tools_cli
 
         if "tools" not in app.cli.commands:

@@ -253,7 +253,7 @@ class Settings:
         "Seconds of silence after which a streamed call (MCP SSE, the explorer) sends a keep-alive.")
     state_storage_uri: str | None = setting(
         "STATE_STORAGE_URI", None, optional(parse_redis_url),
-        "Where a request waiting for another one's message meets it (an MCP elicitation's answer): unset, "
+        "Where state every worker must see is kept (spent approvals, an MCP elicitation's answer): unset, "
         "in this worker process only; redis://host:6379/0 for every worker and host (needs the redis extra).")
     # --- tasks: calls that outlive their request ---
     task_engine: str = setting(

@@ -206,11 +206,17 @@ def test_mcp_2026_asks_with_an_input_required_result_and_runs_on_accept() -> Non
     assert request["method"] == "elicitation/create"
     assert request["params"]["mode"] == "form" and "wipe" in request["params"]["message"]
     assert request["params"]["requestedSchema"]["properties"]["approve"]["type"] == "boolean"
-    state = first["requestState"]
     for action, approve in (("decline", None), ("cancel", None), ("accept", False)):
+        state = mcp(client, call_params).get_json()["result"]["requestState"]
         declined = mcp(client, {**call_params, "inputResponses": answer(action, approve), "requestState": state})
         result = declined.get_json()["result"]
         assert result["isError"] is True and "not approved" in result["content"][0]["text"] and runs == []
+        # A declined approval is spent: sent again as accepted, it is refused as the SDK refuses a bad state.
+        replayed = mcp(client, {**call_params, "inputResponses": answer("accept"), "requestState": state})
+        assert replayed.status_code == 400
+        assert replayed.get_json()["error"]["message"] == "Invalid or expired requestState"
+        assert runs == []
+    state = first["requestState"]
     accepted = mcp(client, {**call_params, "inputResponses": answer("accept"), "requestState": state}).get_json()
     assert accepted["result"]["resultType"] == "complete" and accepted["result"]["structuredContent"]["wiped"] == "disk"
     assert runs == ["disk"]

@@ -6,15 +6,25 @@ A tool that needs approval (``requires_approval=True``; also ``destructiveHint``
 and the time, signed with the app's ``SECRET_KEY`` (itsdangerous, as Flask's sessions are;
 ``SECRET_KEY_FALLBACKS`` still verify, for key rotation). Each dialect carries it its own way (MCP's
 ``requestState``, an error code elsewhere); the client asks its user and sends it back with the
-answer. Any worker on any host can then check it: nothing is stored. A sealed request is only good
-for the same tool, the same arguments and the same caller, until it expires; tampered, expired or
-mismatched state is refused with :class:`InvalidApproval`.
+answer. Any worker on any host can then check it: only spent seals are stored. A sealed request
+is only good for the same tool, the same arguments and the same caller, until it expires;
+tampered, expired or mismatched state is refused with :class:`InvalidApproval`.
+
+A sealed request runs its call once. When the call is about to run (the seal checked), the seal is
+spent (:mod:`.single_use`): in the state store (``TOOLDISCOVERY_STATE_STORAGE_URI``) for every
+worker and host at once, else in this process only. Sent again, on any dialect, or declined and
+then sent as approved, it is :class:`InvalidApproval`. The digest is over the arguments as the
+tool receives them (coerced, validated, loaded: ``5`` and ``5.0`` for an ``int`` are one call).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import hashlib
 import json
+import secrets
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,11 +33,15 @@ from flask import current_app, has_request_context, request
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 
 from ..errors import BadRequest, CoreError, Unavailable
+from ..tools.coerce import to_jsonable
 from ..tools.model import Tool
+from . import single_use
 
 SALT = "flask-tooldiscovery.approval"
 #: The request header a JSON dialect's client sends the sealed state back in, once the person approved.
 APPROVAL_HEADER = "X-Tool-Approval"
+#: Seconds a spent seal is remembered past its lifetime, for hosts whose clocks disagree.
+CLOCK_MARGIN = 60
 
 
 class ApprovalRequired(CoreError):
@@ -77,10 +91,50 @@ def prompt_for(tool: Tool, arguments: Mapping[str, Any]) -> str:
     return f"Allow the tool {tool.title or tool.name!r} to run with {shown}?"
 
 
+def plain(value: Any) -> Any:
+    """``value`` as canonical JSON data: what a tool receives (enums, dataclasses, dates...) in
+    plain form, a float that is a whole number as that integer, a set's members in one order."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else value
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (set, frozenset)):
+        return sorted((plain(v) for v in value), key=_canonical_text)
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, enum.Enum):
+        return plain(value.value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    try:
+        return plain(to_jsonable(value))  # dates, UUIDs, decimals, pydantic models...
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _canonical_text(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
 def digest(arguments: Any) -> str:
-    """A digest of the arguments exactly as sent (canonical JSON)."""
-    text = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+    """A digest of the arguments as the tool receives them (their :func:`plain` canonical JSON)."""
+    return hashlib.sha256(_canonical_text(plain(arguments)).encode("utf-8")).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A checked seal: the call it is for, and when it was sealed (epoch seconds)."""
+
+    data: Mapping[str, Any]
+    sealed_at: float
+
+    @property
+    def key(self) -> str:
+        """What identifies the seal once spent: its content, not its text (a signature has more
+        than one spelling that verifies)."""
+        return hashlib.sha256(f"{_canonical_text(self.data)}@{self.sealed_at:.0f}".encode()).hexdigest()
 
 
 class Sealer:
@@ -96,15 +150,17 @@ class Sealer:
 
     def seal(self, tool: Tool, arguments: Any, subject: str | None, call_id: str) -> str:
         """The sealed request for a call of ``tool`` with ``arguments`` by ``subject``."""
-        data = {"t": tool.name, "v": tool.version, "a": digest(arguments), "s": subject, "c": call_id}
+        data = {"t": tool.name, "v": tool.version, "a": digest(arguments), "s": subject, "c": call_id,
+                "n": secrets.token_urlsafe(12)}
         return str(self._serializer.dumps(data))
 
-    def open(self, state: str, tool: Tool, arguments: Any, subject: str | None) -> None:
-        """Check ``state`` is this call's, unexpired and untampered; :class:`InvalidApproval` otherwise."""
+    def open(self, state: str, tool: Tool, arguments: Any, subject: str | None) -> Opened:
+        """Check ``state`` is this call's, unexpired and untampered (:class:`InvalidApproval`
+        otherwise); what it holds."""
         if not isinstance(state, str) or not state or len(state) > 4096:
             raise InvalidApproval("approval state missing or oversized")
         try:
-            data = self._serializer.loads(state, max_age=self.max_age)
+            data, sealed_at = self._serializer.loads(state, max_age=self.max_age, return_timestamp=True)
         except SignatureExpired:
             raise InvalidApproval("approval state expired") from None
         except BadSignature:
@@ -117,6 +173,20 @@ class Sealer:
             raise InvalidApproval("approval state is for other arguments")
         if data.get("s") != subject:
             raise InvalidApproval("approval state is for another caller")
+        return Opened(data, sealed_at.timestamp())
+
+    def spend(self, opened: Opened, storage: str | None) -> None:
+        """Spend the seal ``opened`` (in the state store at ``storage``, else in this process):
+        :class:`InvalidApproval` when it was spent before; when that cannot be decided,
+        :class:`~flask_tooldiscovery.errors.Unavailable` (nothing runs)."""
+        ttl = self.max_age - (time.time() - opened.sealed_at) + CLOCK_MARGIN
+        try:
+            first = single_use.for_uri(storage).spend(opened.key, ttl)
+        except single_use.SpendError as exc:
+            raise Unavailable("This tool's approval cannot be checked right now; try again later.",
+                              reason=f"approvals cannot be spent: {exc}") from None
+        if not first:
+            raise InvalidApproval("approval state already used")
 
 
 def sealer(max_age: int, audience: str) -> Sealer:
@@ -140,18 +210,19 @@ def carried_approval() -> Approval | None:
 
 
 def approved(tool: Tool, arguments: Any, subject: str | None, call_id: str, approval: Approval | None, *,
-             max_age: int, audience: str) -> bool:
-    """Whether a call of a tool that needs approval may run: ``True`` with an approval of this very
-    call, ``False`` when the person declined it. Without an approval, :class:`ApprovalRequired`
-    carries the sealed request to send back; a forged, expired or other call's one is
-    :class:`InvalidApproval`."""
+             max_age: int, audience: str, storage: str | None = None) -> bool:
+    """Whether a call of a tool that needs approval may run now, with ``arguments`` as the tool
+    will receive them: ``True`` with an approval of this very call, ``False`` when the person
+    declined it; either way the approval is spent (in the state store at ``storage``, else in this
+    process). Without an approval, :class:`ApprovalRequired` carries the sealed request to send
+    back; a forged, expired, spent or other call's one is :class:`InvalidApproval`."""
     seal = sealer(max_age, audience)
     if approval is None:
         raise ApprovalRequired(tool, seal.seal(tool, arguments, subject, call_id),
-                               prompt_for(tool, arguments if isinstance(arguments, dict) else {}))
-    seal.open(approval.state, tool, arguments, subject)
+                               prompt_for(tool, plain(arguments) if isinstance(arguments, Mapping) else {}))
+    seal.spend(seal.open(approval.state, tool, arguments, subject), storage)
     return approval.approved
 
 
-__all__ = ["APPROVAL_HEADER", "Approval", "ApprovalRequired", "InvalidApproval", "Sealer", "approved",
-           "carried_approval", "digest", "needs_approval", "prompt_for", "sealer"]
+__all__ = ["APPROVAL_HEADER", "Approval", "ApprovalRequired", "InvalidApproval", "Opened", "Sealer", "approved",
+           "carried_approval", "digest", "needs_approval", "plain", "prompt_for", "sealer"]

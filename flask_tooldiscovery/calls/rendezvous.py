@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from ..errors import ToolDiscoveryError
 from ..observe.logs import log
+from .state_store import redis_client
 
 REDIS_PREFIX = "flask-tooldiscovery:rendezvous:"
 
@@ -93,9 +94,7 @@ class RedisRendezvous:
     """Waiting requests of every worker and host sharing one Redis."""
 
     def __init__(self, uri: str) -> None:
-        import redis
-
-        self.client = redis.Redis.from_url(uri)
+        self.client = redis_client(uri)
 
     @contextmanager
     def expect(self, key: str) -> Iterator[Mailbox]:

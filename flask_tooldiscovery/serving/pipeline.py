@@ -24,7 +24,7 @@ from ..errors import CoreError, Forbidden, MisdirectedRequest, Unauthorized, Una
 from ..errors import UnknownTool as UnknownTool
 from ..observe.logs import log
 from ..observe.operations import observe_call
-from ..tools.invoke import Failure, Outcome
+from ..tools.invoke import Failure, Outcome, prepare
 from ..tools.model import CLAIMED_USER_ID, Tool, ToolContext
 from ..tools.providers import ProviderError
 from ..tools.registry import ToolSet
@@ -206,9 +206,13 @@ class Pipeline:
         settings, core = self.settings, self.core
         self.admission.refuse_unadmitted()
         if needs_approval(tool, destructive=settings.approve_destructive):
+            # Approved as the tool will receive them (coerced, loaded); invalid ones are answered unrun.
+            ready, errors = prepare(tool, arguments, coerce=settings.coerce_arguments if coerce is None else coerce,
+                                    max_errors=settings.max_validation_errors)
             subject = context.user_id if context.identity is None else context.identity.subject
-            if not approved(tool, arguments, subject, context.call_id, approval or carried_approval(),
-                            max_age=settings.approval_ttl, audience=settings.server_name):
+            if not errors and not approved(tool, ready, subject, context.call_id, approval or carried_approval(),
+                                           max_age=settings.approval_ttl, audience=settings.server_name,
+                                           storage=settings.state_storage_uri):
                 return Outcome(tool=tool, call_id=context.call_id, status="failure",
                                failure=Failure(message="The call was not approved, so the tool did not run."))
 

@@ -1,7 +1,8 @@
-"""An app for the approval tests under gunicorn: one tool that needs a person's approval and writes
-a line to a file each time it runs. Two servers started with the same ``APPROVAL_SECRET_KEY`` share
+"""An app for the approval tests under gunicorn: tools that need a person's approval and write a
+line to a file each time they run. Two servers started with the same ``APPROVAL_SECRET_KEY`` share
 approvals; ``SERVER_LABEL`` names the server in each answer's ``X-Served-By`` header and in the
-file. Start it as ``tests.apps.approval_app:create_app()``."""
+file; ``APPROVAL_STORAGE``, when set, is the state store spent approvals are kept in. Start it as
+``tests.apps.approval_app:create_app()``."""
 
 from __future__ import annotations
 
@@ -30,6 +31,18 @@ def wiping_app(name: str, label: str, runs: str, **config: Any) -> Flask:
             file.write(f"{label} {os.getpid()} {what}\n")
         return {"wiped": what, "server": label}
 
+    @discovery.tool(requires_approval=True)
+    def refund(order: str, amount: int) -> dict:
+        """Refund an order (after a person approved).
+
+        Args:
+            order: The order to refund.
+            amount: How much, in cents.
+        """
+        with open(runs, "a", encoding="utf-8") as file:
+            file.write(f"{label} {os.getpid()} refund {order} {amount!r}\n")
+        return {"refunded": amount, "server": label}
+
     app = Flask(name)
     app.config.update(TOOLDISCOVERY_WARN_UNAUTHENTICATED=False, **config)
     discovery.init_app(app)
@@ -44,5 +57,7 @@ def wiping_app(name: str, label: str, runs: str, **config: Any) -> Flask:
 
 def create_app() -> Flask:
     return wiping_app("approvals", os.environ["SERVER_LABEL"], os.environ["APPROVAL_RUNS_FILE"],
-                      SECRET_KEY=os.environ["APPROVAL_SECRET_KEY"], TOOLDISCOVERY_DIALECTS=["tdp", "oxp", "mcp"],
-                      TOOLDISCOVERY_OXP_TOOLKIT="Approvals")
+                      SECRET_KEY=os.environ["APPROVAL_SECRET_KEY"], TOOLDISCOVERY_OXP_TOOLKIT="Approvals",
+                      TOOLDISCOVERY_DIALECTS=["tdp", "oxp", "mcp", "opal", "utcp", "explorer"],
+                      TOOLDISCOVERY_ALLOW_EXECUTE=True,
+                      TOOLDISCOVERY_STATE_STORAGE_URI=os.environ.get("APPROVAL_STORAGE") or None)
