@@ -15,6 +15,7 @@ import itertools
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -189,7 +190,9 @@ def one_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[list
     runs.touch()
     app = wiping_app("approvals", "local", str(runs), SECRET_KEY=KEY, TOOLDISCOVERY_OXP_TOOLKIT="Approvals",
                      TOOLDISCOVERY_DIALECTS=["tdp", "oxp", "mcp", "opal", "utcp", "explorer"],
-                     TOOLDISCOVERY_ALLOW_EXECUTE=True)
+                     TOOLDISCOVERY_ALLOW_EXECUTE=True,
+                     # ten at once in one process: a busy worker's 503 would leave the seal good (tested below)
+                     TOOLDISCOVERY_MAX_CONCURRENT_CALLS=0)
     with live_server(app) as base:
         yield [base], runs
 
@@ -212,6 +215,35 @@ def test_another_spelling_of_a_spent_seal_is_spent_too(one_process: Any) -> None
     assert ran("tdp", send(base, "tdp", "refund", {"order": order, "amount": 500}, state))
     replayed = send(base, "tdp", "refund", {"order": order, "amount": 500}, twin)
     assert refused_as_invalid("tdp", replayed) and refunds(runs, order) == ["500"]
+
+
+def test_a_call_refused_as_busy_leaves_its_approval_good(tmp_path: Path) -> None:
+    """The seal is spent once the call holds its slot: a busy worker's refusal does not spend it."""
+    runs = tmp_path / "runs.txt"
+    runs.touch()
+    app = wiping_app("approvals", "busy", str(runs), SECRET_KEY=KEY, TOOLDISCOVERY_DIALECTS=["tdp"],
+                     TOOLDISCOVERY_MAX_CONCURRENT_CALLS=1)
+    started, release = threading.Event(), threading.Event()
+    discovery = app.extensions["tooldiscovery"]
+
+    @discovery.tool
+    def hold() -> str:
+        """Hold the worker's one call slot until released."""
+        started.set()
+        release.wait(30)
+        return "released"
+
+    with live_server(app) as base, concurrent.futures.ThreadPoolExecutor(1) as pool:
+        state = ask(base, "ord-busy")
+        holding = pool.submit(send, base, "tdp", "hold", {})
+        assert started.wait(30)
+        busy = send(base, "tdp", "refund", {"order": "ord-busy", "amount": 500}, state)
+        assert busy.status_code == 503 and refunds(runs, "ord-busy") == []
+        release.set()
+        assert holding.result().status_code == 200
+        assert ran("tdp", send(base, "tdp", "refund", {"order": "ord-busy", "amount": 500}, state))
+        again = send(base, "tdp", "refund", {"order": "ord-busy", "amount": 500}, state)
+    assert refused_as_invalid("tdp", again) and refunds(runs, "ord-busy") == ["500"]
 
 
 def test_an_unreachable_store_refuses_the_call_unrun(tmp_path: Path) -> None:

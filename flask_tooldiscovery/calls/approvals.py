@@ -10,11 +10,12 @@ answer. Any worker on any host can then check it: only spent seals are stored. A
 is only good for the same tool, the same arguments and the same caller, until it expires;
 tampered, expired or mismatched state is refused with :class:`InvalidApproval`.
 
-A sealed request runs its call once. When the call is about to run (the seal checked), the seal is
-spent (:mod:`.single_use`): in the state store (``TOOLDISCOVERY_STATE_STORAGE_URI``) for every
-worker and host at once, else in this process only. Sent again, on any dialect, or declined and
-then sent as approved, it is :class:`InvalidApproval`. The digest is over the arguments as the
-tool receives them (coerced, validated, loaded: ``5`` and ``5.0`` for an ``int`` are one call).
+A sealed request runs its call once. When the call is about to run (the seal checked, the caller
+within its rate limit, a call slot taken) or the person declined, the seal is spent
+(:mod:`.single_use`): in the state store (``TOOLDISCOVERY_STATE_STORAGE_URI``) for every worker
+and host at once, else in this process only. Sent again, on any dialect, or declined and then
+sent as approved, it is :class:`InvalidApproval`. The digest is over the arguments as the tool
+receives them (coerced, validated, loaded: ``5`` and ``5.0`` for an ``int`` are one call).
 """
 
 from __future__ import annotations
@@ -209,20 +210,34 @@ def carried_approval() -> Approval | None:
     return Approval(state, True) if state else None
 
 
-def approved(tool: Tool, arguments: Any, subject: str | None, call_id: str, approval: Approval | None, *,
-             max_age: int, audience: str, storage: str | None = None) -> bool:
-    """Whether a call of a tool that needs approval may run now, with ``arguments`` as the tool
-    will receive them: ``True`` with an approval of this very call, ``False`` when the person
-    declined it; either way the approval is spent (in the state store at ``storage``, else in this
-    process). Without an approval, :class:`ApprovalRequired` carries the sealed request to send
-    back; a forged, expired, spent or other call's one is :class:`InvalidApproval`."""
+@dataclass(frozen=True)
+class CheckedApproval:
+    """An approval sent back for this very call, checked: whether the person ``approved``; it is
+    good until :meth:`spend` (once, when the call is about to run or was declined)."""
+
+    approved: bool
+    opened: Opened
+    sealer: Sealer
+    storage: str | None
+
+    def spend(self) -> None:
+        """Spend it (in the state store at ``storage``, else in this process); spent before:
+        :class:`InvalidApproval`."""
+        self.sealer.spend(self.opened, self.storage)
+
+
+def check_approval(tool: Tool, arguments: Any, subject: str | None, call_id: str, approval: Approval | None, *,
+                   max_age: int, audience: str, storage: str | None = None) -> CheckedApproval:
+    """The approval of a call of a tool that needs one, with ``arguments`` as the tool will receive
+    them, checked: without an approval, :class:`ApprovalRequired` carries the sealed request to send
+    back; a forged, expired or other call's one is :class:`InvalidApproval`. Spend what this
+    returns before the call runs (or once it is declined): a spent one is refused ever after."""
     seal = sealer(max_age, audience)
     if approval is None:
         raise ApprovalRequired(tool, seal.seal(tool, arguments, subject, call_id),
                                prompt_for(tool, plain(arguments) if isinstance(arguments, Mapping) else {}))
-    seal.spend(seal.open(approval.state, tool, arguments, subject), storage)
-    return approval.approved
+    return CheckedApproval(approval.approved, seal.open(approval.state, tool, arguments, subject), seal, storage)
 
 
-__all__ = ["APPROVAL_HEADER", "Approval", "ApprovalRequired", "InvalidApproval", "Opened", "Sealer", "approved",
-           "carried_approval", "digest", "needs_approval", "plain", "prompt_for", "sealer"]
+__all__ = ["APPROVAL_HEADER", "Approval", "ApprovalRequired", "CheckedApproval", "InvalidApproval", "Opened", "Sealer",
+           "carried_approval", "check_approval", "digest", "needs_approval", "plain", "prompt_for", "sealer"]

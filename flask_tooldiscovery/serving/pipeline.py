@@ -19,7 +19,7 @@ from typing import Any
 from flask import Blueprint, Response, current_app, has_request_context, request
 from werkzeug.exceptions import HTTPException
 
-from ..calls.approvals import Approval, approved, carried_approval, needs_approval
+from ..calls.approvals import Approval, CheckedApproval, carried_approval, check_approval, needs_approval
 from ..errors import CoreError, Forbidden, MisdirectedRequest, Unauthorized, Unavailable, from_http
 from ..errors import UnknownTool as UnknownTool
 from ..observe.logs import log
@@ -202,22 +202,28 @@ class Pipeline:
         (:mod:`~flask_tooldiscovery.calls.approvals`; without ``approval``, the one the request
         carries in ``X-Tool-Approval``): without one,
         :class:`~flask_tooldiscovery.calls.approvals.ApprovalRequired` carries the sealed request
-        to send back; a declined one ends the call unrun."""
+        to send back; a declined one ends the call unrun. The approval is spent once declined, or
+        once the call holds its slot: refused before (rate limit, busy), it stays good."""
         settings, core = self.settings, self.core
         self.admission.refuse_unadmitted()
+        checked: CheckedApproval | None = None
         if needs_approval(tool, destructive=settings.approve_destructive):
             # Approved as the tool will receive them (coerced, loaded); invalid ones are answered unrun.
             ready, errors = prepare(tool, arguments, coerce=settings.coerce_arguments if coerce is None else coerce,
                                     max_errors=settings.max_validation_errors)
             subject = context.user_id if context.identity is None else context.identity.subject
-            if not errors and not approved(tool, ready, subject, context.call_id, approval or carried_approval(),
-                                           max_age=settings.approval_ttl, audience=settings.server_name,
-                                           storage=settings.state_storage_uri):
+            checked = None if errors else check_approval(
+                tool, ready, subject, context.call_id, approval or carried_approval(), max_age=settings.approval_ttl,
+                audience=settings.server_name, storage=settings.state_storage_uri)
+            if checked is not None and not checked.approved:
+                checked.spend()  # declined: it cannot come back approved
                 return Outcome(tool=tool, call_id=context.call_id, status="failure",
                                failure=Failure(message="The call was not approved, so the tool did not run."))
 
         def call() -> Outcome:
             with core.slots.hold() as hand_off:
+                if checked is not None:
+                    checked.spend()  # about to run: once, whoever sends it again
                 return core.call(tool, arguments, context, coerce=coerce, hand_off=hand_off,
                                  max_errors=settings.max_validation_errors)
 
