@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -203,13 +204,14 @@ def test_a_tool_error_and_a_crash_deliver_error_bodies_without_details(server: s
             assert leak not in raw
 
 
-def test_refusals_after_the_202_reach_the_callback(server: str, receiver: Receiver) -> None:
+def test_a_rate_limited_async_call_is_refused_at_once_not_after_the_202(server: str, receiver: Receiver) -> None:
     first, second = receiver.url(), receiver.url()
     assert call(server, "once_a_minute", {}, callback(first)).status_code == 202
     assert json.loads(receiver.wait(first)[0][1]) == {"message": "done"}
-    assert call(server, "once_a_minute", {}, callback(second)).status_code == 202
-    error = json.loads(receiver.wait(second)[0][1])["error"]
-    assert error["status"] == 429 and error["error_code"] == "RATE_LIMITED" and error["retry_after"] >= 1
+    refused = call(server, "once_a_minute", {}, callback(second))
+    assert refused.status_code == 429 and int(refused.headers["Retry-After"]) >= 1, refused.text
+    barrier(server, receiver)
+    assert receiver.received(second) == []  # nothing was accepted, so nothing is delivered
 
 
 def test_without_long_running_or_without_callback_the_call_stays_synchronous(server: str,
@@ -318,3 +320,39 @@ def test_connection_errors_are_retried_then_given_up(caplog: pytest.LogCaptureFi
     assert levels == ["WARNING", "WARNING", "WARNING", "ERROR"]
     assert all("call_id=c1" in r.getMessage() for r in caplog.records)
     assert not any("s3cret" in r.getMessage() or "t0k" in r.getMessage() for r in caplog.records)
+
+
+def test_a_receiver_down_around_completion_gets_the_result_once_it_is_up(tmp_path: Path) -> None:
+    """Results are offered for the retry window (no attempt count set): a receiver that refuses
+    connections for 4 s around the call's end still gets the result, once."""
+    port = free_port()
+    got: list[bytes] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            got.append(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+            self.send_response(204)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    base, proc = start("tests.apps.opal_async_app:create_app(hosts='127.0.0.1', retries=None)")
+    try:
+        url = f"http://127.0.0.1:{port}/cb"
+        assert call(base, "build_report", {"n": 1}, callback(url)).status_code == 202
+        time.sleep(4)  # the receiver is down: the first attempts fail to connect
+        assert got == []
+        server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        deadline = time.monotonic() + WAIT
+        while not got and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1)
+        assert [json.loads(body) for body in got] == [{"content": {"n": 1, "double": 2},
+                                                       "content_type": "application/json"}]
+        server.shutdown()
+        server.server_close()
+    finally:
+        stop(proc)

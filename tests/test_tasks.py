@@ -227,6 +227,21 @@ def test_a_killed_worker_runs_an_idempotent_tool_again_to_completion(celery_side
     assert task is not None and task.state == "completed"
 
 
+def test_a_stop_asked_on_the_web_side_reaches_the_call_running_on_a_celery_worker(celery_side: Any,
+                                                                                 receiver: Receiver) -> None:
+    app, env, folder, workers = celery_side
+    workers.append(Worker(env, folder / "worker-1.log"))
+    url = receiver.url()
+    task_id = call(app, "waits", {"name": "C"}, url)
+    wait_for(lambda: effects(folder, "waits-C") == 1)  # running in the worker process
+    assert tasks_of(app).cancel(task_id)  # this process only writes the stop mark in Redis
+    [(_, body)] = receiver.wait(url)
+    assert json.loads(body)["message"] == "The call was cancelled."
+    task = tasks_of(app).store.get(task_id)
+    assert task is not None and task.state == "cancelled"
+    assert not tasks_of(app).cancel(task_id)  # over: nothing left to stop
+
+
 def test_the_celery_engine_needs_its_app_and_a_shared_store() -> None:
     from flask_tooldiscovery import SettingsError
 

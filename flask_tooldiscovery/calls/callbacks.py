@@ -130,34 +130,56 @@ def _post(parts: SplitResult, addresses: Sequence[Address], data: bytes, headers
         conn.close()
 
 
-def deliver(url: str, body: Any, headers: Mapping[str, str], *, attempts: int, timeout: float,
-            hosts: tuple[str, ...], setting: str, ids: str, backoff: float = 0.5) -> bool:
-    """POST ``body`` as JSON to ``url``, at most ``attempts`` times: a connection error, a timeout,
-    a 5xx or a 429 is tried again after ``backoff`` seconds, doubling (up to :data:`MAX_BACKOFF`).
-    Each failed attempt is logged at WARNING, giving up at ERROR, both naming ``ids``."""
+def attempt(url: str, body: Any, headers: Mapping[str, str], *, timeout: float, hosts: tuple[str, ...],
+            setting: str, ids: str, number: int, of: int | None = None) -> tuple[bool, bool]:
+    """One attempt to POST ``body`` as JSON to ``url``: (delivered, worth another attempt). A
+    connection error, a timeout, a 5xx or a 429 is worth another; a failed attempt is logged at
+    WARNING naming ``ids`` (``number`` of ``of``, when the attempts are counted)."""
     parts = urlsplit(url)
     where = f"{parts.scheme}://{parts.netloc}{parts.path}"
-    data, context = json.dumps(body).encode(), ssl.create_default_context()
-    for attempt in range(1, attempts + 1):
-        reason, addresses = _check(url, hosts, setting)  # its addresses may have changed
-        retry = False
-        if reason is None:
-            try:
-                if addresses is None:  # a listed host: resolved here, once
-                    addresses = _resolve(*_endpoint(parts))
-                status = _post(parts, addresses, data, headers, timeout, context)
-                if 200 <= status < 300:
-                    return True
-                reason, retry = f"HTTP {status}", status >= 500 or status == 429  # a 3xx is not followed
-            except (OSError, ValueError, http.client.HTTPException) as exc:  # refused, timeouts, TLS, bad answers
-                reason, retry = f"{type(exc).__name__}: {exc}", True
-        log.warning("flask-tooldiscovery: callback to %s failed, attempt %d of %d: %s (%s)",
-                    where, attempt, attempts, reason, ids)
-        if not retry or attempt == attempts:
+    reason, addresses = _check(url, hosts, setting)  # its addresses may have changed
+    retry = False
+    if reason is None:
+        try:
+            if addresses is None:  # a listed host: resolved here, once
+                addresses = _resolve(*_endpoint(parts))
+            status = _post(parts, addresses, json.dumps(body).encode(), headers, timeout, ssl.create_default_context())
+            if 200 <= status < 300:
+                return True, False
+            reason, retry = f"HTTP {status}", status >= 500 or status == 429  # a 3xx is not followed
+        except (OSError, ValueError, http.client.HTTPException) as exc:  # refused, timeouts, TLS, bad answers
+            reason, retry = f"{type(exc).__name__}: {exc}", True
+    log.warning("flask-tooldiscovery: callback to %s failed, attempt %d%s: %s (%s)",
+                where, number, f" of {of}" if of else "", reason, ids)
+    return False, retry
+
+
+def backoff_for(number: int, first: float = 0.5) -> float:
+    """Seconds to wait after failed attempt ``number``: ``first``, doubling, at most :data:`MAX_BACKOFF`."""
+    return float(min(first * 2 ** (number - 1), MAX_BACKOFF))
+
+
+def gave_up(url: str, attempts: int, ids: str) -> None:
+    """Log (ERROR) that delivering to ``url`` stopped after ``attempts``."""
+    parts = urlsplit(url)
+    log.error("flask-tooldiscovery: gave up delivering a result to %s after %d attempt(s) (%s)",
+              f"{parts.scheme}://{parts.netloc}{parts.path}", attempts, ids)
+
+
+def deliver(url: str, body: Any, headers: Mapping[str, str], *, attempts: int, timeout: float,
+            hosts: tuple[str, ...], setting: str, ids: str, backoff: float = 0.5) -> bool:
+    """POST ``body`` as JSON to ``url``, at most ``attempts`` times, waiting between them
+    (:func:`backoff_for`); giving up is logged at ERROR."""
+    for number in range(1, attempts + 1):
+        delivered, retry = attempt(url, body, headers, timeout=timeout, hosts=hosts, setting=setting, ids=ids,
+                                   number=number, of=attempts)
+        if delivered:
+            return True
+        if not retry or number == attempts:
             break
-        time.sleep(min(backoff * 2 ** (attempt - 1), MAX_BACKOFF))
-    log.error("flask-tooldiscovery: gave up delivering a result to %s after %d attempt(s) (%s)", where, attempt, ids)
+        time.sleep(backoff_for(number, backoff))
+    gave_up(url, number, ids)
     return False
 
 
-__all__ = ["MAX_BACKOFF", "deliver", "refused"]
+__all__ = ["MAX_BACKOFF", "attempt", "backoff_for", "deliver", "gave_up", "refused"]

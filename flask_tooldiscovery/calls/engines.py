@@ -17,7 +17,9 @@ engine calls the app's runner with it:
 
 from __future__ import annotations
 
+import heapq
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
@@ -34,9 +36,9 @@ CELERY_INSTALL = "pip install 'flask-tooldiscovery[celery]'"
 
 
 class Engine(Protocol):
-    def submit(self, job: Job) -> None:
-        """Run ``job`` some time soon, elsewhere; :class:`~flask_tooldiscovery.errors.Busy` when it
-        cannot be taken now."""
+    def submit(self, job: Job, delay: float = 0.0) -> None:
+        """Run ``job`` some time soon (``delay`` seconds from now at the earliest), elsewhere;
+        :class:`~flask_tooldiscovery.errors.Busy` when it cannot be taken now."""
 
 
 class ThreadEngine:
@@ -47,8 +49,16 @@ class ThreadEngine:
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tooldiscovery-task")
         self._room = threading.BoundedSemaphore(workers + backlog)
         self.retry_after = retry_after
+        #: Jobs waiting for their time (a heap of (due, sequence, job)), kept by one timer thread.
+        self._later: list[tuple[float, int, Job]] = []
+        self._due = threading.Condition()
+        self._timer: threading.Thread | None = None
+        self._sequence = 0
 
-    def submit(self, job: Job) -> None:
+    def submit(self, job: Job, delay: float = 0.0) -> None:
+        if delay > 0:
+            self._schedule(job, delay)
+            return
         if not self._room.acquire(blocking=False):
             raise Busy("Too many tasks are running or waiting; try again later.", retry_after=self.retry_after)
         try:
@@ -56,6 +66,28 @@ class ThreadEngine:
         except RuntimeError:  # the pool is shutting down (the process is exiting)
             self._room.release()
             raise Busy("The server is shutting down; try again later.", retry_after=self.retry_after) from None
+
+    def _schedule(self, job: Job, delay: float) -> None:
+        with self._due:
+            self._sequence += 1
+            heapq.heappush(self._later, (time.monotonic() + delay, self._sequence, job))
+            if self._timer is None:
+                self._timer = threading.Thread(target=self._wait, name="tooldiscovery-task-timer", daemon=True)
+                self._timer.start()
+            self._due.notify()
+
+    def _wait(self) -> None:
+        """The timer thread: hands each waiting job to the pool when its time comes (a full pool:
+        a second later)."""
+        while True:
+            with self._due:
+                while not self._later or self._later[0][0] > time.monotonic():
+                    self._due.wait(None if not self._later else max(self._later[0][0] - time.monotonic(), 0.0))
+                _, _, job = heapq.heappop(self._later)
+            try:
+                self.submit(job)
+            except Busy:
+                self._schedule(job, 1.0)
 
     def _run(self, job: Job) -> None:
         try:
@@ -76,8 +108,8 @@ class CeleryEngine:
         self._task = celery.task(name=CELERY_TASK, acks_late=True, reject_on_worker_lost=True,
                                  ignore_result=True)(run_task)
 
-    def submit(self, job: Job) -> None:
-        self._task.apply_async(args=[job], task_id=job["task"])
+    def submit(self, job: Job, delay: float = 0.0) -> None:
+        self._task.apply_async(args=[job], task_id=job.get("job_id") or job["task"], countdown=delay or None)
 
 
 __all__ = ["CELERY_INSTALL", "CELERY_TASK", "CeleryEngine", "Engine", "Job", "Runner", "ThreadEngine"]

@@ -15,6 +15,7 @@ from ..dialects import Dialect
 from ..errors import CoreError, RetryLater
 from ..serving import request_state
 from ..serving.guard import new_call_id
+from ..serving.outside import call_as
 from ..serving.pipeline import Pipeline
 from ..serving.wire import parse_json
 from ..tools.model import Identity
@@ -117,13 +118,13 @@ def call_tool(name: str, input_: str, approve: bool) -> None:
     identity, call_id = request_state.current().identity, new_call_id()
     try:
         try:
-            outcome = pipe.call_as(identity, tool, arguments, call_id=call_id)
+            outcome = call_as(pipe, identity, tool, arguments, call_id=call_id)
         except ApprovalRequired as exc:
             if not approve:
                 raise click.ClickException(f"{exc.message} {exc.prompt} Run the command again with --approve "
                                            "to approve this call.") from None
             # The sealed request the pipeline made for this very call, opened and checked again.
-            outcome = pipe.call_as(identity, tool, arguments, approval=Approval(exc.state, True), call_id=call_id)
+            outcome = call_as(pipe, identity, tool, arguments, approval=Approval(exc.state, True), call_id=call_id)
     except RetryLater as exc:
         raise click.ClickException(f"{exc.message} (retry after {exc.retry_after} s)") from None
     except CoreError as exc:

@@ -68,7 +68,7 @@ def _error_type(outcome: Outcome) -> str:
 
 
 def observe_call(ops: Operations, dialect: str, identity: Identity | None, tool: Tool, context: ToolContext,
-                 call: Callable[[], Outcome]) -> Outcome:
+                 call: Callable[[], Outcome], *, check_limits: bool = True) -> Outcome:
     """``call()`` (which runs the tool in a call slot) made through ``dialect`` by ``identity``,
     within the caller's rate limit, between the signals, inside the call's span, counted in the
     metrics. Core errors (refusals) are re-raised for the dialect's ``error_response``; the
@@ -86,7 +86,7 @@ def observe_call(ops: Operations, dialect: str, identity: Identity | None, tool:
     try:
         with ops.span(tool, context, dialect) as span:
             try:
-                limits = ops.limits.limits_for(tool, dialect)
+                limits = ops.limits.limits_for(tool, dialect) if check_limits else None
                 if limits:  # whom to count only when something counts
                     ops.limits.check(tool, limits, RateLimits.caller(identity, request.remote_addr))
                 ran = True

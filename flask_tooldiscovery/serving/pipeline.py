@@ -36,7 +36,7 @@ from .cache import Document, WireCache
 from .core import Core, Translator
 from .cors import Cors
 from .fastpath import Learner, credential_keys, listening
-from .guard import RouteKind, new_call_id, new_trace_id
+from .guard import RouteKind, new_call_id
 from .identity import Authenticator, Identity
 from .routes import Routes
 from .wire import JSON_MIMETYPE, dumps, json_response
@@ -194,9 +194,10 @@ class Pipeline:
                            identity=identity, **fields)
 
     def invoke(self, tool: Tool, arguments: Any, context: ToolContext, *, coerce: bool | None = None,
-               approval: Approval | None = None) -> Outcome:
-        """Run ``tool`` within the caller's rate limit, in one of the worker's call slots, between
-        the call signals, inside its span and counted in the metrics.
+               approval: Approval | None = None, charged: bool = False) -> Outcome:
+        """Run ``tool`` within the caller's rate limit (unless ``charged``: counted already), in one
+        of the worker's call slots, between the call signals, inside its span and counted in the
+        metrics.
 
         A tool that needs a person's approval runs only with an ``approval`` of this very call
         (:mod:`~flask_tooldiscovery.calls.approvals`; without ``approval``, the one the request
@@ -227,31 +228,12 @@ class Pipeline:
                 return core.call(tool, arguments, context, coerce=coerce, hand_off=hand_off,
                                  max_errors=settings.max_validation_errors)
 
-        return observe_call(core.operations, self.name, self.identity, tool, context, call)
+        return observe_call(core.operations, self.name, self.identity, tool, context, call, check_limits=not charged)
 
     @property
     def awaits_admission(self) -> bool:
         """True while this request's caller waits for the identity source asked around the call."""
         return self.admission.awaits()
-
-    def call_as(self, identity: Identity | None, tool: Tool, arguments: Any, *, approval: Approval | None = None,
-                coerce: bool | None = None, headers: Mapping[str, str] | None = None,
-                remote_addr: str | None = None, **fields: Any) -> Outcome:
-        """Run ``tool`` for ``identity`` from outside any request (``flask tools call``, a task):
-        through :meth:`invoke` in a request context of its own, so rate limits, call slots,
-        approvals, signals, tracing and metrics apply as to a call over HTTP, and refusals raise
-        as there. ``fields`` are the context's (``call_id``, ``trace_id``, ``extra``...). The
-        tool's ``ctx.request`` is a request with ``headers`` (a task's: those it arrived with,
-        credentials aside), or ``None`` without them."""
-        environ = {"REMOTE_ADDR": remote_addr} if remote_addr else None
-        with current_app.test_request_context(self.prefix or "/", method="POST", headers=dict(headers or {}),
-                                              environ_base=environ):
-            state = request_state.current()
-            state.identity, state.trace_id = identity, fields.pop("trace_id", None) or new_trace_id()
-            context = self.context(**fields)
-            if headers is None:
-                context.request = None
-            return self.invoke(tool, arguments, context, approval=approval, coerce=coerce)
 
     # -- discovery ----------------------------------------------------------------------------
 

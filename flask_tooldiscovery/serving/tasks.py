@@ -24,16 +24,19 @@ from flask import Flask
 
 from ..calls.approvals import digest
 from ..calls.engines import CELERY_INSTALL, CeleryEngine, Engine, Job, ThreadEngine
-from ..calls.tasks import Task, TaskStore, store_for
+from ..calls.tasks import Task, TaskState, TaskStore, store_for
 from ..errors import CoreError, RetryLater
 from ..observe.logs import log
 from ..settings import Settings, SettingsError, key
 from ..tools.invoke import CANCELLED, Outcome
 from ..tools.model import Identity, Tool, ToolContext
+from .cancel_watch import CancelWatcher
+from .outside import call_as, charge
 from .pipeline import Pipeline
 
-#: What a dialect does with a task once it ended (deliver its result somewhere), by name.
-Finisher = Callable[[Pipeline, Task], None]
+#: What a dialect does with a task once it ended (deliver its result somewhere), by name: called
+#: with the attempt's number, it answers ``None`` when done, or the seconds to wait before another.
+Finisher = Callable[[Pipeline, Task, int], "float | None"]
 _FINISHERS: dict[str, Finisher] = {}
 #: Request headers a task does not carry to where it runs: credentials, and what belonged to the
 #: request's own body and connection.
@@ -82,6 +85,7 @@ class Tasks:
         self.settings = settings
         self.pipelines = pipelines
         self.store: TaskStore = store_for(settings.state_storage_uri)
+        self._watcher = CancelWatcher(self.store)
         self.engine = self._engine(app, settings)
 
     def _engine(self, app: Flask, settings: Settings) -> Engine:
@@ -101,8 +105,11 @@ class Tasks:
 
     def start(self, pipe: Pipeline, tool: Tool, arguments: dict[str, Any], context: ToolContext, *,
               then: str | None = None, meta: Mapping[str, Any] | None = None) -> Task:
-        """Keep a task record for this call and hand it to the engine; the record. A refusal of
-        the engine (:class:`~flask_tooldiscovery.errors.Busy`) is raised, the record ended."""
+        """Keep a task record for this call and hand it to the engine; the record. The caller's
+        rate limit is counted now, so that a refusal is answered at once
+        (:class:`~flask_tooldiscovery.errors.RateLimited`), as one of the engine
+        (:class:`~flask_tooldiscovery.errors.Busy`) is, the record then ended."""
+        charge(pipe, tool)
         identity = context.identity
         task = Task(id=context.call_id, tool=tool.name, version=tool.version, dialect=pipe.name,
                     caller=identity.subject if identity is not None else context.user_id,
@@ -112,7 +119,7 @@ class Tasks:
         job: Job = {
             "task": task.id, "dialect": pipe.name, "tool": tool.name, "version": tool.version,
             "arguments": arguments, "call_id": context.call_id, "trace_id": context.trace_id,
-            "user_id": context.user_id, "then": then, "secrets": dict(context.secrets),
+            "user_id": context.user_id, "then": then, "charged": True, "secrets": dict(context.secrets),
             "authorization": dict(context.authorization), "extra": json.loads(json.dumps(context.extra, default=str)),
             # the headers the call arrived with, for ctx.request where the task runs (credentials aside)
             "headers": {} if request is None else {k: v for k, v in request.headers.items()
@@ -130,52 +137,92 @@ class Tasks:
         return task
 
     def run(self, job: Job) -> None:
-        """Run one task (the engine calls this, in any worker process)."""
+        """Run one job (the engine calls this, in any worker process): a task's call, or the
+        next attempt of what its dialect does once it ended."""
         with self.app.app_context():
+            if job.get("kind") == "finish":
+                self._finish(job)
+                return
             task = self.store.get(job["task"])
-            if task is None or task.terminal:
-                return  # expired, or already ended (a redelivery after the end): nothing twice
+            if task is None:
+                return  # expired
             pipe = self.pipelines.get(job["dialect"])
+            if task.terminal:  # delivered again after it ended: nothing runs twice; its finisher may be due
+                self._then(task, 1)
+                return
             tool = None if pipe is None else pipe.core.registry.resolve().get(job["tool"], job["version"])
             runs = self.store.claim(task.id)
             if pipe is None or tool is None:
-                self._end(pipe, task, "failed", {"status": "failure", "error": "The tool is no longer offered."})
-                return
-            if self.store.cancelling(task.id):
-                self._end(pipe, task, "cancelled", {"status": "cancelled", "error": "The call was cancelled."})
-                return
-            if runs > 1 and (tool.annotations or {}).get("idempotentHint") is not True:
+                self._end(task, "failed", {"status": "failure", "error": "The tool is no longer offered."})
+            elif self.store.cancelling(task.id):
+                self._end(task, "cancelled", {"status": "cancelled", "error": CANCELLED})
+            elif runs > 1 and (tool.annotations or {}).get("idempotentHint") is not True:
                 log.warning("flask-tooldiscovery: task %s of %s was delivered again after its run had started; "
                             "not idempotent, so it ends interrupted", task.id, tool.name)
-                self._end(pipe, task, "interrupted", {"status": "interrupted", "error": INTERRUPTED})
-                return
-            try:
-                outcome = pipe.call_as(
-                    _identity(job.get("identity")), tool, job["arguments"], coerce=True,
-                    headers=job.get("headers") or {}, remote_addr=job.get("remote_addr"), call_id=job["call_id"],
-                    trace_id=job.get("trace_id"), user_id=job.get("user_id"), secrets=job.get("secrets") or {},
-                    authorization=job.get("authorization") or {}, extra=job.get("extra") or {})
-            except CoreError as exc:  # refused when it came to run: a rate limit, no free call slot
-                result = {"status": "refused", "error": exc.message, "http_status": exc.status}
-                if isinstance(exc, RetryLater):
-                    result["retry_after"] = exc.retry_after
-                self._end(pipe, task, "failed", result)
-                return
-            cancelled = outcome.failure is not None and outcome.failure.message == CANCELLED
-            state = "completed" if outcome.ok else "cancelled" if cancelled else "failed"
-            self._end(pipe, task, state, outcome_json(outcome))
+                self._end(task, "interrupted", {"status": "interrupted", "error": INTERRUPTED})
+            else:
+                self._end(task, *self._call(pipe, tool, job))
 
-    def _end(self, pipe: Pipeline | None, task: Task, state: Any, result: dict[str, Any]) -> None:
-        if not self.store.finish(task.id, state, result):
-            return  # someone else ended it first
-        ended = self.store.get(task.id)
-        then = task.meta.get("then")
+    def _call(self, pipe: Pipeline, tool: Tool, job: Job) -> tuple[TaskState, dict[str, Any]]:
+        """Run the task's call; the state it ends in and its result."""
+        task_id = job["task"]
+        try:
+            outcome = call_as(
+                pipe, _identity(job.get("identity")), tool, job["arguments"], coerce=True,
+                charged=bool(job.get("charged")), context_hook=lambda ctx: self.watch(task_id, ctx),
+                headers=job.get("headers") or {}, remote_addr=job.get("remote_addr"), call_id=job["call_id"],
+                trace_id=job.get("trace_id"), user_id=job.get("user_id"), secrets=job.get("secrets") or {},
+                authorization=job.get("authorization") or {}, extra=job.get("extra") or {})
+        except CoreError as exc:  # refused when it came to run: a rate limit, no free call slot
+            result: dict[str, Any] = {"status": "refused", "error": exc.message, "http_status": exc.status}
+            if isinstance(exc, RetryLater):
+                result["retry_after"] = exc.retry_after
+            return "failed", result
+        finally:
+            self._watcher.forget(task_id)
+        cancelled = outcome.failure is not None and outcome.failure.message == CANCELLED
+        return ("completed" if outcome.ok else "cancelled" if cancelled else "failed"), outcome_json(outcome)
+
+    def watch(self, task_id: str, context: ToolContext) -> None:
+        """Cancel ``context`` when anyone, on any worker, asks task ``task_id`` to stop."""
+        self._watcher.add(task_id, context)
+
+    def cancel(self, task_id: str) -> bool:
+        """Ask task ``task_id`` to stop, wherever it runs (a task not started yet never starts);
+        True when it was not over yet."""
+        if not self.store.cancel(task_id):
+            return False
+        self._watcher.check()
+        return True
+
+    def _end(self, task: Task, state: TaskState, result: dict[str, Any]) -> None:
+        if self.store.finish(task.id, state, result):
+            self._then(task, 1)
+
+    def _then(self, task: Task, attempt: int, delay: float = 0.0) -> None:
+        """Hand attempt ``attempt`` of the task's finisher to the engine (when it has one), as a
+        job that waits for room rather than being refused (a short delay: the engine's timer)."""
+        if isinstance(task.meta.get("then"), str):
+            self.engine.submit({"kind": "finish", "task": task.id, "dialect": task.dialect, "attempt": attempt,
+                                "job_id": f"{task.id}:then:{attempt}"}, max(delay, 0.01))
+
+    def _finish(self, job: Job) -> None:
+        """One attempt of a finisher: each attempt runs at most once; a finisher that asks for
+        another (a wait in seconds) gets it later."""
+        task, attempt = self.store.get(job["task"]), int(job["attempt"])
+        if task is None or not task.terminal or self.store.claim(f"{task.id}:then:{attempt}") != 1:
+            return
+        then, pipe = task.meta.get("then"), self.pipelines.get(task.dialect)
         fn = _FINISHERS.get(then) if isinstance(then, str) else None
-        if fn is not None and pipe is not None and ended is not None:
-            try:
-                fn(pipe, ended)
-            except Exception:
-                log.exception("flask-tooldiscovery: finishing task %s (%s) failed", task.id, then)
+        if fn is None or pipe is None:
+            return
+        try:
+            wait = fn(pipe, task, attempt)
+        except Exception:
+            log.exception("flask-tooldiscovery: finishing task %s (%s) failed", task.id, then)
+            return
+        if wait is not None:
+            self._then(task, attempt + 1, wait)
 
 
 #: Where ``init_app`` keeps an app's :class:`Tasks`.

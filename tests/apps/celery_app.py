@@ -15,7 +15,7 @@ from typing import Any
 from celery import Celery, Task
 from flask import Flask
 
-from flask_tooldiscovery import ToolDiscovery
+from flask_tooldiscovery import ToolContext, ToolDiscovery
 
 
 def celery_init_app(app: Flask) -> Celery:
@@ -79,6 +79,16 @@ def create_app() -> Flask:
         effect(f"recount-{name}")
         wait_for_gate(name)
         return {"recounted": name}
+
+    @discovery.tool(long_running=True)
+    def waits(name: str, ctx: ToolContext) -> dict:
+        """Wait until the call is cancelled (two minutes at most)."""
+        effect(f"waits-{name}")
+        deadline = time.monotonic() + 120
+        while not ctx.cancelled and time.monotonic() < deadline:
+            time.sleep(0.05)
+        ctx.check_cancelled()
+        return {"waited": name}
 
     @discovery.tool(long_running=True)
     def quick(n: int) -> dict:

@@ -21,6 +21,7 @@ goes in ``content`` (the SDK sends ``str(result)``); a crash sends the generic m
 from __future__ import annotations
 
 import math
+import time
 from http import HTTPStatus
 from typing import Any
 
@@ -95,28 +96,40 @@ def accept(pipe: Pipeline, tool: Tool, parameters: dict[str, Any], context: Tool
 
 
 @finisher(FINISHER)
-def deliver_result(pipe: Pipeline, task: Task) -> None:
-    """POST an ended task's result to the callback URL its call named (retried as the settings say)."""
+def deliver_result(pipe: Pipeline, task: Task, attempt: int) -> float | None:
+    """One attempt to POST an ended task's result to the callback URL its call named; the wait
+    before the next one while it fails (a connection error, a 5xx, a 429) within the retry window
+    and the attempts allowed, else ``None`` (delivered, or given up: logged, the result kept in the
+    task's record)."""
     callback = task.meta.get("callback") or {}
+    options = OpalSettings.of(pipe.settings)
+    url, token = str(callback.get("url")), callback.get("token")
+    ids = f"call_id={task.id} trace_id={task.meta.get('trace_id')} tool_call_id={callback.get('tool_call_id')}"
+    headers = {"Content-Type": RESULT_MIMETYPE, "User-Agent": "flask-tooldiscovery",
+               **({"X-Trace-Id": str(task.meta["trace_id"])} if task.meta.get("trace_id") else {}),
+               **({"Authorization": f"Bearer {token}"} if token else {})}
+    most = options.callback_retries + 1 if options.callback_retries is not None else None
+    delivered, retry = callbacks.attempt(url, _body(task), headers, timeout=options.callback_timeout,
+                                         hosts=options.callback_hosts, setting=HOSTS, ids=ids, number=attempt, of=most)
+    if delivered:
+        return None
+    wait = callbacks.backoff_for(attempt)
+    if retry and (most is None or attempt < most) and time.time() + wait < task.updated + options.callback_retry_window:
+        return wait
+    callbacks.gave_up(url, attempt, ids)
+    return None
+
+
+def _body(task: Task) -> dict[str, Any]:
+    """The callback's body for an ended task."""
     result = task.result or {}
     if task.state == "interrupted":
-        body = _problem(502, str(result.get("error") or INTERRUPTED), code="INTERRUPTED")
-    elif result.get("status") == "refused":
+        return _problem(502, str(result.get("error") or INTERRUPTED), code="INTERRUPTED")
+    if result.get("status") == "refused":
         retry = result.get("retry_after")
-        body = _problem(int(result.get("http_status") or 503), str(result.get("error")),
+        return _problem(int(result.get("http_status") or 503), str(result.get("error")),
                         math.ceil(retry) if isinstance(retry, (int, float)) and retry else None)
-    else:
-        body = _result_of(result)
-    options = OpalSettings.of(pipe.settings)
-    ids = f"call_id={task.id} trace_id={task.meta.get('trace_id')} tool_call_id={callback.get('tool_call_id')}"
-    token = callback.get("token")
-    headers = {"Content-Type": RESULT_MIMETYPE, "User-Agent": "flask-tooldiscovery",
-               **({"Authorization": f"Bearer {token}"} if token else {})}
-    trace_id = task.meta.get("trace_id")
-    if trace_id:
-        headers["X-Trace-Id"] = str(trace_id)
-    callbacks.deliver(str(callback.get("url")), body, headers, attempts=options.callback_retries + 1, ids=ids,
-                      timeout=options.callback_timeout, hosts=options.callback_hosts, setting=HOSTS)
+    return _result_of(result)
 
 
 def _problem(status: int, detail: str, retry_after: int | None = None, code: str | None = None) -> dict[str, Any]:

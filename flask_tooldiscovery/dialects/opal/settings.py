@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...settings import DialectSettings, number, parse_int, parse_list, parse_str, setting
+from ...settings import DialectSettings, number, optional, parse_int, parse_list, parse_str, setting
 
 
 @dataclass(frozen=True)
@@ -17,10 +17,14 @@ class OpalSettings(DialectSettings):
         "OPAL_CALLBACK_HOSTS", [], parse_list,
         "Hosts Opal's async_callback URLs may name (http or https; '.example.com' adds its subdomains); "
         "unset: https only, to hosts with no loopback, private or reserved address.")
-    callback_retries: int = setting(
-        "OPAL_CALLBACK_RETRIES", 2, parse_int,
+    callback_retries: int | None = setting(
+        "OPAL_CALLBACK_RETRIES", None, optional(parse_int),
         "Further attempts to POST an async result after a failed one (connection error, 5xx, 429), "
-        "waiting 0.5 s, 1 s, 2 s... between them.")
+        "waiting 0.5 s, 1 s, 2 s... up to 60 s between them; unset: as many as the retry window allows.")
+    callback_retry_window: float = setting(
+        "OPAL_CALLBACK_RETRY_WINDOW", 3600, number(0),
+        "Seconds after a call ended during which its result is still offered to the callback URL; "
+        "the result stays readable in the call's task record after that.")
     callback_timeout: float = setting("OPAL_CALLBACK_TIMEOUT", 10, number(0.1),
                                       "Seconds each attempt to POST an async result may take.")
 

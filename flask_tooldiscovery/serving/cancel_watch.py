@@ -1,0 +1,69 @@
+"""Cancellation that reaches a running task wherever it runs.
+
+A stop request is a mark in the task store (:meth:`~flask_tooldiscovery.calls.tasks.TaskStore.cancel`),
+made by whichever worker received it. Each process that runs tasks watches the marks of the ones it
+runs, with one thread for all of them (none while nothing runs), and cancels the call's
+:class:`~flask_tooldiscovery.tools.model.ToolContext` when its mark appears: an async tool is
+cancelled at its next ``await``, a sync tool sees ``ctx.cancelled``.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from ..calls.tasks import TaskStore
+from ..observe.logs import log
+from ..tools.model import ToolContext
+
+#: Seconds between two looks at the store while tasks run here.
+INTERVAL = 0.5
+
+
+class CancelWatcher:
+    """The running tasks of this process and their contexts."""
+
+    def __init__(self, store: TaskStore, interval: float = INTERVAL) -> None:
+        self.store = store
+        self.interval = interval
+        self._running: dict[str, ToolContext] = {}
+        self._changed = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def add(self, task_id: str, context: ToolContext) -> None:
+        with self._changed:
+            self._running[task_id] = context
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._watch, name="tooldiscovery-cancel-watch", daemon=True)
+                self._thread.start()
+            self._changed.notify()
+        self.check_one(task_id, context)
+
+    def forget(self, task_id: str) -> None:
+        with self._changed:
+            self._running.pop(task_id, None)
+
+    def check_one(self, task_id: str, context: ToolContext) -> None:
+        try:
+            if self.store.cancelling(task_id):
+                context.cancel()
+        except Exception:  # the store is unreachable for a moment: look again next time
+            log.warning("flask-tooldiscovery: could not read the stop mark of task %s", task_id, exc_info=True)
+
+    def check(self) -> None:
+        """Look at every running task's mark now."""
+        with self._changed:
+            running = list(self._running.items())
+        for task_id, context in running:
+            self.check_one(task_id, context)
+
+    def _watch(self) -> None:
+        while True:
+            with self._changed:
+                while not self._running:
+                    self._changed.wait()
+            self.check()
+            with self._changed:
+                self._changed.wait(self.interval)
+
+
+__all__ = ["INTERVAL", "CancelWatcher"]
