@@ -19,6 +19,8 @@ from collections import OrderedDict
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, Protocol
 
+from .state_store import redis_client
+
 TaskState = Literal["working", "input_required", "completed", "failed", "cancelled", "interrupted"]
 #: The states a task never leaves.
 TERMINAL: frozenset[str] = frozenset({"completed", "failed", "cancelled", "interrupted"})
@@ -165,9 +167,7 @@ class RedisTaskStore:
     task ids in a sorted set by time."""
 
     def __init__(self, uri: str) -> None:
-        import redis
-
-        self._redis: Any = redis.Redis.from_url(uri)  # typed Any: redis-py's sync/async union types
+        self._redis: Any = redis_client(uri)
         self._finish = self._redis.register_script(_FINISH)
 
     def _ttl(self, task: Task) -> int:
