@@ -146,8 +146,9 @@ class ToolDiscovery:
         if not settings.state_storage_uri and (workers := gunicorn_workers()) not in (None, 1):
             log.warning("flask-tooldiscovery: gunicorn runs %s worker processes and TOOLDISCOVERY_STATE_STORAGE_URI "
                         "is unset: each process keeps its own state, so a sealed approval can run once in each of "
-                        "them and an MCP approval answer reaching another worker is lost; set it to a redis:// URL "
-                        "every worker shares", workers or "several")
+                        "them, an MCP approval answer reaching another worker is lost, and a task's record can only "
+                        "be read on the worker that accepted it; set it to a redis:// URL every worker shares",
+                        workers or "several")
         from .cli.commands import tools_cli
 
         if "tools" not in app.cli.commands:
