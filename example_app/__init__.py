@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import json
+import math
 import os
 import secrets
 import struct
@@ -87,7 +88,9 @@ def mean(values: list[float], round_to: int | None = None) -> float:
     if not values:
         raise ToolError("Give at least one value.", can_retry=True,
                         additional_prompt_content="Pass a non-empty list of numbers.")
-    result = sum(values) / len(values)
+    result = math.fsum(value / len(values) for value in values)  # no overflow of the sum on the way
+    if not math.isfinite(result):
+        raise ToolError("The mean is too large to write as a number.")
     return round(result, round_to) if round_to is not None else result
 
 
@@ -152,12 +155,16 @@ def order_status(order_id: str, include_history: bool = False) -> dict:
     return status
 
 
+#: How long packing one order takes: the demo's pace, slow enough to watch progress live.
+PACK_SECONDS = 0.3
+
+
 @discovery.tool(annotations={"readOnlyHint": True}, category="orders", long_running=True)
 async def pack_orders(count: Annotated[int, {"minimum": 1, "maximum": 20}] = 5, ctx: ToolContext = None) -> dict:
     """Pack a batch of orders, reporting progress as each one is packed (watch it live in the
     explorer, or with an MCP client's progress callback)."""
     for packed in range(1, count + 1):
-        await asyncio.sleep(0.3)  # cancelled here when the caller gives up
+        await asyncio.sleep(PACK_SECONDS)  # cancelled here when the caller gives up
         await ctx.report_progress(packed, count, f"packed order {packed} of {count}")
     ctx.log("info", f"{count} orders packed")
     return {"packed": count}

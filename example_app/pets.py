@@ -14,6 +14,7 @@ import marshmallow as ma
 from flask import Flask, current_app, request
 from flask.views import MethodView
 from flask_smorest import Api, Blueprint, abort
+from werkzeug.exceptions import HTTPException
 
 SPECIES = ("cat", "dog", "bird", "rabbit")
 
@@ -97,6 +98,17 @@ class PetById(MethodView):
             abort(404, message=f"No pet has id {pet_id}.")
 
 
+class PetsApi(Api):
+    """flask-smorest's ``Api``, whose JSON error answers keep the ``Allow`` header of a 405 (its
+    handler, app-wide, drops the headers werkzeug's exception carries: every route of the app,
+    the tool routes that leave other methods to Flask included, would answer 405 without it)."""
+
+    def handle_http_exception(self, error: HTTPException) -> Any:
+        payload, status, headers = super().handle_http_exception(error)
+        allowed = getattr(error, "valid_methods", None)
+        return payload, status, {"Allow": ", ".join(allowed), **headers} if allowed else headers
+
+
 def register(app: Flask) -> None:
     """Mount the pets API on ``app`` (before ``discovery.init_app``, which finds its views)."""
     app.config.setdefault("API_TITLE", "Pets")
@@ -104,7 +116,7 @@ def register(app: Flask) -> None:
     app.config.setdefault("OPENAPI_VERSION", "3.0.3")
     app.extensions["example_pets"] = {1: {"id": 1, "name": "Tom", "species": "cat", "age": 3},
                                       2: {"id": 2, "name": "Rex", "species": "dog", "age": 5}}
-    Api(app).register_blueprint(blp)
+    PetsApi(app).register_blueprint(blp)
 
 
 def offer(discovery: Any) -> None:

@@ -14,9 +14,10 @@ from marshmallow import RAISE, Schema, ValidationError, fields, post_dump, valid
 
 from ..errors import BadRequest, CoreError, Unauthorized, Unavailable
 from ..serving.identity import Authenticator, Verifier
+from ..serving.openapi import body_required, one_of, openapi_post
 from ..serving.pipeline import Pipeline, UnknownTool
 from ..serving.verifiers import ApiKeyVerifier, JwtVerifier
-from ..serving.wire import WireSchema, json_response, openapi_post, validation_messages
+from ..serving.wire import WireSchema, json_response, validation_messages
 from ..settings import DialectSettings, Settings, optional, parse_bool, parse_list, parse_mapping, parse_str, setting
 from ..tools.json_schema import inline_refs
 from ..tools.model import Tool, parse_version
@@ -236,18 +237,33 @@ def lint_tool(tool: Tool) -> list[str]:
     return problems
 
 
+_S = {"type": "string"}
+#: ``ServerErrorResponse`` / ``ValidationErrorResponse`` as :func:`error_response` writes them (a refusal's extras too).
+ERROR_SCHEMA = {"type": "object", "required": ["message"], "properties": {"message": _S, "parameter_errors": {
+    "type": "object"}, "missing_requirements": {"type": "object"}, "can_retry": {"type": "boolean"}}}
+_CONTEXT = {"type": "object", "properties": {"user_id": _S, **{key: {"type": "array", "items": {
+    "type": "object", "required": ["id", value], "properties": {"id": _S, value: _S}}}
+    for key, value in (("authorization", "token"), ("secrets", "value"))}}}
+
+
 def openapi_paths(pipe: Pipeline) -> dict[str, Any]:
-    """The OpenAPI path item of ``POST /tools/call``."""
-    request_schema = {"type": "object", "properties": {
-        "tool_id": {"type": "string", "enum": [tool_id(t, pipe.settings) for t in pipe.tools()]},
-        "call_id": {"type": "string"}, "trace_id": {"type": "string"}, "input": {"type": "object"},
-        "context": {"type": "object"}}, "required": ["tool_id"]}
-    schema = {"type": "object", "properties": {"$schema": {"type": "string"}, "request": request_schema},
-              "required": ["request"]}
+    """The OpenAPI path item of ``POST /tools/call``: a request shape per tool (its id, without the
+    version for the latest too, and its input schema); a tool's own error is a 200."""
+    tools, latest = list(pipe.tools()), {id(t) for t in pipe.tools().latest()}
+
+    def request(t: Tool) -> dict[str, Any]:
+        ids = [tool_id(t, pipe.settings)] + ([tool_id(t, pipe.settings, with_version=False)] if id(t) in latest else [])
+        return {"type": "object", "additionalProperties": False,
+                "required": ["tool_id", "input"] if body_required(t.resolved_input_schema) else ["tool_id"],
+                "properties": {"tool_id": {"enum": ids}, "call_id": _S, "trace_id": _S,
+                               "input": {"type": "object", **t.resolved_input_schema}, "context": _CONTEXT}}
+
+    schema = {"type": "object", "additionalProperties": False, "required": ["request"], "properties": {
+        "$schema": {"enum": [*sorted(ACCEPTED_SCHEMAS), None]}, "request": one_of([request(t) for t in tools])}}
     return {f"{pipe.prefix}/tools/call": openapi_post(
-        "oxp_call_tool", "oxp", "Call a tool (OXP 1.0)", schema,
-        {"200": "The call's result.", "400": "ServerErrorResponse", "401": "Unauthorized.",
-         "422": "ValidationErrorResponse"})}
+        pipe, tools, operation_id="oxp_call_tool", tags=["oxp"], summary="Call a tool (OXP 1.0)", schema=schema,
+        error_schema=ERROR_SCHEMA, responses={"200": "The call's result: its value, or the tool's error.",
+                                              "400": "ServerErrorResponse", "422": "ValidationErrorResponse"})}
 
 
 def _check_version(body: Any) -> None:
@@ -287,7 +303,7 @@ def _call_request(body: Any) -> dict[str, Any]:
         raw = body["request"]
         extra = sorted(set(body) - {"$schema", "request"})
         if extra:
-            raise BadRequest(f"Unexpected key(s) beside 'request': {', '.join(extra)}.")
+            raise BadRequest(f"Unexpected key(s) beside 'request': {', '.join(map(repr, extra))}.")
     else:  # the flat form of an unmerged spec revision
         raw = {k: v for k, v in body.items() if k != "$schema"}
     if not isinstance(raw, dict):

@@ -12,6 +12,7 @@ from urllib.parse import quote
 
 from flask import Blueprint, Response, request
 
+from ..serving.openapi import arguments_body, body_required, openapi_post
 from ..serving.pipeline import Pipeline
 from ..serving.wire import JSON_MIMETYPE, json_response, security_schemes
 from ..settings import Settings
@@ -23,7 +24,12 @@ from .driver import Driver, Observation, WireRequest, message_of, status_kind
 
 NAME = "utcp"
 UTCP_VERSION = "1.0.1"
-_ERROR = {"type": "object", "properties": {"error": {"type": "string"}}, "required": ["error"]}
+#: The body of every error answer (:func:`answer` and ``error_response``): the message, and what a
+#: refusal adds (``parameter_errors``, the retry hints, an approval's ``approval_state`` and ``prompt``).
+_ERROR = {"type": "object", "required": ["error"], "properties": {
+    "error": {"type": "string"}, "parameter_errors": {"type": "object"}, "can_retry": {"type": "boolean"},
+    "retry_after_ms": {"type": "integer"}, "code": {"type": "string"}, "approval_state": {"type": "string"},
+    "prompt": {"type": "string"}}}
 
 
 def object_schemas(schema: Any) -> Any:
@@ -113,20 +119,23 @@ def answer(outcome: Outcome) -> Response:
 
 
 def openapi_paths(pipe: Pipeline) -> dict[str, Any]:
-    """One ``POST`` operation per tool (``operationId``: its name), the body its arguments."""
-    return {call_path(pipe, tool): pipe.dump(f"{NAME}.openapi", tool, _operation) for tool in pipe.tools().latest()}
+    """One ``POST`` operation per tool (``operationId``: its name), the body its arguments (optional
+    when none is required: an empty body runs the tool with its defaults)."""
+    return {call_path(pipe, tool): pipe.dump(f"{NAME}.openapi", tool, lambda t: _operation(pipe, t))
+            for tool in pipe.tools().latest()}
 
 
-def _operation(tool: Tool) -> dict[str, Any]:
+def _operation(pipe: Pipeline, tool: Tool) -> dict[str, Any]:
     ok = {"description": "The tool's return value.",
           **({"content": {JSON_MIMETYPE: {"schema": _outputs(tool)}}} if tool.output_schema else {})}
-    errors = {"400": "Malformed JSON, or arguments that fail the input schema (`parameter_errors`).",
-              "422": "The tool reported an error; `error` is its message.", "500": "The tool failed unexpectedly."}
-    return {"post": {
-        "operationId": tool.name, "description": tool.description_or_title, "tags": _tags(tool),
-        "requestBody": {"required": True, "content": {JSON_MIMETYPE: {"schema": arguments_schema(tool)}}},
-        "responses": {"200": ok, **{status: {"description": text, "content": {JSON_MIMETYPE: {"schema": _ERROR}}}
-                                    for status, text in errors.items()}}}}
+    schema = arguments_schema(tool)
+    return openapi_post(pipe, [tool], operation_id=tool.name, description=tool.description_or_title, tags=_tags(tool),
+                        schema=arguments_body(schema), required=body_required(schema), error_schema=_ERROR, responses={
+                            "200": ok, "400": "Malformed JSON, or arguments that fail the input schema "
+                                              "(`parameter_errors`).",
+                            "404": "No such tool (any longer).",
+                            "422": "The tool reported an error; `error` is its message.",
+                            "500": "The tool failed unexpectedly."})
 
 
 def make_blueprint(pipe: Pipeline) -> Blueprint:

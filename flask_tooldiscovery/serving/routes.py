@@ -12,6 +12,10 @@ from flask import Blueprint, Request, Response
 from ..errors import MethodNotAllowed
 from .guard import RouteKind
 
+#: The methods a guarded rule answers with the dialect's JSON 405 (and ``Allow``) when it does not
+#: serve them; any other method gets the app's own 405.
+_OTHER_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "TRACE", "QUERY")
+
 
 class Routes:
     """The routes of one dialect mounted under ``prefix``."""
@@ -35,7 +39,7 @@ class Routes:
         if not guard_methods:
             return
         allow = sorted({m.upper() for m in methods} | {"OPTIONS"} | ({"HEAD"} if "GET" in methods else set()))
-        others = [m for m in ("GET", "POST", "PUT", "PATCH", "DELETE") if m not in allow]
+        others = [m for m in _OTHER_METHODS if m not in allow]
         if others:
             def not_allowed(**_: Any) -> Response:
                 raise MethodNotAllowed(allow, "The method is not allowed for the requested URL.")

@@ -8,6 +8,7 @@ import binascii
 import functools
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -148,26 +149,26 @@ def parse_json(raw: bytes | str, max_depth: int = MAX_JSON_DEPTH) -> Any:
     return value
 
 
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def key_name(key: Any) -> str:
+    """A key as a message names it: a plain name as it is, anything else (an empty name, one with
+    spaces or dots) quoted, so that every key shows."""
+    return key if isinstance(key, str) and _PLAIN_KEY.fullmatch(key) else repr(key)
+
+
 def validation_messages(messages: Any, prefix: str = "") -> list[str]:
-    """marshmallow's nested error messages as flat ``"path.to.key: message"`` lines."""
+    """marshmallow's nested error messages as flat ``"path.to.key: message"`` lines (keys as
+    :func:`key_name` writes them)."""
     if isinstance(messages, dict):
         return [line for key, value in messages.items()
-                for line in validation_messages(value, f"{prefix}.{key}" if prefix else str(key))]
+                for line in validation_messages(value, f"{prefix}.{key_name(key)}" if prefix else key_name(key))]
     if isinstance(messages, list) and all(isinstance(m, str) for m in messages):
         return [f"{prefix}: {' '.join(messages)}" if prefix else " ".join(messages)]
     if isinstance(messages, list):
         return [line for item in messages for line in validation_messages(item, prefix)]
     return [f"{prefix}: {messages}"]
-
-
-def openapi_post(operation_id: str, tag: str, summary: str, schema: Any, responses: Mapping[str, str],
-                 *, required: bool = True) -> dict[str, Any]:
-    """An OpenAPI path item for a ``POST`` taking a JSON body (for the dialects' OpenAPI hooks)."""
-    return {"post": {
-        "operationId": operation_id, "tags": [tag], "summary": summary,
-        "requestBody": {"required": required, "content": {JSON_MIMETYPE: {"schema": schema}}},
-        "responses": {status: {"description": text} for status, text in responses.items()},
-    }}
 
 
 def security_schemes(authenticator: Authenticator | None) -> dict[str, Any]:

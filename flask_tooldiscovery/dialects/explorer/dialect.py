@@ -18,10 +18,11 @@ from flask import Blueprint, Response, current_app, render_template, request
 from marshmallow import fields
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from ...errors import CoreError, Forbidden, PayloadTooLarge, Unauthorized
+from ...errors import CoreError, Forbidden, MethodNotAllowed, PayloadTooLarge, Unauthorized
 from ...serving.identity import Authenticator
+from ...serving.openapi import arguments_body, body_required, openapi_post
 from ...serving.pipeline import MalformedBody, Pipeline
-from ...serving.wire import WireSchema, json_response, openapi_post
+from ...serving.wire import JSON_MIMETYPE, WireSchema, json_response
 from ...settings import DialectSettings, Settings, parse_bool, setting
 from ...tools.invoke import Outcome, check_arguments
 from ...tools.results import is_rich
@@ -99,20 +100,47 @@ def security_warning(settings: Settings, authenticator: Authenticator | None) ->
     return None
 
 
+#: The body of the core's refusals (:func:`error_response`; a 428 adds ``code``, ``approval_state``, ``prompt``).
+ERROR_SCHEMA = {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}}
+#: F3's call result (:func:`_result`): content blocks, ``isError``, the argument ``errors`` when invalid.
+RESULT_SCHEMA = {"type": "object", "required": ["content", "isError"], "properties": {
+    "content": {"type": "array", "items": {"type": "object"}}, "structuredContent": {}, "isError": {"type": "boolean"},
+    "errors": {"type": "array", "items": {"type": "object"}}, "_meta": {"type": "object"}}}
+#: Other methods get Flask's own 405 (its page, ``Allow``): these routes are not method-guarded.
+_FLASK_405 = {"description": "Not a method this route takes (Flask's own answer)."}
+#: What the validate route takes: any JSON value, whose faults as the tool's arguments it reports (a 200).
+_ANY_ARGUMENTS = {"description": "The arguments to check, as the call route would take them."}
+#: F7's answer (the validate route).
+VALIDATION_SCHEMA = {"type": "object", "required": ["valid"], "properties": {
+    "valid": {"type": "boolean"}, "errors": {"type": "array", "items": {"type": "object"}}}}
+
+
+def _content(schema: dict[str, Any]) -> dict[str, Any]:
+    return {JSON_MIMETYPE: {"schema": schema}}
+
+
 def openapi_paths(pipe: Pipeline) -> dict[str, Any]:
     """OpenAPI path items of the per-tool call and validate endpoints."""
     paths: dict[str, Any] = {}
     for tool in pipe.tools().latest():
-        schema = tool.input_schema or {}
-        operation = tool.name.replace("/", "_")
+        operation, required = tool.name.replace("/", "_"), body_required(tool.resolved_input_schema)
+        schema = arguments_body(tool.resolved_input_schema)
         paths[f"{pipe.prefix}/tools/{tool.name}/call"] = openapi_post(
-            f"explorer_call_{operation}", NAME, (tool.description or tool.name).split("\n")[0], schema, {
-                "200": "content, structuredContent, isError", "400": "Malformed JSON or invalid arguments",
-                "401": "Rejected by the auth hook", "403": "Execution disabled", "404": "Unknown tool",
-                "500": "The tool failed"}, required=False)
+            pipe, [tool], operation_id=f"explorer_call_{operation}", tags=[NAME],
+            summary=(tool.description or tool.name).split("\n")[0], schema=schema, required=required,
+            error_schema=ERROR_SCHEMA, responses={
+                "200": {"description": "content, structuredContent, isError", "content": _content(RESULT_SCHEMA)},
+                "400": {"description": "Malformed JSON, or invalid arguments (`errors`)",
+                        "content": _content({"anyOf": [ERROR_SCHEMA, RESULT_SCHEMA]})},
+                "403": "Execution disabled, or an origin not allowed", "404": "Unknown tool", "405": _FLASK_405,
+                "500": {"description": "The tool failed (`isError`)", "content": _content(RESULT_SCHEMA)}})
         paths[f"{pipe.prefix}/tools/{tool.name}/validate"] = openapi_post(
-            f"explorer_validate_{operation}", NAME, "Validate arguments", schema,
-            {"200": "valid, errors"}, required=False)
+            pipe, [tool], operation_id=f"explorer_validate_{operation}", tags=[NAME], summary="Validate arguments",
+            schema=_ANY_ARGUMENTS, required=False, error_schema=ERROR_SCHEMA, reach="lookup", responses={
+                "200": {"description": "valid, errors", "content": _content(VALIDATION_SCHEMA)},
+                "400": {"description": "Malformed JSON (`valid: false`)",
+                        "content": _content({"anyOf": [ERROR_SCHEMA, VALIDATION_SCHEMA]})},
+                "404": "Unknown tool", "405": _FLASK_405})
     return paths
 
 
@@ -172,6 +200,9 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
 
     @pipe.route("/tools/<path:name>", "discovery", ["GET"], endpoint="tool_detail", guard_methods=False)
     def tool_detail(name: str) -> Response:
+        base, _, action = name.rpartition("/")
+        if action in ("call", "validate") and pipe.tools().get(name) is None and pipe.tools().get(base) is not None:
+            raise MethodNotAllowed(["OPTIONS", "POST"])  # a GET of a tool's call or validate route
         tool = pipe.find(name)
         return pipe.send(pipe.document(("detail", name), lambda _: pipe.dump("detail", tool, _DETAIL.dump)))
 

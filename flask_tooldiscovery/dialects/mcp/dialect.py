@@ -19,8 +19,9 @@ from ...errors import CoreError, RetryLater, Unavailable
 from ...observe.logs import log
 from ...serving import wire
 from ...serving.fastpath import Learnable
+from ...serving.openapi import openapi_post
 from ...serving.pipeline import MalformedBody, Pipeline, UnknownTool
-from ...serving.wire import JSON_MIMETYPE, WireSchema, json_response, openapi_post, page_cursor, read_cursor
+from ...serving.wire import JSON_MIMETYPE, WireSchema, json_response, page_cursor, read_cursor
 from ...settings import Settings
 from ...tools.registry import ToolSet
 from .. import Dialect, Protocol
@@ -146,13 +147,26 @@ def error_response(exc: CoreError) -> tuple[Any, int]:
     return rpc.error_body(None, error.code, error.message), exc.status
 
 
+#: A JSON-RPC error with no id, as :func:`error_response` answers a refusal of the transport.
+ERROR_SCHEMA = {"type": "object", "required": ["jsonrpc", "error"], "properties": {
+    "jsonrpc": {"const": "2.0"}, "id": {}, "error": {"type": "object", "required": ["code", "message"], "properties": {
+        "code": {"type": "integer"}, "message": {"type": "string"}, "data": {}}}}}
+
+
 def openapi_paths(pipe: Pipeline) -> dict[str, Any]:
-    """The OpenAPI path item of the JSON-RPC endpoint."""
-    schema = {"type": "object", "properties": {"jsonrpc": {"const": "2.0"}, "id": {}, "method": {"type": "string"},
-                                               "params": {"type": "object"}}, "required": ["jsonrpc", "method"]}
+    """The OpenAPI path item of the JSON-RPC endpoint: what happens once the body is read (an
+    unknown tool, a busy server, an approval...) is answered inside JSON-RPC."""
+    message = {"type": "object", "required": ["jsonrpc", "method"], "properties": {
+        "jsonrpc": {"const": "2.0"}, "id": {"type": ["string", "integer"]}, "method": {"type": "string"},
+        "params": {"description": "An object (null: none); anything else is answered by a JSON-RPC error."}}}
+    # A batch (2025-03-26): each member is answered on its own, an invalid one by an error in the batch.
+    schema = {"anyOf": [message, {"type": "array", "minItems": 1, "maxItems": McpSettings.of(pipe.settings).max_batch}]}
     return {pipe.prefix or "/": openapi_post(
-        "mcp_jsonrpc", "mcp", "MCP JSON-RPC over streamable HTTP (tools/list, tools/call, ...)", schema,
-        {"200": "A JSON-RPC response.", "202": "A notification or response was accepted."})}
+        pipe, (), operation_id="mcp_jsonrpc", tags=["mcp"], schema=schema, error_schema=ERROR_SCHEMA,
+        summary="MCP JSON-RPC over streamable HTTP (tools/list, tools/call, ...)", reach="body", responses={
+            "200": "A JSON-RPC response.", "202": "A notification or response was accepted.",
+            "400": "Not JSON, not a JSON-RPC request, or (2026-07-28) a request the protocol refuses.",
+            "404": "(2026-07-28) An unknown method."})}
 
 
 def dumps(value: Any) -> str:

@@ -73,18 +73,20 @@ def dispatch(
         return error_body(message.get("id") if valid_id(message.get("id")) else None,
                           INVALID_REQUEST, "Invalid Request: 'method' is missing.")
     method = message["method"]
-    if "id" not in message:
-        return None  # a notification: accepted, nothing to answer
-    id_ = message["id"]
-    if not valid_id(id_):
+    notification = "id" not in message
+    id_ = None if notification else message["id"]
+    if not notification and not valid_id(id_):
         return error_body(None, INVALID_REQUEST, "Invalid Request: 'id' must be a string or a number.")
     if not isinstance(method, str):
         return error_body(id_, INVALID_REQUEST, "Invalid Request: 'method' must be a string.")
     params = message.get("params", {})
     if params is None:
         params = {}
-    if not isinstance(params, Mapping):
-        return error_body(id_, INVALID_PARAMS, "Invalid params: 'params' must be an object.")
+    if not isinstance(params, Mapping):  # not a request, so no notification either: refused as one
+        return error_body(id_, INVALID_REQUEST if notification else INVALID_PARAMS,
+                          "Invalid params: 'params' must be an object.")
+    if notification:
+        return None  # accepted, nothing to answer
     try:
         result = call(method, dict(params))
     except RpcError as exc:

@@ -54,16 +54,22 @@ def timeout(tool: Tool) -> int | None:
     return math.ceil(tool.timeout) if mode(tool) and tool.timeout else None
 
 
-def openapi(tool: Tool, item: dict[str, Any]) -> None:
-    """A long-running tool's OpenAPI operation (``item``) also takes ``async_callback`` and answers 202."""
+def openapi(tool: Tool, envelope: dict[str, Any]) -> None:
+    """A long-running tool's request body (the ``envelope``) also takes ``async_callback``."""
     if mode(tool):
-        post, text = item["post"], {"type": "string"}
-        post["requestBody"]["content"]["application/json"]["schema"]["properties"]["async_callback"] = {
-            "type": "object", "required": ["url"],
+        text = {"type": "string"}
+        envelope["properties"]["async_callback"] = {
+            "type": ["object", "null"], "required": ["url"],  # null: answered at once
             "properties": {"url": {"type": "string", "format": "uri"}, "tool_call_id": text, "callback_token": text}}
-        post["responses"]["202"] = {"description": "Accepted: the result is POSTed to async_callback.url.", "content": {
-            "application/json": {"schema": {"type": "object", "properties": {
-                "status": {"enum": ["accepted"]}, "task_id": {"type": "string"}}}}}}
+
+
+def responses(tool: Tool) -> dict[str, Any]:
+    """A long-running tool's own answer: 202 when it was given an ``async_callback``."""
+    if not mode(tool):
+        return {}
+    return {"202": {"description": "Accepted: the result is POSTed to async_callback.url.", "content": {
+        "application/json": {"schema": {"type": "object", "properties": {
+            "status": {"enum": ["accepted"]}, "task_id": {"type": "string"}}}}}}}
 
 
 def _valid(tool: Tool, parameters: dict[str, Any]) -> bool:

@@ -15,9 +15,10 @@ from marshmallow import fields
 
 from ...errors import BadRequest, CoreError, Unauthorized
 from ...serving.identity import Authenticator
+from ...serving.openapi import arguments_body, body_required, openapi_post
 from ...serving.pipeline import Pipeline
 from ...serving.verifiers import BearerVerifier
-from ...serving.wire import WireSchema, json_response, openapi_post
+from ...serving.wire import WireSchema, json_response
 from ...settings import Settings
 from ...tools.json_schema import inline_refs, primary_type, split_nullable
 from ...tools.model import Tool
@@ -191,31 +192,48 @@ def lint_tool(tool: Tool) -> list[str]:
     return problems
 
 
+#: The body of every error answer: the message under both keys, and what a refusal adds.
+ERROR_SCHEMA = {"type": "object", "required": ["error", "detail"], "properties": {
+    "error": {"type": "string"}, "detail": {"type": "string"}, "parameter_errors": {"type": "object"},
+    "can_retry": {"type": "boolean"}, "retry_after_ms": {"type": "integer"}, "code": {"type": "string"},
+    "approval_state": {"type": "string"}, "prompt": {"type": "string"}}}
+
+
 def openapi_paths(pipe: Pipeline) -> dict[str, Any]:
-    """OpenAPI path items of the per-tool execution endpoints."""
+    """OpenAPI path items of the per-tool execution endpoints: the body is the envelope (``parameters``,
+    ``auth``, ``environment``) or, as Opal's SDK reads a body without ``parameters``, the bare arguments."""
     paths: dict[str, Any] = {}
     for tool in pipe.tools().latest():
-        schema = {"type": "object", "properties": {"parameters": tool.resolved_input_schema,
-                                                   "auth": {"type": "object"}, "environment": {"type": "object"}},
-                  "required": ["parameters"]}
-        item = openapi_post(f"opal_{tool.name}", "opal", tool.description.split("\n")[0], schema, {
-            "200": "The tool's return value.", "400": "Malformed body or invalid parameters.",
-            "401": "Bearer token missing or wrong.", "500": "The tool failed."})
-        item["post"]["responses"]["200"]["content"] = {
-            "application/json": {"schema": inline_refs(tool.output_schema or {})}}
-        opal_async.openapi(tool, item)
+        parameters = tool.resolved_input_schema
+        context = {"type": ["object", "null"]}  # null: none given
+        envelope = {"type": "object", "required": ["parameters"], "properties": {
+            "parameters": arguments_body(parameters), "auth": context, "environment": context}}
+        opal_async.openapi(tool, envelope)
+        item = openapi_post(pipe, [tool], operation_id=f"opal_{tool.name}", tags=["opal"],
+                            summary=tool.description.split("\n")[0], required=body_required(parameters),
+                            schema={"anyOf": [envelope, arguments_body(parameters)]}, error_schema=ERROR_SCHEMA,
+                            responses={
+                                "200": {"description": "The tool's return value.", "content": {
+                                    "application/json": {"schema": inline_refs(tool.output_schema or {})}}},
+                                **opal_async.responses(tool),
+                                "400": "Malformed body or invalid parameters.", "404": "No such tool (any longer).",
+                                "500": "The tool failed."})
         paths[f"{pipe.prefix}/tools/{tool.name}"] = item
     return paths
 
 
 def _parameters(body: Any) -> dict[str, Any]:
-    """The call's parameters: ``{"parameters": {...}}`` or the bare object."""
+    """The call's parameters: ``{"parameters": {...}}`` (whose ``auth`` and ``environment``, when
+    given, are objects) or the bare object."""
     if body is None:
         return {}
     if not isinstance(body, dict):
         raise BadRequest("The request body must be a JSON object.")
     if "parameters" not in body:
         return body
+    for key in ("auth", "environment"):
+        if body.get(key) is not None and not isinstance(body[key], dict):
+            raise BadRequest(f"{key!r} must be a JSON object.")
     parameters = body["parameters"]
     if parameters is None:
         return {}

@@ -17,8 +17,9 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from ...errors import BadRequest, CoreError, PayloadTooLarge, Unavailable
 from ...serving.identity import Authenticator
+from ...serving.openapi import arguments_body, body_required, one_of, openapi_post
 from ...serving.pipeline import Pipeline, UnknownTool
-from ...serving.wire import WireSchema, json_response, openapi_post
+from ...serving.wire import WireSchema, json_response
 from ...settings import DialectSettings, Settings, choice, parse_str, setting
 from ...tools.json_schema import primary_type, split_nullable
 from ...tools.model import Tool
@@ -192,13 +193,25 @@ def lint_tool(tool: Tool) -> list[str]:
     return problems
 
 
+#: The body of every error answer: the execute route's result shape (``success: false``, ``error``,
+#: ``code``; an approval's ``approval_state`` and ``prompt``), or ``error`` and ``message`` for a
+#: body too large or another method.
+ERROR_SCHEMA = {"type": "object", "required": ["error"], "properties": {
+    "success": {"const": False}, "error": {"type": "string"}, "code": {"type": "string"},
+    "message": {"type": "string"}, "is_async": {"type": "boolean"}}}
+
+
 def openapi_paths(pipe: Pipeline) -> dict[str, Any]:
-    """The OpenAPI path item of the execute endpoint."""
-    names = [t.name for t in pipe.tools().latest()]
-    schema = {"type": "object", "properties": {"tool_name": {"type": "string", "enum": names},
-                                               "arguments": {"type": "object"}}, "required": ["tool_name"]}
-    return {f"{pipe.prefix}/api/v1/tools/execute": openapi_post("tdp_execute", NAME, "Execute a tool (TDP)", schema, {
-        "200": "success, result, is_async", "400": "invalid_args", "404": "unknown_tool", "500": "internal_error"})}
+    """The OpenAPI path item of the execute endpoint: a body shape per tool (its name and arguments)."""
+    tools = pipe.tools().latest()
+    bodies = [{"type": "object", "properties": {"tool_name": {"const": t.name}, "arguments": arguments_body(
+        {"type": "object", **t.resolved_input_schema})}, "required": ["tool_name", "arguments"] if body_required(
+        t.resolved_input_schema) else ["tool_name"]} for t in tools]  # null arguments: none
+    return {f"{pipe.prefix}/api/v1/tools/execute": openapi_post(
+        pipe, tools, operation_id="tdp_execute", tags=[NAME], summary="Execute a tool (TDP)",
+        schema=one_of(bodies), error_schema=ERROR_SCHEMA, responses={
+            "200": "success, result, is_async", "400": "invalid_args", "404": "unknown_tool",
+            "500": "internal_error"})}
 
 
 def make_blueprint(pipe: Pipeline) -> Blueprint:
