@@ -19,6 +19,7 @@ import pytest
 import requests
 from flask import Flask
 from jsonschema import Draft202012Validator
+from openapi_spec_validator import validate
 
 from flask_tooldiscovery import ToolDiscovery
 
@@ -175,6 +176,8 @@ def test_what_the_document_declares_follows_the_settings_and_the_tools(dialect: 
     open_app, guarded_app = build(dialect), guarded(dialect, Hold())
     open_doc = open_app.test_client().get("/tools/openapi.json").get_json()
     guarded_doc = guarded_app.test_client().get("/tools/openapi.json").get_json()
+    validate(open_doc)
+    validate(guarded_doc)
     add_path, _ = call(open_app, dialect, "add", {})
     ping_path, _ = call(open_app, dialect, "ping", {})
     wipe_path, _ = call(open_app, dialect, "wipe", {})
