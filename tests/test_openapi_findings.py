@@ -64,3 +64,11 @@ def test_the_example_mean_of_huge_numbers_is_a_number_not_a_crash(app: Flask) ->
     values = [1.7976931348623157e308, 1.7976931348623157e308, 1e308]
     response = app.test_client().post("/utcp/tools/mean", json={"values": values})
     assert response.status_code == 200 and response.get_json() == pytest.approx(sum(v / 3 for v in values))
+
+
+def test_a_key_a_dataclass_argument_does_not_take_is_refused_by_its_schema(app: Flask) -> None:
+    """Its schema allowed any key while its constructor refused them with Python's own words."""
+    ship_to = {"street": "Main 1", "city": "Oslo", "floor": 3}
+    response = app.test_client().post("/utcp/tools/create_order", json={"items": ["sku-1"], "ship_to": ship_to})
+    assert response.status_code == 400
+    assert response.get_json()["error"] == "Invalid arguments: ship_to: Unexpected property 'floor'."

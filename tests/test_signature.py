@@ -133,6 +133,7 @@ def test_typeddict_and_dataclass_nested_and_lists_of_them() -> None:
             "zip_code": {"type": "string", "description": "Postal code", "default": ""},
         },
         "required": ["street"],
+        "additionalProperties": False,  # its constructor takes nothing else
     }
     assert p["address"] == address
     assert p["stops"] == {"type": "array", "items": address}

@@ -247,8 +247,7 @@ _CONTEXT = {"type": "object", "properties": {"user_id": _S, **{key: {"type": "ar
 
 
 def openapi_paths(pipe: Pipeline) -> dict[str, Any]:
-    """The OpenAPI path item of ``POST /tools/call``: a request shape per tool (its id, without the
-    version for the latest too, and its input schema); a tool's own error is a 200."""
+    """``POST /tools/call`` in OpenAPI: one request shape per tool (its ids, its input schema)."""
     tools, latest = list(pipe.tools()), {id(t) for t in pipe.tools().latest()}
 
     def request(t: Tool) -> dict[str, Any]:

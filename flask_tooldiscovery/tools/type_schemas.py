@@ -279,7 +279,8 @@ class SchemaBuilder:
             fields.append((f.name, hints[f.name], not has_default,
                            default if has_default else dataclasses.MISSING, desc))
         schema, convs = self._object(fields)
-        schema = {"title": tp.__name__, **schema}
+        # Its constructor takes its fields and nothing else: another key is refused before it is called.
+        schema = {"title": tp.__name__, **schema, "additionalProperties": False}
 
         def load(value: Any) -> Any:
             if not isinstance(value, Mapping):
