@@ -109,6 +109,7 @@ class ToolDiscovery:
         defaults = {name: d.default_prefix for name, d in table.items()}
         settings = cfg.build_settings(app.config, app_name=app.name, default_prefixes=defaults, blocks=blocks,
                                       default_dialects=BUILTIN)
+        show_call_log(settings.call_log)  # before the core, which says at INFO how many calls run at once
         # rate limits, tracing, metrics: checked (in the core) before anything is mounted
         core = Core(self.registry, self.resources, settings, call_handler=self.call_handler,
                     categories=lambda: self.categories(settings), dialects=table,
@@ -137,7 +138,6 @@ class ToolDiscovery:
             from .observe import metrics
 
             app.register_blueprint(metrics.blueprint(settings, app.config.get("TRUSTED_HOSTS")))
-        show_call_log(settings.call_log)
         if settings.warn_unauthenticated and not (app.debug or app.testing or _read_only_cli()):
             warnings = [w for name, pipe in pipelines.items() if (check := self.dialect(name).security_warning)
                         and (w := check(settings, pipe.authenticator))]

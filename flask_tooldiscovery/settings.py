@@ -182,9 +182,13 @@ class Settings:
         "Browser origins (besides the page's own) allowed to call tools; '*' for any.")
     mcp_allowed_origins: tuple[str, ...] = setting(
         "MCP_ALLOWED_ORIGINS", [], parse_list, "Older name of ALLOWED_ORIGINS; its origins are added to that list.")
-    max_concurrent_calls: int = setting(
-        "MAX_CONCURRENT_CALLS", 8, parse_int,
-        "Tool calls running at once per worker process; 0 for no limit. Over it: busy, retry.")
+    max_concurrent_calls: int | None = setting(
+        "MAX_CONCURRENT_CALLS", None, optional(parse_int),
+        "Tool calls running at once per worker process; 0 for no limit. Over it: busy, retry. "
+        "Unset: gunicorn's threads per worker less one (at least 1), else 2; logged at start.")
+    default_timeout: float = setting(
+        "DEFAULT_TIMEOUT", 25, number(0.0),
+        "Seconds a tool without its own timeout= may run before its call is answered as timed out; 0 for none.")
     busy_retry_after: float = setting("BUSY_RETRY_AFTER", 1, number(0.0), "Retry-After (s) sent when busy.")
     max_validation_errors: int = setting("MAX_VALIDATION_ERRORS", 50, whole_number(1),
                                          "Argument errors reported per call; the rest are counted.")

@@ -26,6 +26,7 @@ from ..tools.resources import ResourceRegistry
 from . import request_state
 from .fastpath import Learnable
 from .guard import Guard
+from .worker_threads import call_slots, loading_worker
 
 
 class Translator(Protocol):
@@ -59,8 +60,9 @@ class Core:
         self.settings = settings
         self.call_handler = call_handler
         self._categories = categories
-        #: Tool calls running at once in this worker (``TOOLDISCOVERY_MAX_CONCURRENT_CALLS``).
-        self.slots = Slots(settings.max_concurrent_calls, settings.busy_retry_after)
+        #: Tool calls running at once in this worker (``TOOLDISCOVERY_MAX_CONCURRENT_CALLS``, else
+        #: worked out from the server's threads per worker, so one stays free for discovery).
+        self.slots = Slots(call_slots(settings.max_concurrent_calls, loading_worker()), settings.busy_retry_after)
         #: Rate limits, tracing and metrics (checked here, so a bad setting fails at ``init_app``).
         self.operations = Operations(settings)
         self.guard = Guard(settings, trusted_hosts)
@@ -88,12 +90,13 @@ class Core:
 
     def call(self, tool: Tool, arguments: Any, context: ToolContext, *, coerce: bool | None = None,
              hand_off: HandOff | None = None, max_errors: int | None = None) -> Outcome:
-        """Run ``tool`` through the one invocation path (validation, coercion, timing, logging),
-        with no guard, limit or slot: :meth:`.pipeline.Pipeline.invoke` adds those."""
+        """Run ``tool`` through the one invocation path (validation, coercion, timing, logging,
+        ``TOOLDISCOVERY_DEFAULT_TIMEOUT`` for a tool without its own ``timeout``), with no guard,
+        limit or slot: :meth:`.pipeline.Pipeline.invoke` adds those."""
         if coerce is None:
             coerce = self.settings.coerce_arguments
         return invoke(tool, arguments, context, coerce=coerce, call_handler=self.call_handler, logger=log,
-                      hand_off=hand_off, max_errors=max_errors)
+                      hand_off=hand_off, max_errors=max_errors, default_timeout=self.settings.default_timeout)
 
 
 __all__ = ["Core", "Translator"]

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from jsonschema.exceptions import SchemaError
 from marshmallow import ValidationError as MarshmallowValidationError
 
+from ..errors import ToolDiscoveryError
 from .argument_validation import ArgumentError, parameter_errors, validate_arguments
 from .async_bridge import run_sync
 from .call_log import log, log_call
@@ -35,6 +36,10 @@ _COERCIONS: weakref.WeakKeyDictionary[Tool, tuple[dict[str, Any], Coercion]] = w
 #: ``hand_off()`` is called when a timed-out sync tool is left running; it returns the function
 #: to call once that tool really ends (the caller's concurrency slot stays taken until then).
 HandOff = Callable[[], Callable[[], None]]
+
+
+class DeadlinePassed(ToolDiscoveryError):
+    """The call's deadline passed before the tool ended (not a ``TimeoutError`` the tool raised itself)."""
 
 
 @dataclass(frozen=True)
@@ -129,7 +134,7 @@ def _run_sync_with_deadline(func: Callable[[], Any], timeout: float, hand_off: H
             if not finished.is_set():
                 if hand_off is not None:
                     release.append(hand_off())
-                raise TimeoutError
+                raise DeadlinePassed
     if "error" in outcome:
         raise outcome["error"]
     return outcome.get("value")
@@ -137,7 +142,7 @@ def _run_sync_with_deadline(func: Callable[[], Any], timeout: float, hand_off: H
 
 def _call(
     tool: Tool, arguments: dict[str, Any], context: ToolContext,
-    call_handler: Callable[..., Any] | None, hand_off: HandOff | None,
+    call_handler: Callable[..., Any] | None, hand_off: HandOff | None, deadline: float | None,
 ) -> Any:
     def start() -> Any:
         if tool.func is not None:
@@ -152,7 +157,7 @@ def _call(
             developer_message="the tool comes from a provider and the extension has no call_handler",
         )
 
-    sync_deadline = tool.timeout if tool.timeout and not tool.is_async else None
+    sync_deadline = deadline if not tool.is_async else None
     result = _run_sync_with_deadline(start, sync_deadline, hand_off) if sync_deadline else start()
     if inspect.isawaitable(result):  # async tools and async call handlers; timeout enforced here
         awaitable = result
@@ -166,7 +171,11 @@ def _call(
 
             forget = context.on_cancel(cancel)
             try:
-                return await (asyncio.wait_for(task, tool.timeout) if tool.timeout else task)
+                return await (asyncio.wait_for(task, deadline) if deadline else task)
+            except TimeoutError:
+                if task.cancelled():  # cancelled by wait_for at the deadline, not the tool's own TimeoutError
+                    raise DeadlinePassed from None
+                raise
             finally:
                 forget()
 
@@ -243,12 +252,14 @@ def invoke(
     logger: logging.Logger | None = None,
     hand_off: HandOff | None = None,
     max_errors: int | None = None,
+    default_timeout: float | None = None,
 ) -> Outcome:
     """Validate ``arguments`` against ``tool``'s input schema and run it.
 
     ``coerce`` first turns string values into the declared types where they parse (for clients
-    that send everything as strings). Never raises for bad input or a failing tool. Every log
-    line names the call id and trace id.
+    that send everything as strings). The call is answered as failed (retryable) at the tool's
+    ``timeout``, else at ``default_timeout`` seconds (``None`` or 0: no deadline). Never raises for
+    bad input or a failing tool. Every log line names the call id and trace id.
     """
     base = logger or log
     started = time.perf_counter()
@@ -271,11 +282,12 @@ def invoke(
                        exc_info=(type(exc), exc, exc.__traceback__))
         return done("failure", failure=Failure(message=GENERIC_FAILURE, expected=False))
 
+    deadline = tool.timeout or default_timeout or None
     arguments, errors = prepare(tool, arguments, coerce=coerce, logger=call_log, max_errors=max_errors)
     if errors:
         return done("invalid", errors=errors)
     try:
-        value = _call(tool, arguments, context, call_handler, hand_off)
+        value = _call(tool, arguments, context, call_handler, hand_off, deadline)
     except asyncio.CancelledError:
         call_log.info("tool %s was cancelled (%s)", tool.name, ids())
         return done("failure", failure=Failure(message=CANCELLED, cancelled=True))
@@ -283,11 +295,9 @@ def invoke(
         if exc.developer_message:
             call_log.info("tool %s raised ToolError (%s): %s", tool.name, ids(), exc.developer_message)
         return done("failure", failure=Failure.from_tool_error(exc))
-    except TimeoutError as exc:
-        if tool.timeout is None:
-            return unexpected(exc)
+    except DeadlinePassed:
         return done("failure", failure=Failure(
-            message=f"The tool did not finish within {tool.timeout:g} seconds.",
+            message=f"The tool did not finish within {deadline:g} seconds.",
             can_retry=True, expected=False,
         ))
     except Exception as exc:
