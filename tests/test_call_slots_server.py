@@ -10,6 +10,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -36,13 +37,16 @@ def gunicorn(app_spec: str, log: Path, *, worker_class: str = "gthread", threads
         proc = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "--workers", "1", "--worker-class", worker_class,
              "--threads", str(threads), "--bind", f"127.0.0.1:{port}", app_spec],
-            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=out, stderr=subprocess.STDOUT)
+            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
         wait_until_up(base + "/oxp/health", proc, timeout=60)
         yield base
     finally:
         stop(proc)
+        with contextlib.suppress(ProcessLookupError):  # a worker whose threads never ended outlives its master
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def opal(base: str, tool: str, timeout: float = 60) -> requests.Response:

@@ -6,7 +6,9 @@ Slow clients (16 connections that send their headers, or their body, a byte at a
 thread of gunicorn when they reach it directly, so discovery gets no answer; behind nginx, which
 reads each request whole before it passes it on, discovery answers. Every wait is bounded.
 
-Without nginx the tests skip locally, and fail when CI is set (.ci/run installs it)."""
+The README shows both files as they are (checked in the quick part of the suite, so they cannot
+drift apart). Without nginx the server tests skip locally, and fail when CI is set (.ci/run
+installs it)."""
 
 from __future__ import annotations
 

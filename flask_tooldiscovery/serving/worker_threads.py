@@ -92,8 +92,11 @@ def call_slots(configured: int | None, worker: Worker | None) -> int:
     key = "TOOLDISCOVERY_MAX_CONCURRENT_CALLS"
     threads = worker.threads if worker is not None else None
     if configured is not None:
-        log.info("flask-tooldiscovery: at most %s tools run at once per worker process (%s)",
-                 configured or "any number of", key)
+        if configured:
+            log.info("flask-tooldiscovery: at most %s tool%s at once per worker process (%s)",
+                     configured, " runs" if configured == 1 else "s run", key)
+        else:
+            log.info("flask-tooldiscovery: any number of tools run at once per worker process (%s=0)", key)
         if threads is not None and threads > 1 and (configured == 0 or configured >= threads):
             log.warning("flask-tooldiscovery: %s=%s leaves none of the %s threads free for discovery and health "
                         "while slow tools run; set it below %s", key, configured, threads, threads)

@@ -64,7 +64,9 @@ def create_app() -> Flask:
         return "late"
 
     app = Flask("async_app")
-    app.config.update(TOOLDISCOVERY_WARN_UNAUTHENTICATED=False)
+    # Every thread of the worker runs calls at once here (the loops of all of them are the point),
+    # not the default of one less than the threads.
+    app.config.update(TOOLDISCOVERY_WARN_UNAUTHENTICATED=False, TOOLDISCOVERY_MAX_CONCURRENT_CALLS=0)
 
     @app.before_request
     def name_the_caller() -> None:
