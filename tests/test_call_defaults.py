@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from flask import Flask
-from gunicorn.app.base import BaseApplication
 
 from flask_tooldiscovery import ToolDiscovery
 from flask_tooldiscovery.serving.worker_threads import UNKNOWN_SERVER_SLOTS
@@ -135,27 +136,37 @@ def slots(app: Flask) -> int:
     return ToolDiscovery.state(app).slots.limit
 
 
-class Gunicorn(BaseApplication):
-    """gunicorn's own application object, configured as a command line would, loading the app as
-    gunicorn's master does with ``--preload`` (its ``wsgi()``)."""
+@pytest.fixture(scope="module")
+def under_gunicorn() -> Iterator[Callable[..., Flask]]:
+    """``under_gunicorn(options, **config)``: the app built by gunicorn's own application object,
+    configured as a command line would, loading it as gunicorn's master does with ``--preload``
+    (its ``wsgi()``). gunicorn is imported here only, and forgotten after: a process that has
+    imported gunicorn looks served by it to the rest of the suite."""
+    before = set(sys.modules)
+    from gunicorn.app.base import BaseApplication
 
-    def __init__(self, options: dict[str, Any], **config: Any) -> None:
-        self.options = options
-        self.config = config
-        super().__init__()
+    class Gunicorn(BaseApplication):
+        def __init__(self, options: dict[str, Any], **config: Any) -> None:
+            self.options = options
+            self.config = config
+            super().__init__()
 
-    def load_config(self) -> None:
-        for name, value in self.options.items():
-            self.cfg.set(name, value)
+        def load_config(self) -> None:
+            for name, value in self.options.items():
+                self.cfg.set(name, value)
 
-    def load(self) -> Flask:
-        return create_app(**self.config)
+        def load(self) -> Flask:
+            return create_app(**self.config)
 
+    def build(options: dict[str, Any], **config: Any) -> Flask:
+        app = Gunicorn(options, **config).wsgi()
+        assert isinstance(app, Flask)
+        return app
 
-def under_gunicorn(options: dict[str, Any], **config: Any) -> Flask:
-    app = Gunicorn(options, **config).wsgi()
-    assert isinstance(app, Flask)
-    return app
+    yield build
+    for name in set(sys.modules) - before:
+        if name.partition(".")[0] == "gunicorn":
+            del sys.modules[name]
 
 
 @pytest.mark.parametrize("options, expected", [
@@ -167,7 +178,7 @@ def under_gunicorn(options: dict[str, Any], **config: Any) -> Flask:
     ({"worker_class": "sync", "threads": 3}, 2),  # gunicorn runs it as gthread
     ({"worker_class": "gunicorn.workers.gthread.ThreadWorker", "threads": 6}, 5),
 ])
-def test_unset_the_slots_leave_one_of_gunicorns_threads_free(options, expected, caplog) -> None:
+def test_unset_the_slots_leave_one_of_gunicorns_threads_free(under_gunicorn, options, expected, caplog) -> None:
     with caplog.at_level(logging.INFO, "flask_tooldiscovery"):
         app = under_gunicorn(options)
     assert slots(app) == expected
@@ -175,7 +186,7 @@ def test_unset_the_slots_leave_one_of_gunicorns_threads_free(options, expected, 
     assert len(said) == 1 and f"at most {expected} tool" in said[0] and "gunicorn" in said[0], said
 
 
-def test_a_worker_without_threads_gets_the_conservative_default(caplog) -> None:
+def test_a_worker_without_threads_gets_the_conservative_default(under_gunicorn, caplog) -> None:
     with caplog.at_level(logging.INFO, "flask_tooldiscovery"):
         app = under_gunicorn({"worker_class": "gevent"})
     assert slots(app) == UNKNOWN_SERVER_SLOTS == 2
@@ -190,14 +201,14 @@ def test_unset_outside_gunicorn_the_conservative_default(caplog) -> None:
 
 
 @pytest.mark.parametrize("value", [5, 0, "6"])
-def test_an_explicit_setting_wins(value) -> None:
+def test_an_explicit_setting_wins(under_gunicorn, value) -> None:
     assert slots(under_gunicorn({"worker_class": "gthread", "threads": 4},
                                 TOOLDISCOVERY_MAX_CONCURRENT_CALLS=value)) == int(value)
     assert slots(create_app(TOOLDISCOVERY_MAX_CONCURRENT_CALLS=value)) == int(value)
 
 
 @pytest.mark.parametrize("value", [4, 8, 0])
-def test_an_explicit_setting_that_leaves_no_thread_free_is_warned_about(value, caplog) -> None:
+def test_an_explicit_setting_that_leaves_no_thread_free_is_warned_about(under_gunicorn, value, caplog) -> None:
     with caplog.at_level(logging.WARNING, "flask_tooldiscovery"):
         app = under_gunicorn({"worker_class": "gthread", "threads": 4}, TOOLDISCOVERY_MAX_CONCURRENT_CALLS=value)
     assert slots(app) == value
