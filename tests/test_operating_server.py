@@ -163,8 +163,9 @@ def test_metrics_add_up_across_two_gunicorn_workers(tmp_path) -> None:
 
     folder = tmp_path / "prometheus"
     folder.mkdir()
+    # threads=1: sync workers (with more threads gunicorn runs gthread, whose workers refuse calls past their slots)
     base, proc = start("tests.apps.operating_app:create_app(metrics=True)", workers=2, worker_class="sync",
-                       env={"PROMETHEUS_MULTIPROC_DIR": str(folder)})
+                       threads=1, env={"PROMETHEUS_MULTIPROC_DIR": str(folder)})
     try:
         answers: list[requests.Response] = []
         with concurrent.futures.ThreadPoolExecutor(4) as pool:  # sync workers take one call each at a time
