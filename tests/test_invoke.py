@@ -257,3 +257,41 @@ def test_bytes_travel_as_base64(make_app) -> None:
     assert r.status_code == 200 and base64.b64decode(r.get_json()) == b"ba\xff\x00"
     bad = c.post("/opal/tools/reverse", json={"data": "not base64!"})
     assert bad.status_code == 400 and bad.get_json()["parameter_errors"] == {"data": "not valid base64 text"}
+
+
+def test_sync_tools_with_a_deadline_reuse_helper_threads_and_an_overrunning_one_blocks_nobody() -> None:
+    """A sync tool with a deadline runs in a helper thread: taken from the idle ones (not a new
+    thread per call), and one still running past its deadline does not hold the next call."""
+    import threading
+
+    from flask_tooldiscovery.tools.function_tools import tool_from_function
+    from flask_tooldiscovery.tools.invoke import invoke
+    from flask_tooldiscovery.tools.model import ToolContext
+
+    release, ended = threading.Event(), threading.Event()
+
+    def quick(n: int) -> int:
+        """Quick."""
+        return n
+
+    def stuck() -> str:
+        """Stuck until released."""
+        release.wait(10)
+        ended.set()
+        return "late"
+
+    fast, slow = tool_from_function(quick, {"timeout": 5}), tool_from_function(stuck, {"timeout": 0.2})
+
+    def helpers() -> int:
+        return sum(1 for t in threading.enumerate() if t.name == "tooldiscovery-tool")
+
+    invoke(fast, {"n": 0}, ToolContext(call_id="warm"))
+    before = helpers()
+    for i in range(30):
+        assert invoke(fast, {"n": i}, ToolContext(call_id=f"c{i}")).value == i
+    assert helpers() == before  # no thread per call
+    timed_out = invoke(slow, {}, ToolContext(call_id="stuck"))
+    assert timed_out.status == "failure" and "did not finish within" in timed_out.error_message
+    assert invoke(fast, {"n": 7}, ToolContext(call_id="next")).value == 7
+    assert not ended.is_set()  # answered while the overrunning tool still held its own helper
+    release.set()

@@ -10,6 +10,7 @@ import asyncio
 import contextvars
 import inspect
 import logging
+import queue
 import threading
 import time
 import weakref
@@ -105,6 +106,43 @@ class Outcome:
         return ""
 
 
+class _Helpers:
+    """Helper threads for sync tools with a deadline, kept for reuse (a thread started per call
+    costs about 100 us; handing a call to an idle one, a few): daemon threads, so a tool that
+    overruns never keeps the process from exiting; one idle for a minute ends."""
+
+    IDLE = 60.0
+
+    def __init__(self) -> None:
+        self._idle: list[queue.SimpleQueue[Callable[[], None]]] = []
+        self._lock = threading.Lock()
+
+    def run(self, work: Callable[[], None]) -> None:
+        with self._lock:
+            inbox = self._idle.pop() if self._idle else None
+        if inbox is None:
+            inbox = queue.SimpleQueue()
+            threading.Thread(target=self._serve, args=(inbox,), name="tooldiscovery-tool", daemon=True).start()
+        inbox.put(work)
+
+    def _serve(self, inbox: queue.SimpleQueue[Callable[[], None]]) -> None:
+        while True:
+            try:
+                work = inbox.get(timeout=self.IDLE)
+            except queue.Empty:
+                with self._lock:
+                    if inbox in self._idle:  # nobody is handing it work: end
+                        self._idle.remove(inbox)
+                        return
+                continue  # taken just now: its work is on the way
+            work()
+            with self._lock:
+                self._idle.append(inbox)
+
+
+_HELPERS = _Helpers()
+
+
 def _run_sync_with_deadline(func: Callable[[], Any], timeout: float, hand_off: HandOff | None) -> Any:
     """Run a sync tool in a helper thread and stop waiting after ``timeout`` seconds.
 
@@ -128,7 +166,7 @@ def _run_sync_with_deadline(func: Callable[[], Any], timeout: float, hand_off: H
                 for free in release:
                     free()
 
-    threading.Thread(target=target, name="tooldiscovery-tool", daemon=True).start()
+    _HELPERS.run(target)
     if not finished.wait(timeout):
         with lock:
             if not finished.is_set():
