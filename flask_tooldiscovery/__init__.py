@@ -9,10 +9,12 @@ from .tools.function_tools import RegistrationError
 from .tools.invoke import Failure, Outcome
 from .tools.model import Identity, Tool, ToolContext, ToolError
 from .tools.providers import ProviderError
+from .tools.questions import Answer, Question
 from .tools.results import Audio, File, Image, ResourceLink
 from .tools.signature import SignatureError
 
 __all__ = [
+    "Answer",
     "Audio",
     "AuthError",
     "CoreError",
@@ -23,6 +25,7 @@ __all__ = [
     "Image",
     "Outcome",
     "ProviderError",
+    "Question",
     "RegistrationError",
     "ResourceLink",
     "Settings",

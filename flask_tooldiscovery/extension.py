@@ -248,7 +248,8 @@ class ToolDiscovery:
         ``annotations``, ``category``, ``tags``, ``version``, ``toolkit``, ``examples``,
         ``requirements``, ``timeout``, and the metadata ``enabled_by_default``,
         ``requires_approval``, ``rate_limit_per_minute``, ``cost_estimate``, ``long_running``,
-        ``idempotent``, ``modifies_state``, ``sensitive_output``, ``auth_requirements``, and
+        ``idempotent``, ``modifies_state``, ``sensitive_output``, ``auth_requirements``, ``task_support``
+        (may a protocol run its calls as tasks: MCP), ``questions`` (asked before it runs), and
         ``result_mime_type`` (the MIME type of the ``bytes`` it returns: an image, audio or file).
         The function is returned unchanged.
         """

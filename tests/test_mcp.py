@@ -128,7 +128,9 @@ def test_initialize_negotiation(app) -> None:
         res = r.get_json()["result"]
         assert res["protocolVersion"] == got
         assert res["serverInfo"]["name"] == "acme-mcp"
-        assert res["capabilities"] == {"tools": {"listChanged": False}, "logging": {}}
+        tasks = {"tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}} \
+            if got == "2025-11-25" else {}
+        assert res["capabilities"] == {"tools": {"listChanged": False}, "logging": {}, **tasks}
         assert res["instructions"] == "Acme tools."
         assert "Mcp-Session-Id" not in r.headers
     assert rpc(c, "ping").get_json() == {"jsonrpc": "2.0", "id": 1, "result": {}}

@@ -16,6 +16,7 @@ import json
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, Protocol
 
@@ -75,6 +76,11 @@ class TaskStore(Protocol):
                message: str | None = None) -> bool:
         """Move the task to ``state`` unless it is terminal already; True when this call moved it."""
 
+    def update(self, task_id: str, change: Callable[[Task], Task | None]) -> Task | None:
+        """Replace a task that is not terminal with ``change(task)``, atomically (``change`` may be
+        called again if another writer came first); the new record, or ``None`` (no such task,
+        terminal, or ``change`` returned ``None``: nothing to change)."""
+
     def cancel(self, task_id: str) -> bool:
         """Ask the task to stop (its run sees :meth:`cancelling`); True when it was not over yet."""
 
@@ -129,6 +135,15 @@ class LocalTaskStore:
             self._tasks[task_id] = replace(task, state=state, result=result, message=message, updated=time.time())
             self._tasks.move_to_end(task_id)
             return True
+
+    def update(self, task_id: str, change: Callable[[Task], Task | None]) -> Task | None:
+        with self._lock:
+            task = self._tasks.get(task_id)
+            changed = None if task is None or task.terminal else change(task)
+            if changed is not None:
+                self._tasks[task_id] = changed
+                self._tasks.move_to_end(task_id)
+            return changed
 
     def cancel(self, task_id: str) -> bool:
         with self._lock:
@@ -202,6 +217,26 @@ class RedisTaskStore:
             return False
         ended = replace(task, state=state, result=result, message=message, updated=time.time())
         return bool(self._finish(keys=[REDIS_PREFIX + task_id], args=[ended.to_json(), self._ttl(ended)]))
+
+    def update(self, task_id: str, change: Callable[[Task], Task | None]) -> Task | None:
+        import redis
+
+        key = REDIS_PREFIX + task_id
+        with self._redis.pipeline() as pipe:
+            while True:
+                try:
+                    pipe.watch(key)  # the write below fails if anyone changed the record meanwhile
+                    raw = pipe.get(key)
+                    task = Task.from_json(raw) if raw else None
+                    changed = None if task is None or task.terminal else change(task)
+                    if changed is None:
+                        return None
+                    pipe.multi()
+                    pipe.set(key, changed.to_json(), ex=self._ttl(changed))
+                    pipe.execute()
+                    return changed
+                except redis.WatchError:
+                    continue
 
     def cancel(self, task_id: str) -> bool:
         task = self.get(task_id)

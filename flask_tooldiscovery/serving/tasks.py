@@ -22,6 +22,7 @@ from typing import Any
 
 from flask import Flask
 
+from ..calls import task_input
 from ..calls.approvals import digest
 from ..calls.engines import CELERY_INSTALL, CeleryEngine, Engine, Job, ThreadEngine
 from ..calls.tasks import Task, TaskState, TaskStore, store_for
@@ -30,6 +31,7 @@ from ..observe.logs import log
 from ..settings import Settings, SettingsError, key
 from ..tools.invoke import CANCELLED, Outcome
 from ..tools.model import Identity, Tool, ToolContext
+from ..tools.results import is_rich
 from .cancel_watch import CancelWatcher
 from .outside import call_as, charge
 from .pipeline import Pipeline
@@ -61,8 +63,14 @@ def outcome_json(outcome: Outcome) -> dict[str, Any]:
     out: dict[str, Any] = {"status": outcome.status}
     if outcome.ok:
         out["value"] = json.loads(json.dumps(outcome.value, default=str))
+        if is_rich(outcome.value):
+            out["rich"] = True  # images, audio, files, links: shown as such when read back
     else:
         out["error"] = outcome.error_message
+        if outcome.failure is not None and not outcome.failure.expected:
+            out["crashed"] = True  # not a ToolError: a bug, a timeout (MCP tells these apart)
+        if outcome.failure is not None and outcome.failure.additional_prompt_content:
+            out["additional_prompt_content"] = outcome.failure.additional_prompt_content
         if outcome.failure is not None and outcome.failure.retry_after_ms:
             out["retry_after_ms"] = outcome.failure.retry_after_ms
         if outcome.parameter_errors:
@@ -172,7 +180,8 @@ class Tasks:
                 charged=bool(job.get("charged")), context_hook=lambda ctx: self.watch(task_id, ctx),
                 headers=job.get("headers") or {}, remote_addr=job.get("remote_addr"), call_id=job["call_id"],
                 trace_id=job.get("trace_id"), user_id=job.get("user_id"), secrets=job.get("secrets") or {},
-                authorization=job.get("authorization") or {}, extra=job.get("extra") or {})
+                authorization=job.get("authorization") or {}, extra=job.get("extra") or {},
+                asker=task_input.asker(self.store, task_id, wait=float(self.settings.task_ttl)))  # asks: the record
         except CoreError as exc:  # refused when it came to run: a rate limit, no free call slot
             result: dict[str, Any] = {"status": "refused", "error": exc.message, "http_status": exc.status}
             if isinstance(exc, RetryLater):

@@ -12,6 +12,7 @@ from typing import Any
 from ..errors import ToolDiscoveryError
 from .json_schema import walk
 from .model import METADATA_OPTIONS, Tool, parse_version
+from .questions import options_error as questions_error
 from .results import mime_type_error
 from .schema_check import InvalidSchemaError, check_schema
 from .schema_sources import resolve_input_schema, resolve_output_schema
@@ -67,6 +68,10 @@ def _check_options(label: str, options: Mapping[str, Any]) -> None:
             raise RegistrationError(f"{label}: {key} must be a list of strings")
     if options.get("result_mime_type") is not None and (error := mime_type_error(options["result_mime_type"])):
         raise RegistrationError(f"{label}: result_mime_type: {error}")
+    if options.get("task_support") not in (None, "forbidden", "optional", "required"):
+        raise RegistrationError(f"{label}: task_support must be 'forbidden', 'optional' or 'required'")
+    if options.get("questions") is not None and (error := questions_error(options["questions"])):
+        raise RegistrationError(f"{label}: {error}")
     if options.get("visible") is not None and not callable(options["visible"]):
         raise RegistrationError(f"{label}: visible must be a callable taking the caller's Identity (or None)")
 

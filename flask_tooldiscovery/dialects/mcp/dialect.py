@@ -23,12 +23,14 @@ from ...serving.openapi import openapi_post
 from ...serving.pipeline import MalformedBody, Pipeline, UnknownTool
 from ...serving.wire import JSON_MIMETYPE, WireSchema, json_response, page_cursor, read_cursor
 from ...settings import Settings
+from ...tools.model import Tool
 from ...tools.registry import ToolSet
 from .. import Dialect, Protocol
 from . import approval as mcp_approval
 from . import jsonrpc as rpc
 from . import resources
 from . import stream as mcp_stream
+from . import tasks as mcp_tasks
 from .auth import authenticator, authorization, root_blueprint, security_warning
 from .content import VERSION_META_KEY, client_version, object_output_schema
 from .driver import McpDriver
@@ -48,7 +50,7 @@ HEADER_MISMATCH = -32020
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 #: HTTP status of a JSON-RPC error in the 2026-07-28 transport (as the official SDK maps them).
 MODERN_STATUS = {rpc.PARSE_ERROR: 400, rpc.INVALID_REQUEST: 400, rpc.INVALID_PARAMS: 400, HEADER_MISMATCH: 400,
-                 UNSUPPORTED_PROTOCOL_VERSION: 400, rpc.METHOD_NOT_FOUND: 404}
+                 UNSUPPORTED_PROTOCOL_VERSION: 400, rpc.METHOD_NOT_FOUND: 404, mcp_tasks.MISSING_CAPABILITY: 400}
 ROUTING_HEADERS = ("MCP-Protocol-Version", "Mcp-Method", "Mcp-Name")
 _ROUTING_KEYS = tuple((name, "HTTP_" + name.upper().replace("-", "_")) for name in ROUTING_HEADERS)
 _B64_HEADER = re.compile(r"^=\?base64\?(.*)\?=$")
@@ -82,6 +84,9 @@ def modern_refusal(method: str, params: dict[str, Any]) -> rpc.RpcError | None:
     if method == "tools/call" and params.get("name") is not None \
             and header_value(request.headers.get("Mcp-Name")) != params.get("name"):
         return rpc.RpcError(HEADER_MISMATCH, "Mcp-Name header does not match the request body's 'name' parameter")
+    if method in mcp_tasks.MODERN_METHODS and isinstance(params.get("taskId"), str) \
+            and header_value(request.headers.get("Mcp-Name")) != params["taskId"]:
+        return rpc.RpcError(HEADER_MISMATCH, "Mcp-Name header does not match the request body's 'taskId' parameter")
     if not isinstance(version, str):
         return rpc.RpcError(rpc.INVALID_PARAMS, "the protocol-version envelope value must be a string")
     if version not in MODERN_VERSIONS or method == "initialize":
@@ -213,10 +218,12 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         if not isinstance(requested, str):
             raise rpc.RpcError(rpc.INVALID_PARAMS, "initialize needs params.protocolVersion (a string).")
         version = requested if requested in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
-        return with_instructions({"protocolVersion": version, "capabilities": capabilities, "serverInfo": server_info})
+        offered = {**capabilities, "tasks": mcp_tasks.LEGACY_CAPABILITY} if version >= "2025-11-25" else capabilities
+        return with_instructions({"protocolVersion": version, "capabilities": offered, "serverInfo": server_info})
 
     def discover(params: dict[str, Any]) -> dict[str, Any]:
-        return with_instructions({"supportedVersions": list(ALL_VERSIONS), "capabilities": capabilities})
+        offered = {**capabilities, "extensions": {mcp_tasks.EXTENSION: {}}}
+        return with_instructions({"supportedVersions": list(ALL_VERSIONS), "capabilities": offered})
 
     def list_tools(params: dict[str, Any]) -> rpc.Encoded:
         """One page, encoded once per (visible tool set, page, era) in the pipeline's cache."""
@@ -228,7 +235,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             raise rpc.RpcError(rpc.INVALID_PARAMS, "Invalid cursor.") from None
 
         def page() -> bytes:
-            result: dict[str, Any] = {"tools": [pipe.dump(NAME, t, _TOOL.dump) for t in tools[start:start + size]]}
+            result: dict[str, Any] = {"tools": [shown(t, modern) for t in tools[start:start + size]]}
             if start + size < len(tools):
                 result["nextCursor"] = page_cursor(start + size)
             return dumps(complete("tools/list", result, modern)).encode("utf-8")
@@ -237,6 +244,11 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         if isinstance(pipe.body(), dict):  # one request, not a batch: the same again may skip Flask
             learn(toolset, data)
         return rpc.Encoded(data)
+
+    def shown(tool: Tool, modern: bool) -> dict[str, Any]:
+        """A tool as ``tools/list`` shows it; with ``execution.taskSupport`` to 2025-11-25 clients."""
+        entry, support = pipe.dump(NAME, tool, _TOOL.dump), mcp_tasks.support(tool)
+        return entry if modern or support == "forbidden" else {**entry, "execution": {"taskSupport": support}}
 
     def learn(toolset: ToolSet, data: bytes) -> None:
         """Let the core's fast path answer this very ``tools/list`` again (any id) with these bytes
@@ -256,6 +268,9 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         meta: dict[str, Any] = params["_meta"] if isinstance(params.get("_meta"), dict) else {}
         traceparent = meta.get("traceparent")
         context = pipe.context(extra={"meta": meta}, trace_id=traceparent if isinstance(traceparent, str) else None)
+        deferred = mcp_tasks.as_task(pipe, tool, arguments, context, params, is_modern({"params": params}))
+        if deferred is not None:  # a task, or the questions it asks first
+            return deferred
         forget = mcp_stream.listen(pipe, context)  # cancellable from now on; streamed calls start their stream
         try:
             return mcp_approval.call(pipe, tool, arguments, context, params, is_modern({"params": params}),
@@ -269,6 +284,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
 
     methods: dict[str, rpc.Method] = {"initialize": initialize, "ping": lambda params: {}, "server/discover": discover,
                                       "tools/list": list_tools, "tools/call": call_tool, **resources.methods(pipe),
+                                      **mcp_tasks.methods(pipe),
                                       "logging/setLevel": mcp_stream.set_level}
 
     def complete(method: str, result: dict[str, Any], modern: bool) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """MCP's own ``TOOLDISCOVERY_MCP_*`` keys: its credentials (a static token, or MCP as an OAuth 2.1
-resource server: :mod:`.auth`), paging and batches, resources, and the approval elicitation's wait.
+resource server: :mod:`.auth`), paging and batches, resources, the approval elicitation's wait, and
+tasks (how often clients poll, how long ``tasks/result`` waits).
 (``TOOLDISCOVERY_MCP_ALLOWED_ORIGINS`` is the core's: an older name of ``ALLOWED_ORIGINS``.)"""
 
 from __future__ import annotations
@@ -49,6 +50,13 @@ class McpSettings(DialectSettings):
         "MCP_ELICITATION_TIMEOUT", 300, number(0.0),
         "Seconds a handshake-era MCP call waits for the answer to its approval elicitation (at most APPROVAL_TTL); "
         "0: never ask by elicitation.")
+    task_poll_interval: int = setting(
+        "MCP_TASK_POLL_INTERVAL", 1000, whole_number(1),
+        "Milliseconds an MCP client is told to wait between two reads of a task (pollIntervalMs).")
+    task_result_wait: float = setting(
+        "MCP_TASK_RESULT_WAIT", 25, number(0.0),
+        "Seconds a 2025-11-25 tasks/result waits for its task to end before answering that it still runs "
+        "(keep it under the server's request timeout, e.g. gunicorn's --timeout with sync workers).")
 
 
 __all__ = ["McpSettings"]

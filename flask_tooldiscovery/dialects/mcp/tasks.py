@@ -1,0 +1,254 @@
+"""MCP tasks: a ``tools/call`` answered with a task handle, run by the app's task engine
+(:mod:`~...serving.tasks`), its record read, answered and cancelled from any worker and host.
+
+Which calls become tasks: a tool's ``task_support`` (``"optional"`` or ``"required"``; a
+``long_running`` tool is ``"optional"``), asked for by the client: from 2026-07-28 by declaring the
+``io.modelcontextprotocol/tasks`` extension in the request's ``_meta`` client capabilities (the
+server then decides: it makes a task of every such call, SEP-2663); in 2025-11-25 by ``params.task``
+(``execution.taskSupport`` in ``tools/list``, the ``tasks`` capability). A ``"required"`` tool
+called without it is refused: -32021 naming the extension (2026-07-28), -32601 (2025-11-25). A
+call with invalid arguments, or needing a person's approval, is answered at once as before.
+
+The questions a tool declares (its ``questions`` option) are asked first, by a multi-round-trip
+``InputRequiredResult`` (2026-07-28), and the task created once they are answered; questions it
+asks while running (``ctx.ask``) park the task ``input_required`` until ``tasks/update`` answers.
+
+Who may read a task: its caller only, the subject the request's credentials established (a
+task created by another caller, or through another dialect, is an unknown task, -32602). Callers
+without a subject (no credentials, or a static token all clients share) cannot be told apart: any
+of them holding a task's id (122 random bits, never listed) may read it, and ``tasks/list``
+lists nothing for them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from flask import current_app
+
+from ...calls import task_input
+from ...calls.approvals import needs_approval
+from ...calls.tasks import TERMINAL, Task, TaskStore
+from ...observe.logs import log
+from ...serving.pipeline import Pipeline
+from ...serving.tasks import tasks_of
+from ...serving.wire import page_cursor, read_cursor
+from ...tools.invoke import prepare
+from ...tools.model import Tool, ToolContext
+from ...tools.questions import NOBODY, Answer, answer_of, declared, from_answers
+from . import jsonrpc as rpc
+from . import task_wire as wire
+from .content import VERSION_META_KEY, client_version
+from .settings import McpSettings
+
+EXTENSION = "io.modelcontextprotocol/tasks"
+CAPABILITIES_META_KEY = "io.modelcontextprotocol/clientCapabilities"
+RELATED_TASK = "io.modelcontextprotocol/related-task"
+MISSING_CAPABILITY = -32021
+#: 2025-11-25's server capability: tasks/list, tasks/cancel, task-augmented tools/call.
+LEGACY_CAPABILITY: dict[str, Any] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+#: The methods of each era (the others' answer -32601).
+MODERN_METHODS = ("tasks/get", "tasks/update", "tasks/cancel")
+LEGACY_METHODS = ("tasks/get", "tasks/result", "tasks/list", "tasks/cancel")
+METHODS = ("tasks/get", "tasks/update", "tasks/cancel", "tasks/result", "tasks/list")
+CANCELLED = "The call was cancelled at its caller's request; a run under way was asked to stop."
+
+
+def support(tool: Tool) -> str:
+    """``forbidden``, ``optional`` or ``required``: may (must) a call of ``tool`` be a task."""
+    given = tool.metadata.get("task_support")
+    return str(given) if given else "optional" if tool.metadata.get("long_running") else "forbidden"
+
+
+def _meta(params: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = params.get("_meta")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def declares(params: Mapping[str, Any], capability: str) -> bool:
+    """Whether the request's ``_meta`` client capabilities declare ``capability`` (``"elicitation"``,
+    or ``EXTENSION``: under ``extensions``)."""
+    caps = _meta(params).get(CAPABILITIES_META_KEY)
+    if not isinstance(caps, Mapping):
+        return False
+    found = caps.get("extensions", {}).get(capability) if capability == EXTENSION and isinstance(
+        caps.get("extensions"), Mapping) else caps.get(capability)
+    return isinstance(found, Mapping)
+
+
+def missing(required: dict[str, Any]) -> rpc.RpcError:
+    """-32021: processing the request needs a capability the client did not declare."""
+    return rpc.RpcError(MISSING_CAPABILITY, "Missing required client capability", {"requiredCapabilities": required})
+
+
+def _poll_ms(pipe: Pipeline) -> int:
+    return McpSettings.of(pipe.settings).task_poll_interval
+
+
+# -- tools/call -----------------------------------------------------------------------------------
+
+
+def questions_first(tool: Tool, params: Mapping[str, Any],
+                    modern: bool) -> tuple[dict[str, Answer], dict[str, Any] | None]:
+    """The answers to the questions ``tool`` declares, sent with this call (``inputResponses``),
+    and, while some are missing from a 2026-07-28 call, the ``InputRequiredResult`` asking them."""
+    asked = declared(tool.metadata)
+    if not asked or not modern:
+        return {}, None
+    responses = params.get("inputResponses")
+    if responses is not None and not isinstance(responses, Mapping):
+        raise rpc.RpcError(rpc.INVALID_PARAMS, "params.inputResponses must be an object.")
+    try:
+        given = {k: answer_of(responses[k], q) for k, q in asked.items() if responses and k in responses}
+    except ValueError as exc:
+        raise rpc.RpcError(rpc.INVALID_PARAMS, f"Invalid inputResponses: {exc}.") from None
+    if len(given) == len(asked):
+        return given, None
+    if not declares(params, "elicitation"):
+        raise missing({"elicitation": {}})
+    return given, {"resultType": "input_required", "inputRequests": {
+        k: {"method": wire.ELICIT, "params": {"mode": "form", "message": q.message, "requestedSchema": dict(q.schema)}}
+        for k, q in asked.items() if k not in given}}
+
+
+def as_task(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, context: ToolContext,
+            params: Mapping[str, Any], modern: bool) -> dict[str, Any] | None:
+    """The answer to a ``tools/call`` that is not run in the request: the task it created (or the
+    questions it asks first); ``None`` to run it now. Its answers to questions go to ``context``."""
+    how = support(tool)
+    if modern:
+        wanted = declares(params, EXTENSION)
+        if how == "required" and not wanted:
+            raise missing({"extensions": {EXTENSION: {}}})
+    else:
+        asked = params.get("task")
+        if asked is not None and not isinstance(asked, Mapping):
+            raise rpc.RpcError(rpc.INVALID_PARAMS, "params.task must be an object.")
+        wanted = asked is not None
+        if wanted and how == "forbidden":
+            raise rpc.RpcError(rpc.METHOD_NOT_FOUND, f"Tool {tool.name} cannot be run as a task.")
+        if how == "required" and not wanted:
+            raise rpc.RpcError(rpc.METHOD_NOT_FOUND, f"Tool {tool.name} must be called as a task (params.task).")
+    answers, first = questions_first(tool, params, modern)
+    if first is not None:
+        return first  # the InputRequiredResult: its questions first
+    context.asker = from_answers(answers, NOBODY)
+    if not wanted or how == "forbidden" or needs_approval(tool, destructive=pipe.settings.approve_destructive) \
+            or prepare(tool, arguments, coerce=True, max_errors=1)[1]:
+        return None  # run now: not a task, its approval asked on the call, or invalid (answered as such)
+    meta = {"trace_id": context.trace_id, task_input.ASKABLE: modern and declares(params, "elicitation"),
+            task_input.ANSWERS: {k: a.to_json() for k, a in answers.items()}}
+    task = tasks_of(current_app).start(pipe, tool, arguments or {}, context, meta=meta)
+    log.info("flask-tooldiscovery: mcp tools/call %s runs as task %s (trace_id=%s)", tool.name, task.id,
+             context.trace_id)
+    return wire.created(pipe, task, wire.MODERN if modern else "2025-11-25", _poll_ms(pipe))
+
+
+# -- tasks/* ----------------------------------------------------------------------------------------
+
+
+def _store() -> TaskStore:
+    return tasks_of(current_app).store
+
+
+def caller(pipe: Pipeline) -> str | None:
+    """Whose tasks this request may see: its identity's subject (``None``: no subject)."""
+    identity = pipe.identity
+    return identity.subject if identity is not None else None
+
+
+def lookup(pipe: Pipeline, params: Mapping[str, Any]) -> Task:
+    """The caller's MCP task that ``params.taskId`` names, or -32602 (unknown, expired, not its)."""
+    task_id = params.get("taskId")
+    if not isinstance(task_id, str) or not task_id:
+        raise rpc.RpcError(rpc.INVALID_PARAMS, "params.taskId must be a non-empty string.")
+    task = _store().get(task_id) if len(task_id) <= 200 else None
+    if task is not None and (task.dialect != pipe.name or task.caller != caller(pipe)):
+        log.warning("flask-tooldiscovery: mcp task %s asked for by another caller, refused as unknown "
+                    "(trace_id=%s)", task_id, pipe.trace_id)
+        task = None
+    if task is None:
+        raise rpc.RpcError(rpc.INVALID_PARAMS, "Failed to retrieve task: Task not found", {"taskId": task_id})
+    return task
+
+
+def cancel(task: Task) -> Task:
+    """Cancel ``task`` now (its record says so at once; a run under way is asked to stop)."""
+    tasks = tasks_of(current_app)
+    tasks.cancel(task.id)  # reaches the run wherever it is
+    store = tasks.store
+    store.finish(task.id, "cancelled", {"status": "cancelled", "error": CANCELLED}, message=CANCELLED)
+    return store.get(task.id) or task
+
+
+def methods(pipe: Pipeline) -> dict[str, rpc.Method]:
+    """The ``tasks/*`` methods, each answering as its request's era does."""
+
+    def era_of(method: str, params: dict[str, Any]) -> str:
+        modern = VERSION_META_KEY in _meta(params)
+        if method not in (MODERN_METHODS if modern else LEGACY_METHODS):
+            raise rpc.RpcError(rpc.METHOD_NOT_FOUND, f"Method not found: {method}")
+        if modern and not declares(params, EXTENSION):
+            raise missing({"extensions": {EXTENSION: {}}})
+        return wire.MODERN if modern else "2025-11-25"
+
+    def get(params: dict[str, Any]) -> dict[str, Any]:
+        era = era_of("tasks/get", params)
+        return wire.detailed(pipe, lookup(pipe, params), era, _poll_ms(pipe), client_version(_meta(params)))
+
+    def update(params: dict[str, Any]) -> dict[str, Any]:
+        era_of("tasks/update", params)
+        task, responses = lookup(pipe, params), params.get("inputResponses")
+        if not isinstance(responses, Mapping):
+            raise rpc.RpcError(rpc.INVALID_PARAMS, "params.inputResponses must be an object.")
+        try:
+            task_input.deliver(_store(), task.id, responses)
+        except ValueError as exc:
+            raise rpc.RpcError(rpc.INVALID_PARAMS, f"Invalid inputResponses: {exc}.") from None
+        return {}
+
+    def cancel_task(params: dict[str, Any]) -> dict[str, Any]:
+        era = era_of("tasks/cancel", params)
+        task = lookup(pipe, params)
+        if era != wire.MODERN and task.terminal:
+            raise rpc.RpcError(rpc.INVALID_PARAMS, f"Cannot cancel task: already in terminal status "
+                                                   f"'{wire.status(task, era)}'", {"taskId": task.id})
+        ended = task if task.terminal else cancel(task)
+        return {} if era == wire.MODERN else wire.detailed(pipe, ended, era, _poll_ms(pipe), "2025-11-25")
+
+    def result(params: dict[str, Any]) -> dict[str, Any]:
+        era_of("tasks/result", params)
+        task = lookup(pipe, params)
+        deadline = time.monotonic() + McpSettings.of(pipe.settings).task_result_wait
+        while task.state not in TERMINAL:
+            if time.monotonic() >= deadline:
+                raise rpc.RpcError(rpc.INTERNAL_ERROR, "The task is still running; call tasks/result again.",
+                                   {"taskId": task.id, "status": wire.status(task, "2025-11-25")})
+            time.sleep(0.2)
+            task = _store().get(task.id) or task
+        if task.state == "interrupted":
+            error = wire.error_object(task)
+            raise rpc.RpcError(error["code"], error["message"], error["data"])
+        answer = wire.tool_result(pipe, task, client_version(_meta(params)))
+        return {**answer, "_meta": {**(answer.get("_meta") or {}), RELATED_TASK: {"taskId": task.id}}}
+
+    def list_tasks(params: dict[str, Any]) -> dict[str, Any]:
+        era_of("tasks/list", params)
+        who, size = caller(pipe), McpSettings.of(pipe.settings).page_size
+        try:
+            start = read_cursor(params["cursor"], 10_000) if params.get("cursor") is not None else 0
+        except ValueError:
+            raise rpc.RpcError(rpc.INVALID_PARAMS, "Invalid cursor.") from None
+        found = [] if who is None else [t for t in _store().of_caller(who, start + size + 1) if t.dialect == pipe.name]
+        page = [wire.detailed(pipe, t, "2025-11-25", _poll_ms(pipe), "2025-11-25") for t in found[start:start + size]]
+        return {"tasks": page, **({"nextCursor": page_cursor(start + size)} if len(found) > start + size else {})}
+
+    return {"tasks/get": get, "tasks/update": update, "tasks/cancel": cancel_task, "tasks/result": result,
+            "tasks/list": list_tasks}
+
+
+__all__ = ["CAPABILITIES_META_KEY", "EXTENSION", "LEGACY_CAPABILITY", "METHODS", "MISSING_CAPABILITY", "MODERN_METHODS",
+           "RELATED_TASK", "as_task", "caller", "declares", "lookup", "methods", "missing", "questions_first",
+           "support"]
