@@ -27,6 +27,7 @@ from .async_bridge import run_sync
 from .call_log import log, log_call
 from .coerce import Coercion, coercion, to_jsonable
 from .model import Tool, ToolContext, ToolError
+from .questions import CannotAsk
 
 GENERIC_FAILURE = "The tool failed with an unexpected error."
 CANCELLED = "The call was cancelled."
@@ -329,6 +330,8 @@ def invoke(
     except asyncio.CancelledError:
         call_log.info("tool %s was cancelled (%s)", tool.name, ids())
         return done("failure", failure=Failure(message=CANCELLED, cancelled=True))
+    except CannotAsk as exc:  # it asked its caller, who cannot answer where it runs
+        return done("failure", failure=Failure(message=str(exc)))
     except ToolError as exc:
         if exc.developer_message:
             call_log.info("tool %s raised ToolError (%s): %s", tool.name, ids(), exc.developer_message)

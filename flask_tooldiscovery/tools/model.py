@@ -16,7 +16,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolDiscoveryError
-from .questions import Answer, Asker, CannotAsk, Question, keyed, refuse
+from .questions import Asker, Asking
 
 if TYPE_CHECKING:  # pragma: no cover
     from flask import Request
@@ -149,7 +149,7 @@ CLAIMED_USER_ID = "claimed_user_id"
 
 
 @dataclass
-class ToolContext:
+class ToolContext(Asking):
     """What a tool may know about the call it serves.
 
     Annotate a parameter with ``ToolContext`` and it is filled in at call time; it never appears
@@ -175,7 +175,7 @@ class ToolContext:
     identity: Identity | None = None
     #: Receives the tool's progress reports and log lines (set by dialects that stream them).
     listener: Callable[[ToolEvent], None] | None = field(default=None, repr=False, compare=False)
-    #: Answers the tool's questions (:meth:`ask`), where its caller can answer (:mod:`.questions`).
+    #: Answers the tool's questions (``ask``), where its caller can answer (:mod:`.questions`).
     asker: Asker | None = field(default=None, repr=False, compare=False)
     _cancelled: bool = field(default=False, repr=False, compare=False)
     _cancel_callbacks: list[Callable[[], None]] = field(default_factory=list, repr=False, compare=False)
@@ -200,17 +200,6 @@ class ToolContext:
         if self.listener is not None:
             self.listener(LogEntry(level, str(message)))
         return _DONE
-
-    def ask(self, message: str, schema: Mapping[str, Any] | None = None, *, key: str | None = None) -> Answer:
-        """Ask the caller to fill a form (``schema``; none: accept or decline) and wait for the answer."""
-        return self.ask_all(Question(message, schema or {"type": "object", "properties": {}}, key))[0]
-
-    def ask_all(self, *questions: Question) -> list[Answer]:
-        """Ask several questions at once; their answers in order (:mod:`.questions` says who answers)."""
-        try:
-            return (self.asker or refuse)(keyed(questions))
-        except CannotAsk as exc:
-            raise ToolError(str(exc)) from None
 
     @property
     def cancelled(self) -> bool:

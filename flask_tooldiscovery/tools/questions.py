@@ -155,6 +155,20 @@ def refuse(questions: Sequence[Question]) -> list[Answer]:
     raise CannotAsk(NOBODY)
 
 
-__all__ = ["ACTIONS", "EMPTY_FORM", "NOBODY", "OPTION", "Answer", "Asker", "CannotAsk", "Question", "answer_of",
-           "declared", "form_error", "from_answers", "keyed", "options_error",
-           "refuse"]
+class Asking:
+    """What :class:`~.model.ToolContext` asks its caller with. :class:`CannotAsk` (where nobody can
+    answer) ends the call as a tool error saying so."""
+
+    asker: Asker | None
+
+    def ask(self, message: str, schema: Mapping[str, Any] | None = None, *, key: str | None = None) -> Answer:
+        """Ask the caller to fill a form (``schema``; none: accept or decline) and wait for the answer."""
+        return self.ask_all(Question(message, schema or dict(EMPTY_FORM), key))[0]
+
+    def ask_all(self, *questions: Question) -> list[Answer]:
+        """Ask several questions at once; their answers, in order."""
+        return (self.asker or refuse)(keyed(questions))
+
+
+__all__ = ["ACTIONS", "EMPTY_FORM", "NOBODY", "OPTION", "Answer", "Asker", "Asking", "CannotAsk", "Question",
+           "answer_of", "declared", "form_error", "from_answers", "keyed", "options_error", "refuse"]
