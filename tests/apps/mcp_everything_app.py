@@ -1,7 +1,7 @@
 """The fixture tools the official MCP conformance suite calls for its tasks scenarios (the
 ``io.modelcontextprotocol/tasks`` extension), written as an app of this package would write them.
-Start it as ``tests.apps.mcp_everything_app:create_app(storage=..., engine=...)``; servers started with
-the same ``storage`` (a Redis URL) share their tasks."""
+Start it as ``tests.apps.mcp_everything_app:create_app(storage=..., callers=...)``; servers started
+with the same ``storage`` (a Redis URL) share their tasks."""
 
 from __future__ import annotations
 
@@ -16,8 +16,12 @@ CONFIRM_FORM = {"type": "object", "properties": {"confirm": {"type": "boolean", 
                 "required": ["confirm"]}
 
 
-def create_app(storage: str = "", workers: int = 16, poll: int = 200, result_wait: float = 25) -> Flask:
+def create_app(storage: str = "", workers: int = 16, poll: int = 200, result_wait: float = 25,
+               callers: bool = False) -> Flask:
+    """With ``callers``, each request names its caller: ``Authorization: Bearer <name>``."""
     discovery = ToolDiscovery()
+    if callers:
+        discovery.identity(lambda req: req.headers.get("Authorization", "").removeprefix("Bearer ") or None)
 
     @discovery.tool
     def greet(name: str) -> str:
