@@ -65,7 +65,8 @@ def test_the_manifest_lists_every_mounted_dialect() -> None:
     initialize = client.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
     assert mcp["capabilities"] == initialize.get_json()["result"]["capabilities"]
-    assert mcp["capabilities"] == {"tools": {"listChanged": False}, "logging": {}}
+    assert mcp["capabilities"] == {"tools": {"listChanged": False}, "logging": {},
+                                   "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}}
     card = mcp["serverCard"]
     assert (card["version"], card["description"], card["remotes"][0]["url"]) == (
         "2.1.0", "Acme's tools.", "http://localhost/mcp")

@@ -195,6 +195,20 @@ def test_declared_questions_are_asked_before_the_task_is_created(app: Flask) -> 
     assert until(c, created["taskId"], ended)["result"]["content"][0]["text"] == "Hello, Alice!"
 
 
+def test_a_question_waits_a_bounded_time_and_is_never_asked_with_a_zero_wait() -> None:
+    c = create_app(poll=50, TOOLDISCOVERY_MCP_ELICITATION_TIMEOUT=0.5).test_client()
+    _, body = modern(c, "tools/call", {"name": "confirm_delete", "arguments": {"filename": "c"}})
+    task_id = body["result"]["taskId"]
+    assert until(c, task_id, lambda r: r["status"] != "working")["status"] == "input_required"
+    done = until(c, task_id, ended)  # nobody answers
+    assert done["result"]["isError"] is True and "No answer came within 0.5 seconds" in done["result"]["content"][0][
+        "text"]
+    c = create_app(poll=50, TOOLDISCOVERY_MCP_ELICITATION_TIMEOUT=0).test_client()
+    _, body = modern(c, "tools/call", {"name": "confirm_delete", "arguments": {"filename": "d"}})
+    done = until(c, body["result"]["taskId"], ended)
+    assert done["result"]["isError"] is True and "cannot do" in done["result"]["content"][0]["text"]
+
+
 def test_a_sync_call_that_asks_tells_the_caller_it_cannot(app: Flask) -> None:
     c = app.test_client()
     _, body = modern(c, "tools/call", {"name": "confirm_delete", "arguments": {"filename": "b"}}, tasks=False)

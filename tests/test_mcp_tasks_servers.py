@@ -13,7 +13,7 @@ import os
 import re
 import shutil
 import subprocess
-import time
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -231,30 +231,94 @@ def test_the_official_client_creates_on_one_server_and_reads_answers_cancels_on_
     assert out["cancelled"].status == "cancelled"
 
 
-def legacy(base: str, method: str, params: dict[str, Any], caller: str = "carol") -> dict[str, Any]:
+#: The official Python SDK's last 1.x, whose experimental client speaks 2025-11-25 tasks.
+LEGACY_SDK = "mcp==1.30.0"
+LEGACY_SCRIPT = """
+import asyncio, json, sys
+from mcp import ClientSession
+from mcp.client.streamable_http import streamablehttp_client
+from mcp.types import CallToolResult
+
+FIRST, SECOND = sys.argv[1:3]
+HEADERS = {"Authorization": "Bearer carol"}
+
+
+async def session(url, work):
+    async with streamablehttp_client(url, headers=HEADERS) as (read, write, _):
+        async with ClientSession(read, write) as client:
+            init = await client.initialize()
+            return init.protocolVersion, await work(client.experimental)
+
+
+async def create(tasks):
+    short = await tasks.call_tool_as_task("slow_compute", {"seconds": 1, "label": "l"}, ttl=60000)
+    long = await tasks.call_tool_as_task("slow_compute", {"seconds": 60})
+    return short.task.taskId, long.task.taskId, short.task.status
+
+
+async def main():
+    version, (short, long, status) = await session(FIRST, create)
+
+    async def read(tasks):
+        result = await tasks.get_task_result(short, CallToolResult)  # waits for the end
+        got = await tasks.get_task(short)
+        listed = await tasks.list_tasks()
+        cancelled = await tasks.cancel_task(long)
+        return {"text": result.content[0].text, "meta": result.meta, "status": got.status,
+                "listed": [t.taskId for t in listed.tasks], "cancelled": cancelled.status}
+
+    other, out = await session(SECOND, read)
+    print("RESULT " + json.dumps({"versions": [version, other], "created": status, "short": short,
+                                  "long": long, **out}))
+
+
+asyncio.run(main())
+"""
+
+
+@pytest.fixture(scope="module")
+def legacy_sdk() -> Path:
+    """A virtual environment with the official ``mcp`` 1.30.0, in the test cache."""
+    import venv
+
+    home = CACHE / "mcp-1.30.0"
+    python = home / "bin" / "python"
+    if python.exists() and subprocess.run([str(python), "-c", "import mcp.client.experimental.tasks"],
+                                          capture_output=True).returncode == 0:
+        return python
+    venv.create(home, clear=True)
+    done = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet",
+                           "--disable-pip-version-check", LEGACY_SDK], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=900, stdin=subprocess.DEVNULL)
+    if done.returncode != 0:
+        unavailable(f"pip install {LEGACY_SDK} failed: {done.stdout[-1500:]}")
+    return python
+
+
+def legacy(base: str, method: str, params: dict[str, Any], caller: str) -> dict[str, Any]:
     r = requests.post(f"{base}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params},
                       headers={"MCP-Protocol-Version": "2025-11-25", "Authorization": f"Bearer {caller}"}, timeout=60)
     assert r.status_code == 200, r.text
     return r.json()
 
 
-def test_legacy_tasks_are_awaited_listed_and_cancelled_on_the_other_server(two_servers) -> None:
-    from mcp_types import _v2025_11_25 as v2025
-
+def test_the_official_1x_client_awaits_lists_and_cancels_on_the_other_server(two_servers, legacy_sdk,
+                                                                            tmp_path) -> None:
     first, second = two_servers
-    created = legacy(first, "tools/call", {"name": "slow_compute", "arguments": {"seconds": 1, "label": "l"},
-                                           "task": {"ttl": 60000}})["result"]
-    task_id = v2025.CreateTaskResult.model_validate(created).task.task_id
-    result = legacy(second, "tasks/result", {"taskId": task_id})["result"]  # waits there for the end
-    assert v2025.CallToolResult.model_validate(result).content[0].text == "Computed l in 1 s."
-    listed = v2025.ListTasksResult.model_validate(legacy(second, "tasks/list", {})["result"])
-    assert task_id in [t.task_id for t in listed.tasks]
-    assert legacy(second, "tasks/list", {}, caller="dave")["result"]["tasks"] == []
-    long = legacy(first, "tools/call", {"name": "slow_compute", "arguments": {"seconds": 60}, "task": {}})["result"]
-    long_id = long["task"]["taskId"]
-    cancelled = legacy(second, "tasks/cancel", {"taskId": long_id})["result"]
-    assert v2025.CancelTaskResult.model_validate(cancelled).status == "cancelled"
-    deadline = time.monotonic() + 30
-    while legacy(first, "tasks/result", {"taskId": long_id}).get("result") is None:
-        assert time.monotonic() < deadline
-    assert legacy(first, "tasks/get", {"taskId": long_id})["result"]["status"] == "cancelled"
+    script = tmp_path / "legacy_tasks.py"
+    script.write_text(LEGACY_SCRIPT)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    run = subprocess.run([str(legacy_sdk), str(script), f"{first}/mcp", f"{second}/mcp"], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, timeout=300, env=env)
+    lines = [line[7:] for line in run.stdout.splitlines() if line.startswith("RESULT ")]
+    assert run.returncode == 0 and lines, run.stdout[-4000:]
+    out = json.loads(lines[-1])
+    assert out["versions"] == ["2025-11-25", "2025-11-25"] and out["created"] == "working"
+    assert out["text"] == "Computed l in 1 s." and out["status"] == "completed"
+    assert out["meta"]["io.modelcontextprotocol/related-task"] == {"taskId": out["short"]}
+    assert {out["short"], out["long"]} <= set(out["listed"])
+    assert out["cancelled"] == "cancelled"
+    # the record says so on the server that created it; another caller sees none of them
+    assert legacy(first, "tasks/get", {"taskId": out["long"]}, "carol")["result"]["status"] == "cancelled"
+    assert legacy(first, "tasks/get", {"taskId": out["short"]}, "dave")["error"]["code"] == -32602
+    assert legacy(second, "tasks/list", {}, "dave")["result"]["tasks"] == []

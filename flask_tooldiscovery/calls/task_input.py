@@ -7,8 +7,8 @@ received it) moves into ``meta["answers"]`` and, once no question is open, the r
 ``working`` again. The asking run polls the record (every ``poll`` seconds) and ends as cancelled
 when the task is cancelled or ended meanwhile. Answers are kept for the task's life: a question
 asked again under its key gets the answer given. Only a task whose dialect can carry questions to
-its caller and answers back (``meta["askable"]``) asks; any other refuses with
-:class:`~..tools.questions.CannotAsk`.
+its caller and answers back (``meta["askable"]``) asks, for ``meta["ask_wait"]`` seconds at most;
+any other refuses with :class:`~..tools.questions.CannotAsk`.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from ..tools.questions import NOBODY, Answer, Asker, CannotAsk, Question, answer
 from .tasks import Task, TaskStore
 
 QUESTIONS, ANSWERS, ASKABLE = "questions", "answers", "askable"
+#: Seconds the task waits for an answer, when its dialect says (else as long as the task is kept).
+ASK_WAIT = "ask_wait"
 NO_ANSWER = "No answer came within {wait:g} seconds, so the tool stopped waiting."
 
 
@@ -52,6 +54,8 @@ def asker(store: TaskStore, task_id: str, *, wait: float, poll: float = 0.25) ->
             return [given[k] for k in keys]
         if not task.meta.get(ASKABLE):
             raise CannotAsk(NOBODY)
+        limit = task.meta.get(ASK_WAIT)
+        waited = min(wait, float(limit)) if isinstance(limit, (int, float)) else wait
 
         def park(current: Task) -> Task:
             known = answers(current)
@@ -64,7 +68,7 @@ def asker(store: TaskStore, task_id: str, *, wait: float, poll: float = 0.25) ->
 
         if store.update(task_id, park) is None:
             raise asyncio.CancelledError("the task ended while asking")
-        deadline = time.monotonic() + wait
+        deadline = time.monotonic() + waited
         while time.monotonic() < deadline:
             time.sleep(poll)
             task = store.get(task_id)
@@ -73,7 +77,7 @@ def asker(store: TaskStore, task_id: str, *, wait: float, poll: float = 0.25) ->
             given = answers(task)
             if all(k in given for k in keys):
                 return [given[k] for k in keys]
-        raise CannotAsk(NO_ANSWER.format(wait=wait))
+        raise CannotAsk(NO_ANSWER.format(wait=waited))
 
     return ask
 
@@ -107,4 +111,4 @@ def deliver(store: TaskStore, task_id: str, responses: Mapping[str, Any]) -> lis
     return [] if store.update(task_id, take) is None else list(taken)
 
 
-__all__ = ["ANSWERS", "ASKABLE", "NO_ANSWER", "QUESTIONS", "answers", "asker", "deliver", "open_questions"]
+__all__ = ["ANSWERS", "ASKABLE", "ASK_WAIT", "NO_ANSWER", "QUESTIONS", "answers", "asker", "deliver", "open_questions"]

@@ -23,6 +23,8 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from ..errors import ToolDiscoveryError
+
 ACTIONS = ("accept", "decline", "cancel")
 #: A form with no field: the person accepts or declines.
 EMPTY_FORM: Mapping[str, Any] = {"type": "object", "properties": {}}
@@ -64,7 +66,7 @@ class Answer:
 Asker = Callable[[Sequence[Question]], list[Answer]]
 
 
-class CannotAsk(ValueError):
+class CannotAsk(ToolDiscoveryError, RuntimeError):
     """The call cannot ask its caller (nobody can answer where it runs)."""
 
 

@@ -17,7 +17,7 @@ CONFIRM_FORM = {"type": "object", "properties": {"confirm": {"type": "boolean", 
 
 
 def create_app(storage: str = "", workers: int = 16, poll: int = 200, result_wait: float = 25,
-               callers: bool = False) -> Flask:
+               callers: bool = False, **config: object) -> Flask:
     """With ``callers``, each request names its caller: ``Authorization: Bearer <name>``."""
     discovery = ToolDiscovery()
     if callers:
@@ -68,6 +68,7 @@ def create_app(storage: str = "", workers: int = 16, poll: int = 200, result_wai
     app = Flask("mcp_everything")
     app.config.update(TOOLDISCOVERY_DIALECTS=["mcp"], TOOLDISCOVERY_WARN_UNAUTHENTICATED=False,
                       TOOLDISCOVERY_STATE_STORAGE_URI=storage or None, TOOLDISCOVERY_TASK_WORKERS=workers,
-                      TOOLDISCOVERY_MCP_TASK_POLL_INTERVAL=poll, TOOLDISCOVERY_MCP_TASK_RESULT_WAIT=result_wait)
+                      TOOLDISCOVERY_MCP_TASK_POLL_INTERVAL=poll, TOOLDISCOVERY_MCP_TASK_RESULT_WAIT=result_wait,
+                      **config)
     discovery.init_app(app)
     return app

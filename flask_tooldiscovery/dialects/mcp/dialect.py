@@ -197,7 +197,7 @@ def manifest_section(pipe: Pipeline, entry: Mapping[str, Any], about: Mapping[st
     """The discovery manifest's ``mcp`` entry: the endpoint, its transport, versions and capabilities,
     the documents about it (the Server Card) and, with OAuth, where clients get access tokens."""
     section = {"url": entry["url"], "transport": TRANSPORT, "protocolVersions": list(ALL_VERSIONS),
-               "capabilities": server_capabilities(pipe.settings), **about}
+               "capabilities": {**server_capabilities(pipe.settings), "tasks": mcp_tasks.LEGACY_CAPABILITY}, **about}
     oauth = authorization(pipe.settings, request)
     return {**section, "authorization": oauth} if oauth else section
 

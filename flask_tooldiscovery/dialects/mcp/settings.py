@@ -48,8 +48,8 @@ class McpSettings(DialectSettings):
         "MCP serves the resources registered with @discovery.resource (resources/list, /templates/list, /read).")
     elicitation_timeout: float = setting(
         "MCP_ELICITATION_TIMEOUT", 300, number(0.0),
-        "Seconds a handshake-era MCP call waits for the answer to its approval elicitation (at most APPROVAL_TTL); "
-        "0: never ask by elicitation.")
+        "Seconds an MCP call waits for its caller's answer: a handshake-era approval elicitation (at most "
+        "APPROVAL_TTL), a task's question (tasks/update); 0: never ask by elicitation.")
     task_poll_interval: int = setting(
         "MCP_TASK_POLL_INTERVAL", 1000, whole_number(1),
         "Milliseconds an MCP client is told to wait between two reads of a task (pollIntervalMs).")

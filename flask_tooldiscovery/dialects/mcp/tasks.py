@@ -138,7 +138,9 @@ def as_task(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, contex
     if not wanted or how == "forbidden" or needs_approval(tool, destructive=pipe.settings.approve_destructive) \
             or prepare(tool, arguments, coerce=True, max_errors=1)[1]:
         return None  # run now: not a task, its approval asked on the call, or invalid (answered as such)
-    meta = {"trace_id": context.trace_id, task_input.ASKABLE: modern and declares(params, "elicitation"),
+    wait = McpSettings.of(pipe.settings).elicitation_timeout
+    meta = {"trace_id": context.trace_id, task_input.ASK_WAIT: wait,
+            task_input.ASKABLE: modern and wait > 0 and declares(params, "elicitation"),
             task_input.ANSWERS: {k: a.to_json() for k, a in answers.items()}}
     task = tasks_of(current_app).start(pipe, tool, arguments or {}, context, meta=meta)
     log.info("flask-tooldiscovery: mcp tools/call %s runs as task %s (trace_id=%s)", tool.name, task.id,
