@@ -12,7 +12,6 @@ from flask import Flask, current_app, has_app_context, has_request_context, requ
 from flask.cli import FlaskGroup
 
 from . import settings as cfg
-from .calls.state_store import gunicorn_workers
 from .dialects import BUILTIN, Dialect, load
 from .observe.logs import log, show_call_log
 from .observe.operations import KEY as OPERATIONS_KEY
@@ -21,6 +20,7 @@ from .serving.core import Core
 from .serving.identity import Authenticator, AuthHook, AuthHookVerifier, HookVerifier, IdentityHook, Verifier
 from .serving.pipeline import Pipeline
 from .serving.verifiers import ApiKeyVerifier, BearerVerifier, JwksVerifier, JwtVerifier, OAuthResourceVerifier
+from .serving.worker_threads import loading_worker
 from .settings import Settings, SettingsError
 from .tools.function_tools import tool_from_function
 from .tools.invoke import HandOff, Outcome, invoke
@@ -143,7 +143,9 @@ class ToolDiscovery:
                         and (w := check(settings, pipe.authenticator))]
             if warnings:
                 log.warning("flask-tooldiscovery: %s", "; ".join(warnings))
-        if not settings.state_storage_uri and (workers := gunicorn_workers()) not in (None, 1):
+        worker = loading_worker()
+        workers = worker.processes if worker is not None else None
+        if not settings.state_storage_uri and worker is not None and workers != 1:
             log.warning("flask-tooldiscovery: gunicorn runs %s worker processes and TOOLDISCOVERY_STATE_STORAGE_URI "
                         "is unset: each process keeps its own state, so a sealed approval can run once in each of "
                         "them, an MCP approval answer reaching another worker is lost, and a task's record can only "

@@ -40,6 +40,8 @@ class Worker:
     kind: str
     #: Requests it serves at once; ``None`` when it does not run them on threads (gevent, eventlet...).
     threads: int | None
+    #: How many worker processes the server runs (each with its own memory); ``None``: not said.
+    processes: int | None = None
 
 
 def _names(kind: type) -> list[str]:
@@ -58,13 +60,15 @@ def _gunicorn_worker(owner: Any, cfg: Any) -> Worker:
             name = next((n for n in _names(name) if n in _SYNC + _THREADS), _names(name)[0])
     name = str(name)
     threads = int(cfg.threads)
+    processes = int(cfg.workers) if isinstance(getattr(cfg, "workers", None), int) else None
     if name in _SYNC and threads > 1:  # gunicorn runs sync with --threads above 1 as gthread
         name = "gthread"
     if name in _SYNC:
-        return Worker("gunicorn sync worker", 1)
+        return Worker("gunicorn sync worker", 1, processes)
     if name in _THREADS:
-        return Worker(f"gunicorn gthread worker with {threads} thread{'s' if threads != 1 else ''}", threads)
-    return Worker(f"gunicorn {name.rpartition('.')[2] or name} worker", None)
+        return Worker(f"gunicorn gthread worker with {threads} thread{'s' if threads != 1 else ''}", threads,
+                      processes)
+    return Worker(f"gunicorn {name.rpartition('.')[2] or name} worker", None, processes)
 
 
 def loading_worker(frame: FrameType | None = None) -> Worker | None:
