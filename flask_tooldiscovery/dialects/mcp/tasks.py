@@ -16,8 +16,8 @@ asks while running (``ctx.ask``) park the task ``input_required`` until ``tasks/
 Who may read a task: its caller only, the subject the request's credentials established (a
 task created by another caller, or through another dialect, is an unknown task, -32602). Callers
 without a subject (no credentials, or a static token all clients share) cannot be told apart: any
-of them holding a task's id (122 random bits, never listed) may read it, and ``tasks/list``
-lists nothing for them.
+of them holding a task's id (122 random bits) may read it, and ``tasks/list`` lists nothing for
+them (so no id is ever shown to another).
 """
 
 from __future__ import annotations
