@@ -4,6 +4,7 @@ the OXP 1.0 OpenAPI components (after their errata) write it: ``items``, closed 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -55,11 +56,13 @@ class OxpSettings(DialectSettings):
         self.only_with("jwt_secret", "jwt_audience", "jwt_require_exp", "jwt_claims")
 
 
+@functools.lru_cache(maxsize=65_536)  # tool names only; a provider's tools get their ids on each request
 def sanitize(text: str) -> str:
     """Keep ``[A-Za-z0-9_]``; runs of anything else become one ``_``."""
     return _NOT_ID.sub("_", text).strip("_") or "Tool"
 
 
+@functools.lru_cache(maxsize=64)
 def default_toolkit(server_name: str) -> str:
     """``"example-tools"`` -> ``"ExampleTools"``."""
     parts = [p for p in _NOT_ID.split(server_name or "") if p]
@@ -190,18 +193,14 @@ def authenticator(settings: Settings) -> Authenticator | None:
 
 
 def resolve(pipe: Pipeline, ident: str) -> Tool:
-    """The tool ``Toolkit.Tool[@version]`` names: ``@x.y.z`` exact, ``@x`` is ``x.0.0``, none
-    the latest; :class:`UnknownTool` otherwise."""
+    """The tool ``Toolkit.Tool[@version]`` names (``@x`` is ``x.0.0``, none: the latest), else :class:`UnknownTool`."""
     match = TOOL_ID.match(ident)
-    if match:
+    if match:  # the index is built once per tool set: a call never looks at every tool
         toolkit, name, version = match.groups()
-        candidates = pipe.index("id", id_parts(pipe.settings)).get((toolkit, name), [])
-        if candidates and version is None:
-            return candidates[-1]
         wanted = parse_version(version) if version is not None else None
-        found = next((t for t in candidates if t.version_tuple == wanted), None)
-        if found is not None:
-            return found
+        for tool in reversed(pipe.index("id", id_parts(pipe.settings)).get((toolkit, name), ())):
+            if wanted is None or tool.version_tuple == wanted:  # lowest version first: the latest is last
+                return tool
     raise UnknownTool(ident)
 
 

@@ -45,6 +45,9 @@ class WireCache:
         self._lock = threading.Lock()
         self._dumps: dict[str, weakref.WeakKeyDictionary[Tool, tuple[str, Any]]] = {}
         self._indexes: OrderedDict[Hashable, dict[Hashable, list[Tool]]] = OrderedDict()
+        #: The last tool set each index was asked for, and its index: found by identity, so a call
+        #: costs the same whatever the size of the set's fingerprint (a provider's, a view's).
+        self._last_index: dict[str, tuple[ToolSet, dict[Hashable, list[Tool]]]] = {}
 
     def document(self, key: Hashable, toolset: ToolSet, build: Callable[[], bytes]) -> Document:
         """The document ``build()`` makes for ``toolset``, built once per fingerprint and ``key``."""
@@ -74,11 +77,18 @@ class WireCache:
         return found[1]
 
     def index(self, what: str, toolset: ToolSet, key: Callable[[Tool], Hashable]) -> dict[Hashable, list[Tool]]:
-        """``{key(tool): [tools, lowest version first]}`` for ``toolset``, built once per fingerprint."""
+        """``{key(tool): [tools, lowest version first]}`` for ``toolset``, built once per fingerprint
+        (shared: never mutate it). The same set asked again is answered without hashing its
+        fingerprint; another set object with a known fingerprint (a provider's same list, a request
+        later) gets the index built for it; any other set gets a new one."""
+        last = self._last_index.get(what)
+        if last is not None and last[0] is toolset:
+            return last[1]
         full = (toolset.fingerprint, what)
         with self._lock:
             found = self._indexes.get(full)
         if found is not None:
+            self._last_index[what] = (toolset, found)
             return found
         index: dict[Hashable, list[Tool]] = {}
         for tool in toolset:
@@ -89,6 +99,7 @@ class WireCache:
             self._indexes[full] = index
             while len(self._indexes) > 16:
                 self._indexes.popitem(last=False)
+        self._last_index[what] = (toolset, index)
         return index
 
 

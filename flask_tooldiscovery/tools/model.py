@@ -373,7 +373,9 @@ class Tool:
     def missing_requirements(self, *, secrets: Mapping[str, Any], authorization: Mapping[str, Any],
                              user_id: Any) -> dict[str, Any]:
         """The requirements this tool declares that a call lacks, OXP-style (empty when none)."""
-        req = self.requirements or {}
+        req = self.requirements
+        if not req:
+            return {}
         missing: dict[str, Any] = {}
         auth = [{"id": a["id"], "url": str(a.get("url", ""))} for a in req.get("authorization", [])
                 if not authorization.get(a["id"])]

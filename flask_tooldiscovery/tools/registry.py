@@ -4,11 +4,12 @@ every discovery cache keys on)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,17 @@ from .model import Identity, Tool, parse_version, tool_changes
 from .providers import ProviderError, ToolsProvider, resolve_provider, tool_from_object
 
 log = logging.getLogger("flask_tooldiscovery")
+
+
+def digest(texts: Iterable[str]) -> str:
+    """One short digest of many texts, in order. A fingerprint holds digests, not the texts or
+    a tuple of every tool's: caches hash it and the fast path compares it on every request, which
+    a tuple as long as the registry makes as slow as the registry is large."""
+    h = hashlib.blake2b(digest_size=16)
+    for text in texts:
+        h.update(text.encode())
+        h.update(b"\n")
+    return h.hexdigest()
 
 
 @dataclass
@@ -36,7 +48,7 @@ class ToolSet:
         self._views: dict[frozenset[str], ToolSet] = {}
         self._latest: list[Tool] | None = None
         if self.fingerprint is None:
-            self.fingerprint = ("tools", tuple(t.fingerprint for t in self.tools))
+            self.fingerprint = ("tools", digest(t.fingerprint for t in self.tools))
         self._by_name: dict[str, list[Tool]] = {}
         for tool in self.tools:
             self._by_name.setdefault(tool.name, []).append(tool)
@@ -67,8 +79,12 @@ class ToolSet:
         if key is not None and key in self._views:
             return self._views[key]
         shown = [t for t in self.tools if set(t.scopes) <= held and (t.visible is None or t.visible(identity))]
-        hidden = tuple(sorted((t.name, t.version) for t in self.tools if t not in shown))
-        view = ToolSet(shown, fingerprint=(self.fingerprint, hidden))
+        if len(shown) == len(self.tools):  # nothing hidden: the set itself (its caches, its index)
+            view = self
+        else:
+            kept = {id(t) for t in shown}
+            hidden = sorted(f"{t.name}@{t.version}" for t in self.tools if id(t) not in kept)
+            view = ToolSet(shown, fingerprint=(self.fingerprint, "hiding", digest(hidden)))
         if key is not None:
             self._views[key] = view
         return view
@@ -159,7 +175,7 @@ class ToolRegistry:
         """The content fingerprint of a tool set of these tools: every tool's digest and the
         declared categories (documents show both)."""
         categories = json.dumps(self.categories, sort_keys=True, default=repr) if self.categories else ""
-        return ("tools", tuple(t.fingerprint for t in tools), categories)
+        return ("tools", digest(t.fingerprint for t in tools), categories)
 
     def resolve(self) -> ToolSet:
         """The tools in force now. Providers are called (their errors raise ProviderError)."""
