@@ -5,17 +5,28 @@ rounds (the machine is shared: the best round is the one least disturbed); with 
 a cProfile of that case grouped by file, then its own functions' times.
 
 Run: ``python bench/bench_inprocess.py [CASE,CASE...] [--profile CASE]`` (``ROUNDS`` env var: rounds
-of 300 requests each, default 9). bench/RESULTS.rst ("Speed, part 4") records runs.
+of 300 requests each, default 9; ``TOOLS`` and ``HIDDEN``: the registry, see ``http_apps.py``).
+bench/RESULTS.rst ("Speed, part 4" and "part 5") records runs.
+
+``--instructions CASE,CASE...`` counts instead of timing: the machine instructions one request of
+each case executes, under valgrind's cachegrind (``apt-get install valgrind``): two runs of this
+script (``--requests 0 CASE`` and ``--requests 400 CASE``: the apps built, 20 requests, a garbage
+collection, then that many requests), the difference divided by 400. The count does not move with
+the machine's load, so it compares commits and registry sizes on a shared machine; it weighs every
+instruction alike (a cache miss costs nothing in it), so read it beside the timings.
 """
 
 from __future__ import annotations
 
 import collections
 import cProfile
+import gc
 import io
 import json
 import os
 import pstats
+import re
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -99,8 +110,33 @@ def profile(one: Callable[[], None], n: int = 3000) -> None:
         print(f"  {seconds / total * 100:5.1f}%  {func}")
 
 
+def instructions(case: str, requests: int = 400) -> float:
+    """Machine instructions per request of ``case`` (see the module's doc)."""
+    counts = []
+    for n in (0, requests):
+        run = subprocess.run(
+            ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+             sys.executable, __file__, "--requests", str(n), case],
+            capture_output=True, text=True, check=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+        counts.append(int(re.findall(r"I\s+refs:\s+([\d,]+)", run.stderr)[-1].replace(",", "")))
+    return (counts[1] - counts[0]) / requests
+
+
 def main() -> None:
     args = sys.argv[1:]
+    if args[:1] == ["--requests"]:  # one measured run of --instructions
+        server = CASES[args[2]][0]
+        one = runner({server: {"ours": ours, "bare": bare, "raw": raw}[server]()}, args[2])
+        for _ in range(20):
+            one()
+        gc.collect()
+        for _ in range(int(args[1])):
+            one()
+        return
+    if args[:1] == ["--instructions"]:
+        for name in args[1].split(","):
+            print(f"{name:10s} {instructions(name):10.0f} instructions/request", flush=True)
+        return
     wanted = CASES if not args or args[0].startswith("--") else args[0].split(",")
     apps = {"ours": ours(), "bare": bare(), "raw": raw()}
     runners = {name: runner(apps, name) for name in wanted}

@@ -1,6 +1,7 @@
 """WSGI/ASGI apps served side by side by ``bench/bench_http.py`` (gunicorn / uvicorn import them).
 
-``ours()``: every dialect with 50 tools (``TOOLS`` env var to change). ``bare()``: a bare Flask app
+``ours()``: every dialect with 50 tools (``TOOLS`` env var to change; ``HIDDEN``: that many more,
+each needing a scope no anonymous caller holds). ``bare()``: a bare Flask app
 whose routes return the very same discovery bytes our dialects send, and a view that parses the
 JSON, calls the same function and returns JSON. ``raw()``: a raw WSGI callable serving the same
 bytes. ``sdk()``: the official MCP SDK's FastMCP (``MCPServer`` in mcp 2.x) stateless
@@ -24,6 +25,10 @@ from flask import Flask, Response, jsonify, request  # noqa: E402
 from flask_tooldiscovery import ToolDiscovery  # noqa: E402
 
 N_TOOLS = int(os.environ.get("TOOLS", "50"))
+#: More tools, each needing the ``admin`` scope: anonymous callers do not see them (``HIDDEN`` env var).
+N_HIDDEN = int(os.environ.get("HIDDEN", "0"))
+#: The tools' names: ``forecast_<i>``, with ``forecast_7`` (the one every bench calls) always among them.
+NAMES = [f"forecast_{i}" for i in range(N_TOOLS - 1)] + [f"forecast_{max(N_TOOLS - 1, 7)}"] if N_TOOLS else []
 DIALECTS = ["explorer", "opal", "oxp", "tdp", "mcp"]
 #: path on our app -> path on the bare and raw apps (same bytes).
 DISCOVERY = {"/opal/discovery": "/opal", "/oxp/tools": "/oxp", "/api/v1/tools": "/tdp", "/explorer/tools": "/explorer"}
@@ -41,8 +46,10 @@ def forecast(city: str, days: int = 1) -> dict[str, Any]:
 
 def ours() -> Flask:
     d = ToolDiscovery()
-    for i in range(N_TOOLS):
-        d.add_tool(forecast, name=f"forecast_{i}")
+    for name in NAMES:
+        d.add_tool(forecast, name=name)
+    for i in range(N_HIDDEN):
+        d.add_tool(forecast, name=f"hidden_{i}", scopes=["admin"])
     app = Flask("bench")
     app.config.update(TOOLDISCOVERY_DIALECTS=DIALECTS, TOOLDISCOVERY_ALLOW_EXECUTE=True,
                       TOOLDISCOVERY_ALLOWED_HOSTS=["127.0.0.1", "localhost"])
@@ -82,8 +89,8 @@ def sdk() -> Any:
     from mcp.server.mcpserver import MCPServer  # mcp 2.x's name for FastMCP
 
     server = MCPServer("bench", log_level="WARNING")
-    for i in range(N_TOOLS):
-        server.add_tool(forecast, name=f"forecast_{i}")
+    for name in NAMES:
+        server.add_tool(forecast, name=name)
     return server.streamable_http_app(stateless_http=True, json_response=True, streamable_http_path="/mcp")
 
 
