@@ -16,7 +16,7 @@ from .dialects import BUILTIN, Dialect, load
 from .observe.logs import log, show_call_log
 from .observe.operations import KEY as OPERATIONS_KEY
 from .serving import fastpath, tasks
-from .serving.core import Core
+from .serving.core import Core, merge_categories
 from .serving.identity import Authenticator, AuthHook, AuthHookVerifier, HookVerifier, IdentityHook, Verifier
 from .serving.pipeline import Pipeline
 from .serving.verifiers import ApiKeyVerifier, BearerVerifier, JwksVerifier, JwtVerifier, OAuthResourceVerifier
@@ -112,7 +112,7 @@ class ToolDiscovery:
         show_call_log(settings.call_log)  # before the core, which says at INFO how many calls run at once
         # rate limits, tracing, metrics: checked (in the core) before anything is mounted
         core = Core(self.registry, self.resources, settings, call_handler=self.call_handler,
-                    categories=lambda: self.categories(settings), dialects=table,
+                    dialects=table,
                     trusted_hosts=app.config.get("TRUSTED_HOSTS"))
         authenticators = self._authenticators(settings)
         self._views.resolve(app)  # views offered with add_view(s): the app's URL map holds them by now
@@ -319,10 +319,7 @@ class ToolDiscovery:
 
     def categories(self, settings: Settings | None = None) -> list[dict[str, Any]]:
         """Categories declared with :meth:`category` and ``TOOLDISCOVERY_CATEGORIES``."""
-        merged = dict(self.registry.categories)
-        for item in (settings or self.settings).categories:
-            merged.setdefault(str(item["id"]), dict(item))
-        return list(merged.values())
+        return merge_categories(self.registry.categories, (settings or self.settings).categories)
 
     def auth_hook(self, hook: AuthHook) -> AuthHook:
         """Decorator: set the explorer's auth hook (F4, before ``init_app``): ``hook(request)``

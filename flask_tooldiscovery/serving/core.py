@@ -48,18 +48,25 @@ class Translator(Protocol):
     def error_response(self) -> Callable[[CoreError], tuple[Any, int]]: ...
 
 
+def merge_categories(declared: Mapping[str, Mapping[str, Any]],
+                     configured: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Categories declared in code, then those of ``TOOLDISCOVERY_CATEGORIES`` with another id."""
+    merged = {key: dict(value) for key, value in declared.items()}
+    for item in configured:
+        merged.setdefault(str(item["id"]), dict(item))
+    return list(merged.values())
+
+
 class Core:
     """One app's tools, settings and call services, shared by its dialects' pipelines."""
 
     def __init__(self, registry: ToolRegistry, resources: ResourceRegistry, settings: Settings, *,
                  call_handler: Callable[..., Any] | None = None,
-                 categories: Callable[[], list[dict[str, Any]]] = list,
                  dialects: Mapping[str, Translator] | None = None, trusted_hosts: Iterable[str] | None = None) -> None:
         self.registry = registry
         self.resources = resources
         self.settings = settings
         self.call_handler = call_handler
-        self._categories = categories
         #: Tool calls running at once in this worker (``TOOLDISCOVERY_MAX_CONCURRENT_CALLS``, else
         #: worked out from the server's threads per worker, so one stays free for discovery).
         self.slots = Slots(call_slots(settings.max_concurrent_calls, loading_worker()), settings.busy_retry_after)
@@ -85,8 +92,9 @@ class Core:
         return found
 
     def categories(self) -> list[dict[str, Any]]:
-        """The tool categories declared in code and in ``TOOLDISCOVERY_CATEGORIES``."""
-        return self._categories()
+        """The tool categories declared in code (the registry's) and in ``TOOLDISCOVERY_CATEGORIES``
+        (those of the same id declared in code win)."""
+        return merge_categories(self.registry.categories, self.settings.categories)
 
     def call(self, tool: Tool, arguments: Any, context: ToolContext, *, coerce: bool | None = None,
              hand_off: HandOff | None = None, max_errors: int | None = None) -> Outcome:
@@ -99,4 +107,4 @@ class Core:
                       hand_off=hand_off, max_errors=max_errors, default_timeout=self.settings.default_timeout)
 
 
-__all__ = ["Core", "Translator"]
+__all__ = ["Core", "Translator", "merge_categories"]
