@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import uuid
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar, overload
+from typing import Any
 
 import click
 from flask import Flask, current_app, has_app_context, has_request_context, request
@@ -15,28 +15,26 @@ from . import settings as cfg
 from .dialects import BUILTIN, Dialect, load
 from .observe.logs import log, show_call_log
 from .observe.operations import KEY as OPERATIONS_KEY
+from .registering import Registering
 from .serving import fastpath, tasks
-from .serving.core import Core, merge_categories
+from .serving.core import Core
 from .serving.identity import Authenticator, AuthHook, AuthHookVerifier, HookVerifier, IdentityHook, Verifier
 from .serving.pipeline import Pipeline
 from .serving.verifiers import ApiKeyVerifier, BearerVerifier, JwksVerifier, JwtVerifier, OAuthResourceVerifier
 from .serving.worker_threads import loading_worker
 from .settings import Settings, SettingsError
-from .tools.function_tools import tool_from_function
 from .tools.invoke import HandOff, Outcome, invoke
 from .tools.model import Tool, ToolContext
 from .tools.providers import ToolsProvider
 from .tools.registry import ToolRegistry, ToolSet
-from .tools.resources import ResourceRegistry, resource_from_function
+from .tools.resources import ResourceRegistry
 from .tools.views import ViewTools
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 STATE_KEY = "tooldiscovery.state"
 PIPELINES_KEY = "tooldiscovery.pipelines"
 
 
-class ToolDiscovery:
+class ToolDiscovery(Registering):
     """Offer plain Python functions as tools to AI agents, in every mounted wire dialect.
 
     ``tools`` is a tools provider (a list, a sync callable or an async callable returning tool
@@ -234,92 +232,6 @@ class ToolDiscovery:
     def mounted_dialects(app: Flask | None = None) -> list[str]:
         """The dialects mounted on ``app`` (default: the current app)."""
         return list(ToolDiscovery.state(app).settings.dialects)
-
-    # -- registering tools ---------------------------------------------------------------------
-
-    @overload
-    def tool(self, func: F) -> F: ...
-
-    @overload
-    def tool(self, func: None = None, **options: Any) -> Callable[[F], F]: ...
-
-    def tool(self, func: Callable[..., Any] | None = None, **options: Any) -> Any:
-        """Register a function (sync or async) as a tool, bare or with options.
-
-        Options: ``name``, ``description``, ``title``, ``input_schema``, ``output_schema``,
-        ``annotations``, ``category``, ``tags``, ``version``, ``toolkit``, ``examples``,
-        ``requirements``, ``timeout``, and the metadata ``enabled_by_default``,
-        ``requires_approval``, ``rate_limit_per_minute``, ``cost_estimate``, ``long_running``,
-        ``idempotent``, ``modifies_state``, ``sensitive_output``, ``auth_requirements``, ``task_support``
-        (may a protocol run its calls as tasks: MCP), ``questions`` (asked before it runs), and
-        ``result_mime_type`` (the MIME type of the ``bytes`` it returns: an image, audio or file).
-        The function is returned unchanged.
-        """
-
-        def register(fn: F) -> F:
-            self.registry.add_tool(tool_from_function(fn, options))
-            return fn
-
-        if func is not None:
-            if options:
-                raise TypeError("use @discovery.tool or @discovery.tool(**options)")
-            return register(func)
-        return register
-
-    def add_tool(self, func: Callable[..., Any], **options: Any) -> Tool:
-        """Register ``func`` as a tool without decorating it; returns the :class:`Tool`."""
-        return self.registry.add_tool(tool_from_function(func, options))
-
-    def add_view(self, view: Any, *, method: str | None = None, **options: Any) -> None:
-        """Offer an existing Flask view (an endpoint name such as ``"pets.list"``, or the view
-        function or MethodView class) as a tool. Its input schema comes from the schemas it declares
-        (flask-smorest, webargs, an apispec docstring), else its URL rule and docstring; calls run the
-        view through the app with the caller's headers, so its own auth, validation and error
-        handlers apply. ``method`` picks one of several it serves; ``options`` are :meth:`tool`'s
-        (``name``, ``description``, ``annotations``...). Resolved by ``init_app``: register the view
-        (or its blueprint) first."""
-        self._views.add_view(view, method, **options)
-
-    def add_views(self, *, blueprint: Any = None, rule: str | None = None, include: Iterable[str] | None = None,
-                  exclude: Iterable[str] = (), methods: Iterable[str] = ("GET", "POST", "PUT", "PATCH", "DELETE"),
-                  **options: Any) -> None:
-        """Offer many views as tools (see :meth:`add_view`): those of ``blueprint`` (a name or a
-        Blueprint), those whose URL rule matches the glob ``rule`` (``"/api/pets*"``), those whose
-        endpoint matches a glob in ``include``; less the endpoints matching a glob in ``exclude``.
-        Each tool is named after its endpoint (and its method when the rule serves several)."""
-        self._views.add_views(blueprint=blueprint, rule=rule, include=include, exclude=exclude, methods=methods,
-                              **options)
-
-    def resource(self, uri: str, **options: Any) -> Callable[[F], F]:
-        """Decorator: register a function (sync or async) as a readable resource at ``uri``, a
-        fixed URI or a template (``"reports://{report_id}"``: each variable is a string argument).
-        It returns bytes, text, a JSON value or an ``Image``/``Audio``/``File``; ``None`` means
-        not found. A ``ToolContext`` parameter receives the caller. Options: ``name``, ``title``,
-        ``description``, ``mime_type``, ``scopes``. MCP serves them with TOOLDISCOVERY_MCP_RESOURCES."""
-
-        def register(fn: F) -> F:
-            self.resources.add(resource_from_function(fn, uri, options))
-            return fn
-
-        return register
-
-    def add_provider(self, provider: ToolsProvider) -> None:
-        """Add a tools provider; its tools follow those registered before it."""
-        self.registry.add_provider(provider)
-
-    def category(
-        self, id: str, name: str, description: str | None = None, icon: str | None = None,
-        display_order: int | None = None,
-    ) -> None:
-        """Declare a tool category (TDP groups tools by it); tools name it with ``category=``."""
-        self.registry.add_category(id, {
-            k: v for k, v in (("id", id), ("name", name), ("description", description),
-                              ("icon", icon), ("display_order", display_order)) if v is not None
-        })
-
-    def categories(self, settings: Settings | None = None) -> list[dict[str, Any]]:
-        """Categories declared with :meth:`category` and ``TOOLDISCOVERY_CATEGORIES``."""
-        return merge_categories(self.registry.categories, (settings or self.settings).categories)
 
     def auth_hook(self, hook: AuthHook) -> AuthHook:
         """Decorator: set the explorer's auth hook (F4, before ``init_app``): ``hook(request)``

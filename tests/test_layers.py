@@ -15,7 +15,7 @@ NAME = "flask_tooldiscovery"
 
 #: Each layer and its rank: a module may import modules of its own layer or of a lower rank.
 LAYERS = {
-    "extension": 6, "__init__": 6,
+    "extension": 6, "registering": 6, "__init__": 6,
     "cli": 5,
     "dialects": 4,
     "serving": 3,
