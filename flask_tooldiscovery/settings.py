@@ -166,7 +166,10 @@ class Settings:
     server_name: str = setting("SERVER_NAME", None, parse_str,
                                "Server name in every dialect (default: the app's name).")
     server_version: str = setting("SERVER_VERSION", "1.0.0", parse_str, "Server version.")
-    server_description: str = setting("SERVER_DESCRIPTION", "", parse_str, "Server description / MCP instructions.")
+    server_description: str = setting("SERVER_DESCRIPTION", "", parse_str,
+                                      "Server description (MCP's instructions while INSTRUCTIONS is unset).")
+    instructions: str = setting("INSTRUCTIONS", "", parse_str,
+                                "What the tools are for, as a whole, for the agent: Opal's and MCP's instructions.")
     title: str = setting("TITLE", "Tool Explorer", parse_str,
                          "Server title: the explorer page's, MCP's serverInfo and Server Card's, the manifest's.")
     max_content_length: int = setting("MAX_CONTENT_LENGTH", 1024 * 1024, whole_number(1),
@@ -321,6 +324,7 @@ def build_settings(
     values = _parse(Settings, config)
     values["server_name"] = values["server_name"] or app_name
     values["server_description"] = values["server_description"] or ""
+    values["instructions"] = values["instructions"] or ""
     values["server_version"] = values["server_version"] or "1.0.0"
     values["title"] = values["title"] or "Tool Explorer"
     # The older MCP_ALLOWED_ORIGINS only adds to ALLOWED_ORIGINS: the core reads the one list.

@@ -25,15 +25,16 @@ from ..tools.registry import ToolSet
 
 @dataclass(frozen=True)
 class Document:
-    """A serialized discovery document: its bytes and strong ``ETag`` (a quoted digest)."""
+    """A serialized discovery document: its bytes, strong ``ETag`` (a quoted digest) and media type."""
 
     body: bytes
     etag: str
+    mimetype: str = "application/json"
 
     @classmethod
-    def of(cls, body: bytes) -> Document:
+    def of(cls, body: bytes, mimetype: str = "application/json") -> Document:
         """Wrap ``body`` with its ``ETag``."""
-        return cls(body, '"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"')
+        return cls(body, '"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"', mimetype)
 
 
 class WireCache:
@@ -49,15 +50,17 @@ class WireCache:
         #: costs the same whatever the size of the set's fingerprint (a provider's, a view's).
         self._last_index: dict[str, tuple[ToolSet, dict[Hashable, list[Tool]]]] = {}
 
-    def document(self, key: Hashable, toolset: ToolSet, build: Callable[[], bytes]) -> Document:
-        """The document ``build()`` makes for ``toolset``, built once per fingerprint and ``key``."""
+    def document(self, key: Hashable, toolset: ToolSet, build: Callable[[], bytes | Document]) -> Document:
+        """The document ``build()`` makes for ``toolset`` (its bytes, or a :class:`Document` that
+        names its own media type), built once per fingerprint and ``key``."""
         full = (toolset.fingerprint, key)
         with self._lock:
             found = self._documents.get(full)
             if found is not None:
                 self._documents.move_to_end(full)
                 return found
-        document = Document.of(build())
+        built = build()
+        document = built if isinstance(built, Document) else Document.of(built)
         with self._lock:
             self._documents[full] = document
             while len(self._documents) > self._max:

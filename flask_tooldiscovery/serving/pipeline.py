@@ -237,14 +237,16 @@ class Pipeline:
 
     # -- discovery ----------------------------------------------------------------------------
 
-    def document(self, key: Hashable, build: Callable[[ToolSet], Any], toolset: ToolSet | None = None) -> Document:
-        """The serialized document ``build(toolset)`` for this request's tool set, built once."""
+    def document(self, key: Hashable, build: Callable[[ToolSet], Any], toolset: ToolSet | None = None, *,
+                 media_type: Callable[[ToolSet], str] | None = None) -> Document:
+        """The serialized document ``build(toolset)`` for this request's tool set, built once;
+        ``media_type(toolset)``: the type :meth:`send` answers it as (default JSON)."""
         own = self.tools()
         toolset = own if toolset is None else toolset
 
-        def serialize() -> bytes:
+        def serialize() -> Document:
             text: str = dumps(build(toolset))
-            return text.encode("utf-8")
+            return Document.of(text.encode("utf-8"), media_type(toolset) if media_type else JSON_MIMETYPE)
 
         document = self.cache.document(key, toolset, serialize)
         if toolset is own:  # this request's own tool set: the fast path may learn the answer
@@ -252,8 +254,8 @@ class Pipeline:
         return document
 
     def send(self, document: Document, headers: dict[str, str] | None = None) -> Response:
-        """``document`` as a JSON response with its ``ETag``; ``304`` when the client has it."""
-        response = current_app.response_class(document.body, mimetype=JSON_MIMETYPE)
+        """``document`` as a response of its media type with its ``ETag``; ``304`` when the client has it."""
+        response = current_app.response_class(document.body, mimetype=document.mimetype)
         for name, value in (headers or {}).items():
             response.headers[name] = value
         response.headers["ETag"] = document.etag

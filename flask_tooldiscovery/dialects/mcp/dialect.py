@@ -210,7 +210,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
     capabilities = server_capabilities(settings)
 
     def with_instructions(result: dict[str, Any]) -> dict[str, Any]:
-        description = settings.server_description
+        description = settings.instructions or settings.server_description
         return {**result, "instructions": description} if description else result
 
     def initialize(params: dict[str, Any]) -> dict[str, Any]:

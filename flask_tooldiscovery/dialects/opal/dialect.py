@@ -6,19 +6,17 @@
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from flask import Blueprint, Response, request
-from marshmallow import fields
 
 from ...errors import BadRequest, CoreError, Unauthorized
 from ...serving.identity import Authenticator
 from ...serving.openapi import arguments_body, body_required, openapi_post
 from ...serving.pipeline import Pipeline
 from ...serving.verifiers import BearerVerifier
-from ...serving.wire import WireSchema, json_response
+from ...serving.wire import json_response
 from ...settings import Settings
 from ...tools.json_schema import inline_refs, primary_type, split_nullable
 from ...tools.model import Tool
@@ -26,129 +24,11 @@ from ...tools.targets import Target
 from ...tools.targets.object_root import WORD_NAME, one_type_lint, one_type_simplify
 from .. import Dialect, Protocol
 from . import async_mode as opal_async
+from .discovery import NAME, OpalParameterSchema, discovery_document, media_type
 from .driver import OpalDriver
 from .settings import OpalSettings
 
-NAME = "opal"
 NO_CACHE = {"Cache-Control": "no-cache, no-store, must-revalidate"}
-OPAL_TYPES = {"string", "integer", "number", "boolean", "array", "object"}
-
-
-def describe_parameter(name: str, schema: dict[str, Any]) -> str:
-    """A parameter's description, always a non-empty string; enum values and the default are
-    written into it since Opal parameters carry no ``enum`` or ``default`` keys."""
-    inner, _ = split_nullable(schema)
-    text = str(inner.get("description") or schema.get("description") or "").strip()
-    if not text:
-        text = f"The {name.replace('_', ' ')} parameter."
-    enum = inner.get("enum")
-    if isinstance(enum, list) and enum:
-        text = f"{text.rstrip('.')}. One of: {', '.join(_prose(v) for v in enum)}."
-    if "default" in schema and schema["default"] is not None:
-        text = f"{text.rstrip('.')}. Defaults to {_prose(schema['default'])}."
-    return text
-
-
-def _prose(value: Any) -> str:
-    """A value as a sentence shows it: strings bare, anything else as JSON (``false``, ``{"k": 1}``)."""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-class OpalParameterSchema(WireSchema):
-    """One entry of an Opal function's ``parameters`` array."""
-    name = fields.String(required=True)
-    type = fields.String(required=True)
-    description = fields.String(required=True)
-    required = fields.Boolean(required=True)
-    in_context = fields.Boolean(dump_default=False)
-    schema = fields.Dict()
-
-
-class OpalAuthRequirementSchema(WireSchema):
-    """One of a function's ``auth_requirements`` (OAuth provider and scope bundle)."""
-    provider = fields.String(required=True)
-    scope_bundle = fields.String(dump_default="")  # the official SDK always sends it
-    required = fields.Boolean(dump_default=True)
-
-
-class OpalFunctionSchema(WireSchema):
-    """A registry :class:`Tool` dumped as an Opal function."""
-
-    name = fields.String(required=True)
-    description = fields.String(attribute="description_or_title")
-    parameters = fields.Method("get_parameters")
-    endpoint = fields.Method("get_endpoint")
-    http_method = fields.Constant("POST")
-    auth_requirements = fields.Method("get_auth_requirements")
-    hints = fields.Method("get_hints")
-    mode = fields.Function(opal_async.mode)  # "async": long_running, answered 202 + callback
-    timeout = fields.Function(opal_async.timeout)
-
-    def get_endpoint(self, tool: Tool) -> str:
-        return f"/tools/{tool.name}"
-
-    def get_parameters(self, tool: Tool) -> list[dict[str, Any]]:
-        schema = tool.resolved_input_schema
-        required = set(schema.get("required") or ())
-        params = []
-        for name, prop in (schema.get("properties") or {}).items():
-            prop = prop if isinstance(prop, dict) else {}
-            ptype = primary_type(prop)
-            ptype = ptype if ptype in OPAL_TYPES else "string"
-            param: dict[str, Any] = {
-                "name": name,
-                "type": ptype,
-                "description": describe_parameter(name, prop),
-                "required": name in required,
-                "in_context": False,
-            }
-            if ptype in ("array", "object"):
-                param["schema"] = dict(split_nullable(prop)[0])
-            params.append(param)
-        return params  # already what OpalParameterSchema dumps (its fields, in its order; no None)
-
-    def get_auth_requirements(self, tool: Tool) -> list[dict[str, Any]] | None:
-        reqs = tool.metadata.get("auth_requirements")
-        return _AUTH_REQUIREMENTS.dump(reqs) if reqs else None
-
-    def get_hints(self, tool: Tool) -> list[str] | None:
-        if not tool.annotations:
-            return None
-        hints = set()
-        if tool.hint("idempotentHint"):
-            hints.add("idempotent")
-        if tool.hint("openWorldHint"):
-            hints.add("open_world")
-        if tool.hint("readOnlyHint") is False or tool.hint("destructiveHint"):
-            hints.add("write")
-        return sorted(hints)
-
-
-_AUTH_REQUIREMENTS = OpalAuthRequirementSchema(many=True)
-
-
-class OpalDiscoverySchema(WireSchema):
-    """The discovery document: ``functions`` (already dumped per tool) and the server identity."""
-    functions = fields.Raw(required=True)
-    name = fields.String()
-    description = fields.String()
-    version = fields.String()
-
-
-_DISCOVERY = OpalDiscoverySchema()
-_FUNCTION = OpalFunctionSchema()
-
-
-def discovery_document(pipe: Pipeline, tools: list[Tool] | None = None) -> dict[str, Any]:
-    """The discovery document (``tools``: the latest version of each tool)."""
-    settings = pipe.settings
-    document: dict[str, Any] = _DISCOVERY.dump({
-        "functions": [pipe.dump(NAME, t, _FUNCTION.dump) for t in (pipe.tools().latest() if tools is None else tools)],
-        "name": settings.server_name,
-        "description": settings.server_description or None,
-        "version": settings.server_version,
-    })
-    return document
 
 
 def error_response(exc: CoreError) -> tuple[Any, int]:
@@ -254,7 +134,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
     bp = pipe.blueprint(__name__)
 
     def discovery() -> Response:
-        document = pipe.document("discovery", lambda toolset: discovery_document(pipe, toolset.latest()))
+        document = pipe.document("discovery", lambda toolset: discovery_document(pipe, toolset.latest()),
+                                 media_type=lambda toolset: media_type(pipe, toolset))
         return pipe.send(document, NO_CACHE)
 
     for rule in ("/discovery", "/discovery/"):
@@ -298,6 +179,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         pipe.route(rule, "call", ["POST"], endpoint=endpoint)(call_tool)
     return bp
 
+
+__all__ = ["DIALECT", "OpalParameterSchema"]
 
 DIALECT = Dialect(
     name=NAME, make_blueprint=make_blueprint, default_prefix="/opal", error_response=error_response,
