@@ -12,12 +12,14 @@ from flask import Flask, current_app, has_app_context, has_request_context, requ
 from flask.cli import FlaskGroup
 
 from . import settings as cfg
+from .calls import single_use
 from .dialects import BUILTIN, Dialect, load
 from .observe.logs import log, show_call_log
 from .observe.operations import KEY as OPERATIONS_KEY
 from .registering import Registering
 from .serving import fastpath, tasks
 from .serving.core import Core
+from .serving.epi_hmac import EpiHmacVerifier, decode_secret
 from .serving.identity import Authenticator, AuthHook, AuthHookVerifier, HookVerifier, IdentityHook, Verifier
 from .serving.pipeline import Pipeline
 from .serving.verifiers import ApiKeyVerifier, BearerVerifier, JwksVerifier, JwtVerifier, OAuthResourceVerifier
@@ -173,6 +175,12 @@ class ToolDiscovery(Registering):
             shared.append(JwksVerifier(settings.jwt_jwks_url, "tools", issuer=settings.jwt_issuer,
                                        audience=settings.jwt_audience, algorithms=settings.jwt_algorithms,
                                        cooldown=settings.jwt_jwks_cooldown))
+        if settings.epi_hmac_app_key and settings.epi_hmac_secret:
+            shared.append(EpiHmacVerifier(settings.epi_hmac_app_key, decode_secret(settings.epi_hmac_secret), "tools",
+                                          ledger=single_use.for_uri(settings.state_storage_uri),
+                                          max_body=settings.max_content_length))
+            log.info("flask-tooldiscovery: epi-hmac signed requests accepted; each nonce once, remembered %s",
+                     "in the state store" if settings.state_storage_uri else "in this process only")
         out: dict[str, Authenticator | None] = {}
         for name in settings.dialects:
             dialect = self.dialect(name)

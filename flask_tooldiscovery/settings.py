@@ -26,6 +26,7 @@ from .settings_parsers import (
     matching,
     number,
     optional,
+    parse_base64,
     parse_bool,
     parse_categories,
     parse_float,
@@ -226,6 +227,10 @@ class Settings:
     jwt_secret: str | None = setting(
         "JWT_SECRET", None, parse_str,
         "HS256 secret of bearer JWTs every dialect accepts (exp required; needs the jwt extra).")
+    epi_hmac_app_key: str | None = setting("OPAL_HMAC_APP_KEY", None, parse_str,
+                                            "App key of epi-hmac signed requests (Opal's) every dialect accepts.")
+    epi_hmac_secret: str | None = setting("OPAL_HMAC_SECRET", None, parse_base64,
+                                           "Its base64 HMAC secret (both set, or neither); each nonce is taken once.")
     # --- operating: rate limits, tracing, metrics ---
     ratelimit_default: str | None = setting(
         "RATELIMIT_DEFAULT", None, parse_str,
@@ -281,6 +286,8 @@ class Settings:
 
     def __post_init__(self) -> None:
         only_with(self, ("jwt_secret", "jwt_jwks_url"), "jwt_issuer", "jwt_audience")
+        if bool(self.epi_hmac_app_key) != bool(self.epi_hmac_secret):
+            raise SettingsError(f"{key('OPAL_HMAC_APP_KEY')} and {key('OPAL_HMAC_SECRET')} are set together")
 
 
 #: Every core setting: ``TOOLDISCOVERY_<name>``, its default, its parser, what it does.

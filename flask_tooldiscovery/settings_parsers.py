@@ -8,6 +8,8 @@ The core's keys (:mod:`.settings`) and every dialect's block use them.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
@@ -69,6 +71,19 @@ def parse_str(key: str, value: Any) -> str | None:
     if not isinstance(value, str):
         raise SettingsError(f"{key} must be a string, not {type(value).__name__}")
     return value or None
+
+
+def parse_base64(key: str, value: Any) -> str | None:
+    """A non-empty base64 string (a secret's bytes), or ``None`` for unset; never echoed in the error."""
+    text = parse_str(key, value)
+    if text is None:
+        return None
+    try:
+        if base64.b64decode(text.strip(), validate=True):
+            return text.strip()
+    except (binascii.Error, ValueError):
+        pass
+    raise SettingsError(f"{key} must be base64 (standard alphabet, padded) of a non-empty secret")
 
 
 def parse_list(key: str, value: Any) -> tuple[str, ...]:
@@ -215,7 +230,7 @@ def parse_url_with_query(key: str, value: Any) -> str | None:
 
 
 __all__ = [
-    "Parser", "SettingsError", "choice", "matching", "number", "optional", "parse_bool", "parse_categories",
-    "parse_float", "parse_int", "parse_list", "parse_mapping", "parse_prefix", "parse_str", "parse_url",
-    "parse_url_with_query", "parse_urls", "whole_number",
+    "Parser", "SettingsError", "choice", "matching", "number", "optional", "parse_base64", "parse_bool",
+    "parse_categories", "parse_float", "parse_int", "parse_list", "parse_mapping", "parse_prefix", "parse_str",
+    "parse_url", "parse_url_with_query", "parse_urls", "whole_number",
 ]

@@ -30,7 +30,8 @@ def json_body(limit: int, *, required: bool = False) -> Any:
     state = request_state.current()
     if state.body is not request_state.UNREAD:
         return state.body
-    raw = state.raw = read_body(limit)
+    raw = state.raw if state.raw is not None else read_body(limit)  # a signature's check read it first
+    state.raw = raw
     if not raw.strip():
         if required:
             raise BadRequest("The request body is empty; a JSON object was expected.")

@@ -34,8 +34,9 @@ NO_CACHE = {"Cache-Control": "no-cache, no-store, must-revalidate"}
 def error_response(exc: CoreError) -> tuple[Any, int]:
     """Opal's error shape: ``error`` and ``detail`` (the official SDK's key) carry the message."""
     message = exc.message
-    if isinstance(exc, Unauthorized):
-        message = "Unauthorized: a valid bearer token is required."
+    if isinstance(exc, Unauthorized):  # which credential, named by the challenge the answer carries
+        wanted = "a signed request (epi-hmac)" if exc.challenge.startswith("epi-hmac") else "a valid bearer token"
+        message = f"Unauthorized: {wanted} is required."
     body: dict[str, Any] = {"error": message, "detail": message, **exc.extra}  # approvals: code, approval_state
     retry_after_ms = getattr(exc, "retry_after_ms", None)
     if retry_after_ms is not None:
