@@ -21,7 +21,8 @@ KEY = "current-key-" + "k" * 32
 OLD_KEY = "previous-key-" + "o" * 32
 JWT_SECRET = "approvals-jwt-" + "s" * 40
 MODERN = "2026-07-28"
-META = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}
+META = {"io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}}
 DIALECTS = ["opal", "oxp", "tdp", "utcp", "explorer"]
 
 
@@ -184,10 +185,10 @@ def test_browsers_may_send_the_approval_header() -> None:
 # -- MCP ----------------------------------------------------------------------------------------------
 
 
-def mcp(client: Any, params: dict[str, Any], modern: bool = True) -> Any:
+def mcp(client: Any, params: dict[str, Any], modern: bool = True, meta: dict[str, Any] = META) -> Any:
     headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": params["name"]} \
         if modern else {}
-    params = {"_meta": META, **params} if modern else params
+    params = {"_meta": meta, **params} if modern else params
     return client.post("/mcp", json={"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": params},
                        headers=headers)
 
@@ -223,6 +224,19 @@ def test_mcp_2026_asks_with_an_input_required_result_and_runs_on_accept() -> Non
     # Without an answer to the approval request, it is asked again.
     again = mcp(client, {**call_params, "requestState": state}).get_json()["result"]
     assert again["resultType"] == "input_required" and runs == ["disk"]
+
+
+def test_mcp_2026_a_client_that_cannot_elicit_is_never_asked_the_approval() -> None:
+    """A client whose ``_meta`` capabilities lack ``elicitation`` gets -32021 naming it (HTTP 400),
+    not an input request it cannot answer; nothing runs."""
+    app, runs = build()
+    for capabilities in ({}, {"sampling": {}, "roots": {}}):
+        r = mcp(app.test_client(), {"name": "wipe", "arguments": {"what": "disk"}},
+                meta={**META, "io.modelcontextprotocol/clientCapabilities": capabilities})
+        assert r.status_code == 400 and "result" not in r.get_json()
+        assert r.get_json()["error"]["code"] == -32021
+        assert r.get_json()["error"]["data"] == {"requiredCapabilities": {"elicitation": {}}}
+    assert runs == []
 
 
 def test_mcp_2026_bad_request_state_is_the_sdks_error() -> None:

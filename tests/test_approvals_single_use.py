@@ -138,7 +138,8 @@ def a_float_for_an_int_is_the_same_call(bases: list[str], runs: Path) -> None:
 def mcp_request_state_runs_once(bases: list[str], runs: Path) -> None:
     """MCP 2026-07-28: the ``requestState`` accepted twice runs once; the second is the SDK's error."""
     order = f"ord-{next(_ids)}"
-    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
     headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "refund"}
     params = {"_meta": meta, "name": "refund", "arguments": {"order": order, "amount": 500}}
 

@@ -187,6 +187,20 @@ def test_modern_envelope_without_client_capabilities_is_invalid_params(app) -> N
     assert r.get_json()["error"]["code"] == -32602 and "clientCapabilities" in r.get_json()["error"]["message"]
 
 
+def test_methods_2026_07_28_removed_answer_404_method_not_found(app) -> None:
+    """``initialize``, ``ping`` and the session-held methods are gone from 2026-07-28: answered as the
+    official suite and its reference server answer an unknown method, not as a version error."""
+    c = app.test_client()
+    for method, params in (("initialize", {"protocolVersion": MODERN, "capabilities": {},
+                                           "clientInfo": {"name": "t", "version": "1"}}),
+                           ("ping", {}), ("logging/setLevel", {"level": "info"}),
+                           ("resources/subscribe", {"uri": "test://x"})):
+        r = modern(c, method, params)
+        assert r.status_code == 404, method
+        assert r.get_json()["id"] == 7 and r.get_json()["error"]["code"] == -32601, method
+    assert rpc(c, "ping").get_json()["result"] == {}  # the handshake era keeps them
+
+
 def test_unsupported_versions_answer_32022_with_the_request_id(app) -> None:
     c = app.test_client()
     r = c.post("/mcp", json={"jsonrpc": "2.0", "id": 42, "method": "ping"},

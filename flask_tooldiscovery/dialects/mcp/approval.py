@@ -2,7 +2,8 @@
 
 2026-07-28 (multi-round-trip): the call answers an ``InputRequiredResult`` asking the client for
 one form elicitation (``inputRequests.approval``: a boolean ``approve``), with the sealed request as
-``requestState``. The client asks its user and retries the same call with ``inputResponses`` and
+``requestState``. A client whose ``_meta`` capabilities do not declare ``elicitation`` is refused
+with -32021 naming it (nothing runs). The client asks its user and retries the same call with ``inputResponses`` and
 the ``requestState``; whichever worker receives it checks the seal (signed with ``SECRET_KEY``,
 nothing stored). An ``accept`` with ``approve: true`` runs the tool, anything else answers an
 ``isError`` result, unrun; a tampered, expired or foreign ``requestState`` is refused as the
@@ -26,6 +27,7 @@ from ...serving.pipeline import Pipeline
 from ...tools.model import Tool, ToolContext
 from . import elicit as mcp_elicit
 from . import jsonrpc as rpc
+from . import tasks as mcp_tasks
 from .content import call_result
 
 #: The key of the one input request (and of its response) in ``inputRequests``/``inputResponses``.
@@ -84,6 +86,8 @@ def call(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, context: 
     try:
         return call_result(pipe.invoke(tool, arguments or {}, context, approval=approval), version)
     except ApprovalRequired as exc:
+        if modern and not mcp_tasks.declares(params, "elicitation"):  # never a request it cannot answer
+            raise mcp_tasks.missing({"elicitation": {}}) from None
         return input_required(exc) if modern else (
             mcp_elicit.ask(pipe, tool, arguments, context, exc) or cannot_ask(exc))
     except InvalidApproval as exc:

@@ -46,6 +46,8 @@ SERVER_INFO_META_KEY = "io.modelcontextprotocol/serverInfo"
 #: Protocol versions from which JSON-RPC batches are gone from the spec.
 NO_BATCH_VERSIONS = ("2025-06-18", "2025-11-25", *MODERN_VERSIONS)
 CAPABILITIES_META_KEY = "io.modelcontextprotocol/clientCapabilities"
+#: Handshake-era methods 2026-07-28 removed (the handshake, ``ping``, session-held state).
+REMOVED_METHODS = ("initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe")
 HEADER_MISMATCH = -32020
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 #: HTTP status of a JSON-RPC error in the 2026-07-28 transport (as the official SDK maps them).
@@ -69,7 +71,8 @@ def header_value(value: str | None) -> str | None:
 
 def modern_refusal(method: str, params: dict[str, Any]) -> rpc.RpcError | None:
     """The 2026-07-28 checks of one request, in the official SDK's order: the ``_meta`` envelope
-    (-32602), the routing headers agreeing with the body (-32020), a served version (-32022)."""
+    (-32602), the routing headers agreeing with the body (-32020), a served version (-32022), a method the version
+    has (-32601: the handshake-era methods it removed)."""
     meta = params.get("_meta")
     missing = [k for k in (VERSION_META_KEY, CAPABILITIES_META_KEY) if not isinstance(meta, dict) or k not in meta]
     if missing or not isinstance(meta, dict):
@@ -89,11 +92,12 @@ def modern_refusal(method: str, params: dict[str, Any]) -> rpc.RpcError | None:
         return rpc.RpcError(HEADER_MISMATCH, "Mcp-Name header does not match the request body's 'taskId' parameter")
     if not isinstance(version, str):
         return rpc.RpcError(rpc.INVALID_PARAMS, "the protocol-version envelope value must be a string")
-    if version not in MODERN_VERSIONS or method == "initialize":
-        message = "initialize is not part of protocol version 2026-07-28." if version in MODERN_VERSIONS \
-            else "Unsupported protocol version"
-        return rpc.RpcError(UNSUPPORTED_PROTOCOL_VERSION, message,
+    if version not in MODERN_VERSIONS:
+        return rpc.RpcError(UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
                             {"supported": list(ALL_VERSIONS), "requested": version})
+    if method in REMOVED_METHODS:  # answered 404 like any method the version does not have
+        return rpc.RpcError(rpc.METHOD_NOT_FOUND, f"Method not found: {method} is not part of protocol version "
+                            f"{version}.")
     return None
 
 
