@@ -279,6 +279,10 @@ class Settings:
         "Tasks that may wait for a thread of the thread engine; past that a new one is refused as busy (503).")
     task_ttl: int = setting(
         "TASK_TTL", 86400, whole_number(60), "Seconds a task's record (its state and result) is kept.")
+    task_lease: float = setting(
+        "TASK_LEASE", 30, number(0.5),
+        "Seconds after which a task run in a web worker (the thread engine's, a streamed call's) whose process "
+        "stopped renewing it is read as interrupted.")
     #: Mount point of each mounted dialect (``""`` for the root).
     prefixes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     #: Each dialect's block of keys, parsed (read with ``Block.of(settings)``).

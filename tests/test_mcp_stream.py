@@ -167,8 +167,11 @@ def test_keep_alive_comments_while_the_tool_is_silent(serve: Callable[..., str],
 
 def test_a_sync_tool_sees_cancelled_when_the_client_closes_the_stream(serve: Callable[..., str],
                                                                       tmp_path: Path) -> None:
+    """2026-07-28: closing the stream is the cancellation (before it, the call runs on as a task:
+    tests/test_mcp_stream_tasks.py)."""
     base = serve(2)
-    stream = Stream(base, call_body(1, "waits", {"name": "closed"}, progressToken=1))
+    modern = {**MODERN_HEADERS, "Mcp-Name": "waits"}
+    stream = Stream(base, call_body(1, "waits", {"name": "closed"}, progressToken=1, **MODERN), modern)
     stream.until(lambda line: '"started"' in line)
     stream.close()
     assert marked(tmp_path, "cancelled closed")

@@ -16,7 +16,7 @@ import json
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, Protocol
 
@@ -90,6 +90,12 @@ class TaskStore(Protocol):
     def of_caller(self, caller: str | None, limit: int = 100) -> list[Task]:
         """The caller's tasks still kept, newest first."""
 
+    def hold(self, task_ids: Iterable[str], seconds: float) -> None:
+        """Say the tasks' runs are alive for ``seconds`` more (their lease)."""
+
+    def held(self, task_id: str) -> bool:
+        """True while the task's lease has not lapsed."""
+
 
 class LocalTaskStore:
     """Task records in this process's memory (one worker process only), at most ``limit``."""
@@ -98,6 +104,7 @@ class LocalTaskStore:
         self._tasks: OrderedDict[str, Task] = OrderedDict()
         self._runs: dict[str, int] = {}
         self._cancel: set[str] = set()
+        self._leases: dict[str, float] = {}
         self._lock = threading.Lock()
         self.limit = limit
 
@@ -109,6 +116,7 @@ class LocalTaskStore:
             self._tasks.popitem(last=False)
             self._runs.pop(oldest.id, None)
             self._cancel.discard(oldest.id)
+            self._leases.pop(oldest.id, None)
 
     def put(self, task: Task) -> None:
         with self._lock:
@@ -162,6 +170,15 @@ class LocalTaskStore:
         with self._lock:
             found = [t for t in reversed(self._tasks.values()) if t.caller == caller and t.updated + t.ttl > now]
         return found[:limit]
+
+    def hold(self, task_ids: Iterable[str], seconds: float) -> None:
+        until = time.time() + seconds
+        with self._lock:
+            self._leases.update((i, until) for i in task_ids)
+
+    def held(self, task_id: str) -> bool:
+        with self._lock:
+            return self._leases.get(task_id, 0.0) > time.time()
 
 
 #: Move a task to a terminal state unless it is terminal already (KEYS[1]: the record;
@@ -252,6 +269,15 @@ class RedisTaskStore:
         ids = self._redis.zrevrange(f"{REDIS_PREFIX}caller:{caller or ''}", 0, limit - 1)
         raws = self._redis.mget([REDIS_PREFIX + i.decode() for i in ids]) if ids else []
         return [Task.from_json(raw) for raw in raws if raw]
+
+    def hold(self, task_ids: Iterable[str], seconds: float) -> None:
+        pipe = self._redis.pipeline(transaction=False)
+        for task_id in task_ids:
+            pipe.set(f"{REDIS_PREFIX}{task_id}:lease", b"1", px=max(int(seconds * 1000), 1))
+        pipe.execute()
+
+    def held(self, task_id: str) -> bool:
+        return bool(self._redis.exists(f"{REDIS_PREFIX}{task_id}:lease"))
 
 
 _LOCAL = LocalTaskStore()

@@ -5,11 +5,16 @@ made by whichever worker received it. Each process that runs tasks watches the m
 runs, with one thread for all of them (none while nothing runs), and cancels the call's
 :class:`~flask_tooldiscovery.tools.model.ToolContext` when its mark appears: an async tool is
 cancelled at its next ``await``, a sync tool sees ``ctx.cancelled``.
+
+The same thread keeps the lease of the tasks this process holds (:meth:`CancelWatcher.hold`: the
+thread engine's, a streamed call's): renewed every third of ``lease`` seconds in the store, so a
+reader on any worker can tell a task whose process died (its lease lapsed) from one still running.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 
 from ..calls.tasks import TaskStore
 from ..observe.logs import log
@@ -22,21 +27,52 @@ INTERVAL = 0.5
 class CancelWatcher:
     """The running tasks of this process and their contexts."""
 
-    def __init__(self, store: TaskStore, interval: float = INTERVAL) -> None:
+    def __init__(self, store: TaskStore, interval: float = INTERVAL, lease: float = 30.0) -> None:
         self.store = store
         self.interval = interval
+        self.lease = lease
         self._running: dict[str, ToolContext] = {}
+        self._held: set[str] = set()
+        self._renewed = 0.0
         self._changed = threading.Condition()
         self._thread: threading.Thread | None = None
+
+    def _start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._watch, name="tooldiscovery-cancel-watch", daemon=True)
+            self._thread.start()
+        self._changed.notify()
 
     def add(self, task_id: str, context: ToolContext) -> None:
         with self._changed:
             self._running[task_id] = context
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._watch, name="tooldiscovery-cancel-watch", daemon=True)
-                self._thread.start()
-            self._changed.notify()
+            self._start()
         self.check_one(task_id, context)
+
+    def hold(self, task_id: str) -> None:
+        """Keep task ``task_id``'s lease while this process holds it (until :meth:`release`)."""
+        self.store.hold((task_id,), self.lease)
+        with self._changed:
+            self._held.add(task_id)
+            self._start()
+
+    def release(self, task_id: str) -> None:
+        with self._changed:
+            self._held.discard(task_id)
+
+    def renew(self) -> None:
+        """Renew the leases this process holds when a third of their time has passed."""
+        now = time.monotonic()
+        if now - self._renewed < self.lease / 3:
+            return
+        with self._changed:
+            held = list(self._held)
+        try:
+            if held:
+                self.store.hold(held, self.lease)
+            self._renewed = now
+        except Exception:  # the store is unreachable for a moment: try again next time
+            log.warning("flask-tooldiscovery: could not renew the leases of %d tasks", len(held), exc_info=True)
 
     def forget(self, task_id: str) -> None:
         with self._changed:
@@ -59,11 +95,12 @@ class CancelWatcher:
     def _watch(self) -> None:
         while True:
             with self._changed:
-                while not self._running:
+                while not self._running and not self._held:
                     self._changed.wait()
             self.check()
+            self.renew()
             with self._changed:
-                self._changed.wait(self.interval)
+                self._changed.wait(min(self.interval, self.lease / 3))
 
 
 __all__ = ["INTERVAL", "CancelWatcher"]

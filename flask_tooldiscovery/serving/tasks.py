@@ -93,8 +93,10 @@ class Tasks:
         self.settings = settings
         self.pipelines = pipelines
         self.store: TaskStore = store_for(settings.state_storage_uri)
-        self._watcher = CancelWatcher(self.store)
+        self._watcher = CancelWatcher(self.store, lease=float(settings.task_lease))
         self.engine = self._engine(app, settings)
+        #: Whether a task's run lives in this web worker (the thread engine): its record then holds a lease.
+        self.leased = isinstance(self.engine, ThreadEngine)
 
     def _engine(self, app: Flask, settings: Settings) -> Engine:
         if settings.task_engine == "thread":
@@ -118,12 +120,8 @@ class Tasks:
         (:class:`~flask_tooldiscovery.errors.RateLimited`), as one of the engine
         (:class:`~flask_tooldiscovery.errors.Busy`) is, the record then ended."""
         charge(pipe, tool)
-        identity = context.identity
-        task = Task(id=context.call_id, tool=tool.name, version=tool.version, dialect=pipe.name,
-                    caller=identity.subject if identity is not None else context.user_id,
-                    digest=digest(arguments), ttl=float(self.settings.task_ttl), meta={**(meta or {}), "then": then})
-        self.store.put(task)
-        request = context.request
+        task = self._record(pipe, tool, arguments, context, {**(meta or {}), "then": then}, self.leased)
+        request, identity = context.request, context.identity
         job: Job = {
             "task": task.id, "dialect": pipe.name, "tool": tool.name, "version": tool.version,
             "arguments": arguments, "call_id": context.call_id, "trace_id": context.trace_id,
@@ -140,9 +138,53 @@ class Tasks:
         try:
             self.engine.submit(job)
         except CoreError as exc:
+            self._watcher.release(task.id)
             self.store.finish(task.id, "failed", {"status": "refused", "error": exc.message, "http_status": exc.status})
             raise
         return task
+
+    def _record(self, pipe: Pipeline, tool: Tool, arguments: Mapping[str, Any] | None, context: ToolContext,
+                meta: dict[str, Any], leased: bool) -> Task:
+        identity = context.identity
+        task = Task(id=context.call_id, tool=tool.name, version=tool.version, dialect=pipe.name,
+                    caller=identity.subject if identity is not None else context.user_id,
+                    digest=digest(dict(arguments or {})), ttl=float(self.settings.task_ttl),
+                    meta={**meta, "lease": True} if leased else meta)
+        self.store.put(task)
+        if leased:
+            self._watcher.hold(task.id)
+        return task
+
+    def here(self, pipe: Pipeline, tool: Tool, arguments: Mapping[str, Any] | None, context: ToolContext,
+             meta: Mapping[str, Any] | None = None) -> Task:
+        """Keep a task record for a call that runs in this request's worker but may outlive its
+        client's connection (a streamed call): leased while it runs here, cancellable from any
+        worker; end it with :meth:`ended`."""
+        task = self._record(pipe, tool, arguments, context, dict(meta or {}), True)
+        self.watch(task.id, context)
+        return task
+
+    def ended(self, task_id: str, state: TaskState, result: dict[str, Any]) -> None:
+        """The call behind task ``task_id`` (made by :meth:`here`) ended in ``state``."""
+        self._watcher.forget(task_id)
+        self._watcher.release(task_id)
+        self.store.finish(task_id, state, result)
+
+    def read(self, task_id: str) -> Task | None:
+        """Task ``task_id`` as a reader on any worker should see it: a leased task whose lease
+        lapsed before it ended (its process died) is ``interrupted`` from now on."""
+        task = self.store.get(task_id)
+        if task is None or task.terminal or not task.meta.get("lease") or self.store.held(task_id):
+            return task
+        log.warning("flask-tooldiscovery: task %s of %s was running in a worker process that stopped; it ends "
+                    "interrupted", task.id, task.tool)
+        self.store.finish(task_id, "interrupted", {"status": "interrupted", "error": INTERRUPTED}, message=INTERRUPTED)
+        return self.store.get(task_id)
+
+    def of_caller(self, caller: str | None, limit: int = 100) -> list[Task]:
+        """The caller's tasks still kept, newest first, each as :meth:`read` sees it."""
+        return [self.read(t.id) or t if not t.terminal and t.meta.get("lease") else t
+                for t in self.store.of_caller(caller, limit)]
 
     def run(self, job: Job) -> None:
         """Run one job (the engine calls this, in any worker process): a task's call, or the
@@ -151,25 +193,31 @@ class Tasks:
             if job.get("kind") == "finish":
                 self._finish(job)
                 return
-            task = self.store.get(job["task"])
-            if task is None:
-                return  # expired
-            pipe = self.pipelines.get(job["dialect"])
-            if task.terminal:  # delivered again after it ended: nothing runs twice; its finisher may be due
-                self._then(task, 1)
-                return
-            tool = None if pipe is None else pipe.core.registry.resolve().get(job["tool"], job["version"])
-            runs = self.store.claim(task.id)
-            if pipe is None or tool is None:
-                self._end(task, "failed", {"status": "failure", "error": "The tool is no longer offered."})
-            elif self.store.cancelling(task.id):
-                self._end(task, "cancelled", {"status": "cancelled", "error": CANCELLED})
-            elif runs > 1 and (tool.annotations or {}).get("idempotentHint") is not True:
-                log.warning("flask-tooldiscovery: task %s of %s was delivered again after its run had started; "
-                            "not idempotent, so it ends interrupted", task.id, tool.name)
-                self._end(task, "interrupted", {"status": "interrupted", "error": INTERRUPTED})
-            else:
-                self._end(task, *self._call(pipe, tool, job))
+            try:
+                self._run(job)
+            finally:
+                self._watcher.release(job["task"])
+
+    def _run(self, job: Job) -> None:
+        task = self.store.get(job["task"])
+        if task is None:
+            return  # expired
+        pipe = self.pipelines.get(job["dialect"])
+        if task.terminal:  # delivered again after it ended: nothing runs twice; its finisher may be due
+            self._then(task, 1)
+            return
+        tool = None if pipe is None else pipe.core.registry.resolve().get(job["tool"], job["version"])
+        runs = self.store.claim(task.id)
+        if pipe is None or tool is None:
+            self._end(task, "failed", {"status": "failure", "error": "The tool is no longer offered."})
+        elif self.store.cancelling(task.id):
+            self._end(task, "cancelled", {"status": "cancelled", "error": CANCELLED})
+        elif runs > 1 and (tool.annotations or {}).get("idempotentHint") is not True:
+            log.warning("flask-tooldiscovery: task %s of %s was delivered again after its run had started; "
+                        "not idempotent, so it ends interrupted", task.id, tool.name)
+            self._end(task, "interrupted", {"status": "interrupted", "error": INTERRUPTED})
+        else:
+            self._end(task, *self._call(pipe, tool, job))
 
     def _call(self, pipe: Pipeline, tool: Tool, job: Job) -> tuple[TaskState, dict[str, Any]]:
         """Run the task's call; the state it ends in and its result."""

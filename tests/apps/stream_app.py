@@ -1,7 +1,8 @@
 """An app for the MCP streaming tests under gunicorn: tools that report progress and log lines,
 an async tool that sleeps until cancelled and a sync one that waits for a release file or its
 cancellation; both leave a line in ``<markers>/events`` when they see the cancellation. Start it as
-``tests.apps.stream_app:create_app(markers=..., limit=..., keepalive=..., jwt_secret=...)``."""
+``tests.apps.stream_app:create_app(markers=..., limit=..., keepalive=..., jwt_secret=..., storage=...,
+lease=...)``."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from flask import Flask
 from flask_tooldiscovery import ToolContext, ToolDiscovery
 
 
-def create_app(markers: str, limit: int = 0, keepalive: float = 0.2, jwt_secret: str = "") -> Flask:
+def create_app(markers: str, limit: int = 0, keepalive: float = 0.2, jwt_secret: str = "", storage: str = "",
+               lease: float = 30) -> Flask:
     discovery = ToolDiscovery()
     folder = Path(markers)
 
@@ -76,5 +78,8 @@ def create_app(markers: str, limit: int = 0, keepalive: float = 0.2, jwt_secret:
                       TOOLDISCOVERY_BUSY_RETRY_AFTER=1, TOOLDISCOVERY_WARN_UNAUTHENTICATED=False)
     if jwt_secret:
         app.config["TOOLDISCOVERY_JWT_SECRET"] = jwt_secret
+    if storage:  # task records (a streamed call's) shared by several servers
+        app.config["TOOLDISCOVERY_STATE_STORAGE_URI"] = storage
+    app.config["TOOLDISCOVERY_TASK_LEASE"] = lease
     discovery.init_app(app)
     return app

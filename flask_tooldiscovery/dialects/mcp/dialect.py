@@ -28,7 +28,7 @@ from ...tools.registry import ToolSet
 from .. import Dialect, Protocol
 from . import approval as mcp_approval
 from . import jsonrpc as rpc
-from . import resources
+from . import resources, stream_task
 from . import stream as mcp_stream
 from . import tasks as mcp_tasks
 from .auth import authenticator, authorization, root_blueprint, security_warning
@@ -276,15 +276,19 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         if deferred is not None:  # a task, or the questions it asks first
             return deferred
         forget = mcp_stream.listen(pipe, context)  # cancellable from now on; streamed calls start their stream
+        record = stream_task.open_record(pipe, tool, arguments, context, params)  # streamed: a task
+        result: dict[str, Any] | None = None
         try:
-            return mcp_approval.call(pipe, tool, arguments, context, params, is_modern({"params": params}),
-                                     client_version(meta))
+            result = mcp_approval.call(pipe, tool, arguments, context, params, is_modern({"params": params}),
+                                       client_version(meta))
         except RetryLater as exc:  # busy, rate limited: a result the model can act on, and Retry-After
             pipe.add_headers(exc.headers)
-            return {"content": [{"type": "text", "text": f"{exc.message} Retry in {exc.retry_after} s."}],
-                    "isError": True, "_meta": {"retryAfterMs": exc.retry_after_ms}}
+            result = {"content": [{"type": "text", "text": f"{exc.message} Retry in {exc.retry_after} s."}],
+                      "isError": True, "_meta": {"retryAfterMs": exc.retry_after_ms}}
         finally:
             forget()  # the call is over: nothing left to cancel
+            stream_task.close_record(record, context, result)
+        return result
 
     methods: dict[str, rpc.Method] = {"initialize": initialize, "ping": lambda params: {}, "server/discover": discover,
                                       "tools/list": list_tools, "tools/call": call_tool, **resources.methods(pipe),

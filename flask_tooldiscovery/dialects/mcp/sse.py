@@ -18,6 +18,9 @@ Reply = dict[str, Any] | None
 PROGRESS_MESSAGE_SINCE = "2025-03-26"
 #: Where ``flask.g`` holds the :class:`Plan` of the call the request streams (``None``: not streamed).
 PLAN_KEY = "_tooldiscovery_mcp_stream"
+#: From this version on a client closing a call's stream cancels the call (the spec's MUST); before
+#: it, a disconnection is no cancellation (the call runs on, its outcome kept in its task record).
+DISCONNECT_CANCELS_SINCE = "2026-07-28"
 
 
 @dataclass
@@ -33,6 +36,8 @@ class Plan:
     channel: queue.SimpleQueue[object] = field(default_factory=queue.SimpleQueue)
     context: ToolContext | None = None
     forget: Callable[[], None] = lambda: None
+    #: The task record kept for the call (:mod:`.stream_task`): closing the stream then leaves it running.
+    task_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -70,7 +75,8 @@ def notification(plan: Plan, item: object) -> bytes | None:
 def events(plan: Plan, keepalive: float) -> Iterator[bytes]:
     """The stream: a comment at once (so the headers leave now), the notifications, keep-alives, and
     the response, except to a call its client cancelled (the spec's SHOULD NOT). Closed early (the
-    client went away), it cancels the call."""
+    client went away), it cancels the call from 2026-07-28 on; earlier, a call with a task record runs
+    on (a disconnection is no cancellation there) and the record keeps its outcome."""
     done = False
     try:
         yield b": stream\n\n"
@@ -90,7 +96,8 @@ def events(plan: Plan, keepalive: float) -> Iterator[bytes]:
                 yield event
     finally:
         plan.forget()
-        if not done and plan.context is not None:
+        if not done and plan.context is not None and (plan.task_id is None
+                                                      or plan.version >= DISCONNECT_CANCELS_SINCE):
             plan.context.cancel()
 
 

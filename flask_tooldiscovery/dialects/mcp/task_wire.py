@@ -67,6 +67,8 @@ def _value(value: Any, rich: bool) -> Any:
 def tool_result(pipe: Pipeline, task: Task, version: str) -> dict[str, Any]:
     """The ``CallToolResult`` of an ended task (a crash or an interruption: an ``isError`` one)."""
     result = task.result or {}
+    if isinstance(result.get("call_result"), dict):  # a streamed call's: the response it answered
+        return dict(result["call_result"])
     error = str(result.get("error") or "")
     if result.get("status") == "success":
         value = _value(result.get("value"), bool(result.get("rich")))

@@ -166,7 +166,7 @@ def lookup(pipe: Pipeline, params: Mapping[str, Any]) -> Task:
     task_id = params.get("taskId")
     if not isinstance(task_id, str) or not task_id:
         raise rpc.RpcError(rpc.INVALID_PARAMS, "params.taskId must be a non-empty string.")
-    task = _store().get(task_id) if len(task_id) <= 200 else None
+    task = tasks_of(current_app).read(task_id) if len(task_id) <= 200 else None
     if task is not None and (task.dialect != pipe.name or task.caller != caller(pipe)):
         log.warning("flask-tooldiscovery: mcp task %s asked for by another caller, refused as unknown "
                     "(trace_id=%s)", task_id, pipe.trace_id)
@@ -229,7 +229,7 @@ def methods(pipe: Pipeline) -> dict[str, rpc.Method]:
                 raise rpc.RpcError(rpc.INTERNAL_ERROR, "The task is still running; call tasks/result again.",
                                    {"taskId": task.id, "status": wire.status(task, "2025-11-25")})
             time.sleep(0.2)
-            task = _store().get(task.id) or task
+            task = tasks_of(current_app).read(task.id) or task
         if task.state == "interrupted":
             error = wire.error_object(task)
             raise rpc.RpcError(error["code"], error["message"], error["data"])
@@ -243,7 +243,8 @@ def methods(pipe: Pipeline) -> dict[str, rpc.Method]:
             start = read_cursor(params["cursor"], 10_000) if params.get("cursor") is not None else 0
         except ValueError:
             raise rpc.RpcError(rpc.INVALID_PARAMS, "Invalid cursor.") from None
-        found = [] if who is None else [t for t in _store().of_caller(who, start + size + 1) if t.dialect == pipe.name]
+        kept = [] if who is None else tasks_of(current_app).of_caller(who, start + size + 1)
+        found = [t for t in kept if t.dialect == pipe.name]
         page = [wire.detailed(pipe, t, "2025-11-25", _poll_ms(pipe), "2025-11-25") for t in found[start:start + size]]
         return {"tasks": page, **({"nextCursor": page_cursor(start + size)} if len(found) > start + size else {})}
 

@@ -1,0 +1,72 @@
+"""A streamed ``tools/call`` is a task: its outcome stays readable after the stream broke.
+
+When a call is answered as Server-Sent Events (:mod:`.stream`), a task record is kept for it
+(:meth:`~...serving.tasks.Tasks.here`: in the state store, leased while this worker runs it) and the
+stream's first event is ``notifications/tasks/status`` naming it (with the ``related-task`` key in
+its ``_meta``), for clients of a protocol version that has tasks (2025-11-25; from 2026-07-28 those
+declaring the tasks extension). The spec says a client's disconnection is not a cancellation: a
+recorded call whose stream closes runs on to its end, and its result (exactly the response the
+stream would have carried) is kept in the record, read with ``tasks/get`` (and ``tasks/result``)
+from any worker. A worker that dies mid-call stops renewing the lease, and the record then reads
+``failed`` (interrupted: whether the call took effect is unknown). ``notifications/cancelled`` and
+``tasks/cancel`` still stop it, from any worker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from flask import current_app, g
+
+from ...serving.pipeline import Pipeline
+from ...serving.tasks import tasks_of
+from ...tools.model import Tool, ToolContext
+from . import sse
+from . import task_wire as wire
+from .settings import McpSettings
+from .tasks import EXTENSION, RELATED_TASK, declares
+
+#: The first protocol version with tasks (and ``notifications/tasks/status``).
+TASKS_SINCE = "2025-11-25"
+STOPPED = "The call ended without a result (an error on the server); whether it took effect is unknown."
+
+
+def open_record(pipe: Pipeline, tool: Tool, arguments: Mapping[str, Any] | None, context: ToolContext,
+                params: Mapping[str, Any]) -> str | None:
+    """Keep a task record for this call when it is streamed, and name it in the stream's first
+    event; its id (``None``: the call is answered as one JSON body, no record)."""
+    plan: sse.Plan | None = g.get(sse.PLAN_KEY)
+    if plan is None or plan.context is not context:
+        return None
+    tasks = tasks_of(current_app)
+    task = tasks.here(pipe, tool, arguments, context, meta={"streamed": True, "trace_id": context.trace_id})
+    plan.task_id = task.id
+    era = wire.MODERN if plan.version >= wire.MODERN else plan.version
+    if era >= TASKS_SINCE and (era != wire.MODERN or declares(params, EXTENSION)):
+        status = wire.created(pipe, task, wire.MODERN if era == wire.MODERN else TASKS_SINCE,
+                              McpSettings.of(pipe.settings).task_poll_interval)
+        fields = status if era == wire.MODERN else status["task"]
+        fields = {k: v for k, v in fields.items() if k != "resultType"}
+        plan.channel.put(sse.frame({"jsonrpc": "2.0", "method": "notifications/tasks/status",
+                                    "params": {**fields, "_meta": {RELATED_TASK: {"taskId": task.id}}}}))
+    return task.id
+
+
+def close_record(task_id: str | None, context: ToolContext, result: Mapping[str, Any] | None) -> None:
+    """Keep the call's outcome in its record (made by :func:`open_record`): the ``CallToolResult``
+    it answered, or, when it ended in no result, a failure saying so."""
+    if task_id is None:
+        return
+    tasks = tasks_of(current_app)
+    if context.cancelled:
+        tasks.ended(task_id, "cancelled", {"status": "cancelled", "error": "The call was cancelled."})
+    elif result is None or not isinstance(result.get("content"), list):
+        tasks.ended(task_id, "failed", {"status": "failure", "error": STOPPED, "crashed": True})
+    else:
+        failed = bool(result.get("isError"))
+        tasks.ended(task_id, "failed" if failed else "completed",
+                    {"status": "failure" if failed else "success", "call_result": dict(result)})
+
+
+__all__ = ["STOPPED", "TASKS_SINCE", "close_record", "open_record"]
