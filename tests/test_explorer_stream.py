@@ -2,7 +2,9 @@
 ``Accept: text/event-stream`` answers Server-Sent Events (progress, log lines, keep-alive
 comments, then the plain call's very JSON body, or the refusal it would have answered), keeps the
 plain call's JSON answers for what is refused before the stream opens, runs inside the auth hook,
-and cancels the call when the client goes away. The tools block on events the tests release."""
+and keeps each call as a task: the first event names it, the client going away leaves it running
+(its answer kept, read with ``GET /explorer/tasks/<id>``) and ``POST /explorer/tasks/<id>/cancel``
+stops it. The tools block on events the tests release."""
 
 from __future__ import annotations
 
@@ -103,7 +105,9 @@ def test_events_then_exactly_the_plain_calls_body() -> None:
         got = list(events(r))
         plain = requests.post(f"{base}/explorer/tools/steps/call", json={"n": 2}, headers=trace, timeout=WAIT)
     assert got[0] == ("comment", "call started")
-    assert [(name, json.loads(data)) for name, data in got[1:-1]] == [
+    name, task = got[1][0], json.loads(got[1][1])
+    assert (name, set(task)) == ("task", {"id", "state"}) and task["state"] == "working"
+    assert [(name, json.loads(data)) for name, data in got[2:-1]] == [
         ("progress", {"progress": 1, "total": 2, "message": "step 1"}),
         ("progress", {"progress": 2, "total": 2, "message": "step 2"}),
         ("progress", {"progress": 3}),
@@ -122,22 +126,65 @@ def test_each_event_arrives_while_the_tool_still_runs() -> None:
             seen.append(name)
             if name == "comment" and data == "keep-alive":
                 break  # silence while the tool waits: keep-alive comments
-        assert seen[:4] == ["comment", "progress", "progress", "log"] and not tools.gate.is_set()
+        assert seen[:5] == ["comment", "task", "progress", "progress", "log"] and not tools.gate.is_set()
         tools.gate.set()
         rest = [name for name, _ in stream]
     assert rest[-1] == "result" and set(rest[:-1]) <= {"comment"}
 
 
-def test_closing_the_stream_cancels_the_call() -> None:
+def test_closing_the_stream_leaves_the_task_running_and_cancel_stops_it() -> None:
     tools = Tools()
     app = tools.app(TOOLDISCOVERY_STREAM_KEEPALIVE=0.05)
     with live_server(app) as base:
         r = call(base, "hang", {})
-        for name, _ in events(r):
+        task_id = None
+        for name, data in events(r):
+            if name == "task":
+                task_id = json.loads(data)["id"]
             if name == "progress":
                 break
-        r.close()  # the client goes away; the next keep-alive finds the connection closed
+        r.close()  # the client goes away: the call is a task, it runs on
+        assert task_id is not None
+        time.sleep(0.5)  # several keep-alives: the server has seen the connection closed
+        assert not tools.saw_cancel.is_set()
+        read = requests.get(f"{base}/explorer/tasks/{task_id}", timeout=WAIT)
+        assert read.status_code == 200 and read.json()["state"] == "working" and read.json()["tool"] == "hang"
+        stop = requests.post(f"{base}/explorer/tasks/{task_id}/cancel", timeout=WAIT)
+        assert stop.status_code == 202 and stop.json()["stopping"] is True
         assert tools.saw_cancel.wait(WAIT), "the tool never saw the cancellation"
+        deadline = time.monotonic() + WAIT
+        while (ended := requests.get(f"{base}/explorer/tasks/{task_id}", timeout=WAIT).json())["state"] == "working" \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+        # hang answers even once stopped: the record keeps what the tool did, not what was asked
+        assert ended["state"] == "completed" and ended["result"]["body"]["content"][0]["text"] == "not cancelled"
+        again = requests.post(f"{base}/explorer/tasks/{task_id}/cancel", timeout=WAIT)
+        assert again.status_code == 200 and again.json()["stopping"] is False  # nothing left to stop
+
+
+def test_a_task_keeps_exactly_the_plain_calls_answer_and_is_the_callers_own() -> None:
+    tools = Tools()
+    with live_server(tools.app()) as base:
+        got = list(events(call(base, "steps", {"n": 1})))
+        task_id = json.loads(next(data for name, data in got if name == "task"))["id"]
+        result = json.loads(got[-1][1])
+        read = requests.get(f"{base}/explorer/tasks/{task_id}", timeout=WAIT).json()
+        assert read["state"] == "completed" and read["result"] == {"status": 200, "body": result}
+        assert requests.get(f"{base}/explorer/tasks/no-such-task", timeout=WAIT).status_code == 404
+        assert requests.get(f"{base}/explorer/tasks/{'x' * 5000}", timeout=WAIT).status_code == 404
+        # Anonymous callers cannot be told apart: the list names none of them (the page keeps its ids).
+        assert requests.get(f"{base}/explorer/tasks", timeout=WAIT).json() == {"tasks": []}
+        invalid = list(events(call(base, "steps", {"n": "two"})))
+        bad_id = json.loads(next(data for name, data in invalid if name == "task"))["id"]
+        bad = requests.get(f"{base}/explorer/tasks/{bad_id}", timeout=WAIT).json()
+        assert bad["state"] == "failed" and bad["result"]["status"] == 400
+        assert bad["result"]["body"] == json.loads(invalid[-1][1])
+
+
+def test_task_routes_exist_only_where_execution_is_allowed() -> None:
+    tools = Tools()
+    with live_server(tools.app(TOOLDISCOVERY_ALLOW_EXECUTE=False)) as base:
+        assert requests.get(f"{base}/explorer/tasks", timeout=WAIT).status_code == 404
 
 
 def test_what_is_refused_before_the_stream_is_the_plain_json_answer() -> None:
@@ -264,14 +311,14 @@ def test_the_stream_runs_inside_the_auth_hook(flavour) -> None:
         assert r.status_code == 400 and r.json()["error"].startswith("Invalid JSON") and seen == ["hook", "in", "out"]
         seen.clear()
         got = list(events(call(base, "steps", {"n": 1}, good)))
-        assert [name for name, _ in got] == ["comment", "progress", "progress", "log", "result"]
+        assert [name for name, _ in got] == ["comment", "task", "progress", "progress", "log", "result"]
         assert json.loads(got[-1][1])["structuredContent"] == {"n": 1, "caller": "alice"}
         assert seen == ["hook", "in", "out"]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("worker_class", ["gthread", "sync"])
-def test_under_gunicorn_events_come_live_and_leaving_cancels(tmp_path, worker_class) -> None:
+def test_under_gunicorn_events_come_live_leaving_keeps_the_task_and_stop_cancels(tmp_path, worker_class) -> None:
     from .test_deploy import stop
     from .test_operating_server import start
 
@@ -280,16 +327,22 @@ def test_under_gunicorn_events_come_live_and_leaving_cancels(tmp_path, worker_cl
     try:
         # The progress event arrives while the tool still waits for the release file...
         stream = events(call(base, "slow", {}))
-        assert [next(stream)[0], next(stream)[0], next(stream)[0]] == ["comment", "progress", "log"]
+        assert [next(stream)[0] for _ in range(4)] == ["comment", "task", "progress", "log"]
         (tmp_path / "release").touch()
         name, data = [item for item in stream if item[0] != "comment"][-1]
         assert name == "result" and json.loads(data)["content"][0]["text"] == "released"
-        # ... and a client that goes away cancels the call in the worker.
+        # ... a client that goes away leaves the call running as a task, and Stop cancels it.
         (tmp_path / "release").unlink()
         r = call(base, "slow", {})
-        assert next(item for item in events(r) if item[0] == "progress")
+        again = events(r)
+        task_id = next(json.loads(data)["id"] for name, data in again if name == "task")
+        assert next(item for item in again if item[0] == "progress")
         r.close()
         events_file = tmp_path / "events"
+        time.sleep(0.5)
+        assert not events_file.exists()
+        assert requests.get(f"{base}/explorer/tasks/{task_id}", timeout=WAIT).json()["state"] == "working"
+        assert requests.post(f"{base}/explorer/tasks/{task_id}/cancel", timeout=WAIT).status_code == 202
         deadline = time.monotonic() + WAIT
         while not events_file.exists() and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -77,7 +77,7 @@ class InFlight:
 
 
 def stream_call(invoke: Callable[[Tool, Any, ToolContext], Outcome], tool: Tool, arguments: object,
-                context: ToolContext, *, keepalive: float = 15.0) -> Iterator[StreamItem]:
+                context: ToolContext, *, keepalive: float = 15.0, cancel_on_close: bool = True) -> Iterator[StreamItem]:
     """Run ``invoke(tool, arguments, context)`` (the pipeline's, which guards and counts the call) in a helper thread
     and yield what it reports while it runs, :class:`KeepAlive` every ``keepalive`` seconds of
     silence, and finally its :class:`~.invoke.Outcome` (or the :class:`~.errors.CoreError` that
@@ -85,7 +85,8 @@ def stream_call(invoke: Callable[[Tool, Any, ToolContext], Outcome], tool: Tool,
 
     Iterate it inside the request (``flask.stream_with_context``): the helper thread sees the same
     app and request context. Closing the iterator before the end (the client went away) cancels
-    the call: async tools are cancelled, sync tools see ``ctx.cancelled``.
+    the call (async tools are cancelled, sync tools see ``ctx.cancelled``), unless
+    ``cancel_on_close`` is false (a call kept as a task runs on).
     """
     events: queue.SimpleQueue[object] = queue.SimpleQueue()
     context.listener = events.put
@@ -120,7 +121,7 @@ def stream_call(invoke: Callable[[Tool, Any, ToolContext], Outcome], tool: Tool,
                 return
     finally:
         context.listener = None
-        if not finished:
+        if not finished and cancel_on_close:
             context.cancel()
 
 

@@ -259,3 +259,42 @@ def test_destructive_tool_without_server_approval_keeps_the_pages_confirm(page) 
         page.click("#td-confirm-run")
         page.wait_for_selector("#td-status:has-text('Done')")
         assert tools.ran == ["cache"] and page.locator("#td-approve[open]").count() == 0
+
+
+def test_a_reload_lists_the_running_task_and_then_shows_its_result(page) -> None:
+    """A live call is a task on the server: reloading the page leaves it running, the page lists
+    it, follows it to its end and shows its result."""
+    tools = Tools()
+    with live_server(tools.app) as base:
+        open_tool(page, base, "crunch")
+        page.click("#td-execute")
+        expect(page.locator("#td-progress-text")).to_have_text("3 / 3 \u2014 step 3 of 3")
+        expect(page.locator("#td-tasks li[data-state='working']")).to_have_count(1)
+        page.reload()
+        page.wait_for_selector("body[data-ready='true']")
+        running = page.locator("#td-tasks li[data-state='working']")
+        expect(running).to_have_count(1)
+        expect(running.locator(".task-tool")).to_have_text("crunch")
+        assert not tools.gate.is_set()  # the reload cancelled nothing: the tool still waits
+        tools.gate.set()
+        done = page.locator("#td-tasks li[data-state='completed']")
+        expect(done).to_have_count(1)
+        done.locator("button", has_text="Show result").click()
+        expect(page.locator("#td-result")).to_have_text("crunched")
+        expect(page.locator("#td-status")).to_contain_text("crunch: Done")
+
+
+def test_stop_in_the_task_list_after_a_reload_cancels_the_call(page) -> None:
+    tools = Tools()
+    with live_server(tools.app) as base:
+        open_tool(page, base, "hang")
+        page.click("#td-execute")
+        expect(page.locator("#td-progress-text")).to_have_text("1 / 2 \u2014 hanging on")
+        page.reload()
+        page.wait_for_selector("body[data-ready='true']")
+        running = page.locator("#td-tasks li[data-state='working']")
+        expect(running).to_have_count(1)
+        assert not tools.saw_cancel.is_set()
+        running.locator("button", has_text="Stop").click()
+        assert tools.saw_cancel.wait(WAIT), "the tool never saw the cancellation"
+        expect(page.locator("#td-tasks li[data-state='cancelled']")).to_have_count(1)

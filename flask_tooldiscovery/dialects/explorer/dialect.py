@@ -30,6 +30,7 @@ from .. import Dialect, Protocol
 from ..content_blocks import LATEST, content_blocks
 from .driver import ExplorerDriver
 from .stream import stream_response, wants_stream
+from .tasks import add_routes
 
 NAME = "explorer"
 PAGE_HEADERS = {
@@ -227,11 +228,13 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         context = pipe.context()
         if wants_stream(request):  # Accept: text/event-stream: progress and log lines live
             return stream_response(pipe, tool, context, lambda: _arguments(pipe.body()),
-                                   lambda outcome: _result(outcome, context.trace_id))
+                                   lambda outcome: _result(outcome, context.trace_id), error_response)
         # The body is read once the caller is admitted: the auth hook's 401 comes before its 400.
         outcome = pipe.admitted(lambda: pipe.invoke(tool, _arguments(pipe.body()), context))
         return _result(outcome, context.trace_id)
 
+    if allow_execute:
+        add_routes(pipe)
     return bp
 
 

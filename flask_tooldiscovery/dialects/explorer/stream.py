@@ -22,6 +22,7 @@ from ...serving.pipeline import Pipeline
 from ...serving.wire import best_accepted
 from ...tools.invoke import Outcome
 from ...tools.model import LogEntry, Progress, Tool, ToolContext
+from .tasks import begin
 
 SSE = "text/event-stream"
 _STARTED, _DONE = object(), object()
@@ -45,9 +46,11 @@ def _close(items: Items) -> None:  # closing stream_call early cancels the call
     getattr(items, "close", lambda: None)()
 
 
-def _frames(pipe: Pipeline, items: Items, result: Callable[[Outcome], Response]) -> Iterator[str]:
+def _frames(pipe: Pipeline, items: Items, result: Callable[[Outcome], Response], task: list[str]) -> Iterator[str]:
     yield ": call started\n\n"  # headers out now; the page knows the call runs
     try:
+        if task:
+            yield _event("task", {"id": task[0], "state": "working"})
         for item in items:
             if isinstance(item, Progress):
                 yield _event("progress", {k: v for k, v in (
@@ -64,7 +67,7 @@ def _frames(pipe: Pipeline, items: Items, result: Callable[[Outcome], Response])
         log.error("flask-tooldiscovery: explorer stream failed", exc_info=exc)
         yield _error(pipe, CoreError())
     finally:
-        _close(items)  # the client went away: the call is cancelled
+        _close(items)  # the client went away: the call runs on, its record keeps the answer
 
 
 def _error(pipe: Pipeline, exc: CoreError) -> str:
@@ -73,7 +76,7 @@ def _error(pipe: Pipeline, exc: CoreError) -> str:
     return _event("error", {"status": answer.status_code, "body": answer.get_json(), **headers})
 
 
-def _admitted(pipe: Pipeline, start: Callable[[], Items], context: ToolContext) -> Items:
+def _admitted(pipe: Pipeline, start: Callable[[], Items]) -> Items:
     """Read the body and stream the call once the identity source asked around the call (the auth
     hook) admitted the caller, inside its manager, as the plain call does (its refusal, 401, before
     the body's 400; its exit after the call): it runs in a helper thread that hands the items
@@ -85,10 +88,9 @@ def _admitted(pipe: Pipeline, start: Callable[[], Items], context: ToolContext) 
         items = start()
         out.put(_STARTED)
         try:
-            for item in items:
-                out.put(item)
-                if closed.is_set():
-                    break
+            for item in items:  # to the end even once the client left: the call runs inside the hook
+                if not closed.is_set():
+                    out.put(item)
         finally:
             _close(items)
 
@@ -112,29 +114,31 @@ def _admitted(pipe: Pipeline, start: Callable[[], Items], context: ToolContext) 
         raise first if isinstance(first, CoreError) else CoreError()
 
     def relay() -> Items:
-        ended = False
         try:
             while (item := out.get()) is not _DONE:
-                ended = isinstance(item, (Outcome, CoreError))
                 yield cast(StreamItem, item)
         finally:
             closed.set()
-            if not ended:
-                context.cancel()
 
     return relay()
 
 
 def stream_response(pipe: Pipeline, tool: Tool, context: ToolContext, arguments: Callable[[], Any],
-                    result: Callable[[Outcome], Response]) -> Response:
+                    result: Callable[[Outcome], Response], error: Callable[[CoreError], tuple[Any, int]]) -> Response:
     """The call of ``tool`` as an event stream (``arguments()`` reads the body; ``result`` is the
-    plain call's answer to an outcome: its body is the last event's data)."""
+    plain call's answer to an outcome: its body is the last event's data; ``error`` its answer to a
+    refusal), kept as a task."""
+    task: list[str] = []
 
     def start() -> Items:
-        return stream_call(pipe.invoke, tool, arguments(), context, keepalive=pipe.settings.stream_keepalive)
+        given = arguments()
+        task_id, invoke = begin(pipe, tool, given, context, result, error)
+        task.append(task_id)
+        return stream_call(invoke, tool, given, context, keepalive=pipe.settings.stream_keepalive,
+                           cancel_on_close=False)
 
-    items = _admitted(pipe, start, context) if pipe.awaits_admission else start()
-    response = Response(stream_with_context(_frames(pipe, items, result)), mimetype=SSE)
+    items = _admitted(pipe, start) if pipe.awaits_admission else start()
+    response = Response(stream_with_context(_frames(pipe, items, result, task)), mimetype=SSE)
     response.headers["Cache-Control"] = "no-cache"
     response.headers["X-Accel-Buffering"] = "no"  # nginx: pass events on as they come
     return response

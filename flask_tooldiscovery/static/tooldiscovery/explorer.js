@@ -7,7 +7,8 @@
   var config = JSON.parse(document.getElementById("td-config").textContent);
   var base = location.pathname.replace(/[^/]*$/, "");  // the explorer's prefix, e.g. /explorer/
   var $ = function (id) { return document.getElementById(id); };
-  var state = { tools: [], current: null, detail: null, mode: "form", running: null, urls: [], serverApproval: {} };
+  var state = { tools: [], current: null, detail: null, mode: "form", running: null, runningTask: null, urls: [],
+                serverApproval: {}, tasks: {} };
   var HISTORY_LIMIT = 20;
 
   function el(tag, attrs, children) {
@@ -119,6 +120,7 @@
   }
   function startLive(controller) {
     state.running = controller;
+    state.stopped = false;
     $("td-live").hidden = true;
     $("td-progress").removeAttribute("value");
     $("td-progress-text").textContent = "";
@@ -129,10 +131,12 @@
   }
   function finishLive() {
     state.running = null;
+    state.runningTask = null;
     $("td-stop").hidden = true;
     $("td-execute").disabled = false;
   }
   function showLive(kind, data) {
+    if (kind === "task") { state.runningTask = String(data.id); tasks.remember(state.current, data); return; }
     $("td-live").hidden = false;
     if (kind === "progress" && typeof data.progress === "number") {
       var bar = $("td-progress"), total = typeof data.total === "number" && data.total > 0 ? data.total : null;
@@ -144,7 +148,13 @@
       $("td-log").appendChild(el("li", { "data-level": String(data.level), text: "[" + data.level + "] " + data.message }));
     }
   }
-  $("td-stop").addEventListener("click", function () { if (state.running) state.running.abort(); });
+  // Stop: the call is a task on the server, so closing its stream would leave it running; ask the
+  // server to stop it (the stream then ends with its answer). No task named yet: close the stream.
+  $("td-stop").addEventListener("click", function () {
+    state.stopped = true;
+    if (state.runningTask) tasks.cancel(state.runningTask);
+    else if (state.running) state.running.abort();
+  });
 
   /* ---------- tool list ---------- */
   function badgesFor(annotations) {
@@ -583,6 +593,7 @@
         });
       }
       var outcome = outcomeOf(r);
+      if (state.stopped && !outcome.ok) { status("Stopped: the call was cancelled.", "error"); return; }
       status(outcome.text, outcome.ok ? "ok" : "error");
       showResult(r, outcome);
       addHistory(name, { at: new Date().toISOString(), args: args, ok: outcome.ok, ms: ms, status: r.status });
@@ -707,6 +718,78 @@
     return match ? decodeURIComponent(match[1]) : null;
   }
   window.addEventListener("hashchange", function () { var name = fromHash(); if (name && name !== state.current) selectTool(name); });
+
+  /* ---------- tasks: calls that outlive the page ---------- */
+  // Each live call is a task on the server (its stream's first event names it). The page keeps the
+  // ids of its tasks in localStorage (callers without a subject cannot be listed by the server) and
+  // reads GET tasks (the caller's, when it has a subject); after a reload both are shown, running
+  // ones polled until they end, each result shown on demand.
+  var tasks = (function () {
+    var KEY = "tooldiscovery:tasks:" + base, LIMIT = 20, polling = null;
+    function saved() {
+      try { var list = JSON.parse(localStorage.getItem(KEY) || "[]"); return Array.isArray(list) ? list : []; }
+      catch (e) { return []; }
+    }
+    function save(list) { try { localStorage.setItem(KEY, JSON.stringify(list.slice(0, LIMIT))); } catch (e) { /* full */ } }
+    function taskUrl(id, suffix) { return base + "tasks/" + encodeURIComponent(id) + (suffix || ""); }
+    function running(task) { return task.state === "working" || task.state === "input_required"; }
+    function render() {
+      var list = $("td-tasks"), all = Object.keys(state.tasks).map(function (id) { return state.tasks[id]; });
+      all.sort(function (a, b) { return String(b.created || "").localeCompare(String(a.created || "")); });
+      clear(list);
+      $("td-tasks-wrap").hidden = !all.length;
+      all.forEach(function (task) {
+        var item = el("li", { className: "task", "data-task": task.id, "data-state": task.state }, [
+          el("span", { className: "task-tool", text: task.tool || "?" }),
+          el("span", { className: "badge task-state", text: task.state })]);
+        if (task.result) item.appendChild(el("button", { type: "button", text: "Show result", onclick: function () { show(task); } }));
+        if (running(task)) item.appendChild(el("button", { type: "button", text: "Stop", onclick: function () { cancel(task.id); } }));
+        list.appendChild(item);
+      });
+    }
+    function show(task) {
+      var r = { status: task.result.status, ok: task.result.status >= 200 && task.result.status < 300,
+                data: task.result.body, raw: pretty(task.result.body) };
+      var outcome = outcomeOf(r);
+      status(task.tool + ": " + outcome.text, outcome.ok ? "ok" : "error");
+      showResult(r, outcome);
+    }
+    function put(task) {
+      state.tasks[task.id] = task;
+      render();
+      if (running(task) && !polling) polling = setTimeout(poll, 1000);
+    }
+    function read(id) {
+      return request("GET", taskUrl(id)).then(function (r) {
+        if (r.status === 404) { delete state.tasks[id]; save(saved().filter(function (t) { return t.id !== id; })); render(); return; }
+        if (r.ok && r.data && r.data.id) put(r.data);
+      });
+    }
+    function poll() {
+      polling = null;
+      var open = Object.keys(state.tasks).filter(function (id) { return running(state.tasks[id]); });
+      Promise.all(open.map(read)).then(null, function () { /* try again next time */ }).then(function () {
+        if (!polling && Object.keys(state.tasks).some(function (id) { return running(state.tasks[id]); })) polling = setTimeout(poll, 1000);
+      });
+    }
+    function remember(tool, data) {
+      save([{ id: String(data.id), tool: tool }].concat(saved().filter(function (t) { return t.id !== String(data.id); })));
+      put({ id: String(data.id), tool: tool, state: String(data.state || "working"), created: new Date().toISOString() });
+    }
+    function cancel(id) {
+      return request("POST", taskUrl(id, "/cancel")).then(function (r) { if (r.ok && r.data && r.data.id) put(r.data); });
+    }
+    function load() {
+      if (!config.allow_execute) return;
+      request("GET", base + "tasks").then(function (r) {
+        ((r.ok && r.data && r.data.tasks) || []).forEach(put);
+      }).then(null, function () { /* none listed */ }).then(function () {
+        saved().forEach(function (t) { if (!state.tasks[t.id]) read(t.id); });
+      });
+    }
+    return { remember: remember, cancel: cancel, load: load };
+  })();
+  tasks.load();
 
   request("GET", base + "tools").then(function (r) {
     if (!r.ok) { $("td-count").textContent = "Could not load tools (" + r.status + ")."; return; }
