@@ -73,8 +73,19 @@ def test_the_manifest_lists_every_mounted_dialect() -> None:
     assert "authorization" not in mcp
 
 
+def _a_task(client: FlaskClient) -> str:
+    """The id of an explorer task (a live call of ``add``)."""
+    streamed = client.post("/explorer/tools/add/call", json={"a": 1, "b": 2}, headers={"Accept": "text/event-stream"})
+    text = streamed.get_data(as_text=True)
+    task = text.split("event: task\ndata: ", 1)[1].split("\n", 1)[0]
+    return str(json.loads(task)["id"])
+
+
 def _answers(client: FlaskClient, route: dict[str, Any]) -> int:
-    path = path_of(route["url"].replace("{name}", "add").replace("{filename}", "x"))
+    url = route["url"]
+    if "{task_id}" in url:
+        url = url.replace("{task_id}", _a_task(client))
+    path = path_of(url.replace("{name}", "add").replace("{filename}", "x"))
     if "GET" in route["methods"]:
         return client.get(path).status_code
     if path.endswith("/mcp"):
