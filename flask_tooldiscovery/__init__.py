@@ -5,6 +5,7 @@ from .errors import CoreError, ToolDiscoveryError
 from .extension import ToolDiscovery
 from .serving.identity import AuthError
 from .settings import Settings, SettingsError
+from .tools.envelope import Envelope
 from .tools.function_tools import RegistrationError
 from .tools.invoke import Failure, Outcome
 from .tools.model import Identity, Tool, ToolContext, ToolError
@@ -19,6 +20,7 @@ __all__ = [
     "AuthError",
     "CoreError",
     "Dialect",
+    "Envelope",
     "Failure",
     "File",
     "Identity",

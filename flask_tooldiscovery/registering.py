@@ -45,7 +45,9 @@ class Registering:
         ``requires_approval``, ``rate_limit_per_minute``, ``cost_estimate``, ``long_running``,
         ``idempotent``, ``modifies_state``, ``sensitive_output``, ``auth_requirements``, ``task_support``
         (may a protocol run its calls as tasks: MCP), ``questions`` (asked before it runs), and
-        ``result_mime_type`` (the MIME type of the ``bytes`` it returns: an image, audio or file).
+        ``result_mime_type`` (the MIME type of the ``bytes`` it returns: an image, audio or file);
+        Opal's per-function fields ``sensitive``, ``wait``, ``skippable_interaction``, ``in_context``,
+        ``principal_scope``, and ``rollback`` (a function, or another tool's name, that undoes it).
         The function is returned unchanged.
         """
 
@@ -95,6 +97,18 @@ class Registering:
             return fn
 
         return register
+
+    def interaction(self, func: Callable[..., Any] | None = None, **options: Any) -> Any:
+        """Register a function (sync or async) as an interaction: a handler a platform's UI calls
+        (Opal's ``POST <prefix>/interactions/execute``), never listed to the model. Bare or with
+        :meth:`tool`'s options (``name``, ``description``...); its calls go through the same
+        identity, limits and signals as a tool's. The function is returned unchanged."""
+
+        def register(fn: F) -> F:
+            self.registry.add_interaction(tool_from_function(fn, options))
+            return fn
+
+        return register(func) if func is not None else register
 
     def add_provider(self, provider: ToolsProvider) -> None:
         """Add a tools provider; its tools follow those registered before it."""

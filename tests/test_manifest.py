@@ -22,7 +22,16 @@ EVERY = list(dict.fromkeys([*BUILTIN, "manifest"]))
 def build(**config: Any) -> Flask:
     discovery = ToolDiscovery(dialects=[MANIFEST])
 
-    @discovery.tool
+    def undo_add(a: float, b: float) -> float:
+        """Undo an addition."""
+        return a - b
+
+    @discovery.interaction
+    def add_card(a: float) -> float:
+        """What the add card's button does."""
+        return a
+
+    @discovery.tool(rollback=undo_add)
     def add(a: float, b: float) -> float:
         """Add.
 
@@ -85,7 +94,11 @@ def _answers(client: FlaskClient, route: dict[str, Any]) -> int:
     url = route["url"]
     if "{task_id}" in url:
         url = url.replace("{task_id}", _a_task(client))
-    path = path_of(url.replace("{name}", "add").replace("{filename}", "x"))
+    path = path_of(url.replace("{name}", "undo_add" if "/rollbacks/" in url else "add").replace("{filename}", "x"))
+    if path.endswith("/opal/interactions/execute"):  # Opal's interactions and rollbacks
+        return client.post(path, json={"name": "add_card", "parameters": {"a": 1}}).status_code
+    if "/opal/tools/rollbacks/" in path:
+        return client.post(path, json={"data": {"a": 1, "b": 2}, "operation_id": "op-1"}).status_code
     if "GET" in route["methods"]:
         return client.get(path).status_code
     if path.endswith("/mcp"):

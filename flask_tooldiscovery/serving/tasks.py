@@ -61,6 +61,8 @@ def finisher(name: str) -> Callable[[Finisher], Finisher]:
 def outcome_json(outcome: Outcome) -> dict[str, Any]:
     """An outcome as a task keeps it: plain JSON."""
     out: dict[str, Any] = {"status": outcome.status}
+    if outcome.envelope is not None:
+        out["envelope"] = outcome.envelope  # the v2 envelope the tool returned, as Opal's callback sends it
     if outcome.ok:
         out["value"] = json.loads(json.dumps(outcome.value, default=str))
         if is_rich(outcome.value):

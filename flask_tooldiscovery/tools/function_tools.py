@@ -10,8 +10,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import ToolDiscoveryError
+from .envelope import return_annotation, returns_envelope
 from .json_schema import walk
 from .model import METADATA_OPTIONS, Tool, parse_version
+from .platform_options import PLATFORM_OPTIONS, PlatformOptionError, platform_metadata
 from .questions import options_error as questions_error
 from .results import mime_type_error
 from .schema_check import InvalidSchemaError, check_schema
@@ -22,6 +24,7 @@ from .signature import describe_function
 TOOL_OPTIONS = (
     "name", "description", "title", "input_schema", "output_schema", "annotations", "category",
     "tags", "version", "toolkit", "examples", "requirements", "timeout", "scopes", "visible", *METADATA_OPTIONS,
+    *PLATFORM_OPTIONS,
 )
 #: MCP's tool-name rule (1-128 of letters, digits, "_", "-", "."), ASCII only, no "..": safe in
 #: every dialect's URLs and ids.
@@ -148,6 +151,15 @@ def tool_from_function(func: Callable[..., Any], options: Mapping[str, Any]) -> 
     _check_defaults(label, input_schema)
 
     metadata = {k: options[k] for k in METADATA_OPTIONS if options.get(k) is not None}
+    try:
+        metadata.update(platform_metadata(options, input_schema))
+    except PlatformOptionError as exc:
+        raise RegistrationError(f"{label}: {exc}") from None
+    if callable(metadata.get("rollback")):  # its own tool, listed nowhere: run by name as the rollback
+        metadata["rollback"] = tool_from_function(metadata["rollback"], {})
+    if returns_envelope(return_annotation(func)):  # the plain result's shape is the envelope's content's
+        metadata["envelope"] = True
+        output_schema = output_schema if options.get("output_schema") is not None else None
     description = options.get("description") or desc.description
     return Tool(
         name=name,

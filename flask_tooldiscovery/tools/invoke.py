@@ -26,6 +26,7 @@ from .argument_validation import ArgumentError, parameter_errors, validate_argum
 from .async_bridge import run_sync
 from .call_log import log, log_call
 from .coerce import Coercion, coercion, to_jsonable
+from .envelope import Envelope
 from .model import Tool, ToolContext, ToolError
 from .questions import CannotAsk
 
@@ -85,6 +86,9 @@ class Outcome:
     failure: Failure | None = None
     errors: tuple[ArgumentError, ...] = ()
     duration_ms: float = 0.0
+    #: The tool returned an :class:`~.envelope.Envelope`: it as Opal's wire holds it (``value`` is
+    #: its plain result; with an ``error``, the call failed and ``failure`` says so).
+    envelope: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -343,8 +347,17 @@ def invoke(
         ))
     except Exception as exc:
         return unexpected(exc)
+    mime_type = tool.metadata.get("result_mime_type")
     try:
-        value = to_jsonable(value, bytes_mime_type=tool.metadata.get("result_mime_type"))
+        if isinstance(value, Envelope):
+            wire = value.to_wire(lambda v: to_jsonable(v, bytes_mime_type=mime_type))
+            if value.error is not None:
+                retry = value.error.get("retry_after")
+                return done("failure", envelope=wire, failure=Failure(
+                    message=str(value.error_message), can_retry=isinstance(retry, int),
+                    retry_after_ms=retry * 1000 if isinstance(retry, int) else None))
+            return done("success", value=wire.get("content", value.message), envelope=wire)
+        value = to_jsonable(value, bytes_mime_type=mime_type)
     except (TypeError, ValueError) as exc:
         return unexpected(exc)
     return done("success", value=value)

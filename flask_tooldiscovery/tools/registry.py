@@ -122,6 +122,8 @@ class ToolRegistry:
         self._static_changes = -1
         #: Keys under which two differently named tools may not meet: (label, key, {key: name}).
         self._unique: list[_UniqueKey] = []
+        #: Handlers a platform's UI calls and the model never sees (Opal's interactions), by name.
+        self.interactions: dict[str, Tool] = {}
 
     def add_unique_key(self, label: str, key: Callable[[Tool], Hashable]) -> None:
         """Refuse, now and at every later registration, two tools whose names differ but whose
@@ -135,6 +137,8 @@ class ToolRegistry:
     def add_tool(self, tool: Tool) -> Tool:
         """Register a :class:`Tool`; a second one with the same name and version is refused."""
         key = (tool.name, tool.version_tuple)
+        if tool.name in self.interactions:
+            raise RegistrationError(f"{tool.name!r} is already the name of an interaction")
         if key in self._keys:
             raise RegistrationError(
                 f"tool {tool.name!r} version {tool.version} is already registered; give the new "
@@ -145,6 +149,13 @@ class ToolRegistry:
         self._entries.append(("tool", tool))
         self._static = None
         self.version += 1
+        return tool
+
+    def add_interaction(self, tool: Tool) -> Tool:
+        """Register an interaction (never listed); its name is unique among tools and interactions."""
+        if tool.name in self.interactions or any(kind == "tool" and t.name == tool.name for kind, t in self._entries):
+            raise RegistrationError(f"{tool.name!r} is already the name of a tool or an interaction")
+        self.interactions[tool.name] = tool
         return tool
 
     def add_provider(self, provider: ToolsProvider) -> None:

@@ -64,17 +64,29 @@ def call_result(outcome: Outcome, version: str | None = None) -> dict[str, Any]:
             text = f"{text}\n{outcome.failure.additional_prompt_content}"
         if outcome.status == "invalid":
             text += "\nCorrect the arguments to match the tool's input schema and call it again."
-        return {"content": [{"type": "text", "text": text}], "isError": True}
+        return carry_envelope(outcome, {"content": [{"type": "text", "text": text}], "isError": True})
     value = outcome.value
     result: dict[str, Any] = {"content": content_blocks(value, version or client_version()), "isError": False}
     if is_rich(value):
-        return result
+        return carry_envelope(outcome, result)
     schema, wrapped = object_output_schema(outcome.tool)
     if wrapped or (isinstance(value, list) and schema is None):
         result["structuredContent"] = {"result": value}
     elif isinstance(value, dict):
         result["structuredContent"] = value
-    return result
+    return carry_envelope(outcome, result)
 
 
-__all__ = ["DEFAULT_VERSION", "VERSION_META_KEY", "call_result", "client_version", "object_output_schema"]
+#: The ``_meta`` key of what a result carries of the v2 envelope its tool returned.
+ENVELOPE_META = "io.optimizely.opal/envelope"
+
+
+def carry_envelope(outcome: Outcome, result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` with the rest of the tool's v2 envelope (message, ui, operation, error,
+    interaction) in ``_meta``, when it returned one (its content is the result's own)."""
+    rest = {k: v for k, v in (outcome.envelope or {}).items() if k not in ("content", "content_type")}
+    return {**result, "_meta": {**result.get("_meta", {}), ENVELOPE_META: rest}} if rest else result
+
+
+__all__ = ["DEFAULT_VERSION", "ENVELOPE_META", "VERSION_META_KEY", "call_result", "carry_envelope",
+           "client_version", "object_output_schema"]

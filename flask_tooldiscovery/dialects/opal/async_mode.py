@@ -150,6 +150,8 @@ def _problem(status: int, detail: str, retry_after: int | None = None, code: str
 def _result_of(result: dict[str, Any]) -> dict[str, Any]:
     """A task's kept outcome as the callback's body."""
     status, error = result.get("status"), str(result.get("error") or "")
+    if isinstance(result.get("envelope"), dict):
+        return dict(result["envelope"])  # the tool's own v2 envelope, error and all
     if status == "invalid":
         return _problem(400, error)
     if status != "success":

@@ -9,14 +9,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from flask import Blueprint, Response, request
+from flask import Blueprint, Response
 
-from ...errors import BadRequest, CoreError, Unauthorized
+from ...errors import CoreError, Unauthorized
 from ...serving.identity import Authenticator
 from ...serving.openapi import arguments_body, body_required, openapi_post
 from ...serving.pipeline import Pipeline
 from ...serving.verifiers import BearerVerifier
-from ...serving.wire import json_response
 from ...settings import Settings
 from ...tools.json_schema import inline_refs, primary_type, split_nullable
 from ...tools.model import Tool
@@ -24,11 +23,11 @@ from ...tools.targets import Target
 from ...tools.targets.object_root import WORD_NAME, one_type_lint, one_type_simplify
 from .. import Dialect, Protocol
 from . import async_mode as opal_async
+from . import interactions, rollbacks
 from .discovery import NAME, OpalParameterSchema, discovery_document, media_type
 from .driver import OpalDriver
+from .requests import CONTEXT_PROPERTIES, NO_CACHE, answer, arguments_of, body_object, context_of, ok_response
 from .settings import OpalSettings
-
-NO_CACHE = {"Cache-Control": "no-cache, no-store, must-revalidate"}
 
 
 def error_response(exc: CoreError) -> tuple[Any, int]:
@@ -86,48 +85,20 @@ def openapi_paths(pipe: Pipeline) -> dict[str, Any]:
     paths: dict[str, Any] = {}
     for tool in pipe.tools().latest():
         parameters = tool.resolved_input_schema
-        context = {"type": ["object", "null"]}  # null: none given
         envelope = {"type": "object", "required": ["parameters"], "properties": {
-            "parameters": arguments_body(parameters), "auth": context, "environment": context}}
+            "parameters": arguments_body(parameters), **CONTEXT_PROPERTIES}}
         opal_async.openapi(tool, envelope)
         item = openapi_post(pipe, [tool], operation_id=f"opal_{tool.name}", tags=["opal"],
                             summary=tool.description.split("\n")[0], required=body_required(parameters),
                             schema={"anyOf": [envelope, arguments_body(parameters)]}, error_schema=ERROR_SCHEMA,
                             responses={
-                                "200": {"description": "The tool's return value.", "content": {
-                                    "application/json": {"schema": inline_refs(tool.output_schema or {})}}},
+                                "200": ok_response(bool(tool.metadata.get("envelope")),
+                                                   inline_refs(tool.output_schema or {})),
                                 **opal_async.responses(tool),
                                 "400": "Malformed body or invalid parameters.", "404": "No such tool (any longer).",
                                 "500": "The tool failed."})
         paths[f"{pipe.prefix}/tools/{tool.name}"] = item
-    return paths
-
-
-def _parameters(body: Any) -> dict[str, Any]:
-    """The call's parameters: ``{"parameters": {...}}`` (whose ``auth`` and ``environment``, when
-    given, are objects) or the bare object."""
-    if body is None:
-        return {}
-    if not isinstance(body, dict):
-        raise BadRequest("The request body must be a JSON object.")
-    if "parameters" not in body:
-        return body
-    for key in ("auth", "environment"):
-        if body.get(key) is not None and not isinstance(body[key], dict):
-            raise BadRequest(f"{key!r} must be a JSON object.")
-    parameters = body["parameters"]
-    if parameters is None:
-        return {}
-    if not isinstance(parameters, dict):
-        raise BadRequest("'parameters' must be a JSON object.")
-    return parameters
-
-
-def opal_headers(environ: dict[str, Any]) -> dict[str, str]:
-    """The request's ``X-Opal-*`` headers (thread, workflow and agent execution ids), names in
-    lower case as sent on the wire."""
-    return {key[5:].lower().replace("_", "-"): value for key, value in environ.items()
-            if key.startswith("HTTP_X_OPAL_")}
+    return {**paths, **rollbacks.openapi(pipe, ERROR_SCHEMA)}
 
 
 def make_blueprint(pipe: Pipeline) -> Blueprint:
@@ -145,39 +116,19 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
 
     def call_tool(name: str) -> Response:
         tool = pipe.find(name)
-        body = pipe.body()
-        parameters = _parameters(body)
-        body = body if isinstance(body, dict) else {}
-        auth: dict[str, Any] | None = body["auth"] if isinstance(body.get("auth"), dict) else None
-        environment = body.get("environment") if isinstance(body.get("environment"), dict) else None
-        raw_credentials = (auth or {}).get("credentials")
-        credentials: dict[str, Any] = raw_credentials if isinstance(raw_credentials, dict) else {}
-        provider = (auth or {}).get("provider")
-        context = pipe.context(
-            user_id=credentials.get("user_id"),
-            authorization={str(provider): credentials["access_token"]}
-            if provider and credentials.get("access_token") else {},
-            extra={
-                "auth": auth,
-                "environment": environment,
-                "headers": opal_headers(request.environ),
-            },
-        )
+        body = body_object(pipe.body(), "parameters")
+        parameters = arguments_of(body, "parameters")
+        context = context_of(pipe, body)
         accepted = opal_async.accept(pipe, tool, parameters, context, body)  # async_callback: 202
         if accepted is not None:
             return accepted
-        outcome = pipe.invoke(tool, parameters, context, coerce=True)
-        if outcome.status == "invalid":
-            return json_response({"error": outcome.error_message, "detail": outcome.error_message,
-                                  "parameter_errors": outcome.parameter_errors}, 400)
-        if outcome.status == "failure":
-            extra = {"can_retry": True} if outcome.failure and outcome.failure.can_retry else {}
-            return json_response({"error": outcome.error_message, "detail": outcome.error_message, **extra}, 500)
-        return json_response(outcome.value, 200, NO_CACHE)
+        return answer(pipe.invoke(tool, parameters, context, coerce=True))
 
     for rule in ("/tools/<path:name>", "/discovery/tools/<path:name>"):
         endpoint = "call" if rule.startswith("/tools") else "call_under_discovery"
         pipe.route(rule, "call", ["POST"], endpoint=endpoint)(call_tool)
+    pipe.route("/tools/rollbacks/<name>", "call", ["POST"], endpoint="rollback")(lambda name: rollbacks.run(pipe, name))
+    pipe.route("/interactions/execute", "call", ["POST"], endpoint="interaction")(lambda: interactions.execute(pipe))
     return bp
 
 

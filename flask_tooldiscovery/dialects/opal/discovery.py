@@ -26,6 +26,7 @@ from ...tools.json_schema import primary_type, split_nullable
 from ...tools.model import Tool
 from ...tools.registry import ToolSet
 from . import async_mode as opal_async
+from . import rollbacks
 
 NAME = "opal"
 OPAL_TYPES = {"string", "integer", "number", "boolean", "array", "object"}
@@ -84,6 +85,9 @@ class OpalFunctionSchema(WireSchema):
     hints = fields.Method("get_hints")
     mode = fields.Function(opal_async.mode)  # "async": long_running, answered 202 + callback
     timeout = fields.Function(opal_async.timeout)
+    sensitive = fields.Function(lambda tool: tool.metadata.get("sensitive"))  # one advisory sentence
+    wait = fields.Function(lambda tool: True if tool.metadata.get("wait") else None)
+    skippable_interaction = fields.Function(lambda tool: True if tool.metadata.get("skippable_interaction") else None)
 
     def get_endpoint(self, tool: Tool) -> str:
         return f"/tools/{tool.name}"
@@ -91,6 +95,8 @@ class OpalFunctionSchema(WireSchema):
     def get_parameters(self, tool: Tool) -> list[dict[str, Any]]:
         schema = tool.resolved_input_schema
         required = set(schema.get("required") or ())
+        in_context = set(tool.metadata.get("in_context") or ())
+        scoped, scope = tool.metadata.get("principal_scope") or (None, None)
         params = []
         for name, prop in (schema.get("properties") or {}).items():
             prop = prop if isinstance(prop, dict) else {}
@@ -101,10 +107,12 @@ class OpalFunctionSchema(WireSchema):
                 "type": ptype,
                 "description": describe_parameter(name, prop),
                 "required": name in required,
-                "in_context": False,
+                "in_context": name in in_context,
             }
             if ptype in ("array", "object"):
                 param["schema"] = dict(split_nullable(prop)[0])
+            if name == scoped:  # the SDK's place for it: the string parameter's schema
+                param["schema"] = {"type": "string", "principal_scope": scope, "description": param["description"]}
             params.append(param)
         return params  # already what OpalParameterSchema dumps (its fields, in its order; no None)
 
@@ -136,6 +144,7 @@ class OpalDiscoverySchema(WireSchema):
     description = fields.String()
     version = fields.String()
     instructions = fields.String()
+    rollbacks = fields.Raw()
 
 
 _DISCOVERY = OpalDiscoverySchema()
@@ -145,8 +154,10 @@ _FUNCTION = OpalFunctionSchema()
 def discovery_document(pipe: Pipeline, tools: list[Tool] | None = None) -> dict[str, Any]:
     """The discovery document (``tools``: the latest version of each tool)."""
     settings = pipe.settings
+    tools = pipe.tools().latest() if tools is None else tools
     document: dict[str, Any] = _DISCOVERY.dump({
-        "functions": [function_of(pipe, t) for t in (pipe.tools().latest() if tools is None else tools)],
+        "functions": [function_of(pipe, t) for t in tools],
+        "rollbacks": rollbacks.listed(pipe, tools) or None,
         "name": settings.server_name,
         "description": settings.server_description or None,
         "version": settings.server_version,
@@ -162,8 +173,10 @@ def function_of(pipe: Pipeline, tool: Tool) -> dict[str, Any]:
 
 
 def is_v2(pipe: Pipeline, tools: list[Tool]) -> bool:
-    """True when the discovery document of ``tools`` lists a v2 feature."""
-    return any(V2_FUNCTION_KEYS.intersection(function_of(pipe, tool)) for tool in tools)
+    """True when the discovery document of ``tools`` lists a v2 feature: a v2-only function key, a
+    tool that returns the v2 envelope, a rollback."""
+    return any(V2_FUNCTION_KEYS.intersection(function_of(pipe, tool)) or tool.metadata.get("envelope")
+               or rollbacks.rollback_name(tool) for tool in tools)
 
 
 def media_type(pipe: Pipeline, toolset: ToolSet) -> str:
