@@ -158,6 +158,20 @@ def test_202_at_once_then_the_result_is_posted_to_the_callback(server: str, rece
     assert headers["X-Trace-Id"] == "trace-async-1"
 
 
+@pytest.mark.parametrize("refuse, expected", [
+    (False, {"message": "Booked", "content": {"room": "Blue"}, "content_type": "application/json",
+             "operation": {"operation_id": "op-7", "status": "completed"}}),
+    (True, {"message": "No room", "error": {"type": "about:blank", "title": "Resource Conflict", "status": 409,
+                                            "detail": "No room"}}),
+])
+def test_an_envelope_is_the_callbacks_body(server: str, receiver: Receiver, refuse: bool,
+                                           expected: dict[str, Any]) -> None:
+    url = receiver.url()
+    assert call(server, "enveloped", {"refuse": refuse}, callback(url)).status_code == 202
+    [(headers, body)] = receiver.wait(url)
+    assert json.loads(body) == expected and headers["Content-Type"] == RESULT_TYPE
+
+
 def test_the_background_call_keeps_the_requests_context(server: str, receiver: Receiver) -> None:
     url = receiver.url()
     auth = {"provider": "OptiID", "credentials": {"access_token": "opti-tok", "user_id": "u-7"}}

@@ -170,3 +170,12 @@ def test_a_malformed_credential_fails_at_init_app(make_app, config: dict[str, An
     with pytest.raises(SettingsError, match=fragment) as caught:
         make_app(our_tools(), **{**CONFIG, **config})
     assert "not base64!" not in str(caught.value)
+
+
+def test_an_unreachable_nonce_store_refuses_with_503(make_app) -> None:
+    from .conftest import free_port
+
+    app = make_app(our_tools(), TOOLDISCOVERY_STATE_STORAGE_URI=f"redis://127.0.0.1:{free_port()}/0", **CONFIG)
+    answer = app.test_client().post("/tools/echo", data=BODY, headers=header())
+    assert answer.status_code == 503
+    assert answer.get_json()["error"] == "Signed requests cannot be checked right now."

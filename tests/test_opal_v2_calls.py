@@ -340,3 +340,53 @@ def test_our_openapi_variant_documents_the_shapes(make_app) -> None:
     envelope = placed["requestBody"]["content"]["application/json"]["schema"]["anyOf"][0]
     assert envelope["properties"]["auth"] == envelope["properties"]["environment"] == {"type": ["object", "null"]}
     assert "auth_credentials" in envelope["properties"]
+
+
+def test_a_second_call_while_the_first_runs_is_a_409(make_app) -> None:
+    import threading
+
+    import requests
+
+    from .conftest import live_server
+
+    d, started, release = ToolDiscovery(), threading.Event(), threading.Event()
+
+    def undo(order_id: str) -> dict:
+        started.set()
+        release.wait(30)
+        return {"undone": order_id}
+
+    @d.tool(rollback=undo)
+    def place(item: str) -> dict:
+        return {"placed": item}
+
+    body = {"data": {"order_id": "o-1"}, "operation_id": "op-1"}
+    with live_server(make_app(d, TOOLDISCOVERY_DIALECTS=["opal"], TOOLDISCOVERY_MAX_CONCURRENT_CALLS=4)) as base:
+        first: list[requests.Response] = []
+        worker = threading.Thread(target=lambda: first.append(
+            requests.post(f"{base}/opal/tools/rollbacks/undo", json=body, timeout=30)))
+        worker.start()
+        assert started.wait(30)
+        second = requests.post(f"{base}/opal/tools/rollbacks/undo", json=body, timeout=30)
+        release.set()
+        worker.join(30)
+    assert second.status_code == 409 and "running" in second.json()["error"]
+    assert first[0].status_code == 200 and first[0].json() == {"undone": "o-1"}
+
+
+def test_interaction_names_are_unique_among_tools_and_interactions() -> None:
+    d = ToolDiscovery()
+
+    @d.tool
+    def place(item: str) -> dict:
+        return {}
+
+    with pytest.raises(RegistrationError, match="already the name of a tool or an interaction"):
+        d.interaction(name="place")(lambda: None)
+
+    @d.interaction
+    def card() -> dict:
+        return {}
+
+    with pytest.raises(RegistrationError, match="already the name of an interaction"):
+        d.tool(name="card")(lambda: None)

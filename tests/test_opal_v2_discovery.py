@@ -9,7 +9,7 @@ from typing import Annotated
 import pytest
 from pydantic import BaseModel, Field
 
-from flask_tooldiscovery import ToolDiscovery
+from flask_tooldiscovery import Envelope, ToolDiscovery
 
 from .opal_sdk import by_name, sdk, sdk_app, shape
 
@@ -102,3 +102,29 @@ def test_mcp_instructions(make_app, config: dict[str, str], expected: str | None
         headers={"Accept": "application/json, text/event-stream"})
     assert answer.status_code == 200
     assert answer.get_json()["result"].get("instructions") == expected
+
+
+def _returns_envelope() -> Envelope:
+    return Envelope(message="ok")
+
+
+def _undo(order_id: str) -> dict:
+    return {"undone": order_id}
+
+
+@pytest.mark.parametrize("options, function", [
+    ({"wait": True}, None),
+    ({"skippable_interaction": True}, None),
+    ({"sensitive": "Check it"}, None),
+    ({"rollback": _undo}, None),
+    ({}, _returns_envelope),  # an envelope-returning tool lists nothing new: its return type says v2
+], ids=["wait", "skippable_interaction", "sensitive", "rollback", "envelope"])
+def test_each_v2_feature_alone_makes_discovery_v2(make_app, options: dict[str, object], function: object) -> None:
+    d = ToolDiscovery()
+
+    def plain() -> dict:
+        return {}
+
+    d.add_tool(function or plain, name="one", description="One tool.", **options)
+    answer = make_app(d, TOOLDISCOVERY_DIALECTS=["opal"]).test_client().get("/opal/discovery")
+    assert answer.mimetype == V2

@@ -9,7 +9,7 @@ from typing import Literal
 
 from flask import Flask, current_app
 
-from flask_tooldiscovery import ToolContext, ToolDiscovery, ToolError
+from flask_tooldiscovery import Envelope, ToolContext, ToolDiscovery, ToolError
 
 
 def create_app(hosts: str = "", retries: int = 2, call_log: str | None = None, **config: object) -> Flask:
@@ -53,6 +53,14 @@ def create_app(hosts: str = "", retries: int = 2, call_log: str | None = None, *
     def wipe() -> str:
         """Needs a person's approval on each call."""
         return "wiped"
+
+    @discovery.tool(long_running=True)
+    def enveloped(refuse: bool = False) -> Envelope:
+        """Answer with the v2 envelope: an operation, or an error."""
+        if refuse:
+            return Envelope(message="No room", error={"title": "Resource Conflict", "status": 409, "detail": "No room"})
+        return Envelope(message="Booked", content={"room": "Blue"},
+                        operation={"operation_id": "op-7", "status": "completed"})
 
     @discovery.tool
     def quick(n: int) -> dict:
