@@ -191,6 +191,24 @@ def test_celery_runs_a_task_and_its_record_is_read_where_it_was_accepted(celery_
     assert task is not None and task.state == "completed" and task.result == {"status": "success", "value": {"n": 3}}
 
 
+def test_the_message_celery_shows_and_logs_carries_no_credentials(celery_side: Any, redis_url: str  # noqa: F811
+                                                                ) -> None:
+    """Celery logs, sends as events and shows (Flower) a message's ``argsrepr``: a task's job
+    carries the caller's credentials, which must not be there."""
+    import redis
+
+    app, *_ = celery_side
+    answer = app.test_client().post("/opal/tools/quick", json={
+        "parameters": {"n": 1}, "auth": {"provider": "acme", "credentials": {"access_token": "tok-SECRET-0451"}},
+        "async_callback": {"url": "http://127.0.0.1:9/never", "tool_call_id": "tc-1"}})
+    assert answer.status_code == 202, answer.data
+    task_id = answer.get_json()["task_id"]
+    queued = [json.loads(raw) for raw in redis.Redis.from_url(redis_url).lrange("celery", 0, -1)]
+    [message] = [m for m in queued if m["headers"]["id"] == task_id]
+    assert "tok-SECRET-0451" not in json.dumps(message["headers"])
+    assert message["headers"]["argsrepr"] == f"[call of task {task_id}]"
+
+
 def test_a_killed_worker_never_runs_a_tool_twice_the_caller_reads_interrupted(celery_side: Any,
                                                                              receiver: Receiver) -> None:
     app, env, folder, workers = celery_side

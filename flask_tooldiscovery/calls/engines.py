@@ -109,7 +109,11 @@ class CeleryEngine:
                                  ignore_result=True)(run_task)
 
     def submit(self, job: Job, delay: float = 0.0) -> None:
-        self._task.apply_async(args=[job], task_id=job.get("job_id") or job["task"], countdown=delay or None)
+        # argsrepr/kwargsrepr: what Celery logs and shows (events, Flower) instead of the job itself,
+        # which carries the caller's secrets and credentials; it also spares a deep repr per message.
+        shown = f"[{job.get('kind') or 'call'} of task {job['task']}]"
+        self._task.apply_async(args=[job], task_id=job.get("job_id") or job["task"], countdown=delay or None,
+                               argsrepr=shown, kwargsrepr="{}")
 
 
 __all__ = ["CELERY_INSTALL", "CELERY_TASK", "CeleryEngine", "Engine", "Job", "Runner", "ThreadEngine"]
