@@ -243,6 +243,7 @@ def test_legacy_capability_execution_and_task_lifecycle_in_the_sdk_types(app: Fl
                                        "task": {"ttl": 60000}})["result"]
     task = v2025.CreateTaskResult.model_validate(created).task
     assert task.status == "working" and task.poll_interval == 50 and "resultType" not in created
+    assert task.ttl == 60000  # the ttl the client asked for, shorter than the server's
     got = v2025.GetTaskResult.model_validate(legacy(c, "tasks/get", {"taskId": task.task_id})["result"])
     assert got.task_id == task.task_id
     result = legacy(c, "tasks/result", {"taskId": task.task_id})["result"]  # waits for the end
@@ -280,6 +281,19 @@ def test_legacy_refusals(app: Flask) -> None:
     # invalid arguments are answered at once, as without a task
     result = legacy(c, "tools/call", {"name": "slow_compute", "arguments": {"seconds": "x"}, "task": {}})["result"]
     assert result["isError"] is True and "task" not in result
+
+
+def test_a_requested_ttl_is_kept_up_to_the_servers_own(app: Flask) -> None:
+    c = app.test_client()
+    longer = legacy(c, "tools/call", {"name": "slow_compute", "arguments": {"seconds": 0}, "task": {"ttl": 10 ** 12}})
+    assert longer["result"]["task"]["ttl"] == app.config.get("TOOLDISCOVERY_TASK_TTL", 86400) * 1000  # never more
+    unset = legacy(c, "tools/call", {"name": "slow_compute", "arguments": {"seconds": 0}, "task": {"ttl": None}})
+    assert unset["result"]["task"]["ttl"] == longer["result"]["task"]["ttl"]
+    short = legacy(c, "tools/call", {"name": "slow_compute", "arguments": {"seconds": 0}, "task": {"ttl": 5000}})
+    assert short["result"]["task"]["ttl"] == 5000
+    for bad in (-1, "soon", True):
+        body = legacy(c, "tools/call", {"name": "slow_compute", "arguments": {"seconds": 0}, "task": {"ttl": bad}})
+        assert body["error"]["code"] == -32602 and "ttl" in body["error"]["message"]
 
 
 def test_tasks_result_waits_a_bounded_time() -> None:

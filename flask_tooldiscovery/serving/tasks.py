@@ -116,13 +116,14 @@ class Tasks:
         return CeleryEngine(celery_app, self.run)
 
     def start(self, pipe: Pipeline, tool: Tool, arguments: dict[str, Any], context: ToolContext, *,
-              then: str | None = None, meta: Mapping[str, Any] | None = None) -> Task:
+              then: str | None = None, meta: Mapping[str, Any] | None = None, ttl: float | None = None) -> Task:
         """Keep a task record for this call and hand it to the engine; the record. The caller's
         rate limit is counted now, so that a refusal is answered at once
         (:class:`~flask_tooldiscovery.errors.RateLimited`), as one of the engine
-        (:class:`~flask_tooldiscovery.errors.Busy`) is, the record then ended."""
+        (:class:`~flask_tooldiscovery.errors.Busy`) is, the record then ended. ``ttl``: seconds to
+        keep the record, when the caller asked for less than ``TOOLDISCOVERY_TASK_TTL`` (never more)."""
         charge(pipe, tool)
-        task = self._record(pipe, tool, arguments, context, {**(meta or {}), "then": then}, self.leased)
+        task = self._record(pipe, tool, arguments, context, {**(meta or {}), "then": then}, self.leased, ttl)
         request, identity = context.request, context.identity
         job: Job = {
             "task": task.id, "dialect": pipe.name, "tool": tool.name, "version": tool.version,
@@ -146,11 +147,12 @@ class Tasks:
         return task
 
     def _record(self, pipe: Pipeline, tool: Tool, arguments: Mapping[str, Any] | None, context: ToolContext,
-                meta: dict[str, Any], leased: bool) -> Task:
+                meta: dict[str, Any], leased: bool, ttl: float | None = None) -> Task:
         identity = context.identity
         task = Task(id=context.call_id, tool=tool.name, version=tool.version, dialect=pipe.name,
                     caller=identity.subject if identity is not None else context.user_id,
-                    digest=digest(dict(arguments or {})), ttl=float(self.settings.task_ttl),
+                    digest=digest(dict(arguments or {})),
+                    ttl=min(float(self.settings.task_ttl), max(ttl, 1.0) if ttl is not None else float("inf")),
                     meta={**meta, "lease": True} if leased else meta)
         self.store.put(task)
         if leased:

@@ -113,11 +113,22 @@ def questions_first(tool: Tool, params: Mapping[str, Any],
         for k, q in asked.items() if k not in given}}
 
 
+def requested_ttl(asked: Mapping[str, Any]) -> float | None:
+    """The seconds a 2025-11-25 ``params.task.ttl`` (milliseconds) asks the task to be kept
+    (``None``: not asked; the server's own, ``TOOLDISCOVERY_TASK_TTL``, is the most it gets)."""
+    ttl = asked.get("ttl")
+    if ttl is None:
+        return None
+    if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not ttl >= 0 or ttl == float("inf"):
+        raise rpc.RpcError(rpc.INVALID_PARAMS, "params.task.ttl must be a number of milliseconds (0 or more).")
+    return float(ttl) / 1000
+
+
 def as_task(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, context: ToolContext,
             params: Mapping[str, Any], modern: bool) -> dict[str, Any] | None:
     """The answer to a ``tools/call`` that is not run in the request: the task it created (or the
     questions it asks first); ``None`` to run it now. Its answers to questions go to ``context``."""
-    how = support(tool)
+    how, ttl = support(tool), None
     if modern:
         wanted = declares(params, EXTENSION)
         if how == "required" and not wanted:
@@ -127,6 +138,7 @@ def as_task(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, contex
         if asked is not None and not isinstance(asked, Mapping):
             raise rpc.RpcError(rpc.INVALID_PARAMS, "params.task must be an object.")
         wanted = asked is not None
+        ttl = requested_ttl(asked or {})
         if wanted and how == "forbidden":
             raise rpc.RpcError(rpc.METHOD_NOT_FOUND, f"Tool {tool.name} cannot be run as a task.")
         if how == "required" and not wanted:
@@ -142,7 +154,7 @@ def as_task(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, contex
     meta = {"trace_id": context.trace_id, task_input.ASK_WAIT: wait,
             task_input.ASKABLE: modern and wait > 0 and declares(params, "elicitation"),
             task_input.ANSWERS: {k: a.to_json() for k, a in answers.items()}}
-    task = tasks_of(current_app).start(pipe, tool, arguments or {}, context, meta=meta)
+    task = tasks_of(current_app).start(pipe, tool, arguments or {}, context, meta=meta, ttl=ttl)
     log.info("flask-tooldiscovery: mcp tools/call %s runs as task %s (trace_id=%s)", tool.name, task.id,
              context.trace_id)
     return wire.created(pipe, task, wire.MODERN if modern else "2025-11-25", _poll_ms(pipe))
