@@ -11,6 +11,11 @@ In process, on a redis-server of its own (started here on a free port, stopped a
 
 Microseconds per request, the best of interleaved rounds. Run: ``python bench/bench_tasks.py``
 (needs redis-server and the celery extra). bench/RESULTS.rst ("Tasks") records a run.
+
+``python bench/bench_tasks.py --instructions`` counts instead: the machine instructions the web
+process spends on one answered call and on one accepted call (cachegrind, as
+``bench_inprocess.py --instructions``; Redis's own work is another process and not counted), which
+the machine's load does not move; the wall time of an accept adds its Redis round trips.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from __future__ import annotations
 import gc
 import json
 import logging
+import os
+import re
 import shutil
 import socket
 import subprocess
@@ -105,7 +112,37 @@ def best(cases: dict[str, Callable[[], None]]) -> dict[str, float]:
     return out
 
 
+INSTRUCTION_CASES = {"answered": ({"parameters": {"n": 1}}, 200),
+                     "accepted": ({"parameters": {"n": 1}, "async_callback": {"url": "http://127.0.0.1:9/never"}}, 202)}
+
+
+def counted_run(case: str, requests: int) -> None:
+    """One measured run of ``--instructions``: ``requests`` requests of ``case`` (after a warm-up)."""
+    body, status = INSTRUCTION_CASES[case]
+    one = request(app_with("celery", os.environ["BENCH_REDIS_URL"]), body, status)
+    for _ in range(30):
+        one()
+    gc.collect()
+    for _ in range(requests):
+        one()
+
+
+def instructions(case: str, url: str, requests: int = 300) -> float:
+    counts = []
+    for n in (0, requests):
+        run = subprocess.run(
+            ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+             sys.executable, __file__, "--requests", str(n), case],
+            capture_output=True, text=True, check=True,
+            env={**os.environ, "PYTHONHASHSEED": "0", "BENCH_REDIS_URL": url})
+        counts.append(int(re.findall(r"I\s+refs:\s+([\d,]+)", run.stderr)[-1].replace(",", "")))
+    return (counts[1] - counts[0]) / requests
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--requests"]:
+        counted_run(sys.argv[3], int(sys.argv[2]))
+        return
     binary = shutil.which("redis-server") or "/usr/bin/redis-server"
     port, folder = free_port(), tempfile.mkdtemp()
     proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
@@ -123,6 +160,12 @@ def main() -> None:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.1)
+        if sys.argv[1:2] == ["--instructions"]:
+            counted = {case: instructions(case, url) for case in INSTRUCTION_CASES}
+            for case, count in counted.items():
+                print(f"opal call, {case:10s} {count:10.0f} instructions/request "
+                      f"{count / counted['answered']:6.2f} x answered")
+            return
         celery_app, thread_app = app_with("celery", url), app_with("thread", url)
         plain = {"parameters": {"n": 1}}
         accepted = {"parameters": {"n": 1}, "async_callback": {"url": "http://127.0.0.1:9/never"}}

@@ -17,7 +17,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal, Protocol
 
 from .state_store import redis_client
@@ -53,11 +53,15 @@ class Task:
         return self.state in TERMINAL
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), separators=(",", ":"), default=str)
+        # the fields as they are (no deep copy: dumping reads them only)
+        return json.dumps({name: getattr(self, name) for name in _FIELDS}, separators=(",", ":"), default=str)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Task:
         return cls(**json.loads(text))
+
+
+_FIELDS = tuple(f.name for f in fields(Task))
 
 
 class TaskStore(Protocol):
@@ -181,6 +185,15 @@ class LocalTaskStore:
             return self._leases.get(task_id, 0.0) > time.time()
 
 
+#: Keep a new record (KEYS[1]: the record, KEYS[2]: its caller's index; ARGV: the record, its TTL in
+#: seconds, its creation time, the oldest creation time the index keeps): one round trip.
+_PUT = """
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], 0, ARGV[5])
+redis.call('EXPIRE', KEYS[2], ARGV[2])
+return 1
+"""
 #: Move a task to a terminal state unless it is terminal already (KEYS[1]: the record;
 #: ARGV: the new record, its TTL in seconds). 1 when moved.
 _FINISH = """
@@ -201,19 +214,15 @@ class RedisTaskStore:
     def __init__(self, uri: str) -> None:
         self._redis: Any = redis_client(uri)
         self._finish = self._redis.register_script(_FINISH)
+        self._put = self._redis.register_script(_PUT)
 
     def _ttl(self, task: Task) -> int:
         return max(int(task.ttl), 1)
 
     def put(self, task: Task) -> None:
-        ttl, key = self._ttl(task), REDIS_PREFIX + task.id
-        caller = f"{REDIS_PREFIX}caller:{task.caller or ''}"
-        pipe = self._redis.pipeline()
-        pipe.set(key, task.to_json(), ex=ttl)
-        pipe.zadd(caller, {task.id: task.created})
-        pipe.zremrangebyscore(caller, 0, time.time() - ttl)
-        pipe.expire(caller, ttl)
-        pipe.execute()
+        ttl = self._ttl(task)
+        self._put(keys=[REDIS_PREFIX + task.id, f"{REDIS_PREFIX}caller:{task.caller or ''}"],
+                  args=[task.to_json(), ttl, repr(task.created), task.id, repr(time.time() - ttl)])
 
     def get(self, task_id: str) -> Task | None:
         raw = self._redis.get(REDIS_PREFIX + task_id)
