@@ -96,7 +96,7 @@ class ToolDiscovery(Registering):
     def init_app(self, app: Flask) -> None:
         """Check the settings, mount the dialect blueprints and register the template filter.
 
-        A wrong ``TOOLDISCOVERY_*`` value raises :class:`~.settings.SettingsError` here, naming the key.
+        A wrong ``TOOLDISCOVERY_*`` value raises :class:`~flask_tooldiscovery.SettingsError` here, naming the key.
         """
         if "tooldiscovery" in app.extensions:
             raise RuntimeError(

@@ -6,8 +6,8 @@ Every key is a dataclass field declared with :func:`setting`: its name, default,
 identity, limits, identity, approvals, operating); each dialect hands in its own block (``Dialect(
 settings=...)``), which ``init_app`` parses beside them and a dialect reads back with
 ``Block.of(settings)``. A wrong value is refused at ``init_app`` with the key's name, so a bad
-deployment fails at start, not on a call. The README's settings table mirrors :data:`SPECS` and
-the blocks of the dialects this package ships.
+deployment fails at start, not on a call. The documentation's settings reference is written
+from these declarations (:data:`SPECS` and the block of every dialect of the extension's table).
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ class DialectSettings:
     :func:`setting` s, name the class in ``Dialect(settings=...)``, and read the values with
     ``MySettings.of(pipe.settings)``. ``init_app`` parses the block of every dialect of the
     extension's table (mounted or not) and refuses a wrong value naming its key; a check that
-    involves several keys goes in ``__post_init__`` (raise :class:`SettingsError`)::
+    involves several keys goes in ``__post_init__`` (raise :class:`~flask_tooldiscovery.SettingsError`)::
 
         @dataclass(frozen=True)
         class EchoSettings(DialectSettings):

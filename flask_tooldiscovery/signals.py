@@ -1,8 +1,8 @@
 """Signals around every tool call a dialect makes, the Flask way (blinker, as Flask's own).
 
 Each is sent by the core (never by a dialect) with the app as sender and these keyword
-arguments: ``tool`` (the :class:`~.tool.Tool`), ``dialect``, ``call_id``, ``trace_id``,
-``identity`` (the caller's :class:`~.auth.Identity`, or ``None``) and ``duration_ms``. Per call,
+arguments: ``tool`` (the :class:`~flask_tooldiscovery.Tool`), ``dialect``, ``call_id``, ``trace_id``,
+``identity`` (the caller's :class:`~flask_tooldiscovery.Identity`, or ``None``) and ``duration_ms``. Per call,
 :data:`tool_called` comes first, then exactly one of the other three::
 
     from flask_tooldiscovery.signals import tool_failed

@@ -175,7 +175,7 @@ class ToolContext(Asking):
     identity: Identity | None = None
     #: Receives the tool's progress reports and log lines (set by dialects that stream them).
     listener: Callable[[ToolEvent], None] | None = field(default=None, repr=False, compare=False)
-    #: Answers the tool's questions (``ask``), where its caller can answer (:mod:`.questions`).
+    #: Answers the tool's questions (``ask``), where its caller can answer (``tools/questions.py``).
     asker: Asker | None = field(default=None, repr=False, compare=False)
     _cancelled: bool = field(default=False, repr=False, compare=False)
     _cancel_callbacks: list[Callable[[], None]] = field(default_factory=list, repr=False, compare=False)
@@ -194,7 +194,7 @@ class ToolContext(Asking):
         return _DONE
 
     def log(self, level: str, message: str) -> _Done:
-        """Send a log line to the caller (``level`` one of :data:`LOG_LEVELS`: ``"info"``...)."""
+        """Send a log line to the caller (``level``: ``"debug"``, ``"info"``... ``"emergency"``, as MCP names them)."""
         if level not in LOG_LEVELS:
             raise ValueError(f"level must be one of {', '.join(LOG_LEVELS)}, not {level!r}")
         if self.listener is not None:
@@ -359,7 +359,7 @@ class Tool:
 
     @cached_property
     def resolved_input_schema(self) -> dict[str, Any]:
-        """The input schema with local ``$ref``s inlined (computed once per tool object; shared,
+        """The input schema with local ``$ref`` pointers inlined (computed once per tool object; shared,
         never mutate it). A schema defining nothing to inline is its own resolved form: the same
         object, not a second copy of it."""
         from .json_schema import inline_refs
