@@ -162,7 +162,11 @@ PACK_SECONDS = 0.3
 @discovery.tool(annotations={"readOnlyHint": True}, category="orders", long_running=True)
 async def pack_orders(count: Annotated[int, {"minimum": 1, "maximum": 20}] = 5, ctx: ToolContext = None) -> dict:
     """Pack a batch of orders, reporting progress as each one is packed (watch it live in the
-    explorer, or with an MCP client's progress callback)."""
+    explorer, or with an MCP client's progress callback).
+
+    Args:
+        count: How many orders to pack.
+    """
     for packed in range(1, count + 1):
         await asyncio.sleep(PACK_SECONDS)  # cancelled here when the caller gives up
         await ctx.report_progress(packed, count, f"packed order {packed} of {count}")
@@ -172,7 +176,11 @@ async def pack_orders(count: Annotated[int, {"minimum": 1, "maximum": 20}] = 5, 
 
 @discovery.tool(annotations={"readOnlyHint": True}, category="weather")
 def temperature_chart(cities: list[Literal["berlin", "paris", "lisbon", "oslo"]]) -> Image:
-    """A bar chart (PNG) of the current temperature in some cities, one bar per city."""
+    """A bar chart (PNG) of the current temperature in some cities, one bar per city.
+
+    Args:
+        cities: The cities to draw, in order.
+    """
     if not cities:
         raise ToolError("Name at least one city.")
     width, height, bar = 12 * len(cities), 40, 8
@@ -211,10 +219,9 @@ def create_app(config: dict | None = None) -> Flask:
                 app.config[key] = value
     app.config.update(config or {})
     if not app.config.get("SECRET_KEY"):  # seals approvals (create_order, remove_pet need a person's yes)
+        # One process (flask run, flask tools ...) is served by a key of its own; wsgi.py, the
+        # entry point of several workers, warns when they would each have theirs.
         app.config["SECRET_KEY"] = os.environ.get("FLASK_SECRET_KEY") or secrets.token_hex(32)
-        if "FLASK_SECRET_KEY" not in os.environ:
-            app.logger.warning("FLASK_SECRET_KEY is not set: approvals use a key of this process only, so one "
-                               "asked on another worker or before a restart is refused")
     if pets is not None:
         pets.register(app)
     else:

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import struct
+import subprocess
+import sys
 import zlib
+from pathlib import Path
 
+import pytest
 from flask import Flask
 
 SSE = {"Accept": "application/json, text/event-stream"}
@@ -45,3 +50,41 @@ def test_packing_reports_progress_to_a_streaming_client(example_app: Flask) -> N
     assert [(p["progress"], p["total"], p["message"]) for p in progress] == [
         (1, 3, "packed order 1 of 3"), (2, 3, "packed order 2 of 3"), (3, 3, "packed order 3 of 3")]
     assert messages[-1]["result"]["structuredContent"] == {"packed": 3}
+
+
+# -- the example app on the command line ----------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_quietly(tmp_path: Path, *args: str, secret: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``python *args`` in an empty folder, with this checkout importable and no FLASK_SECRET_KEY
+    (unless ``secret``), as a user's shell would run it."""
+    env = {k: v for k, v in os.environ.items() if k != "FLASK_SECRET_KEY" and not k.startswith("TOOLDISCOVERY_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    if secret:
+        env["FLASK_SECRET_KEY"] = secret
+    return subprocess.run([sys.executable, *args], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+@pytest.mark.parametrize("command", [["list"], ["show", "add"], ["export", "opal"], ["check"],
+                                     ["export", "--target", "gemini"]], ids=" ".join)
+def test_read_only_tools_commands_print_no_warning(tmp_path: Path, command: list[str]) -> None:
+    """``flask --app example_app tools list`` and its read-only siblings, on a fresh shell: their
+    output, exit 0, and nothing on stderr (no FLASK_SECRET_KEY warning, no lint finding)."""
+    done = run_quietly(tmp_path, "-m", "flask", "--app", "example_app", "tools", *command)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stderr == ""
+    assert done.stdout.strip()
+
+
+def test_the_wsgi_entry_point_warns_of_a_key_per_process_without_flask_secret_key(tmp_path: Path) -> None:
+    """Several gunicorn workers each building the app would each seal approvals with a key of its
+    own: the entry point gunicorn loads says so, once; with the key set it says nothing."""
+    load = "import example_app.wsgi as w; print(w.app.name)"
+    keyless = run_quietly(tmp_path, "-c", load)
+    assert keyless.returncode == 0 and keyless.stdout.strip() == "example_app", keyless.stderr
+    assert keyless.stderr.count("FLASK_SECRET_KEY is not set") == 1
+    keyed = run_quietly(tmp_path, "-c", load, secret="a-key-every-worker-shares")
+    assert keyed.returncode == 0 and "FLASK_SECRET_KEY" not in keyed.stderr, keyed.stderr
