@@ -1,14 +1,14 @@
-"""The deployment recipe end to end: gunicorn with the README's configuration (deploy/gunicorn.conf.py)
-behind Debian's nginx with the README's site (deploy/nginx-site.conf), each started here on a free
+"""The deployment recipe end to end: gunicorn with the documented configuration (deploy/gunicorn.conf.py)
+behind Debian's nginx with the documented site (deploy/nginx-site.conf), each started here on a free
 port and stopped after; nginx runs as the current user with every path in a temporary folder.
 
 Slow clients (16 connections that send their headers, or their body, a byte at a time) take every
 thread of gunicorn when they reach it directly, so discovery gets no answer; behind nginx, which
 reads each request whole before it passes it on, discovery answers. Every wait is bounded.
 
-The README shows both files as they are (checked in the quick part of the suite, so they cannot
-drift apart). Without nginx the server tests skip locally, and fail when CI is set (.ci/run
-installs it)."""
+The deploying page of the documentation includes both files themselves (checked in the quick part
+of the suite, so what it shows is what runs here). Without nginx the server tests skip locally, and
+fail when CI is set (.ci/run installs it)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ import contextlib
 import http.client
 import os
 import pwd
-import re
 import select
 import shutil
 import socket
@@ -37,7 +36,7 @@ from .test_deploy import ROOT, stop, wait_until_up
 DEPLOY = ROOT / "deploy"
 SITE = DEPLOY / "nginx-site.conf"
 GUNICORN_CONF = DEPLOY / "gunicorn.conf.py"
-README = (ROOT / "README.rst").read_text()
+DEPLOYING = (ROOT / "docs" / "deploying.rst").read_text()
 #: The recipe's addresses, replaced by free ports here.
 LISTEN, UPSTREAM = "listen 80;", "server 127.0.0.1:8000;"
 SLOW_CLIENTS = 16
@@ -54,7 +53,7 @@ def nginx_binary() -> str:
 
 
 def site(nginx_port: int, gunicorn_port: int) -> str:
-    """The README's site with its two addresses on this test's ports."""
+    """The documented site with its two addresses on this test's ports."""
     text = SITE.read_text()
     assert text.count(LISTEN) == 1 and text.count(UPSTREAM) == 1, "the recipe's addresses moved"
     return text.replace(LISTEN, f"listen 127.0.0.1:{nginx_port};").replace(
@@ -88,7 +87,7 @@ def main_config(folder: Path, port: int, gunicorn_port: int) -> Path:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
-    """gunicorn (the README's config, one worker of 4 threads) and nginx in front: the base URL
+    """gunicorn (the documented config, one worker of 4 threads) and nginx in front: the base URL
     of gunicorn itself and of nginx."""
     binary = nginx_binary()
     folder = tmp_path_factory.mktemp("nginx")
@@ -215,11 +214,7 @@ def test_behind_nginx_a_body_over_the_limit_is_refused_and_a_chunked_one_passes(
     assert (chunked.status_code, chunked.json()) == (200, 7)
 
 
-def code_blocks(text: str) -> list[str]:
-    return [textwrap.dedent(m.group(2)).strip()
-            for m in re.finditer(r"^( *)\.\. code-block:: \w+\n\n((?:\1   .*\n|\n)+)", text, re.M)]
-
-
 @pytest.mark.parametrize("recipe", [SITE, GUNICORN_CONF], ids=lambda path: path.name)
-def test_the_readme_shows_the_recipe_the_tests_run(recipe: Path) -> None:
-    assert recipe.read_text().strip() in code_blocks(README)
+def test_the_deploying_page_includes_the_recipe_the_tests_run(recipe: Path) -> None:
+    """The page shows the file itself (literalinclude), not a copy that could drift from it."""
+    assert f".. literalinclude:: ../deploy/{recipe.name}\n" in DEPLOYING
