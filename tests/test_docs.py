@@ -333,3 +333,27 @@ def test_every_included_file_is_one_a_test_runs() -> None:
         path = (page.parent / target).resolve()
         assert path.is_file(), f"{page.name}: {target} does not exist"
         assert path.name in tests, f"{page.name}: no test runs {path.relative_to(ROOT)}"
+
+
+def test_the_api_reference_documents_every_exception_and_public_name(site: Path) -> None:
+    """Each exception the package defines (every ToolDiscoveryError, wherever it lives) and each
+    name ``flask_tooldiscovery`` exports has its entry, so a new one cannot go unmentioned."""
+    import pkgutil
+
+    import flask_tooldiscovery
+    from flask_tooldiscovery import ToolDiscoveryError
+
+    for info in pkgutil.walk_packages(flask_tooldiscovery.__path__, "flask_tooldiscovery."):
+        importlib.import_module(info.name)
+    exceptions = set()
+    pending = [ToolDiscoveryError]
+    while pending:
+        kind = pending.pop()
+        exceptions.add(kind)
+        pending.extend(kind.__subclasses__())
+    documented = set(re.findall(r'<dt class="sig sig-object py" id="([\w.]+)"', (site / "api.html").read_text()))
+    short = {name.rsplit(".", 1)[-1] for name in documented}
+    missing = sorted(f"{k.__module__}.{k.__qualname__}" for k in exceptions
+                     if k.__module__.startswith("flask_tooldiscovery") and k.__qualname__ not in short)
+    assert not missing, f"not in docs/api.rst: {missing}"
+    assert not [name for name in flask_tooldiscovery.__all__ if f"flask_tooldiscovery.{name}" not in documented]
