@@ -82,8 +82,9 @@ def test_the_settings_reference_shows_every_declared_key_with_its_default_and_do
 # -- every code block of every page runs ------------------------------------------------------------
 #
 # A page's blocks, by language:
-# - ``python`` (and a bare ``::`` literal block, which Sphinx shows as Python): run on its own, as a
-#   reader would paste it; an ``app`` (or ``create_app()``) it builds must pass ``flask tools check``.
+# - ``python`` (and a bare ``::`` literal block, which Sphinx shows as Python, unless it is JSON):
+#   run on its own, as a reader would paste it; an ``app`` (or ``create_app()``) it builds must pass
+#   ``flask tools check``.
 #   A block introduced by "Save this as ``name.py``" is importable as ``name`` by the page's
 #   shell commands.
 # - ``sh``: each command runs: ``curl localhost:5000/...`` against the page's app (the saved module
@@ -92,12 +93,13 @@ def test_the_settings_reference_shows_every_declared_key_with_its_default_and_do
 #   only extras this package declares; ``gunicorn``/``celery`` name a config file and an app that
 #   exist. Commands that set up the machine (a venv, nginx, folders) are listed in SETUP and
 #   only shown.
-# - ``json``: parses. ``text`` and ``http``: shown output, not code.
+# - ``json``: parses. ``text``, ``http`` and files shown for what they hold (``markdown``, ``html``,
+#   ``html+jinja``): not code.
 # Anything else (``nginx``, ``ini``...) must be a ``literalinclude`` of a file a test runs.
 
 SETUP = {"python -m venv", ".", "source", "cp", "nginx", "mkdir", "rm", "export", "apt-get", "command",
          "python -m playwright", "python -m pytest", "python tests/golden/record.py"}
-SHOWN = {"text", "http"}
+SHOWN = {"text", "http", "markdown", "html", "html+jinja"}
 PAGES = sorted(p for p in DOCS.rglob("*.rst") if "_build" not in p.parts)
 DIRECTIVE = re.compile(r"^( *)\.\. code-block:: ([\w-]+)\n((?:\1   :.*\n)*)\n((?:\1   .*\n|[ \t]*\n)+)", re.M)
 LITERAL = re.compile(r"^( *)(?!\.\. )(\S.*)?::\n\n((?:\1 +\S.*\n|[ \t]*\n)+)", re.M)
@@ -107,9 +109,21 @@ def blocks_of(text: str) -> list[tuple[str, str, int]]:
     """``(language, source, line)`` of each code block of a page, in order."""
     found = [(m.group(2), textwrap.dedent(m.group(4)).strip("\n") + "\n", text.count("\n", 0, m.start()) + 1)
              for m in DIRECTIVE.finditer(text)]
-    found += [("python", textwrap.dedent(m.group(3)).strip("\n") + "\n", text.count("\n", 0, m.start()) + 1)
-              for m in LITERAL.finditer(text) if not (m.group(2) or "").lstrip().startswith("..")]
+    for m in LITERAL.finditer(text):
+        if (m.group(2) or "").lstrip().startswith(".."):
+            continue
+        source = textwrap.dedent(m.group(3)).strip("\n") + "\n"
+        found.append((literal_language(source), source, text.count("\n", 0, m.start()) + 1))
     return sorted(found, key=lambda block: block[2])
+
+
+def literal_language(source: str) -> str:
+    """A ``::`` block holds JSON when it parses as JSON, else Python (as Sphinx highlights it)."""
+    try:
+        json.loads(source)
+    except ValueError:
+        return "python"
+    return "json"
 
 
 def saved_name(text: str, line: int) -> str | None:
