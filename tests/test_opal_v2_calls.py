@@ -390,3 +390,29 @@ def test_interaction_names_are_unique_among_tools_and_interactions() -> None:
 
     with pytest.raises(RegistrationError, match="already the name of an interaction"):
         d.tool(name="card")(lambda: None)
+
+
+def test_one_callers_rollback_result_is_not_anothers(make_app) -> None:
+    import jwt
+
+    d, runs = ToolDiscovery(), []
+
+    def undo(order_id: str, ctx: ToolContext = None) -> dict:
+        runs.append(ctx.user_id)
+        return {"undone": order_id, "by": ctx.user_id}
+
+    @d.tool(rollback=undo)
+    def place(item: str) -> dict:
+        return {"placed": item}
+
+    secret = "a-shared-secret-of-at-least-32-bytes!"
+    client = make_app(d, TOOLDISCOVERY_DIALECTS=["opal"], TOOLDISCOVERY_JWT_SECRET=secret).test_client()
+    body = {"order_id": "o-1", "operation_id": "op-1"}  # a bare body: the arguments, less the call's own keys
+    for subject in ("alice", "bob", "alice"):
+        token = jwt.encode({"sub": subject, "exp": 4102444800}, secret, algorithm="HS256")
+        answer = client.post("/opal/tools/rollbacks/undo", json=body, headers={"Authorization": f"Bearer {token}"})
+        assert answer.get_json() == {"undone": "o-1", "by": subject}
+    assert runs == ["alice", "bob"]
+    missing = client.post("/opal/interactions/execute", json={"name": "nope"}, headers={
+        "Authorization": "Bearer " + jwt.encode({"sub": "a", "exp": 4102444800}, secret, algorithm="HS256")})
+    assert missing.status_code == 404 and missing.get_json()["error"] == "Interaction not found: nope"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from flask import Response
 
-from ...errors import BadRequest, UnknownTool
+from ...errors import BadRequest, NotFound
 from ...serving.pipeline import Pipeline
 from .requests import answer, arguments_of, body_object, context_of
 
@@ -22,7 +22,7 @@ def execute(pipe: Pipeline) -> Response:
         raise BadRequest("'name' must name an interaction.")
     handler = pipe.core.registry.interactions.get(name)
     if handler is None:
-        raise UnknownTool(name)
+        raise NotFound(f"Interaction not found: {name}")
     parameters = arguments_of({"parameters": body.get("parameters")}, "parameters")
     return answer(pipe.invoke(handler, parameters, context_of(pipe, body, interaction=name), coerce=True))
 

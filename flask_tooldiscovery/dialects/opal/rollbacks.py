@@ -4,9 +4,10 @@ A tool declares its rollback with the ``rollback=`` option (a function, register
 unlisted tool, or the name of another tool); discovery lists each rollback of the listed tools
 (:func:`listed`). Opal calls it with ``{"data": {...}, "operation_id": "...", "auth": ...,
 "auth_credentials": ..., "environment": ...}`` (the SDK's ``register_rollback``: ``data``, else
-the whole body, is the arguments). It runs through the same pipeline as a tool call (identity,
-limits, approvals, signals), once per ``operation_id``: the first success is kept in the state
-store (:mod:`~flask_tooldiscovery.calls.once`, ``TOOLDISCOVERY_STATE_STORAGE_URI`` when set) for
+the whole body less those keys, is the arguments). It runs through the same pipeline as a tool
+call (identity, limits, approvals, signals), once per ``operation_id`` and caller (the identity's
+subject, when a credential named one): the first success is kept in the state store
+(:mod:`~flask_tooldiscovery.calls.once`, ``TOOLDISCOVERY_STATE_STORAGE_URI`` when set) for
 ``TOOLDISCOVERY_TASK_TTL`` seconds and answered again to every later call with that id; a second
 call while the first runs is a 409; a failed or refused run is forgotten, so Opal's retry runs it
 again. Without an ``operation_id`` (the SDK accepts that) it runs each time it is called.
@@ -21,7 +22,7 @@ from typing import Any
 from flask import Response
 
 from ...calls import once
-from ...errors import CoreError, Unavailable, UnknownTool
+from ...errors import CoreError, NotFound, Unavailable
 from ...serving.openapi import arguments_body, openapi_post
 from ...serving.pipeline import Pipeline
 from ...tools.json_schema import inline_refs
@@ -78,7 +79,7 @@ def find(pipe: Pipeline, name: str) -> Tool:
             target = _target(pipe, tool)
             if target is not None:
                 return target
-    raise UnknownTool(name)
+    raise NotFound(f"Rollback not found: {name}")
 
 
 def openapi(pipe: Pipeline, error_schema: dict[str, Any]) -> dict[str, Any]:
@@ -101,6 +102,8 @@ def openapi(pipe: Pipeline, error_schema: dict[str, Any]) -> dict[str, Any]:
 
 
 class RollbackRunning(CoreError):
+    """A rollback of this operation was claimed by a call that has not ended yet."""
+
     status = 409
     default_message = "A rollback of this operation is running; ask again when it is done."
 
@@ -109,7 +112,8 @@ def run(pipe: Pipeline, name: str) -> Response:
     """The view of ``POST <prefix>/tools/rollbacks/<name>``."""
     tool = find(pipe, name)
     body = body_object(pipe.body(), "data")
-    data = arguments_of(body, "data")
+    data = arguments_of(body, "data") if "data" in body else {  # a bare body: the arguments, less the call's own keys
+        k: v for k, v in body.items() if k not in ("operation_id", "auth", "auth_credentials", "environment")}
     operation_id = body.get("operation_id")
     if operation_id is not None and not (isinstance(operation_id, str) and operation_id):
         raise CoreError("'operation_id' must be a non-empty string.", status=400)
@@ -117,7 +121,8 @@ def run(pipe: Pipeline, name: str) -> Response:
     if operation_id is None:
         return answer(pipe.invoke(tool, data, context, coerce=True))
     records, settings = once.for_uri(pipe.settings.state_storage_uri), pipe.settings
-    key = "opal-rollback:" + hashlib.sha256(json.dumps([pipe.prefix, name, operation_id]).encode()).hexdigest()
+    caller = pipe.identity.subject if pipe.identity is not None else None  # one caller's result is not another's
+    key = "opal-rollback:" + hashlib.sha256(json.dumps([pipe.prefix, name, caller, operation_id]).encode()).hexdigest()
     claim = (tool.timeout or settings.default_timeout or 300) + 60  # a worker that died lets go after this
     try:
         found = records.begin(key, claim)
