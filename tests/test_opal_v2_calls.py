@@ -416,3 +416,37 @@ def test_one_callers_rollback_result_is_not_anothers(make_app) -> None:
     missing = client.post("/opal/interactions/execute", json={"name": "nope"}, headers={
         "Authorization": "Bearer " + jwt.encode({"sub": "a", "exp": 4102444800}, secret, algorithm="HS256")})
     assert missing.status_code == 404 and missing.get_json()["error"] == "Interaction not found: nope"
+
+
+def test_a_rollback_asks_for_approval_and_sends_the_signals_a_call_sends(make_app) -> None:
+    from flask_tooldiscovery import signals
+
+    d, runs, seen = ToolDiscovery(), [], []
+
+    @d.tool(requires_approval=True)
+    def cancel(order_id: str) -> dict:
+        runs.append(order_id)
+        return {"cancelled": order_id}
+
+    @d.tool(rollback="cancel")
+    def place(item: str) -> dict:
+        return {"placed": item}
+
+    app = make_app(d, TOOLDISCOVERY_DIALECTS=["opal"], SECRET_KEY="approvals-of-rollbacks")
+    client = app.test_client()
+    body = {"data": {"order_id": "o-1"}, "operation_id": "op-1"}
+
+    def called(sender: Any, **kwargs: Any) -> None:
+        seen.append(("called", kwargs["tool"].name, kwargs["dialect"]))
+
+    def succeeded(sender: Any, **kwargs: Any) -> None:
+        seen.append(("succeeded", kwargs["tool"].name, kwargs["dialect"]))
+
+    with signals.tool_called.connected_to(called), signals.tool_succeeded.connected_to(succeeded):
+        asked = client.post("/opal/tools/rollbacks/cancel", json=body)
+        assert asked.status_code != 200 and asked.get_json()["code"] == "approval_required" and runs == []
+        state = asked.get_json()["approval_state"]
+        # The refusal was not kept: the approved call runs, once.
+        approved = client.post("/opal/tools/rollbacks/cancel", json=body, headers={"X-Tool-Approval": state})
+        assert approved.get_json() == {"cancelled": "o-1"} and runs == ["o-1"]
+    assert ("called", "cancel", "opal") in seen and seen[-1] == ("succeeded", "cancel", "opal")
