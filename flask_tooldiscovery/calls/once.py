@@ -14,6 +14,7 @@ import json
 import math
 import threading
 import time
+import weakref
 from typing import Any, Protocol
 
 from ..errors import ToolDiscoveryError
@@ -103,15 +104,19 @@ class RedisOnce:
 
 LOCAL = LocalOnce()
 _SHARED: dict[str, RedisOnce] = {}
+_OWNED: weakref.WeakKeyDictionary[Any, LocalOnce] = weakref.WeakKeyDictionary()
 _SHARED_LOCK = threading.Lock()
 
 
-def for_uri(uri: str | None) -> Once:
-    """The records of a ``TOOLDISCOVERY_STATE_STORAGE_URI`` (unset: :data:`LOCAL`), one per URI and process."""
-    if not uri:
-        return LOCAL
+def for_uri(uri: str | None, owner: Any = None) -> Once:
+    """The records of a ``TOOLDISCOVERY_STATE_STORAGE_URI``, one per URI and process; unset, those
+    of this process: ``owner``'s own (an app's core: two apps never see each other's), else :data:`LOCAL`."""
     with _SHARED_LOCK:
-        return _SHARED.get(uri) or _SHARED.setdefault(uri, RedisOnce(uri))
+        if uri:
+            return _SHARED.get(uri) or _SHARED.setdefault(uri, RedisOnce(uri))
+        if owner is None:
+            return LOCAL
+        return _OWNED.get(owner) or _OWNED.setdefault(owner, LocalOnce())
 
 
 __all__ = ["LOCAL", "RUNNING", "LocalOnce", "Once", "OnceError", "RedisOnce", "for_uri"]

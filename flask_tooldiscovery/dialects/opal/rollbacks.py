@@ -120,9 +120,10 @@ def run(pipe: Pipeline, name: str) -> Response:
     context = context_of(pipe, body, operation_id=operation_id)
     if operation_id is None:
         return answer(pipe.invoke(tool, data, context, coerce=True))
-    records, settings = once.for_uri(pipe.settings.state_storage_uri), pipe.settings
+    records, settings = once.for_uri(pipe.settings.state_storage_uri, pipe.core), pipe.settings
     caller = pipe.identity.subject if pipe.identity is not None else None  # one caller's result is not another's
-    key = "opal-rollback:" + hashlib.sha256(json.dumps([pipe.prefix, name, caller, operation_id]).encode()).hexdigest()
+    named = json.dumps([settings.server_name, pipe.prefix, name, caller, operation_id])
+    key = "opal-rollback:" + hashlib.sha256(named.encode()).hexdigest()
     claim = (tool.timeout or settings.default_timeout or 300) + 60  # a worker that died lets go after this
     try:
         found = records.begin(key, claim)
