@@ -152,7 +152,7 @@ def test_two_servers_sharing_redis_the_answer_reaches_the_other_server(
 
 def test_without_storage_an_answer_reaching_another_server_is_lost(serve: Callable[..., str],
                                                                     tmp_path: Path) -> None:
-    """What README warns about: in process, the rendezvous only works where the call waits."""
+    """What the approvals page warns about: in process, the rendezvous only works where the call waits."""
     backends = [serve(1, label=label, secret=KEY, timeout=1) for label in ("a", "b")]
     proxy, _ = streaming_proxy(backends)
     with live_server(proxy) as base:
