@@ -9,6 +9,7 @@ from .tools.envelope import Envelope
 from .tools.function_tools import RegistrationError
 from .tools.invoke import Failure, Outcome
 from .tools.model import Identity, Tool, ToolContext, ToolError
+from .tools.prompts import EmbeddedResource, Message, Prompt
 from .tools.providers import ProviderError
 from .tools.questions import Answer, Question
 from .tools.results import Audio, File, Image, ResourceLink
@@ -20,12 +21,15 @@ __all__ = [
     "AuthError",
     "CoreError",
     "Dialect",
+    "EmbeddedResource",
     "Envelope",
     "Failure",
     "File",
     "Identity",
     "Image",
+    "Message",
     "Outcome",
+    "Prompt",
     "ProviderError",
     "Question",
     "RegistrationError",

@@ -27,6 +27,7 @@ from .serving.worker_threads import loading_worker
 from .settings import Settings, SettingsError
 from .tools.invoke import HandOff, Outcome, invoke
 from .tools.model import Tool, ToolContext
+from .tools.prompts import PromptRegistry
 from .tools.providers import ToolsProvider
 from .tools.registry import ToolRegistry, ToolSet
 from .tools.resources import ResourceRegistry
@@ -58,6 +59,7 @@ class ToolDiscovery(Registering):
     ) -> None:
         self.registry = ToolRegistry()
         self.resources = ResourceRegistry()
+        self.prompts = PromptRegistry()
         self.call_handler = call_handler
         self._auth_hook = auth_hook
         self._identity_hook = identity
@@ -112,7 +114,7 @@ class ToolDiscovery(Registering):
         show_call_log(settings.call_log)  # before the core, which says at INFO how many calls run at once
         # rate limits, tracing, metrics: checked (in the core) before anything is mounted
         core = Core(self.registry, self.resources, settings, call_handler=self.call_handler,
-                    dialects=table,
+                    dialects=table, prompts=self.prompts,
                     trusted_hosts=app.config.get("TRUSTED_HOSTS"))
         authenticators = self._authenticators(settings)
         self._views.resolve(app)  # views offered with add_view(s): the app's URL map holds them by now

@@ -1,4 +1,4 @@
-"""What a user registers with the extension: tools, views as tools, resources, providers and
+"""What a user registers with the extension: tools, views as tools, resources, prompts, providers and
 categories. :class:`~flask_tooldiscovery.ToolDiscovery` takes these methods from :class:`Registering`."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from .serving.core import merge_categories
 from .settings import Settings
 from .tools.function_tools import tool_from_function
 from .tools.model import Tool
+from .tools.prompts import Prompt, PromptRegistry, prompt_from_function
 from .tools.providers import ToolsProvider
 from .tools.registry import ToolRegistry
 from .tools.resources import ResourceRegistry, resource_from_function
@@ -23,6 +24,7 @@ class Registering:
 
     registry: ToolRegistry
     resources: ResourceRegistry
+    prompts: PromptRegistry
     _views: ViewTools
     if TYPE_CHECKING:
         @property
@@ -41,7 +43,8 @@ class Registering:
 
         Options: ``name``, ``description``, ``title``, ``input_schema``, ``output_schema``,
         ``annotations``, ``category``, ``tags``, ``version``, ``toolkit``, ``examples``,
-        ``requirements``, ``timeout``, and the metadata ``enabled_by_default``,
+        ``requirements``, ``timeout``, ``icons`` (``{src, mimeType, sizes, theme}`` dicts or URLs a
+        client may show beside it), and the metadata ``enabled_by_default``,
         ``requires_approval``, ``rate_limit_per_minute``, ``cost_estimate``, ``long_running``,
         ``idempotent``, ``modifies_state``, ``sensitive_output``, ``auth_requirements``, ``task_support``
         (may a protocol run its calls as tasks: MCP), ``questions`` (asked before it runs), and
@@ -90,7 +93,9 @@ class Registering:
         fixed URI or a template (``"reports://{report_id}"``: each variable is a string argument).
         It returns bytes, text, a JSON value or an ``Image``/``Audio``/``File``; ``None`` means
         not found. A ``ToolContext`` parameter receives the caller. Options: ``name``, ``title``,
-        ``description``, ``mime_type``, ``scopes``. MCP serves them with TOOLDISCOVERY_MCP_RESOURCES."""
+        ``description``, ``mime_type``, ``scopes``, ``icons``, and ``complete`` (``{variable:
+        fn(value, arguments) -> list of suggestions}``; a ``Literal`` or ``Enum`` variable is
+        completed from its values). MCP serves them with TOOLDISCOVERY_MCP_RESOURCES."""
 
         def register(fn: F) -> F:
             self.resources.add(resource_from_function(fn, uri, options))
@@ -109,6 +114,36 @@ class Registering:
             return fn
 
         return register(func) if func is not None else register
+
+    @overload
+    def prompt(self, func: F) -> F: ...
+
+    @overload
+    def prompt(self, func: None = None, **options: Any) -> Callable[[F], F]: ...
+
+    def prompt(self, func: Callable[..., Any] | None = None, **options: Any) -> Any:
+        """Register a function (sync or async) as a prompt, bare or with options: its parameters
+        are the prompt's arguments (strings turned into their declared types; required without a
+        default; a ``ToolContext`` parameter receives the caller), and it returns text, a
+        ``Message``, an ``Image``/``Audio``/``File``/``ResourceLink``, an ``EmbeddedResource``, or a
+        list of them (one message each). Options: ``name``, ``title``, ``description``, ``scopes``,
+        ``icons``, and ``complete`` (``{argument: fn(value, arguments) -> list of suggestions}``; a
+        ``Literal`` or ``Enum`` argument is completed from its values). The function is returned
+        unchanged; MCP serves prompts as soon as one is registered."""
+
+        def register(fn: F) -> F:
+            self.prompts.add(prompt_from_function(fn, options))
+            return fn
+
+        if func is not None:
+            if options:
+                raise TypeError("use @discovery.prompt or @discovery.prompt(**options)")
+            return register(func)
+        return register
+
+    def add_prompt(self, func: Callable[..., Any], **options: Any) -> Prompt:
+        """Register ``func`` as a prompt without decorating it; returns the :class:`Prompt`."""
+        return self.prompts.add(prompt_from_function(func, options))
 
     def add_provider(self, provider: ToolsProvider) -> None:
         """Add a tools provider; its tools follow those registered before it."""

@@ -30,6 +30,7 @@ from .settings_parsers import (
     parse_bool,
     parse_categories,
     parse_float,
+    parse_icons,
     parse_int,
     parse_list,
     parse_mapping,
@@ -171,6 +172,9 @@ class Settings:
                                       "Server description (MCP's instructions while INSTRUCTIONS is unset).")
     instructions: str = setting("INSTRUCTIONS", "", parse_str,
                                 "What the tools are for, as a whole, for the agent: Opal's and MCP's instructions.")
+    server_icons: tuple[dict[str, Any], ...] = setting(
+        "SERVER_ICONS", [], parse_icons, "The server's icons (MCP serverInfo, the Server Card): a list of "
+        "{src, mimeType, sizes, theme} dicts or URLs; src an http(s) URL or a data: URI.")
     title: str = setting("TITLE", "Tool Explorer", parse_str,
                          "Server title: the explorer page's, MCP's serverInfo and Server Card's, the manifest's.")
     max_content_length: int = setting("MAX_CONTENT_LENGTH", 1024 * 1024, whole_number(1),

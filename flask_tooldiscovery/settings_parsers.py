@@ -229,8 +229,51 @@ def parse_url_with_query(key: str, value: Any) -> str | None:
     return parse_url(key, value, query=True)
 
 
+_ICON_SRC = re.compile(r"^(https?://[^\s]+|data:[A-Za-z0-9.+-]+/[A-Za-z0-9.+-]+(;[^,\s]*)?,[^\s]*)$", re.IGNORECASE)
+_ICON_MIME = re.compile(r"^image/[A-Za-z0-9][A-Za-z0-9.+-]*$")
+_ICON_SIZE = re.compile(r"^(any|[1-9][0-9]*x[1-9][0-9]*)$")
+_ICON_KEYS = ("src", "mimeType", "sizes", "theme")
+
+
+def icons(value: Any) -> tuple[dict[str, Any], ...]:
+    """Icons as MCP's ``Icon`` (2025-11-25) writes them: ``{"src", "mimeType"?, "sizes"?, "theme"?}``,
+    ``src`` an http(s) URL or a ``data:`` URI (a bare string is taken as ``src``); ``ValueError``
+    saying what is wrong otherwise. Kept in the order given (copy one before changing it)."""
+    if value is None:
+        return ()
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise ValueError("icons are a list of {'src', 'mimeType', 'sizes', 'theme'} dicts (or URL strings)")
+    out = []
+    for item in value:
+        icon = {"src": item} if isinstance(item, str) else dict(item) if isinstance(item, Mapping) else None
+        if icon is None or sorted(set(icon) - set(_ICON_KEYS)):
+            raise ValueError(f"an icon is a dict with keys among {', '.join(_ICON_KEYS)} (or a URL), not {item!r}")
+        src, mime, sizes, theme = (icon.get(k) for k in _ICON_KEYS)
+        if not isinstance(src, str) or not _ICON_SRC.fullmatch(src):
+            raise ValueError(f"an icon's src is an http(s) URL or a data: URI, not {src!r}")
+        if mime is not None and (not isinstance(mime, str) or not _ICON_MIME.fullmatch(mime)):
+            raise ValueError(f"an icon's mimeType is an image MIME type (such as 'image/png'), not {mime!r}")
+        if sizes is not None and (isinstance(sizes, str) or not isinstance(sizes, Iterable)
+                                  or not all(isinstance(s, str) and _ICON_SIZE.fullmatch(s) for s in sizes)):
+            raise ValueError(f"an icon's sizes are a list of 'WxH' strings (such as '48x48') or 'any', not {sizes!r}")
+        if theme is not None and theme not in ("light", "dark"):
+            raise ValueError(f"an icon's theme is 'light' or 'dark', not {theme!r}")
+        if sizes is not None:
+            icon["sizes"] = list(sizes)
+        out.append({k: icon[k] for k in _ICON_KEYS if icon.get(k) is not None})
+    return tuple(out)
+
+
+def parse_icons(key: str, value: Any) -> tuple[dict[str, Any], ...]:
+    """A list of icons (see :func:`icons`)."""
+    try:
+        return icons(value)
+    except ValueError as exc:
+        raise SettingsError(f"{key}: {exc}") from None
+
+
 __all__ = [
-    "Parser", "SettingsError", "choice", "matching", "number", "optional", "parse_base64", "parse_bool",
-    "parse_categories", "parse_float", "parse_int", "parse_list", "parse_mapping", "parse_prefix", "parse_str",
-    "parse_url", "parse_url_with_query", "parse_urls", "whole_number",
+    "Parser", "SettingsError", "choice", "icons", "matching", "number", "optional", "parse_base64", "parse_bool",
+    "parse_categories", "parse_float", "parse_icons", "parse_int", "parse_list", "parse_mapping", "parse_prefix",
+    "parse_str", "parse_url", "parse_url_with_query", "parse_urls", "whole_number",
 ]

@@ -1,7 +1,7 @@
 """What the serving layer is handed by ``init_app``: one :class:`Core` per app, and each mounted
 dialect as a :class:`Translator` (what the pipeline reads of it).
 
-The core holds the app's tools (the registry and resources), its settings, its call services
+The core holds the app's tools (the registry, resources and prompts), its settings, its call services
 (call slots, rate limits, tracing and metrics) and the request guard, and runs tool calls. Each
 mounted dialect's pipeline (:mod:`.pipeline`) gets it; nothing in the serving layer or below
 knows the extension that built it.
@@ -21,6 +21,7 @@ from ..observe.operations import Operations
 from ..settings import Settings
 from ..tools.invoke import HandOff, Outcome, invoke
 from ..tools.model import Tool, ToolContext
+from ..tools.prompts import PromptRegistry
 from ..tools.registry import ToolRegistry, ToolSet
 from ..tools.resources import ResourceRegistry
 from . import request_state
@@ -62,9 +63,12 @@ class Core:
 
     def __init__(self, registry: ToolRegistry, resources: ResourceRegistry, settings: Settings, *,
                  call_handler: Callable[..., Any] | None = None,
-                 dialects: Mapping[str, Translator] | None = None, trusted_hosts: Iterable[str] | None = None) -> None:
+                 dialects: Mapping[str, Translator] | None = None, trusted_hosts: Iterable[str] | None = None,
+                 prompts: PromptRegistry | None = None) -> None:
         self.registry = registry
         self.resources = resources
+        #: The prompts registered with ``@discovery.prompt``, in registration order.
+        self.prompts = prompts if prompts is not None else PromptRegistry()
         self.settings = settings
         self.call_handler = call_handler
         #: Tool calls running at once in this worker (``TOOLDISCOVERY_MAX_CONCURRENT_CALLS``, else

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import ToolDiscoveryError
+from ..settings_parsers import icons as read_icons
 from .envelope import return_annotation, returns_envelope
 from .json_schema import walk
 from .model import METADATA_OPTIONS, Tool, parse_version
@@ -75,6 +76,11 @@ def _check_options(label: str, options: Mapping[str, Any]) -> None:
         raise RegistrationError(f"{label}: task_support must be 'forbidden', 'optional' or 'required'")
     if options.get("questions") is not None and (error := questions_error(options["questions"])):
         raise RegistrationError(f"{label}: {error}")
+    if options.get("icons") is not None:
+        try:
+            read_icons(options["icons"])
+        except ValueError as exc:
+            raise RegistrationError(f"{label}: {exc}") from None
     if options.get("visible") is not None and not callable(options["visible"]):
         raise RegistrationError(f"{label}: visible must be a callable taking the caller's Identity (or None)")
 
@@ -160,6 +166,8 @@ def tool_from_function(func: Callable[..., Any], options: Mapping[str, Any]) -> 
     if returns_envelope(return_annotation(func)):  # the plain result's shape is the envelope's content's
         metadata["envelope"] = True
         output_schema = output_schema if options.get("output_schema") is not None else None
+    if "icons" in metadata:
+        metadata["icons"] = read_icons(metadata["icons"])
     description = options.get("description") or desc.description
     return Tool(
         name=name,

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from ..errors import ToolDiscoveryError
+from ..settings_parsers import icons as read_icons
 from .async_bridge import await_sync
+from .completion import NOTHING, Completer, Completion, UnknownArgument, completers
 from .function_tools import RegistrationError
 from .results import mime_type_error
 from .signature import describe_function
@@ -29,7 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover
 #: ``{name}`` or ``{+name}`` in a URI template (RFC 6570 levels 1 and 2, one variable each).
 _VARIABLE = re.compile(r"\{(\+?)([A-Za-z_][A-Za-z0-9_]*)\}")
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:\S*$")
-RESOURCE_OPTIONS = ("name", "title", "description", "mime_type", "scopes")
+RESOURCE_OPTIONS = ("name", "title", "description", "mime_type", "scopes", "icons", "complete")
 
 
 class NoSuchResource(ToolDiscoveryError, LookupError):
@@ -54,6 +56,10 @@ class Resource:
     scopes: tuple[str, ...] = ()
     context_params: tuple[str, ...] = ()
     pattern: re.Pattern[str] | None = None
+    icons: tuple[dict[str, Any], ...] = ()
+    #: The template's variables, in the order the URI names them.
+    variables: tuple[str, ...] = ()
+    completers: Mapping[str, Completer] = field(default_factory=dict)
 
     @property
     def is_template(self) -> bool:
@@ -82,6 +88,12 @@ class Resource:
         if value is None:
             raise NoSuchResource(uri)
         return value
+
+    def complete(self, variable: str, value: str, arguments: Mapping[str, str], context: ToolContext) -> Completion:
+        """Suggestions for a template ``variable`` (:class:`~.completion.UnknownArgument` when it has none)."""
+        if variable not in self.variables:
+            raise UnknownArgument(f"Resource template {self.uri!r} has no variable {variable!r}.")
+        return self.completers.get(variable, NOTHING).complete(value, arguments, context)
 
 
 def _template(uri: str) -> tuple[tuple[str, ...], re.Pattern[str] | None]:
@@ -126,10 +138,15 @@ def resource_from_function(func: Callable[..., Any], uri: str, options: dict[str
     scopes = options.get("scopes") or ()
     if isinstance(scopes, str) or not all(isinstance(s, str) for s in scopes):
         raise RegistrationError(f"resource {uri!r}: scopes must be a list of strings")
+    try:
+        icons = read_icons(options.get("icons"))
+    except ValueError as exc:
+        raise RegistrationError(f"resource {uri!r}: {exc}") from None
     return Resource(uri=uri, name=str(options.get("name") or getattr(func, "__name__", uri)), func=func,
                     title=options.get("title"), description=(options.get("description") or desc.description).strip(),
                     mime_type=mime, scopes=tuple(scopes), context_params=desc.context_params,
-                    pattern=pattern)
+                    pattern=pattern, icons=icons, variables=variables,
+                    completers=completers(f"resource {uri!r}", func, variables, options.get("complete")))
 
 
 class ResourceRegistry:
@@ -161,6 +178,14 @@ class ResourceRegistry:
             arguments = resource.match(uri)
             if arguments is not None:
                 return resource, arguments
+        raise NoSuchResource(uri)
+
+    def template(self, uri: str, identity: Identity | None) -> Resource:
+        """The resource registered at ``uri`` exactly (a template's own text), if this caller may
+        see it; :class:`NoSuchResource` otherwise."""
+        for resource in self.visible_to(identity):
+            if resource.uri == uri:
+                return resource
         raise NoSuchResource(uri)
 
 

@@ -22,13 +22,12 @@ from ...serving.fastpath import Learnable
 from ...serving.openapi import openapi_post
 from ...serving.pipeline import MalformedBody, Pipeline, UnknownTool
 from ...serving.wire import JSON_MIMETYPE, WireSchema, json_response, page_cursor, read_cursor
-from ...settings import Settings
 from ...tools.model import Tool
 from ...tools.registry import ToolSet
 from .. import Dialect, Protocol
 from . import approval as mcp_approval
+from . import completion, prompts, resources, stream_task
 from . import jsonrpc as rpc
-from . import resources, stream_task
 from . import stream as mcp_stream
 from . import tasks as mcp_tasks
 from .auth import authenticator, authorization, root_blueprint, security_warning
@@ -84,7 +83,7 @@ def modern_refusal(method: str, params: dict[str, Any]) -> rpc.RpcError | None:
                             "version")
     if request.headers.get("Mcp-Method") != method:
         return rpc.RpcError(HEADER_MISMATCH, "Mcp-Method header does not match the request body's method")
-    if method == "tools/call" and params.get("name") is not None \
+    if method in ("tools/call", "prompts/get") and params.get("name") is not None \
             and header_value(request.headers.get("Mcp-Name")) != params.get("name"):
         return rpc.RpcError(HEADER_MISMATCH, "Mcp-Name header does not match the request body's 'name' parameter")
     if method in mcp_tasks.MODERN_METHODS and isinstance(params.get("taskId"), str) \
@@ -125,6 +124,7 @@ class McpToolSchema(WireSchema):
                                   if "type" not in (tool.input_schema or {}) else tool.input_schema)
     outputSchema = fields.Function(lambda tool: object_output_schema(tool)[0])
     annotations = fields.Function(lambda tool: dict(tool.annotations) if tool.annotations else None)
+    icons = fields.Function(lambda tool: [dict(i) for i in tool.metadata.get("icons") or ()] or None)
 
 
 _TOOL = McpToolSchema()
@@ -192,16 +192,18 @@ def respond(reply: Any, status: int = 200) -> Response:
     return response
 
 
-def server_capabilities(settings: Settings) -> dict[str, Any]:
+def server_capabilities(pipe: Pipeline) -> dict[str, Any]:
     """What this server offers (``initialize``, ``server/discover``, the manifest)."""
-    return {"tools": {"listChanged": False}, "logging": {}, **resources.capability(settings)}
+    settings, core = pipe.settings, pipe.core
+    return {"tools": {"listChanged": False}, "logging": {}, **resources.capability(settings),
+            **prompts.capability(core.prompts), **completion.capability(settings, core.prompts, core.resources)}
 
 
 def manifest_section(pipe: Pipeline, entry: Mapping[str, Any], about: Mapping[str, Any]) -> dict[str, Any]:
     """The discovery manifest's ``mcp`` entry: the endpoint, its transport, versions and capabilities,
     the documents about it (the Server Card) and, with OAuth, where clients get access tokens."""
     section = {"url": entry["url"], "transport": TRANSPORT, "protocolVersions": list(ALL_VERSIONS),
-               "capabilities": {**server_capabilities(pipe.settings), "tasks": mcp_tasks.LEGACY_CAPABILITY}, **about}
+               "capabilities": {**server_capabilities(pipe), "tasks": mcp_tasks.LEGACY_CAPABILITY}, **about}
     oauth = authorization(pipe.settings, request)
     return {**section, "authorization": oauth} if oauth else section
 
@@ -210,8 +212,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
     """The MCP blueprint: one streamable-HTTP endpoint."""
     bp = pipe.blueprint(__name__)
     settings, options = pipe.settings, McpSettings.of(pipe.settings)
-    server_info = {"name": settings.server_name, "version": settings.server_version, "title": settings.title}
-    capabilities = server_capabilities(settings)
+    server_info = {"name": settings.server_name, "version": settings.server_version, "title": settings.title,
+                   **({"icons": [dict(i) for i in settings.server_icons]} if settings.server_icons else {})}
 
     def with_instructions(result: dict[str, Any]) -> dict[str, Any]:
         description = settings.instructions or settings.server_description
@@ -222,11 +224,12 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         if not isinstance(requested, str):
             raise rpc.RpcError(rpc.INVALID_PARAMS, "initialize needs params.protocolVersion (a string).")
         version = requested if requested in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
+        capabilities = server_capabilities(pipe)
         offered = {**capabilities, "tasks": mcp_tasks.LEGACY_CAPABILITY} if version >= "2025-11-25" else capabilities
         return with_instructions({"protocolVersion": version, "capabilities": offered, "serverInfo": server_info})
 
     def discover(params: dict[str, Any]) -> dict[str, Any]:
-        offered = {**capabilities, "extensions": {mcp_tasks.EXTENSION: {}}}
+        offered = {**server_capabilities(pipe), "extensions": {mcp_tasks.EXTENSION: {}}}
         return with_instructions({"supportedVersions": list(ALL_VERSIONS), "capabilities": offered})
 
     def list_tools(params: dict[str, Any]) -> rpc.Encoded:
@@ -292,6 +295,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
 
     methods: dict[str, rpc.Method] = {"initialize": initialize, "ping": lambda params: {}, "server/discover": discover,
                                       "tools/list": list_tools, "tools/call": call_tool, **resources.methods(pipe),
+                                      **prompts.methods(pipe), **completion.methods(pipe),
                                       **mcp_tasks.methods(pipe),
                                       "logging/setLevel": mcp_stream.set_level}
 

@@ -35,6 +35,8 @@ def _described(resource: Resource, entry: dict[str, Any]) -> dict[str, Any]:
                        ("mimeType", resource.mime_type)):
         if value:
             entry[key] = value
+    if resource.icons:
+        entry["icons"] = [dict(icon) for icon in resource.icons]
     return entry
 
 

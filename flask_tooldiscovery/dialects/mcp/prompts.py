@@ -1,0 +1,99 @@
+"""MCP prompts: the ``prompts`` capability and the ``prompts/list`` and ``prompts/get`` methods over
+the prompts the app registered with ``@discovery.prompt`` (:mod:`...tools.prompts`), served as soon
+as one is. Lists are paged as ``tools/list`` is (``TOOLDISCOVERY_MCP_PAGE_SIZE``) and carry the
+same cache hints at 2026-07-28; each caller sees the prompts its scopes allow. Errors are the
+spec's: an unknown prompt and arguments that do not fit it are -32602, a prompt's own
+:class:`~...tools.model.ToolError` is -32603 in its words."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...serving.pipeline import Pipeline
+from ...serving.wire import page_cursor, read_cursor
+from ...tools.model import ToolError
+from ...tools.prompts import InvalidPromptArguments, NoSuchPrompt, Prompt, PromptRegistry, is_embedded
+from ..content_blocks import content_block
+from . import jsonrpc as rpc
+from .content import client_version
+from .settings import McpSettings
+
+METHODS = ("prompts/list", "prompts/get")
+#: The version from which list results carry ``ttlMs`` and ``cacheScope``.
+CACHE_HINTS_SINCE = "2026-07-28"
+
+
+def capability(prompts: PromptRegistry) -> dict[str, Any]:
+    """The ``prompts`` capability when the app registered a prompt. The set never changes while
+    the app runs (prompts are registered in code), so no list-changed notification is promised."""
+    return {"prompts": {"listChanged": False}} if len(prompts) else {}
+
+
+def listed(prompt: Prompt) -> dict[str, Any]:
+    """A prompt as ``prompts/list`` shows it."""
+    entry: dict[str, Any] = {"name": prompt.name}
+    if prompt.title:
+        entry["title"] = prompt.title
+    if prompt.description:
+        entry["description"] = prompt.description
+    if prompt.arguments:
+        entry["arguments"] = [{"name": a.name, **({"description": a.description} if a.description else {}),
+                               "required": a.required} for a in prompt.arguments]
+    if prompt.icons:
+        entry["icons"] = [dict(icon) for icon in prompt.icons]
+    return entry
+
+
+def message_block(content: Any, version: str) -> dict[str, Any]:
+    """A canonical message's content as an MCP content block, in the form ``version`` knows."""
+    return dict(content) if is_embedded(content) else content_block(content, version)
+
+
+def methods(pipe: Pipeline) -> dict[str, rpc.Method]:
+    """The prompts methods for the MCP method table (-32601 while the app has no prompt)."""
+    registry, size = pipe.core.prompts, McpSettings.of(pipe.settings).page_size
+
+    def served(meta: Any) -> str:
+        if not len(registry):
+            raise rpc.RpcError(rpc.METHOD_NOT_FOUND, "Method not found: this server offers no prompts")
+        return client_version(meta if isinstance(meta, dict) else None)
+
+    def list_prompts(params: dict[str, Any]) -> dict[str, Any]:
+        version = served(params.get("_meta"))
+        prompts = registry.visible_to(pipe.identity)
+        try:
+            start = read_cursor(params["cursor"], len(prompts)) if params.get("cursor") is not None else 0
+        except ValueError:
+            raise rpc.RpcError(rpc.INVALID_PARAMS, "Invalid cursor.") from None
+        result: dict[str, Any] = {"prompts": [listed(p) for p in prompts[start:start + size]]}
+        if start + size < len(prompts):
+            result["nextCursor"] = page_cursor(start + size)
+        if version >= CACHE_HINTS_SINCE:  # as tools/list: fresh for no time, for this caller only
+            result.update(ttlMs=0, cacheScope="private")
+        return result
+
+    def get_prompt(params: dict[str, Any]) -> dict[str, Any]:
+        meta = params.get("_meta")
+        version = served(meta)
+        name = params.get("name")
+        if not isinstance(name, str) or not name:
+            raise rpc.RpcError(rpc.INVALID_PARAMS, "prompts/get needs params.name (a string).")
+        try:
+            prompt = registry.find(name, pipe.identity)
+            context = pipe.context(extra={"meta": meta if isinstance(meta, dict) else {}})
+            with pipe.core.slots.hold():
+                rendered = prompt.render(params.get("arguments"), context)
+        except NoSuchPrompt as exc:
+            raise rpc.RpcError(rpc.INVALID_PARAMS, str(exc), {"name": name}) from None
+        except InvalidPromptArguments as exc:
+            raise rpc.RpcError(rpc.INVALID_PARAMS, str(exc), {"name": name}) from None
+        except ToolError as exc:  # the app's own refusal, in its words
+            raise rpc.RpcError(rpc.INTERNAL_ERROR, exc.message, {"name": name}) from None
+        result: dict[str, Any] = {"description": prompt.description} if prompt.description else {}
+        result["messages"] = [{"role": m["role"], "content": message_block(m["content"], version)} for m in rendered]
+        return result
+
+    return {"prompts/list": list_prompts, "prompts/get": get_prompt}
+
+
+__all__ = ["METHODS", "capability", "listed", "message_block", "methods"]
