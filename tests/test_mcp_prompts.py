@@ -259,7 +259,8 @@ def test_registration_refuses_what_cannot_work() -> None:
     refusals = (
         ({"colour": "red"}, "unknown option"), ({"complete": {"lang": len}}, "not among its arguments"),
         ({"complete": {"code": "python"}}, "not callable"), ({"complete": ["code"]}, "a dict"),
-        ({"icons": ["ftp://x/y.png"]}, "a data: URI"), ({"icons": [{"src": "https://x/y.png", "theme": "pink"}]}, "theme"),
+        ({"icons": ["ftp://x/y.png"]}, "a data: URI"),
+        ({"icons": [{"src": "https://x/y.png", "theme": "pink"}]}, "theme"),
         ({"scopes": "admin"}, "list of strings"), ({"name": "no spaces"}, "prompt name"))
     for options, said in refusals:
         with pytest.raises(RegistrationError, match=said):

@@ -15,7 +15,8 @@ from flask import Flask
 from flask_tooldiscovery import EmbeddedResource, Identity, Image, Message, ToolContext, ToolDiscovery, ToolError
 
 #: A 1x1 PNG.
-PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
+PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQ"
+                       "AAAABJRU5ErkJggg==")
 CITIES = {"France": ["Paris", "Parthenay", "Pau", "Lyon"], "Italy": ["Palermo", "Parma", "Rome"]}
 REVIEW_ICON = {"src": "https://example.com/review.svg", "mimeType": "image/svg+xml", "sizes": ["any"]}
 
