@@ -26,6 +26,24 @@ def test_list(runner) -> None:
     assert "get_weather@1.2.0\tFetch current weather for a city." in lines
 
 
+def test_list_shows_the_prompts_a_caller_may_see() -> None:
+    from .apps.prompts_app import create_app as prompts_app
+
+    runner = prompts_app(TESTING=True).test_cli_runner()
+    listed = runner.invoke(args=["tools", "list"])
+    assert listed.exit_code == 0
+    tools, _, prompts = listed.output.partition("\nprompts:\n")
+    assert tools.splitlines() == ["add@1.0.0\tAdd two numbers."]
+    assert prompts.splitlines() == [
+        "code_review(code, language?)\tAsk for a review of some code.",
+        "plan_trip(country, city, days?)\tPlan a trip.",
+        "greeting()\tGreet whoever asks.",
+        "describe_chart(report_id)\tDescribe a chart, with the report it comes from.",
+        "audit()\tStart an audit (admins only)."]
+    assert "audit()" not in runner.invoke(args=["tools", "--as", "bob", "list"]).output
+    assert "audit()" in runner.invoke(args=["tools", "--as", "root", "--scope", "admin", "list"]).output
+
+
 def test_show(runner) -> None:
     result = runner.invoke(args=["tools", "show", "add"])
     assert result.exit_code == 0

@@ -70,12 +70,24 @@ def _dump(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, ensure_ascii=False))
 
 
+def _first_line(text: str | None) -> str:
+    first = (text or "").strip().splitlines()[:1]
+    return first[0] if first else ""
+
+
 @tools_cli.command("list")
 def list_tools() -> None:
-    """List every tool with its version and the first line of its description."""
+    """List every tool with its version and the first line of its description, then the prompts
+    with their arguments ("?": optional)."""
     for tool in _tools():
-        first = (tool.description or "").strip().splitlines()[:1]
-        click.echo(f"{tool.name}@{tool.version}\t{first[0] if first else ''}")
+        click.echo(f"{tool.name}@{tool.version}\t{_first_line(tool.description)}")
+    identity = request_state.current().identity
+    prompts = list(_ext().prompts) if identity is None else _ext().prompts.visible_to(identity)
+    if prompts:
+        click.echo("\nprompts:")
+    for prompt in prompts:
+        arguments = ", ".join(a.name + ("" if a.required else "?") for a in prompt.arguments)
+        click.echo(f"{prompt.name}({arguments})\t{_first_line(prompt.description)}")
 
 
 @tools_cli.command("show")
