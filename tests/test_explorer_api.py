@@ -338,3 +338,37 @@ def test_page_files_and_a_browser_reload(app) -> None:
             etag = r.headers["ETag"]
         with c.get(url, headers={"If-None-Match": etag}) as again:
             assert again.status_code == 304, name
+
+
+PROMPTS_CALLER = {"Authorization": "Bearer alice"}
+
+
+def test_prompts_are_listed_got_and_completed() -> None:
+    """The JSON API behind the page's prompts list (tests/browser/test_explorer_prompts.py)."""
+    from .apps.prompts_app import create_app
+
+    app = create_app(TESTING=True)
+    c = app.test_client()
+    listed = c.get("/explorer/prompts", headers=PROMPTS_CALLER).get_json()["prompts"]
+    assert [p["name"] for p in listed] == ["code_review", "plan_trip", "greeting", "describe_chart"]
+    assert listed[0]["arguments"][1] == {"name": "language", "description": "The language it is written in.",
+                                         "required": False}
+    admin = c.get("/explorer/prompts", headers={"Authorization": "Bearer root:admin"}).get_json()["prompts"]
+    assert admin[-1]["name"] == "audit"
+    got = c.post("/explorer/prompts/greeting/get", json={}, headers=PROMPTS_CALLER)
+    assert got.status_code == 200 and got.get_json() == {"description": "Greet whoever asks.", "messages": [
+        {"role": "user", "content": {"type": "text", "text": "Say hello to alice."}}]}
+    for url, body, status in (("/explorer/prompts/plan_trip/get", {"country": "Italy"}, 400),
+                              ("/explorer/prompts/plan_trip/get", ["Italy"], 400),
+                              ("/explorer/prompts/audit/get", {}, 404),
+                              ("/explorer/prompts/nope/complete", {"argument": "x", "value": ""}, 404),
+                              ("/explorer/prompts/plan_trip/complete", {"argument": "nope", "value": ""}, 400),
+                              ("/explorer/prompts/plan_trip/complete", {"value": ""}, 400)):
+        answer = c.post(url, json=body, headers=PROMPTS_CALLER)
+        assert answer.status_code == status and isinstance(answer.get_json()["error"], str), url
+    completed = c.post("/explorer/prompts/code_review/complete", json={"argument": "language", "value": "ja"},
+                       headers=PROMPTS_CALLER).get_json()
+    assert completed == {"values": ["javascript"], "total": 1, "hasMore": False}
+    closed = create_app(TESTING=True, TOOLDISCOVERY_ALLOW_EXECUTE=False).test_client()
+    assert closed.post("/explorer/prompts/greeting/get", json={}, headers=PROMPTS_CALLER).status_code == 403
+    assert closed.get("/explorer/prompts", headers=PROMPTS_CALLER).status_code == 200

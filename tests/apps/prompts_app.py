@@ -92,7 +92,8 @@ def create_app(**config: object) -> Flask:
     app.config.update(TOOLDISCOVERY_DIALECTS=["mcp", "explorer"], TOOLDISCOVERY_WARN_UNAUTHENTICATED=False,
                       TOOLDISCOVERY_MCP_RESOURCES=True, TOOLDISCOVERY_ALLOW_EXECUTE=True,
                       TOOLDISCOVERY_SERVER_ICONS=[{"src": "https://example.com/server.png", "mimeType": "image/png",
-                                                   "sizes": ["48x48"], "theme": "light"}], **config)
+                                                   "sizes": ["48x48"], "theme": "light"}])
+    app.config.update(config)
     discovery.init_app(app)
     return app
 

@@ -3,10 +3,11 @@
 
 ``GET /`` page, ``GET /tools``, ``GET /tools/<name>``, ``POST /tools/<name>/call`` (only when
 ``TOOLDISCOVERY_ALLOW_EXECUTE`` is true; the auth hook wraps reading the body and the call) and
-``POST /tools/<name>/validate``. The auth hook (F4) is the identity source of this dialect asked
-around each call (:class:`~flask_tooldiscovery.serving.identity.AuthHookVerifier`): the pipeline
-asks it once the tool is found (403 and 404 come first, as F3 orders them) and its refusal is the
-pipeline's 401, as any other source's.
+``POST /tools/<name>/validate``; the prompts a developer can try (:mod:`.prompts`). The auth hook
+(F4) is the identity source of this dialect asked around each call
+(:class:`~flask_tooldiscovery.serving.identity.AuthHookVerifier`): the pipeline asks it once the
+tool is found (403 and 404 come first, as F3 orders them) and its refusal is the pipeline's 401,
+as any other source's.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ...tools.invoke import Outcome, check_arguments
 from ...tools.results import is_rich
 from .. import Dialect, Protocol
 from ..content_blocks import LATEST, content_blocks
+from . import prompts
 from .driver import ExplorerDriver
 from .stream import stream_response, wants_stream
 from .tasks import add_routes
@@ -235,6 +237,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
 
     if allow_execute:
         add_routes(pipe)
+    prompts.add_routes(pipe, allow_execute)  # GET /prompts, POST /prompts/<name>/get and /complete
     return bp
 
 
