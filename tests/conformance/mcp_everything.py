@@ -1,5 +1,5 @@
 """The app the official MCP conformance suite (npm ``@modelcontextprotocol/conformance``) runs
-against: the suite's fixture tools and resources (the names and behaviours its server scenarios
+against: the suite's fixture tools, resources and prompts (the names and behaviours its server scenarios
 describe), registered as an app of this package registers its own, through the public API only.
 (The tasks scenarios, an extension's, run against :mod:`tests.apps.mcp_everything_app`.)
 
@@ -17,7 +17,7 @@ import time
 
 from flask import Flask
 
-from flask_tooldiscovery import Audio, File, Image, ToolContext, ToolDiscovery, ToolError
+from flask_tooldiscovery import Audio, EmbeddedResource, File, Image, ToolContext, ToolDiscovery, ToolError
 
 #: A 1x1 red PNG and a minimal WAV, as the suite's reference server sends them.
 PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5E"
@@ -52,7 +52,7 @@ ENUMS_FORM = {"type": "object", "required": [], "properties": {
 
 
 def register_fixtures(discovery: ToolDiscovery) -> None:
-    """The suite's fixture tools and resources, on ``discovery``."""
+    """The suite's fixture tools, resources and prompts, on ``discovery``."""
 
     @discovery.tool
     def test_simple_text() -> str:
@@ -170,6 +170,43 @@ def register_fixtures(discovery: ToolDiscovery) -> None:
                         description="A resource the app says has changed", mime_type="text/plain")
     def watched_resource() -> str:
         return "Watched resource content"
+
+    register_prompts(discovery)
+
+
+def register_prompts(discovery: ToolDiscovery) -> None:
+    """The suite's fixture prompts (its completion scenario completes ``arg1`` of the second)."""
+
+    @discovery.prompt
+    def test_simple_prompt() -> str:
+        """A simple prompt without arguments."""
+        return "This is a simple prompt for testing."
+
+    @discovery.prompt(complete={"arg1": lambda value, _: [v for v in ("paris", "park", "party", "test", "testing")
+                                                          if v.startswith(value)]})
+    def test_prompt_with_arguments(arg1: str, arg2: str) -> str:
+        """A prompt with required arguments.
+
+        Args:
+            arg1: First test argument
+            arg2: Second test argument
+        """
+        return f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"
+
+    @discovery.prompt
+    def test_prompt_with_embedded_resource(resourceUri: str) -> list[object]:
+        """A prompt that includes an embedded resource.
+
+        Args:
+            resourceUri: URI of the resource to embed
+        """
+        return [EmbeddedResource(resourceUri, "Embedded resource content for testing.", "text/plain"),
+                "Please process the embedded resource above."]
+
+    @discovery.prompt
+    def test_prompt_with_image() -> list[object]:
+        """A prompt that includes image content."""
+        return [Image(PNG, "image/png"), "Please analyze the image above."]
 
 
 def create_app(storage: str | None = None) -> Flask:
