@@ -60,6 +60,15 @@ def test_the_card_is_valid_against_the_draft_schema() -> None:
     assert r.headers["Access-Control-Allow-Origin"] == "*"
 
 
+def test_the_servers_icons_are_the_cards() -> None:
+    icons = [{"src": "https://tools.acme.com/icon.png", "mimeType": "image/png", "sizes": ["48x48"], "theme": "dark"},
+             "data:image/svg+xml;base64,PHN2Zy8+"]
+    app = build(TOOLDISCOVERY_SERVER_ICONS=icons)
+    card = valid_card(app.test_client().get("/mcp/server-card", base_url="http://127.0.0.1:5000").get_json())
+    assert card["icons"] == [icons[0], {"src": icons[1]}]
+    assert "icons" not in build().test_client().get("/mcp/server-card", base_url="http://127.0.0.1:5000").get_json()
+
+
 def test_name_description_and_title_follow_the_settings_within_the_drafts_limits() -> None:
     app = build(TOOLDISCOVERY_SERVER_CARD_NAME="com.acme/tools", TOOLDISCOVERY_TITLE="Acme",
                 TOOLDISCOVERY_SERVER_DESCRIPTION="Look up orders, refund them and " + "much more " * 20,
