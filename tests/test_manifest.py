@@ -41,6 +41,11 @@ def build(**config: Any) -> Flask:
         """
         return a + b
 
+    @discovery.prompt
+    def review(code: str) -> str:
+        """Review some code."""
+        return f"Review:\n{code}"
+
     app = Flask("manifest")
     app.config.update({"TESTING": True, "TOOLDISCOVERY_DIALECTS": EVERY, "TOOLDISCOVERY_ALLOW_EXECUTE": True,
                        "TOOLDISCOVERY_SERVER_NAME": "acme-tools", "TOOLDISCOVERY_SERVER_VERSION": "2.1.0",
@@ -75,6 +80,7 @@ def test_the_manifest_lists_every_mounted_dialect() -> None:
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
     assert mcp["capabilities"] == initialize.get_json()["result"]["capabilities"]
     assert mcp["capabilities"] == {"tools": {"listChanged": False}, "logging": {},
+                                   "prompts": {"listChanged": False}, "completions": {},
                                    "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}}
     card = mcp["serverCard"]
     assert (card["version"], card["description"], card["remotes"][0]["url"]) == (
@@ -94,7 +100,8 @@ def _answers(client: FlaskClient, route: dict[str, Any]) -> int:
     url = route["url"]
     if "{task_id}" in url:
         url = url.replace("{task_id}", _a_task(client))
-    path = path_of(url.replace("{name}", "undo_add" if "/rollbacks/" in url else "add").replace("{filename}", "x"))
+    path = path_of(url.replace("{name}", "undo_add" if "/rollbacks/" in url else "add").replace("{filename}", "x")
+                   .replace("{prompt}", "review"))
     if path.endswith("/opal/interactions/execute"):  # Opal's interactions and rollbacks
         return client.post(path, json={"name": "add_card", "parameters": {"a": 1}}).status_code
     if "/opal/tools/rollbacks/" in path:
@@ -103,6 +110,9 @@ def _answers(client: FlaskClient, route: dict[str, Any]) -> int:
         return client.get(path).status_code
     if path.endswith("/mcp"):
         return client.post(path, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}).status_code
+    if "/prompts/" in path:
+        return client.post(path, json={"argument": "code", "value": ""} if path.endswith("/complete")
+                           else {"code": "x = 1"}).status_code
     body: Any = {"request": {"tool_id": "AcmeTools.add", "input": {"a": 1, "b": 2}}} if "/oxp/" in path else \
         {"tool_name": "add", "arguments": {"a": 1, "b": 2}} if path.endswith("/execute") else \
         {"parameters": {"a": 1, "b": 2}} if "/opal/" in path else {"a": 1, "b": 2}

@@ -57,47 +57,42 @@ def add_routes(pipe: Pipeline, allow_execute: bool) -> None:
     def list_prompts() -> Response:
         return json_response({"prompts": [shown(p) for p in pipe.core.prompts.visible_to(pipe.identity)]})
 
-    @pipe.route("/prompts/<path:name>/get", "call", ["POST"], endpoint="get_prompt", guard_methods=False)
-    def get_prompt(name: str) -> Response:
-        prompt = find(name)
+    @pipe.route("/prompts/<path:prompt>/get", "call", ["POST"], endpoint="get_prompt", guard_methods=False)
+    def get_prompt(prompt: str) -> Response:
+        return pipe.admitted(lambda: render(find(prompt)))
 
-        def render() -> Response:
-            try:
-                with pipe.core.slots.hold():
-                    rendered = prompt.render(body(), pipe.context())
-            except InvalidPromptArguments as exc:
-                return json_response({"error": str(exc)}, 400)
-            except ToolError as exc:
-                return json_response({"error": exc.message}, 500)
-            except BadRequest:
-                raise
-            except Exception:  # the prompt's bug: logged, not sent
-                log.exception("explorer: prompt %s failed (trace_id=%s)", name, pipe.trace_id)
-                return json_response({"error": "The prompt failed."}, 500)
-            messages = [{"role": m["role"], "content": dict(m["content"]) if is_embedded(m["content"])
-                         else content_block(m["content"], LATEST)} for m in rendered]
-            return json_response({"description": prompt.description, "messages": messages})
+    def render(prompt: Prompt) -> Response:
+        name, arguments = prompt.name, body()
+        try:
+            with pipe.core.slots.hold():
+                rendered = prompt.render(arguments, pipe.context())
+        except InvalidPromptArguments as exc:
+            return json_response({"error": str(exc)}, 400)
+        except ToolError as exc:
+            return json_response({"error": exc.message}, 500)
+        except Exception:  # the prompt's bug: logged, not sent
+            log.exception("explorer: prompt %s failed (trace_id=%s)", name, pipe.trace_id)
+            return json_response({"error": "The prompt failed."}, 500)
+        messages = [{"role": m["role"], "content": dict(m["content"]) if is_embedded(m["content"])
+                     else content_block(m["content"], LATEST)} for m in rendered]
+        return json_response({"description": prompt.description, "messages": messages})
 
-        return pipe.admitted(render)
+    @pipe.route("/prompts/<path:prompt>/complete", "call", ["POST"], endpoint="complete_prompt", guard_methods=False)
+    def complete_prompt(prompt: str) -> Response:
+        return pipe.admitted(lambda: complete(find(prompt)))
 
-    @pipe.route("/prompts/<path:name>/complete", "call", ["POST"], endpoint="complete_prompt", guard_methods=False)
-    def complete_prompt(name: str) -> Response:
-        prompt = find(name)
-
-        def complete() -> Response:
-            given = body()
-            argument, value, chosen = given.get("argument"), given.get("value", ""), given.get("arguments") or {}
-            if not isinstance(argument, str) or not isinstance(value, str) or not isinstance(chosen, dict):
-                raise BadRequest("Send {argument: name, value: text, arguments: {name: value}}.")
-            try:
-                found = prompt.complete(argument, value, {str(k): str(v) for k, v in chosen.items()}, pipe.context())
-            except UnknownArgument as exc:
-                return json_response({"error": str(exc)}, 400)
-            except ToolError as exc:
-                return json_response({"error": exc.message}, 500)
-            return json_response({"values": list(found.values), "total": found.total, "hasMore": found.has_more})
-
-        return pipe.admitted(complete)
+    def complete(prompt: Prompt) -> Response:
+        given = body()
+        argument, value, chosen = given.get("argument"), given.get("value", ""), given.get("arguments") or {}
+        if not isinstance(argument, str) or not isinstance(value, str) or not isinstance(chosen, dict):
+            raise BadRequest("Send {argument: name, value: text, arguments: {name: value}}.")
+        try:
+            found = prompt.complete(argument, value, {str(k): str(v) for k, v in chosen.items()}, pipe.context())
+        except UnknownArgument as exc:
+            return json_response({"error": str(exc)}, 400)
+        except ToolError as exc:
+            return json_response({"error": exc.message}, 500)
+        return json_response({"values": list(found.values), "total": found.total, "hasMore": found.has_more})
 
 
 __all__ = ["add_routes", "shown"]
