@@ -37,7 +37,7 @@ class UnknownArgument(ToolDiscoveryError, LookupError):
 
 @dataclass(frozen=True)
 class Completion:
-    """One answer: up to :data:`MAX_VALUES` ``values``, the ``total`` found, and whether more exist."""
+    """One answer: up to ``MAX_VALUES`` (100) ``values``, the ``total`` found, and whether more exist."""
 
     values: tuple[str, ...]
     total: int

@@ -93,7 +93,7 @@ class Message:
 
     def to_json(self) -> dict[str, Any]:
         """``{"role", "content"}``, the content in its canonical form: a string, a rich result's
-        :class:`~.results.RichBlock`, or an embedded resource's block."""
+        canonical block, or an embedded resource's block."""
         content = self.content
         if isinstance(content, RichResult):
             return {"role": self.role, "content": content.to_json()}
