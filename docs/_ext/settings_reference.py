@@ -10,6 +10,8 @@ dialect declares shows up here without touching the docs.
 
 from __future__ import annotations
 
+import inspect
+import re
 from typing import Any
 
 from docutils import nodes
@@ -24,6 +26,20 @@ def default_text(value: Any) -> str:
     if isinstance(value, str):
         return f'``"{value}"``'
     return f"``{value!r}``"
+
+
+def core_groups() -> dict[str, str]:
+    """Each core field's group, by field name, from the ``# --- group ---`` comments that divide
+    :class:`~flask_tooldiscovery.settings.Settings` (empty when it has none)."""
+    from flask_tooldiscovery.settings import Settings
+
+    groups, current = {}, ""
+    for line in inspect.getsource(Settings).splitlines():
+        if heading := re.fullmatch(r"\s*# --- (.+?) ---\s*", line):
+            current = heading.group(1)
+        elif (field := re.match(r"\s{4}(\w+):", line)) and current:
+            groups[field.group(1)] = current[0].upper() + current[1:]
+    return groups
 
 
 def entries() -> list[tuple[str, str, list[tuple[str, Any, str]]]]:
@@ -43,6 +59,11 @@ def entries() -> list[tuple[str, str, list[tuple[str, Any, str]]]]:
     return sections
 
 
+def group_of(groups: dict[str, str], key_name: str) -> str:
+    """The group of the core key ``TOOLDISCOVERY_X`` (its field is ``x``)."""
+    return groups.get(key_name.removeprefix("TOOLDISCOVERY_").lower(), "")
+
+
 class SettingsReference(SphinxDirective):
     """Write every declared key as a ``confval``, one section per declaring block."""
 
@@ -50,9 +71,14 @@ class SettingsReference(SphinxDirective):
 
     def run(self) -> list[nodes.Node]:
         lines: list[str] = []
+        groups = core_groups()
         for title, label, rows in entries():
             lines += [f".. _{label}:", "", title, "-" * len(title), ""]
+            group = ""
             for name, default, doc in rows:
+                if label == "settings-core" and group_of(groups, name) not in ("", group):
+                    group = group_of(groups, name)
+                    lines += [group, "~" * len(group), ""]
                 lines += [f".. confval:: {name}", f"   :default: {default_text(default)}", "",
                           f"   {doc or 'Not documented.'}", ""]
         container = nodes.section()
