@@ -33,7 +33,7 @@ def test_list_shows_the_prompts_a_caller_may_see() -> None:
     listed = runner.invoke(args=["tools", "list"])
     assert listed.exit_code == 0
     tools, _, prompts = listed.output.partition("\nprompts:\n")
-    assert tools.splitlines() == ["add@1.0.0\tAdd two numbers."]
+    assert tools.splitlines() == ["add@1.0.0\tAdd two numbers.", "count_words@1.0.0\tCount the words of a text."]
     assert prompts.splitlines() == [
         "code_review(code, language?)\tAsk for a review of some code.",
         "plan_trip(country, city, days?)\tPlan a trip.",

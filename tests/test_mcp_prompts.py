@@ -72,6 +72,9 @@ async def session(url: str, mode: str) -> dict[str, Any]:
         out["capabilities"] = client.server_capabilities
         out["server"] = client.server_info
         out["listed"] = [await client.list_prompts() for _ in range(3)]  # each may land on either worker
+        out["tools"] = [[t.name for t in (await client.list_tools()).tools] for _ in range(3)]
+        out["templates"] = [[t.uri_template for t in (await client.list_resource_templates()).resource_templates]
+                            for _ in range(3)]
         out["review"] = await client.get_prompt("code_review", {"code": "print(1)", "language": "rust"})
         out["trip"] = await client.get_prompt("plan_trip", {"country": "Italy", "city": "Parma", "days": "2"})
         out["greeting"] = await client.get_prompt("greeting")
@@ -102,6 +105,8 @@ def test_the_official_client_lists_gets_and_completes_prompts_on_two_workers(two
     assert [icon.src for icon in out["server"].icons] == ["https://example.com/server.png"]
     names = [[p.name for p in listed.prompts] for listed in out["listed"]]
     assert names == [["code_review", "plan_trip", "greeting", "describe_chart"]] * 3  # registration order, every time
+    assert out["tools"] == [["add", "count_words"]] * 3
+    assert out["templates"] == [["reports://{report_id}", "charts://{kind}/{year}"]] * 3
     review = out["listed"][0].prompts[0]
     assert review.title == "Request Code Review" and review.description == "Ask for a review of some code."
     assert [(a.name, a.description, a.required) for a in review.arguments] == [

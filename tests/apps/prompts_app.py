@@ -37,6 +37,11 @@ def create_app(**config: object) -> Flask:
         """Add two numbers."""
         return a + b
 
+    @discovery.tool
+    def count_words(text: str) -> int:
+        """Count the words of a text."""
+        return len(text.split())
+
     @discovery.prompt(title="Request Code Review", icons=[REVIEW_ICON])
     def code_review(code: str, language: Literal["python", "javascript", "rust"] = "python") -> str:
         """Ask for a review of some code.
