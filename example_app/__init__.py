@@ -19,7 +19,7 @@ from typing import Annotated, Literal, TypedDict
 
 from flask import Flask
 
-from flask_tooldiscovery import Image, ToolContext, ToolDiscovery, ToolError
+from flask_tooldiscovery import UI, Image, ToolContext, ToolDiscovery, ToolError
 
 try:  # the pets API needs the example extra (flask-smorest); the example runs without it
     from . import pets
@@ -142,7 +142,12 @@ def create_order(
     }
 
 
-@discovery.tool(annotations={"readOnlyHint": True}, category="orders")
+#: The order card (templates/order_card.html): MCP Apps hosts, Opal and the explorer show it with the result.
+ORDER_CARD = UI("order_card.html", uri="ui://example/order-card", context={"shop": "Example shop"},
+                prefers_border=True, preferred_size=(420, 240))
+
+
+@discovery.tool(annotations={"readOnlyHint": True}, category="orders", ui=ORDER_CARD)
 def order_status(order_id: str, include_history: bool = False) -> dict:
     """Look up the status of an order.
 

@@ -14,8 +14,10 @@ from .tools.providers import ProviderError
 from .tools.questions import Answer, Question
 from .tools.results import Audio, File, Image, ResourceLink
 from .tools.signature import SignatureError
+from .tools.ui import UI, UIError
 
 __all__ = [
+    "UI",
     "Answer",
     "Audio",
     "AuthError",
@@ -42,6 +44,7 @@ __all__ = [
     "ToolDiscovery",
     "ToolDiscoveryError",
     "ToolError",
+    "UIError",
 ]
 
 __version__ = "0.1.0"

@@ -31,6 +31,7 @@ from .tools.prompts import PromptRegistry
 from .tools.providers import ToolsProvider
 from .tools.registry import ToolRegistry, ToolSet
 from .tools.resources import ResourceRegistry
+from .tools.ui import check_templates
 from .tools.views import ViewTools
 
 STATE_KEY = "tooldiscovery.state"
@@ -118,6 +119,7 @@ class ToolDiscovery(Registering):
                     trusted_hosts=app.config.get("TRUSTED_HOSTS"))
         authenticators = self._authenticators(settings)
         self._views.resolve(app)  # views offered with add_view(s): the app's URL map holds them by now
+        check_templates(app, self.registry.registered)  # every tool UI's template exists and compiles
         pipelines: dict[str, Pipeline] = {}
         for name in settings.dialects:
             dialect = self.dialect(name)

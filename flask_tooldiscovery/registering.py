@@ -50,7 +50,9 @@ class Registering:
         (may a protocol run its calls as tasks: MCP), ``questions`` (asked before it runs), and
         ``result_mime_type`` (the MIME type of the ``bytes`` it returns: an image, audio or file);
         Opal's per-function fields ``sensitive``, ``wait``, ``skippable_interaction``, ``in_context``,
-        ``principal_scope``, and ``rollback`` (a function, or another tool's name, that undoes it).
+        ``principal_scope``, and ``rollback`` (a function, or another tool's name, that undoes it);
+        ``ui`` (its interface: a template name, or a :class:`~.tools.ui.UI`) and ``visibility``
+        (``["app"]``: only an interface calls it, and model-facing lists leave it out).
         The function is returned unchanged.
         """
 

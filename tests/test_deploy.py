@@ -181,6 +181,10 @@ def test_wheel_and_sdist_install_and_serve(tmp_path) -> None:
     for needed in ("flask_tooldiscovery/templates/tooldiscovery/explorer.html",
                    "flask_tooldiscovery/static/tooldiscovery/explorer.js",
                    "flask_tooldiscovery/static/tooldiscovery/explorer.css",
+                   "flask_tooldiscovery/static/tooldiscovery/ui-host.js",
+                   "flask_tooldiscovery/static/tooldiscovery/ext-apps/app-with-deps.js",
+                   "flask_tooldiscovery/static/tooldiscovery/ext-apps/LICENSE",
+                   "flask_tooldiscovery/static/tooldiscovery/ext-apps/README",
                    "flask_tooldiscovery/py.typed"):
         assert needed in names, needed
     assert not any(n.startswith(("tests/", "example_app/")) for n in names)
@@ -189,6 +193,7 @@ def test_wheel_and_sdist_install_and_serve(tmp_path) -> None:
     with tarfile.open(sdist) as tar:
         members = tar.getnames()
     assert any(m.endswith("flask_tooldiscovery/static/tooldiscovery/explorer.js") for m in members)
+    assert any(m.endswith("flask_tooldiscovery/static/tooldiscovery/ext-apps/app-with-deps.js") for m in members)
     assert any(m.endswith("/LICENSE") for m in members) and "licenses/LICENSE" in " ".join(names)
     assert not any("/tests/" in m for m in members)  # no half test suite that cannot run
 
@@ -203,6 +208,9 @@ def test_wheel_and_sdist_install_and_serve(tmp_path) -> None:
     (app_dir / "example_app").mkdir()
     for f in (ROOT / "example_app").glob("*.py"):
         (app_dir / "example_app" / f.name).write_text(f.read_text())
+    (app_dir / "example_app" / "templates").mkdir()
+    for f in (ROOT / "example_app" / "templates").glob("*.html"):  # the order card's template
+        (app_dir / "example_app" / "templates" / f.name).write_text(f.read_text())
     port = free_port()
     proc = subprocess.Popen([str(py), "-m", "flask", "--app", "example_app", "run", "--port", str(port)],
                             cwd=app_dir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -218,6 +226,9 @@ def test_wheel_and_sdist_install_and_serve(tmp_path) -> None:
         for asset in ("explorer.js", "explorer.css"):
             assert requests.get(f"{base}/explorer/static/tooldiscovery/{asset}").status_code == 200
         assert requests.get(f"{base}/opal/discovery").status_code == 200
+        card = requests.post(f"{base}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "resources/read",
+                                                  "params": {"uri": "ui://example/order-card"}}).json()
+        assert "window.McpApps=" in card["result"]["contents"][0]["text"]  # the bridge, from the wheel
     finally:
         stop(proc)
 

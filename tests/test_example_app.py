@@ -88,3 +88,19 @@ def test_the_wsgi_entry_point_warns_of_a_key_per_process_without_flask_secret_ke
     assert keyless.stderr.count("FLASK_SECRET_KEY is not set") == 1
     keyed = run_quietly(tmp_path, "-c", load, secret="a-key-every-worker-shares")
     assert keyed.returncode == 0 and "FLASK_SECRET_KEY" not in keyed.stderr, keyed.stderr
+
+
+def test_order_status_has_the_order_card_as_its_ui(example_app: Flask) -> None:
+    client = example_app.test_client()
+
+    def rpc(method: str, params: dict) -> dict:
+        return client.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params},
+                           headers=SSE).get_json()["result"]
+
+    tools = {t["name"]: t for t in rpc("tools/list", {})["tools"]}
+    assert tools["order_status"]["_meta"]["ui"] == {"resourceUri": "ui://example/order-card"}
+    (card,) = rpc("resources/read", {"uri": "ui://example/order-card"})["contents"]
+    assert card["mimeType"] == "text/html;profile=mcp-app" and card["_meta"] == {"ui": {"prefersBorder": True}}
+    assert "<h1 id=\"order\">Example shop order</h1>" in card["text"] and "window.McpApps=" in card["text"]
+    detail = client.get("/explorer/tools/order_status").get_json()
+    assert detail["ui"] == {"resourceUri": "ui://example/order-card", "preferredSize": {"width": 420, "height": 240}}

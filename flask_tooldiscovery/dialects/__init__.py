@@ -111,6 +111,10 @@ class Dialect:
     #: ``transport``), its ``export_document``: the manifest lists it in that remote's section, its
     #: URL as ``<key>Url`` and the document as ``<key>`` (the Server Card: ``"serverCard"``).
     describes_remote: str | None = None
+    #: It lists tools only an interface calls (``visibility=["app"]``), because a host between it
+    #: and the model hides them (MCP Apps), or a developer reads it (the explorer); others leave
+    #: them out of their lists (they stay callable by name).
+    lists_app_tools: bool = False
     #: Which of its answers the fast path may learn and give again without Flask: its discovery
     #: GETs, and (with a body shape) discovery reads made by POST, as MCP's ``tools/list``.
     learnable: Learnable = field(default_factory=Learnable)

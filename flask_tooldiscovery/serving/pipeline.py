@@ -140,8 +140,14 @@ class Pipeline:
         return has_body(self.settings.max_content_length)
 
     def tools(self) -> ToolSet:
-        """The tools in force for this request, as the caller may see them; a failing provider is
-        logged and answered as :class:`~flask_tooldiscovery.errors.Unavailable`."""
+        """The tools in force for this request, as the caller may see them in this dialect's lists;
+        a failing provider is logged and answered as :class:`~flask_tooldiscovery.errors.Unavailable`."""
+        toolset = self._visible()
+        # Tools only an interface calls are left out unless a host between the list and the model
+        # hides them (MCP Apps) or a developer reads it (the explorer).
+        return toolset if self.dialect.lists_app_tools else toolset.for_model()
+
+    def _visible(self) -> ToolSet:
         try:
             toolset = self.core.tools()
         except ProviderError:
@@ -153,8 +159,11 @@ class Pipeline:
         return toolset.visible_to(identity)
 
     def find(self, name: str) -> Tool:
-        """The latest version of tool ``name``, or :class:`~flask_tooldiscovery.errors.UnknownTool`."""
+        """The latest version of tool ``name`` (one only an interface calls too: unlisted, still
+        callable), or :class:`~flask_tooldiscovery.errors.UnknownTool`."""
         tool = self.tools().get(name)
+        if tool is None and not self.dialect.lists_app_tools:
+            tool = self._visible().get(name)
         if tool is None:
             raise UnknownTool(name)
         return tool

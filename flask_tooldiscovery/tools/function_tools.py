@@ -20,6 +20,8 @@ from .results import mime_type_error
 from .schema_check import InvalidSchemaError, check_schema
 from .schema_sources import resolve_input_schema, resolve_output_schema
 from .signature import describe_function
+from .ui import as_ui
+from .ui import options_error as ui_error
 
 #: Every keyword ``@discovery.tool(...)`` accepts.
 TOOL_OPTIONS = (
@@ -81,6 +83,8 @@ def _check_options(label: str, options: Mapping[str, Any]) -> None:
             read_icons(options["icons"])
         except ValueError as exc:
             raise RegistrationError(f"{label}: {exc}") from None
+    if (error := ui_error(options.get("ui"), options.get("visibility"))) is not None:
+        raise RegistrationError(f"{label}: {error}")
     if options.get("visible") is not None and not callable(options["visible"]):
         raise RegistrationError(f"{label}: visible must be a callable taking the caller's Identity (or None)")
 
@@ -168,6 +172,8 @@ def tool_from_function(func: Callable[..., Any], options: Mapping[str, Any]) -> 
         output_schema = output_schema if options.get("output_schema") is not None else None
     if "icons" in metadata:
         metadata["icons"] = read_icons(metadata["icons"])
+    if "ui" in metadata:
+        metadata["ui"] = as_ui(metadata["ui"])
     description = options.get("description") or desc.description
     return Tool(
         name=name,

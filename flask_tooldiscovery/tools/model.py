@@ -36,7 +36,7 @@ METADATA_OPTIONS = (
     "result_mime_type",  # the MIME type of the bytes the tool returns (results.py)
     "task_support",  # "forbidden", "optional" or "required": may a protocol run its calls as tasks (MCP)
     "questions",  # what it asks its caller before it runs (questions.py)
-    "icons",  # {src, mimeType, sizes, theme} dicts a client may show beside it (MCP)
+    "icons", "ui", "visibility",  # its icons ({src, mimeType, sizes, theme}: MCP); its UI, who calls it (ui.py)
 )
 
 _SEMVER = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")

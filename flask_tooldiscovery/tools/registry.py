@@ -16,6 +16,7 @@ from typing import Any
 from .function_tools import RegistrationError, valid_tool_name
 from .model import Identity, Tool, parse_version, tool_changes
 from .providers import ProviderError, ToolsProvider, resolve_provider, tool_from_object
+from .ui import model_visible
 
 log = logging.getLogger("flask_tooldiscovery")
 
@@ -47,6 +48,7 @@ class ToolSet:
         self.predicated = self.restricted and any(t.visible for t in self.tools)
         self._views: dict[frozenset[str], ToolSet] = {}
         self._latest: list[Tool] | None = None
+        self._for_model: ToolSet | None = None
         if self.fingerprint is None:
             self.fingerprint = ("tools", digest(t.fingerprint for t in self.tools))
         self._by_name: dict[str, list[Tool]] = {}
@@ -88,6 +90,15 @@ class ToolSet:
         if key is not None:
             self._views[key] = view
         return view
+
+    def for_model(self) -> ToolSet:
+        """The set less the tools only an interface calls (``visibility=["app"]``): what a dialect
+        shows where no host stands between its list and the model (built once per set)."""
+        if self._for_model is None:
+            shown = [t for t in self.tools if model_visible(t)]
+            self._for_model = self if len(shown) == len(self.tools) else ToolSet(
+                shown, fingerprint=(self.fingerprint, "for model"))
+        return self._for_model
 
     def get(self, name: str, version: str | None = None) -> Tool | None:
         """The tool ``name`` at ``version`` (exact ``x.y.z``), or its latest version."""
@@ -175,6 +186,11 @@ class ToolRegistry:
         self.categories[id] = dict(fields)
         self._static = None
         self.version += 1
+
+    @property
+    def registered(self) -> list[Tool]:
+        """The tools registered one by one (decorated functions, views), not those of providers."""
+        return [tool for kind, tool in self._entries if kind == "tool"]
 
     @property
     def static(self) -> ToolSet | None:

@@ -33,6 +33,8 @@ from . import prompts
 from .driver import ExplorerDriver
 from .stream import stream_response, wants_stream
 from .tasks import add_routes
+from .ui_preview import add_routes as add_ui_preview
+from .ui_preview import interface, visibility
 
 NAME = "explorer"
 PAGE_HEADERS = {
@@ -55,13 +57,16 @@ class ToolSummarySchema(WireSchema):
     name = fields.String(required=True)
     description = fields.Function(lambda tool: tool.description or "")
     annotations = fields.Function(lambda tool: dict(tool.annotations) if tool.annotations else None)
+    visibility = fields.Function(visibility)  # ["app"]: only a tool UI calls it
 
 
 class ToolDetailSchema(ToolSummarySchema):
-    """F2 detail: the summary plus ``inputSchema`` (and ``outputSchema`` when the tool has one)."""
+    """F2 detail: the summary plus ``inputSchema`` (and ``outputSchema`` when the tool has one), and
+    ``ui`` when the tool has an interface (the page previews it)."""
 
     inputSchema = fields.Function(lambda tool: tool.input_schema or {"type": "object"})
     outputSchema = fields.Function(lambda tool: tool.output_schema or None)
+    ui = fields.Function(interface)
 
 
 class CallResultSchema(WireSchema):
@@ -196,6 +201,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         response.headers.update(PAGE_HEADERS)
         return response
 
+    add_ui_preview(pipe)
+
     @pipe.route("/tools", "discovery", ["GET"], endpoint="list_tools", guard_methods=False)
     def list_tools() -> Response:
         return pipe.send(pipe.document("list", lambda toolset: [
@@ -246,5 +253,5 @@ DIALECT = Dialect(
     protocol=Protocol("Tool Explorer (F2/F3 JSON API and page)"), driver=ExplorerDriver(),
     export_document=export_document, security_warning=security_warning, openapi_paths=openapi_paths,
     runs_tools=lambda settings: ExplorerSettings.of(settings).allow_execute, takes_auth_hook=True,
-    settings=ExplorerSettings,
+    settings=ExplorerSettings, lists_app_tools=True,
 )

@@ -26,7 +26,7 @@ from ...tools.model import Tool
 from ...tools.registry import ToolSet
 from .. import Dialect, Protocol
 from . import approval as mcp_approval
-from . import completion, prompts, resources, stream_task
+from . import apps, completion, prompts, resources, stream_task
 from . import jsonrpc as rpc
 from . import stream as mcp_stream
 from . import tasks as mcp_tasks
@@ -125,6 +125,7 @@ class McpToolSchema(WireSchema):
     outputSchema = fields.Function(lambda tool: object_output_schema(tool)[0])
     annotations = fields.Function(lambda tool: dict(tool.annotations) if tool.annotations else None)
     icons = fields.Function(lambda tool: [dict(i) for i in tool.metadata.get("icons") or ()] or None)
+    _meta = fields.Function(apps.tool_meta, data_key="_meta")  # MCP Apps: the tool's interface
 
 
 _TOOL = McpToolSchema()
@@ -195,8 +196,9 @@ def respond(reply: Any, status: int = 200) -> Response:
 def server_capabilities(pipe: Pipeline) -> dict[str, Any]:
     """What this server offers (``initialize``, ``server/discover``, the manifest)."""
     settings, core = pipe.settings, pipe.core
-    return {"tools": {"listChanged": False}, "logging": {}, **resources.capability(settings),
-            **prompts.capability(core.prompts), **completion.capability(settings, core.prompts, core.resources)}
+    return apps.capabilities(pipe, {  # tool UIs: the MCP Apps extension, and resources to read them
+        "tools": {"listChanged": False}, "logging": {}, **resources.capability(settings),
+        **prompts.capability(core.prompts), **completion.capability(settings, core.prompts, core.resources)})
 
 
 def manifest_section(pipe: Pipeline, entry: Mapping[str, Any], about: Mapping[str, Any]) -> dict[str, Any]:
@@ -229,7 +231,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         return with_instructions({"protocolVersion": version, "capabilities": offered, "serverInfo": server_info})
 
     def discover(params: dict[str, Any]) -> dict[str, Any]:
-        offered = {**server_capabilities(pipe), "extensions": {mcp_tasks.EXTENSION: {}}}
+        capabilities = server_capabilities(pipe)
+        offered = {**capabilities, "extensions": {**capabilities.get("extensions", {}), mcp_tasks.EXTENSION: {}}}
         return with_instructions({"supportedVersions": list(ALL_VERSIONS), "capabilities": offered})
 
     def list_tools(params: dict[str, Any]) -> rpc.Encoded:
@@ -294,7 +297,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         return result
 
     methods: dict[str, rpc.Method] = {"initialize": initialize, "ping": lambda params: {}, "server/discover": discover,
-                                      "tools/list": list_tools, "tools/call": call_tool, **resources.methods(pipe),
+                                      "tools/list": list_tools, "tools/call": call_tool,
+                                      **apps.methods(pipe, resources.methods(pipe)),
                                       **prompts.methods(pipe), **completion.methods(pipe),
                                       **mcp_tasks.methods(pipe),
                                       "logging/setLevel": mcp_stream.set_level}
@@ -380,5 +384,5 @@ DIALECT = Dialect(
     cors_headers=("MCP-Protocol-Version", "Mcp-Session-Id", "Last-Event-ID", "Mcp-Method", "Mcp-Name", "Mcp-Param-*"),
     exposed_headers=("Mcp-Session-Id",), security_warning=security_warning, openapi_paths=openapi_paths,
     root_blueprint=root_blueprint, manifest_section=manifest_section, settings=McpSettings,
-    learnable=Learnable(post=list_shape),
+    learnable=Learnable(post=list_shape), lists_app_tools=True,
 )

@@ -157,9 +157,11 @@
   });
 
   /* ---------- tool list ---------- */
-  function badgesFor(annotations) {
+  function badgesFor(annotations, tool) {
     var out = [];
     annotations = annotations || {};
+    if (tool && tool.visibility && tool.visibility.indexOf("model") < 0) out.push(["app only", ""]);
+    if (tool && tool.ui) out.push(["UI", ""]);
     if (annotations.readOnlyHint) out.push(["read-only", "readonly"]);
     if (annotations.destructiveHint) out.push(["destructive", "destructive"]);
     if (annotations.idempotentHint) out.push(["idempotent", ""]);
@@ -183,7 +185,7 @@
       }, [
         el("span", { className: "tool-name", text: tool.name }),
         el("span", { className: "tool-desc", text: (tool.description || "").split("\n")[0] }),
-        el("span", { className: "badges" }, badgesFor(tool.annotations))
+        el("span", { className: "badges" }, badgesFor(tool.annotations, tool))
       ]);
       list.appendChild(el("li", {}, [button]));
     });
@@ -455,6 +457,29 @@
     if (data && data.errors) showFieldErrors(data.errors);
   }
 
+  /* ---------- the tool's UI (MCP Apps), previewed beside its result: ui-host.js ---------- */
+  function callableByUi(name) {
+    var tool = state.tools.filter(function (t) { return t.name === name; })[0];
+    return !!tool && (!tool.visibility || tool.visibility.indexOf("app") >= 0);
+  }
+  function showUi(name, args, r) {
+    var wrap = $("td-ui-wrap"), detail = state.detail, notes = $("td-ui-notes");
+    var host = window.TooldiscoveryUiHost;
+    if (host) host.clear($("td-ui"));
+    clear(notes);
+    notes.hidden = true;
+    var ui = detail && detail.name === name && detail.ui;
+    wrap.hidden = !(ui && host && r.data && typeof r.data.isError === "boolean");
+    if (wrap.hidden) return;
+    host.show({
+      container: $("td-ui"), url: base + "ui?uri=" + encodeURIComponent(ui.resourceUri), size: ui.preferredSize,
+      allow: ui.allow, args: args, result: r.data, canCall: callableByUi,
+      tool: { name: detail.name, description: detail.description || "", inputSchema: detail.inputSchema || { type: "object" } },
+      callTool: function (tool, toolArgs) { return request("POST", toolUrl(tool, "/call"), toolArgs); },
+      note: function (text) { notes.hidden = false; notes.appendChild(el("li", { text: text })); }
+    });
+  }
+
   /* ---------- rich results: images, audio, files, links ---------- */
   // Only what a browser shows safely is shown inline: PNG, JPEG, GIF and WebP images (never SVG,
   // which can hold scripts), audio; anything else is a download (a Blob typed as plain bytes, so
@@ -596,6 +621,7 @@
       if (state.stopped && !outcome.ok) { status("Stopped: the call was cancelled.", "error"); return; }
       status(outcome.text, outcome.ok ? "ok" : "error");
       showResult(r, outcome);
+      showUi(name, args, r);
       addHistory(name, { at: new Date().toISOString(), args: args, ok: outcome.ok, ms: ms, status: r.status });
     }, function (err) {
       finishLive();
@@ -687,7 +713,7 @@
       $("td-empty").hidden = true;
       $("td-detail").hidden = false;
       $("td-name").textContent = r.data.name;
-      var badges = $("td-badges"); clear(badges); badgesFor(r.data.annotations).forEach(function (b) { badges.appendChild(b); });
+      var badges = $("td-badges"); clear(badges); badgesFor(r.data.annotations, r.data).forEach(function (b) { badges.appendChild(b); });
       $("td-description").textContent = r.data.description || "";
       var annotations = r.data.annotations;
       $("td-annotations-wrap").hidden = !annotations || !Object.keys(annotations).length;
@@ -696,6 +722,7 @@
       $("td-output-wrap").hidden = !r.data.outputSchema;
       $("td-output-schema").textContent = r.data.outputSchema ? pretty(r.data.outputSchema) : "";
       $("td-result-wrap").hidden = true;
+      if (window.TooldiscoveryUiHost) window.TooldiscoveryUiHost.clear($("td-ui"));
       $("td-live").hidden = true;
       $("td-elapsed").textContent = "";
       status("", "");

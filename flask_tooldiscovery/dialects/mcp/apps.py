@@ -1,0 +1,98 @@
+"""MCP Apps (the ``io.modelcontextprotocol/ui`` extension, SEP-1865) for tools with an interface
+(``@discovery.tool(ui=...)``, :mod:`...tools.ui`): the extension declared, each such tool's
+``_meta.ui`` (``resourceUri``, ``visibility``), and its ``ui://`` resource in ``resources/list``
+and ``resources/read`` (HTML of type ``text/html;profile=mcp-app`` with its ``_meta.ui``: csp,
+permissions), beside the app's own resources when ``TOOLDISCOVERY_MCP_RESOURCES`` serves them.
+
+Tools with ``visibility=["app"]`` stay in ``tools/list``: the spec has the host keep them from the
+model and let only the interface call them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import current_app
+
+from ...serving.pipeline import Pipeline
+from ...tools.model import Tool
+from ...tools.ui import MIME_TYPE, UI, render, resources_of, ui_of, visibility_of
+from . import jsonrpc as rpc
+from .content import client_version
+from .resources import NOT_FOUND_AS_INVALID_PARAMS_SINCE, RESOURCE_NOT_FOUND
+
+EXTENSION = "io.modelcontextprotocol/ui"
+#: The flat key hosts read before ``_meta.ui.resourceUri`` (deprecated, still sent by the SDK's helper).
+LEGACY_URI_KEY = "ui/resourceUri"
+
+
+def tool_meta(tool: Tool) -> dict[str, Any] | None:
+    """A tool's ``_meta`` in ``tools/list``: ``ui.resourceUri`` and ``ui.visibility`` (``None``
+    for a tool with neither)."""
+    ui, visibility = ui_of(tool), visibility_of(tool)
+    if ui is None and visibility is None:
+        return None
+    meta: dict[str, Any] = {}
+    if ui is not None:
+        meta["resourceUri"] = ui.resource_uri
+    if visibility is not None:
+        meta["visibility"] = list(visibility)
+    return {"ui": meta, LEGACY_URI_KEY: ui.resource_uri} if ui is not None else {"ui": meta}
+
+
+def capabilities(pipe: Pipeline, offered: dict[str, Any]) -> dict[str, Any]:
+    """``offered`` with the extension declared (and ``resources``, which hosts read interfaces
+    with) when a registered tool has an interface; unchanged otherwise."""
+    if not resources_of(pipe.core.registry.registered):
+        return offered
+    return {**offered, "resources": offered.get("resources") or {"subscribe": False, "listChanged": False},
+            "extensions": {**offered.get("extensions", {}), EXTENSION: {}}}
+
+
+def _entry(ui: UI) -> dict[str, Any]:
+    entry: dict[str, Any] = {"uri": ui.resource_uri, "name": ui.resource_name, "mimeType": MIME_TYPE}
+    if ui.description:
+        entry["description"] = ui.description
+    meta = ui.wire_meta()
+    return {**entry, "_meta": {"ui": meta}} if meta else entry
+
+
+def methods(pipe: Pipeline, base: dict[str, rpc.Method]) -> dict[str, rpc.Method]:
+    """The resources methods of ``base`` (the app's resources, possibly none) with the interfaces of
+    the tools this caller may see added; ``base`` as it is when no registered tool has one."""
+    if not resources_of(pipe.core.registry.registered):
+        return base
+    base_list, base_read = base.get("resources/list"), base.get("resources/read")
+
+    def interfaces() -> dict[str, UI]:
+        return resources_of(pipe.tools().latest())
+
+    def list_resources(params: dict[str, Any]) -> dict[str, Any]:
+        listed = base_list(params) if base_list is not None else {}
+        own = listed.get("resources", []) if isinstance(listed, dict) else []
+        return {"resources": [*own, *(_entry(ui) for ui in interfaces().values())]}
+
+    def read(params: dict[str, Any]) -> rpc.Result:
+        uri = params.get("uri")
+        ui = interfaces().get(uri) if isinstance(uri, str) else None
+        if ui is None:
+            if base_read is not None:
+                return base_read(params)
+            if not isinstance(uri, str) or not uri:
+                raise rpc.RpcError(rpc.INVALID_PARAMS, "resources/read needs params.uri (a string).")
+            meta = params["_meta"] if isinstance(params.get("_meta"), dict) else {}
+            modern = client_version(meta) >= NOT_FOUND_AS_INVALID_PARAMS_SINCE
+            raise rpc.RpcError(rpc.INVALID_PARAMS if modern else RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
+        # A template failing here is logged with its trace by the method table; the caller is told
+        # "Internal error." only.
+        html = render(current_app._get_current_object(), ui, pipe.tools().latest())  # type: ignore[attr-defined]
+        content: dict[str, Any] = {"uri": ui.resource_uri, "mimeType": MIME_TYPE, "text": html}
+        meta = ui.wire_meta()
+        return {"contents": [{**content, "_meta": {"ui": meta}} if meta else content]}
+
+    added: dict[str, rpc.Method] = {"resources/list": list_resources, "resources/read": read}
+    if "resources/templates/list" not in base:
+        added["resources/templates/list"] = lambda params: {"resourceTemplates": []}
+    return {**base, **added}
+
+
+__all__ = ["EXTENSION", "capabilities", "methods", "tool_meta"]

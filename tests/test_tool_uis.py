@@ -1,0 +1,210 @@
+"""Tool UIs (``@discovery.tool(ui=...)``, ``visibility=["app"]``): what is refused at registration and
+``init_app``, the MCP Apps extension as the official Python SDK sees it against a live server (the
+tool's ``_meta.ui``, the ``ui://`` resource as ``text/html;profile=mcp-app`` with its csp and
+permissions, the app-only tool callable), the same HTML for every caller, autoescaping, a failing
+template at read time, and app-only tools left out of the lists no host filters."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+
+from flask_tooldiscovery import UI, RegistrationError, ToolDiscovery, UIError
+from flask_tooldiscovery.tools.ui import MIME_TYPE, bridge_script
+
+from .apps.ui_app import TEMPLATES, create_app
+from .conftest import live_server
+
+ALL = ["explorer", "opal", "oxp", "tdp", "mcp", "utcp"]
+
+
+def rpc(client: Any, method: str, params: dict[str, Any] | None = None, **headers: str) -> Any:
+    return client.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}},
+                       headers=headers)
+
+
+# -- registration and init_app ---------------------------------------------------------------------
+
+@pytest.mark.parametrize(("options", "words"), [
+    ({"ui": 3}, "ui must be a template name"),
+    ({"ui": ""}, "template must be a template name"),
+    ({"visibility": "app"}, "visibility must be a non-empty list"),
+    ({"visibility": ["app", "agent"]}, "visibility must be a non-empty list"),
+    ({"visibility": []}, "visibility must be a non-empty list"),
+])
+def test_bad_options_are_refused_at_registration(options: dict[str, Any], words: str) -> None:
+    with pytest.raises(RegistrationError, match=words):
+        ToolDiscovery().tool(**options)(lambda: None)
+
+
+@pytest.mark.parametrize(("kwargs", "words"), [
+    ({"uri": "https://x/y"}, "uri must start with 'ui://'"),
+    ({"csp": {"script_domains": ["https://a.example"]}}, "csp keys are"),
+    ({"csp": {"connect_domains": ["api.example.com/path"]}}, "csp origins are"),
+    ({"permissions": ["camera", "usb"]}, "permissions are"),
+    ({"permissions": "camera"}, "permissions are"),
+    ({"preferred_size": (400, 0)}, "preferred_size"),
+])
+def test_a_ui_that_cannot_work_is_refused(kwargs: dict[str, Any], words: str) -> None:
+    with pytest.raises(ValueError, match=words):
+        UI("orders.html", **kwargs)
+
+
+def test_a_missing_template_fails_init_app_naming_it() -> None:
+    discovery = ToolDiscovery()
+
+    @discovery.tool(ui="no_such_card.html")
+    def show() -> str:
+        return "x"
+
+    app = Flask("nocard", template_folder=str(TEMPLATES))
+    with pytest.raises(UIError, match=r"template 'no_such_card\.html' not found"):
+        discovery.init_app(app)
+
+
+def test_a_template_that_does_not_compile_fails_init_app() -> None:
+    discovery = ToolDiscovery()
+    discovery.tool(name="broken", ui="broken.html")(lambda: "x")
+    with pytest.raises(UIError, match=r"broken\.html' does not compile"):
+        discovery.init_app(Flask("broken", template_folder=str(TEMPLATES)))
+
+
+def test_one_uri_for_two_different_uis_fails_init_app() -> None:
+    discovery = ToolDiscovery()
+    discovery.tool(name="a", ui=UI("order_card.html", uri="ui://shop/card"))(lambda: "x")
+    discovery.tool(name="b", ui=UI("leaky.html", uri="ui://shop/card"))(lambda: "x")
+    with pytest.raises(UIError, match="ui://shop/card already names another UI"):
+        discovery.init_app(Flask("twice", template_folder=str(TEMPLATES)))
+
+
+# -- MCP: the official client against a live server ------------------------------------------------
+
+async def _session(url: str, mode: str) -> dict[str, Any]:
+    from mcp import Client
+
+    async with Client(url, mode=mode) as client:  # type: ignore[arg-type]
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        listed = (await client.list_resources()).resources
+        read = await client.read_resource(tools["get_order"].meta["ui"]["resourceUri"])
+        refreshed = await client.call_tool("refresh_order", {"order_id": "A-17"})
+        return {"tools": tools, "listed": listed, "read": read, "refreshed": refreshed,
+                "capabilities": client.server_capabilities}
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_the_official_client_reads_the_tools_interface(mode: str) -> None:
+    with live_server(create_app(TOOLDISCOVERY_DIALECTS=["mcp"])) as base:
+        out = asyncio.run(_session(f"{base}/mcp", mode))
+    tools = out["tools"]
+    assert tools["get_order"].meta["ui"] == {"resourceUri": "ui://shop/order-card"}
+    assert tools["get_order"].meta["ui/resourceUri"] == "ui://shop/order-card"  # the deprecated flat key too
+    assert tools["refresh_order"].meta["ui"] == {"resourceUri": "ui://shop/order-card", "visibility": ["app"]}
+    assert not (tools["ping"].meta or {}).get("ui")
+    listed = [r for r in out["listed"] if str(r.uri).startswith("ui://")]
+    assert [(str(r.uri), r.mime_type) for r in listed] == [("ui://shop/order-card", MIME_TYPE)]
+    (content,) = out["read"].contents
+    assert content.mime_type == MIME_TYPE and str(content.uri) == "ui://shop/order-card"
+    assert content.meta["ui"] == {"csp": {"connectDomains": ["https://api.example.com"]},
+                                  "permissions": {"clipboardWrite": {}}, "prefersBorder": True}
+    html = content.text
+    assert html.startswith("<!doctype html>") and "window.McpApps=" in html
+    assert "<h1>Your &lt;order&gt;</h1>" in html  # the UI's context, autoescaped
+    assert "<title>get_order</title>" in html
+    assert out["refreshed"].structured_content == {"id": "A-17", "status": "shipped"}  # app-only, callable
+    extensions = out["capabilities"].model_dump(by_alias=True).get("extensions") or {}
+    assert "io.modelcontextprotocol/ui" in extensions
+
+
+def test_the_extension_is_declared_in_both_eras_only_with_an_interface(make_app) -> None:
+    c = create_app(TOOLDISCOVERY_DIALECTS=["mcp"]).test_client()
+    init = rpc(c, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                 "clientInfo": {"name": "t", "version": "1"}}).get_json()["result"]
+    assert init["capabilities"]["extensions"] == {"io.modelcontextprotocol/ui": {}}
+    assert "resources" in init["capabilities"]
+    plain = ToolDiscovery()
+    plain.tool(name="x")(lambda: "x")
+    bare = rpc(make_app(plain, TOOLDISCOVERY_DIALECTS=["mcp"]).test_client(), "initialize", {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
+    assert "extensions" not in bare.get_json()["result"]["capabilities"]
+    assert "resources" not in bare.get_json()["result"]["capabilities"]
+
+
+def test_the_html_is_the_same_for_every_caller() -> None:
+    app = create_app(TOOLDISCOVERY_DIALECTS=["mcp"])
+    c = app.test_client()
+    reads = [rpc(c, "resources/read", {"uri": "ui://shop/order-card"}, **headers).get_json()["result"]
+             for headers in ({}, {"Authorization": "Bearer someone", "Cookie": "session=abc"})]
+    assert reads[0] == reads[1]
+
+
+def test_a_template_reading_the_request_fails_at_read_time_logged_without_the_trace(caplog) -> None:
+    discovery = ToolDiscovery()
+    discovery.tool(name="leak", ui="leaky.html")(lambda: "x")
+    app = Flask("leaky", template_folder=str(TEMPLATES))
+    app.config.update(TESTING=True, TOOLDISCOVERY_DIALECTS=["mcp"])
+    discovery.init_app(app)  # it compiles: the failure is the caller's data it asks for
+    with caplog.at_level(logging.ERROR, logger="flask_tooldiscovery"):
+        r = rpc(app.test_client(), "resources/read", {"uri": "ui://leaky.html"}, Authorization="Bearer secret-x")
+    body = r.get_json()
+    assert body["error"] == {"code": -32603, "message": "Internal error."}
+    assert "secret-x" not in r.get_data(as_text=True) and "Traceback" not in r.get_data(as_text=True)
+    (logged,) = [rec for rec in caplog.records if rec.exc_info]
+    assert logged.getMessage().startswith("mcp: resources/read failed")
+    assert isinstance(logged.exc_info[1], UIError) and "leaky.html" in str(logged.exc_info[1])
+    assert "outside of request context" in str(logged.exc_info[1].__cause__)  # no caller's request to read
+
+
+def test_an_unknown_ui_resource_is_not_found() -> None:
+    c = create_app(TOOLDISCOVERY_DIALECTS=["mcp"]).test_client()
+    r = rpc(c, "resources/read", {"uri": "ui://shop/nothing"})
+    assert r.get_json()["error"]["code"] == -32002
+    r = rpc(c, "resources/read", {"uri": 7})
+    assert r.get_json()["error"]["code"] == -32602
+
+
+def test_app_resources_are_still_served_beside_the_interfaces() -> None:
+    app = Flask("both", template_folder=str(TEMPLATES))
+    app.config.update(TESTING=True, TOOLDISCOVERY_DIALECTS=["mcp"], TOOLDISCOVERY_MCP_RESOURCES=True)
+    discovery = ToolDiscovery()
+    discovery.tool(name="show", ui="order_card.html")(lambda: {"id": "1", "item": "x", "total": 1})
+
+    @discovery.resource("config://app", mime_type="text/plain")
+    def config() -> str:
+        return "settings"
+
+    discovery.init_app(app)
+    c = app.test_client()
+    listed = [r["uri"] for r in rpc(c, "resources/list").get_json()["result"]["resources"]]
+    assert listed == ["config://app", "ui://order_card.html"]
+    assert rpc(c, "resources/read", {"uri": "config://app"}).get_json()["result"]["contents"][0]["text"] == "settings"
+
+
+# -- the lists no host filters ---------------------------------------------------------------------
+
+def test_app_only_tools_are_left_out_where_no_host_hides_them() -> None:
+    app = create_app(TOOLDISCOVERY_DIALECTS=ALL)
+    c = app.test_client()
+    for path in ("/opal/discovery", "/oxp/tools", "/api/v1/tools", "/utcp"):
+        text = c.get(path).get_data(as_text=True)
+        assert "get_order" in text and "refresh_order" not in text, path
+    assert "refresh_order" in c.get("/explorer/tools").get_data(as_text=True)
+    listed = rpc(c, "tools/list").get_json()["result"]["tools"]
+    assert [t["name"] for t in listed] == ["get_order", "refresh_order", "ping"]
+    called = c.post("/explorer/tools/refresh_order/call", json={"order_id": "A-17"})
+    assert called.get_json()["structuredContent"] == {"id": "A-17", "status": "shipped"}
+
+
+# -- the bridge ------------------------------------------------------------------------------------
+
+def test_the_bridge_is_the_shipped_ext_apps_bundle_exposing_its_exports() -> None:
+    script = bridge_script()
+    assert script.startswith('<script type="module">') and script.endswith("</script>")
+    assert ",App:" in script.replace(" ", "")
+    assert "export{" not in script[-2000:].replace(" ", "")
+    shipped = Path(__file__).resolve().parent.parent / "flask_tooldiscovery/static/tooldiscovery/ext-apps"
+    assert "2.0.4" in (shipped / "README").read_text()
