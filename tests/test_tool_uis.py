@@ -208,3 +208,32 @@ def test_the_bridge_is_the_shipped_ext_apps_bundle_exposing_its_exports() -> Non
     assert "export{" not in script[-2000:].replace(" ", "")
     shipped = Path(__file__).resolve().parent.parent / "flask_tooldiscovery/static/tooldiscovery/ext-apps"
     assert "2.0.4" in (shipped / "README").read_text()
+
+
+def test_the_manifest_offers_what_initialize_offers() -> None:
+    from flask_tooldiscovery.dialects.manifest import DIALECT as MANIFEST
+
+    discovery = ToolDiscovery(dialects=[MANIFEST])
+    discovery.tool(name="show", ui="order_card.html")(lambda: "x")
+    app = Flask("manifested", template_folder=str(TEMPLATES))
+    app.config.update(TESTING=True, TOOLDISCOVERY_DIALECTS=["mcp", "manifest"])
+    discovery.init_app(app)
+    c = app.test_client()
+    offered = c.get("/.well-known/tool-discovery").get_json()["mcp"]["capabilities"]
+    init = rpc(c, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                 "clientInfo": {"name": "t", "version": "1"}}).get_json()["result"]
+    assert offered == init["capabilities"] and "io.modelcontextprotocol/ui" in offered["extensions"]
+
+
+def test_the_explorer_preview_route_answers_a_failing_template_with_a_plain_500(caplog) -> None:
+    discovery = ToolDiscovery()
+    discovery.tool(name="leak", ui="leaky.html")(lambda: "x")
+    app = Flask("leaky_explorer", template_folder=str(TEMPLATES))
+    app.config.update(TESTING=True, TOOLDISCOVERY_DIALECTS=["explorer"])
+    discovery.init_app(app)
+    with caplog.at_level(logging.ERROR, logger="flask_tooldiscovery"):
+        r = app.test_client().get("/explorer/tools/leak/ui", headers={"Authorization": "Bearer secret-y"})
+    assert r.status_code == 500 and r.get_json() == {
+        "error": "The tool's UI failed to render; the server log has the details."}
+    assert any(isinstance(rec.exc_info[1], UIError) for rec in caplog.records if rec.exc_info)
+    assert app.test_client().get("/explorer/tools/nothing/ui").status_code == 404

@@ -41,11 +41,11 @@ def test_the_preview_shows_the_result_of_the_call_made_on_the_page(page) -> None
         expect(view.locator("#refreshed")).to_have_text("status shipped")
         expect(page.locator("#td-ui-notes")).to_contain_text("The UI called refresh_order.")
 
-        served = requests.get(f"{base}/explorer/ui", params={"uri": "ui://shop/order-card"}, timeout=10)
-        missing = requests.get(f"{base}/explorer/ui", params={"uri": "ui://shop/none"}, timeout=10)
+        served = requests.get(f"{base}/explorer/tools/get_order/ui", timeout=10)  # no token: a page
+        missing = requests.get(f"{base}/explorer/tools/ping/ui", timeout=10)
         refused = requests.post(f"{base}/explorer/tools/refresh_order/call", json={"order_id": "A-17"}, timeout=10)
     csp = served.headers["Content-Security-Policy"]
     assert "connect-src 'self' https://api.example.com" in csp and "frame-ancestors 'self'" in csp
     assert "default-src 'none'" in csp and served.headers["Content-Type"].startswith("text/html")
-    assert missing.status_code == 404 and missing.json() == {"error": "No tool has the UI 'ui://shop/none'."}
+    assert missing.status_code == 404 and missing.json() == {"error": "Tool 'ping' has no UI."}
     assert refused.status_code == 401  # without the page's token the same call is refused

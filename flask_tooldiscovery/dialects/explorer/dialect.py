@@ -201,7 +201,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         response.headers.update(PAGE_HEADERS)
         return response
 
-    add_ui_preview(pipe)
+    add_ui_preview(pipe, bp)
 
     @pipe.route("/tools", "discovery", ["GET"], endpoint="list_tools", guard_methods=False)
     def list_tools() -> Response:

@@ -1,4 +1,4 @@
-"""The explorer's preview of tool UIs: ``GET /ui?uri=ui://...`` serves a tool's interface (the same HTML
+"""The explorer's preview of tool UIs: ``GET /tools/<name>/ui`` serves a tool's interface (the same HTML
 MCP hosts read) under the CSP its declaration asks for, for the page's sandboxed iframe; the page's
 ``ui-host.js`` speaks MCP Apps' postMessage protocol to it (tool input, tool result, calls of
 app-only tools through this dialect's call route, with the page's credentials). The detail of a
@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Response, current_app, request
+from flask import Blueprint, Response, current_app
 
-from ...errors import CoreError, NotFound
+from ...errors import CoreError, NotFound, Unavailable
 from ...observe.logs import log
 from ...serving.pipeline import Pipeline
 from ...tools.model import Tool
-from ...tools.ui import UIError, render, resources_of, ui_of, visibility_of
+from ...tools.providers import ProviderError
+from ...tools.ui import UIError, render, ui_of, visibility_of
 
 
 def visibility(tool: Tool) -> list[str] | None:
@@ -37,18 +38,26 @@ def interface(tool: Tool) -> dict[str, Any] | None:
     return found
 
 
-def add_routes(pipe: Pipeline) -> None:
-    """``GET /ui``: one tool UI, by its ``uri``, for the tools this caller may see."""
+def add_routes(pipe: Pipeline, bp: Blueprint) -> None:
+    """``GET /tools/<name>/ui``: the tool's UI, an asset of the explorer page as its static files are
+    (the request guard applies; the manifest does not list it): the frame that loads it cannot send
+    the page's token, so it is served to anyone, for any tool; the HTML is the same for every
+    caller and holds nothing of any (:func:`~...tools.ui.render`)."""
 
-    @pipe.route("/ui", "discovery", ["GET"], endpoint="ui_preview", guard_methods=False)
-    def ui_preview() -> Response:
-        uri = request.args.get("uri", "")
-        ui = resources_of(pipe.tools().latest()).get(uri)
+    @bp.get("/tools/<path:name>/ui", endpoint="ui_preview")
+    def ui_preview(name: str) -> Response:
+        try:
+            toolset = pipe.core.tools()
+        except ProviderError:
+            log.exception("explorer: a tools provider failed (trace_id=%s)", pipe.trace_id)
+            raise Unavailable() from None
+        tool = toolset.get(name)
+        ui = ui_of(tool) if tool is not None else None
         if ui is None:
-            raise NotFound(f"No tool has the UI {uri!r}." if uri else "Give the UI's uri= (ui://...).")
+            raise NotFound(f"Tool {name!r} has no UI." if tool is not None else f"Unknown tool: {name}")
         app = current_app._get_current_object()  # type: ignore[attr-defined]
         try:
-            html = render(app, ui, pipe.tools().latest())
+            html = render(app, ui, toolset.latest())
         except UIError as exc:
             log.error("explorer: %s (trace_id=%s)", exc, pipe.trace_id, exc_info=exc)
             raise CoreError("The tool's UI failed to render; the server log has the details.", status=500) from None

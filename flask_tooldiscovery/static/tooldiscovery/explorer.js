@@ -472,7 +472,7 @@
     wrap.hidden = !(ui && host && r.data && typeof r.data.isError === "boolean");
     if (wrap.hidden) return;
     host.show({
-      container: $("td-ui"), url: base + "ui?uri=" + encodeURIComponent(ui.resourceUri), size: ui.preferredSize,
+      container: $("td-ui"), url: toolUrl(name, "/ui"), size: ui.preferredSize,
       allow: ui.allow, args: args, result: r.data, canCall: callableByUi,
       tool: { name: detail.name, description: detail.description || "", inputSchema: detail.inputSchema || { type: "object" } },
       callTool: function (tool, toolArgs) { return request("POST", toolUrl(tool, "/call"), toolArgs); },
