@@ -283,6 +283,10 @@ class Settings:
         "Tasks that may wait for a thread of the thread engine; past that a new one is refused as busy (503).")
     task_ttl: int = setting(
         "TASK_TTL", 86400, whole_number(60), "Seconds a task's record (its state and result) is kept.")
+    task_outbox_grace: float = setting(
+        "TASK_OUTBOX_GRACE", 30, number(1),
+        "Celery engine: seconds after which a task accepted but not yet sent to the broker (its publish failed, "
+        "or its web worker died first) is sent by another process.")
     task_lease: float = setting(
         "TASK_LEASE", 30, number(0.5),
         "Seconds after which a task run in a web worker (the thread engine's, a streamed call's) whose process "

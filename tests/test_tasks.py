@@ -203,10 +203,52 @@ def test_the_message_celery_shows_and_logs_carries_no_credentials(celery_side: A
         "async_callback": {"url": "http://127.0.0.1:9/never", "tool_call_id": "tc-1"}})
     assert answer.status_code == 202, answer.data
     task_id = answer.get_json()["task_id"]
-    queued = [json.loads(raw) for raw in redis.Redis.from_url(redis_url).lrange("celery", 0, -1)]
-    [message] = [m for m in queued if m["headers"]["id"] == task_id]
+    broker = redis.Redis.from_url(redis_url)
+
+    def sent() -> list[dict[str, Any]]:  # the publish follows the 202 (the outbox sends it)
+        return [m for m in map(json.loads, broker.lrange("celery", 0, -1)) if m["headers"]["id"] == task_id]
+
+    wait_for(sent)
+    [message] = sent()
     assert "tok-SECRET-0451" not in json.dumps(message["headers"])
     assert message["headers"]["argsrepr"] == f"[call of task {task_id}]"
+
+
+def test_an_accept_the_broker_never_heard_of_is_sent_later_and_runs_once(
+        redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, receiver: Receiver) -> None:  # noqa: F811
+    """The 202 comes once the record and the job are in Redis; the publish follows. A web side whose
+    broker is unreachable (or that died before publishing) leaves the job in the outbox, and a
+    Celery worker's process sends it once due: the call runs once, its callback arrives once."""
+    pytest.importorskip("celery")
+    import redis
+
+    from flask_tooldiscovery.calls.outbox import JOBS, OUTBOX
+
+    monkeypatch.setenv("TD_REDIS_URL", redis_url)
+    monkeypatch.setenv("TD_EFFECTS", str(tmp_path))
+    monkeypatch.setenv("TD_OUTBOX_GRACE", "1")
+    monkeypatch.setenv("TD_BROKER_URL", "redis://127.0.0.1:9/0")  # nothing listens there
+    from tests.apps.celery_app import create_app
+
+    app = create_app()
+    url = receiver.url()
+    task_id = call(app, "refund", {"order": "O"}, url)  # answered: the job is kept, not yet sent
+    (tmp_path / "gate-O").touch()
+    store = redis.Redis.from_url(redis_url)
+    assert store.zscore(OUTBOX, task_id) is not None and store.hget(JOBS, task_id) is not None
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TD_REDIS_URL": redis_url, "TD_EFFECTS": str(tmp_path),
+           "TD_OUTBOX_GRACE": "1", "TD_BROKER_URL": ""}
+    worker = Worker(env, tmp_path / "worker.log")
+    try:
+        [(_, body)] = receiver.wait(url)
+        assert json.loads(body) == {"content": {"refunded": "O"}, "content_type": "application/json"}
+        wait_for(lambda: store.zscore(OUTBOX, task_id) is None and store.hget(JOBS, task_id) is None)
+        time.sleep(3)  # several more rounds of every publisher
+        assert effects(tmp_path, "refund-O") == 1 and len(receiver.received(url)) == 1
+        task = tasks_of(app).store.get(task_id)
+        assert task is not None and task.state == "completed"
+    finally:
+        worker.stop()
 
 
 def test_a_killed_worker_never_runs_a_tool_twice_the_caller_reads_interrupted(celery_side: Any,

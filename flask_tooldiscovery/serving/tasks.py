@@ -18,14 +18,15 @@ from __future__ import annotations
 import importlib.util
 import json
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from flask import Flask
 
 from ..calls import task_input
 from ..calls.approvals import digest
 from ..calls.engines import CELERY_INSTALL, CeleryEngine, Engine, Job, ThreadEngine
-from ..calls.tasks import Task, TaskState, TaskStore, store_for
+from ..calls.outbox import Outbox
+from ..calls.tasks import RedisTaskStore, Task, TaskState, TaskStore, store_for
 from ..errors import CoreError, RetryLater
 from ..observe.logs import log
 from ..settings import Settings, SettingsError, key
@@ -97,6 +98,11 @@ class Tasks:
         self.store: TaskStore = store_for(settings.state_storage_uri)
         self._watcher = CancelWatcher(self.store, lease=float(settings.task_lease))
         self.engine = self._engine(app, settings)
+        #: The Celery engine's outbox (accepted jobs kept beside their records until sent).
+        self.outbox = Outbox(cast(RedisTaskStore, self.store).redis, self.engine, float(settings.task_outbox_grace)) \
+            if isinstance(self.engine, CeleryEngine) else None
+        if self.outbox is not None:
+            self.outbox.start()  # every process that runs tasks sends what others accepted but never sent
         #: Whether a task's run lives in this web worker (the thread engine): its record then holds a lease.
         self.leased = isinstance(self.engine, ThreadEngine)
 
@@ -123,7 +129,8 @@ class Tasks:
         (:class:`~flask_tooldiscovery.errors.Busy`) is, the record then ended. ``ttl``: seconds to
         keep the record, when the caller asked for less than ``TOOLDISCOVERY_TASK_TTL`` (never more)."""
         charge(pipe, tool)
-        task = self._record(pipe, tool, arguments, context, {**(meta or {}), "then": then}, self.leased, ttl)
+        task = self._record(pipe, tool, arguments, context, {**(meta or {}), "then": then}, self.leased, ttl,
+                            keep=self.outbox is None)
         request, identity = context.request, context.identity
         job: Job = {
             "task": task.id, "dialect": pipe.name, "tool": tool.name, "version": tool.version,
@@ -138,6 +145,9 @@ class Tasks:
                 "subject": identity.subject, "scopes": list(identity.scopes), "claims": dict(identity.claims),
                 "method": identity.method}, default=str)),
         }
+        if self.outbox is not None:  # the record and the job in one round trip; the broker hears of it soon
+            self.outbox.keep(task, job)
+            return task
         try:
             self.engine.submit(job)
         except CoreError as exc:
@@ -147,14 +157,15 @@ class Tasks:
         return task
 
     def _record(self, pipe: Pipeline, tool: Tool, arguments: Mapping[str, Any] | None, context: ToolContext,
-                meta: dict[str, Any], leased: bool, ttl: float | None = None) -> Task:
+                meta: dict[str, Any], leased: bool, ttl: float | None = None, keep: bool = True) -> Task:
         identity = context.identity
         task = Task(id=context.call_id, tool=tool.name, version=tool.version, dialect=pipe.name,
                     caller=identity.subject if identity is not None else context.user_id,
                     digest=digest(dict(arguments or {})),
                     ttl=min(float(self.settings.task_ttl), max(ttl, 1.0) if ttl is not None else float("inf")),
                     meta={**meta, "lease": True} if leased else meta)
-        self.store.put(task)
+        if keep:
+            self.store.put(task)
         if leased:
             self._watcher.hold(task.id)
         return task
@@ -177,6 +188,8 @@ class Tasks:
     def read(self, task_id: str) -> Task | None:
         """Task ``task_id`` as a reader on any worker should see it: a leased task whose lease
         lapsed before it ended (its process died) is ``interrupted`` from now on."""
+        if self.outbox is not None:
+            self.outbox.start()
         task = self.store.get(task_id)
         if task is None or task.terminal or not task.meta.get("lease") or self.store.held(task_id):
             return task
@@ -194,6 +207,8 @@ class Tasks:
         """Run one job (the engine calls this, in any worker process): a task's call, or the
         next attempt of what its dialect does once it ended."""
         with self.app.app_context():
+            if self.outbox is not None:
+                self.outbox.start()  # this process also sends what others accepted but never sent
             if job.get("kind") == "finish":
                 self._finish(job)
                 return

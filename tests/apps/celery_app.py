@@ -55,8 +55,11 @@ def create_app() -> Flask:
         TOOLDISCOVERY_STATE_STORAGE_URI=redis_url,
         TOOLDISCOVERY_OPAL_CALLBACK_HOSTS=["127.0.0.1"],
         TOOLDISCOVERY_OPAL_CALLBACK_RETRIES=5,
+        TOOLDISCOVERY_TASK_OUTBOX_GRACE=float(os.environ.get("TD_OUTBOX_GRACE", "30")),
         CELERY={
-            "broker_url": redis_url, "task_ignore_result": True, "task_acks_late": True,
+            # TD_BROKER_URL: a broker of its own (the tests point one web side at a dead one)
+            "broker_url": os.environ.get("TD_BROKER_URL") or redis_url, "task_ignore_result": True,
+            "task_acks_late": True,
             "task_reject_on_worker_lost": True, "worker_prefetch_multiplier": 1,
             # a task whose worker died is delivered again about 10 s later (see the Celery notes)
             "broker_transport_options": {"visibility_timeout": 10, "unacked_restore_interval": 2,
