@@ -73,19 +73,20 @@ class Outbox:
         self._keep = redis.register_script(_KEEP)
         self._take = redis.register_script(_TAKE)
         self._take_one = redis.register_script(_TAKE_ONE)
-        self._queue: queue.SimpleQueue[Job] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[str] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._pid = 0
         self._unreachable = False  # said once per outage, not at every look
 
-    def keep(self, task: Task, job: Job) -> None:
-        """Write ``task``'s record and its ``job`` (one round trip); the publisher sends it soon."""
+    def keep(self, task: Task, job: str) -> None:
+        """Write ``task``'s record and its job (``job``: the job as JSON text) in one round trip;
+        the publisher sends it soon."""
         ttl = max(int(task.ttl), 1)
         now = time.time()
         self._keep(keys=[REDIS_PREFIX + task.id, f"{REDIS_PREFIX}caller:{task.caller or ''}", OUTBOX, JOBS],
                    args=[task.to_json(), ttl, repr(task.created), task.id, repr(now - ttl), repr(now + self.grace),
-                         json.dumps(job, separators=(",", ":"), default=str)])
+                         job])
         self.start()
         if self._queue.qsize() < WAITING:
             self._queue.put(job)
@@ -104,7 +105,7 @@ class Outbox:
     def _publish_forever(self) -> None:
         while True:
             try:
-                job = self._queue.get(timeout=max(self.grace / 3, 0.2))
+                job: Job = json.loads(self._queue.get(timeout=max(self.grace / 3, 0.2)))
             except queue.Empty:
                 self.send_due()
                 continue

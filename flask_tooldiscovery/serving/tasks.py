@@ -136,18 +136,20 @@ class Tasks:
             "task": task.id, "dialect": pipe.name, "tool": tool.name, "version": tool.version,
             "arguments": arguments, "call_id": context.call_id, "trace_id": context.trace_id,
             "user_id": context.user_id, "then": then, "charged": True, "secrets": dict(context.secrets),
-            "authorization": dict(context.authorization), "extra": json.loads(json.dumps(context.extra, default=str)),
+            "authorization": dict(context.authorization), "extra": dict(context.extra),
             # the headers the call arrived with, for ctx.request where the task runs (credentials aside)
             "headers": {} if request is None else {k: v for k, v in request.headers.items()
                                                    if k.lower() not in UNCARRIED_HEADERS},
             "remote_addr": None if request is None else request.remote_addr,
-            "identity": None if identity is None else json.loads(json.dumps({
+            "identity": None if identity is None else {
                 "subject": identity.subject, "scopes": list(identity.scopes), "claims": dict(identity.claims),
-                "method": identity.method}, default=str)),
+                "method": identity.method},
         }
+        text = json.dumps(job, separators=(",", ":"), default=str)  # plain JSON: it may cross processes
         if self.outbox is not None:  # the record and the job in one round trip; the broker hears of it soon
-            self.outbox.keep(task, job)
+            self.outbox.keep(task, text)
             return task
+        job = json.loads(text)
         try:
             self.engine.submit(job)
         except CoreError as exc:
