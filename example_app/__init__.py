@@ -19,7 +19,7 @@ from typing import Annotated, Literal, TypedDict
 
 from flask import Flask
 
-from flask_tooldiscovery import UI, Image, ToolContext, ToolDiscovery, ToolError
+from flask_tooldiscovery import UI, Envelope, Image, ToolContext, ToolDiscovery, ToolError
 
 try:  # the pets API needs the example extra (flask-smorest); the example runs without it
     from . import pets
@@ -158,6 +158,32 @@ def order_status(order_id: str, include_history: bool = False) -> dict:
     if include_history:
         status["history"] = ["placed", "packed", "shipped"]
     return status
+
+
+def release_delivery_slot(slot_id: str) -> dict:
+    """Give a booked delivery slot back (the rollback of book_delivery_slot: Opal calls it to undo
+    a booking, once per operation).
+
+    Args:
+        slot_id: The slot book_delivery_slot booked.
+    """
+    return {"released": slot_id}
+
+
+@discovery.tool(annotations={"readOnlyHint": False, "idempotentHint": False}, category="orders",
+                rollback=release_delivery_slot, sensitive="Books a courier for the customer.")
+def book_delivery_slot(order_id: str, day: Literal["monday", "wednesday", "friday"] = "monday") -> Envelope:
+    """Book a courier's delivery slot for an order. Answers Opal with its v2 envelope: a message,
+    the booking, and the operation with how to undo it; other protocols get the booking itself.
+
+    Args:
+        order_id: The id returned by create_order.
+        day: The delivery day.
+    """
+    slot = f"{order_id}-{day}"
+    return Envelope(message=f"Slot {slot} booked.", content={"slot_id": slot, "order_id": order_id, "day": day},
+                    operation={"operation_id": f"book-{slot}", "status": "completed", "rollback": {
+                        "tool_name": "release_delivery_slot", "parameters": {"slot_id": slot}}})
 
 
 #: How long packing one order takes: the demo's pace, slow enough to watch progress live.

@@ -332,7 +332,7 @@ def test_our_openapi_variant_documents_the_shapes(make_app) -> None:
     validate(doc)
     rollback = doc["paths"]["/opal/tools/rollbacks/undo_order"]["post"]
     body = rollback["requestBody"]["content"]["application/json"]["schema"]
-    assert body["properties"]["operation_id"] == {"type": ["string", "null"]}
+    assert body["properties"]["operation_id"] == {"type": ["string", "null"], "minLength": 1}
     assert set(body["properties"]["data"]["properties"]) == {"order_id"}
     assert "409" in rollback["responses"]
     placed = doc["paths"]["/opal/tools/place_order"]["post"]

@@ -22,7 +22,7 @@ from typing import Any
 from flask import Response
 
 from ...calls import once
-from ...errors import CoreError, NotFound, Unavailable
+from ...errors import BadRequest, CoreError, NotFound, Unavailable
 from ...serving.openapi import arguments_body, openapi_post
 from ...serving.pipeline import Pipeline
 from ...tools.json_schema import inline_refs
@@ -89,9 +89,9 @@ def openapi(pipe: Pipeline, error_schema: dict[str, Any]) -> dict[str, Any]:
     for entry in listed(pipe, tools):
         target = find(pipe, entry["name"])
         ok = ok_response(bool(target.metadata.get("envelope")), inline_refs(target.output_schema or {}))
-        body = {"type": "object", "properties": {
-            "data": arguments_body(target.resolved_input_schema), "operation_id": {"type": ["string", "null"]},
-            **CONTEXT_PROPERTIES}}
+        body = {"type": "object", "required": ["data"], "properties": {
+            "data": arguments_body(target.resolved_input_schema),
+            "operation_id": {"type": ["string", "null"], "minLength": 1}, **CONTEXT_PROPERTIES}}
         paths[f"{pipe.prefix}{entry['endpoint']}"] = openapi_post(
             pipe, [target], operation_id=f"opal_rollback_{entry['name']}", tags=["opal"], schema=body,
             summary=f"Undo an operation ({entry['name']}), once per operation_id.", error_schema=error_schema,
@@ -116,7 +116,7 @@ def run(pipe: Pipeline, name: str) -> Response:
         k: v for k, v in body.items() if k not in ("operation_id", "auth", "auth_credentials", "environment")}
     operation_id = body.get("operation_id")
     if operation_id is not None and not (isinstance(operation_id, str) and operation_id):
-        raise CoreError("'operation_id' must be a non-empty string.", status=400)
+        raise BadRequest("'operation_id' must be a non-empty string.")
     context = context_of(pipe, body, operation_id=operation_id)
     if operation_id is None:
         return answer(pipe.invoke(tool, data, context, coerce=True))
