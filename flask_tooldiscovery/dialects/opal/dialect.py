@@ -24,6 +24,7 @@ from ...tools.targets.object_root import WORD_NAME, one_type_lint, one_type_simp
 from .. import Dialect, Protocol
 from . import async_mode as opal_async
 from . import interactions, rollbacks
+from . import resources as ui_resources
 from .discovery import NAME, OpalParameterSchema, discovery_document, media_type
 from .driver import OpalDriver
 from .requests import CONTEXT_PROPERTIES, NO_CACHE, answer, arguments_of, body_object, context_of, ok_response
@@ -129,6 +130,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         pipe.route(rule, "call", ["POST"], endpoint=endpoint)(call_tool)
     pipe.route("/tools/rollbacks/<name>", "call", ["POST"], endpoint="rollback")(lambda name: rollbacks.run(pipe, name))
     pipe.route("/interactions/execute", "call", ["POST"], endpoint="interaction")(lambda: interactions.execute(pipe))
+    ui_resources.add_routes(pipe)  # POST /resources/read: the tools' UIs
     return bp
 
 

@@ -27,6 +27,7 @@ from ...tools.model import Tool
 from ...tools.registry import ToolSet
 from . import async_mode as opal_async
 from . import rollbacks
+from .resources import ui_resource
 
 NAME = "opal"
 OPAL_TYPES = {"string", "integer", "number", "boolean", "array", "object"}
@@ -82,6 +83,7 @@ class OpalFunctionSchema(WireSchema):
     endpoint = fields.Method("get_endpoint")
     http_method = fields.Constant("POST")
     auth_requirements = fields.Method("get_auth_requirements")
+    ui_resource = fields.Function(ui_resource)  # the ui:// URI of its UI (POST /resources/read)
     hints = fields.Method("get_hints")
     mode = fields.Function(opal_async.mode)  # "async": long_running, answered 202 + callback
     timeout = fields.Function(opal_async.timeout)
