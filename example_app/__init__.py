@@ -232,6 +232,19 @@ def temperature_chart(cities: list[Literal["berlin", "paris", "lisbon", "oslo"]]
     return Image(png, "image/png")
 
 
+@discovery.prompt(title="Weather briefing", complete={"audience": lambda value, _: [
+    a for a in ("travellers", "farmers", "cyclists", "sailors") if a.startswith(value.lower())]})
+def weather_briefing(city: Literal["berlin", "paris", "lisbon", "oslo"], audience: str = "travellers") -> list[object]:
+    """Ask for a short weather briefing on a city, its temperature chart attached.
+
+    Args:
+        city: The city to brief on.
+        audience: Who the briefing is for.
+    """
+    return [f"Write a three-line weather briefing on {city.title()} for {audience}: it is {_CITIES[city]} °C now.",
+            temperature_chart([city])]
+
+
 def create_app(config: dict | None = None) -> Flask:
     """The example app with every dialect mounted and the explorer allowed to execute."""
     app = Flask(__name__)

@@ -104,3 +104,23 @@ def test_order_status_has_the_order_card_as_its_ui(example_app: Flask) -> None:
     assert "<h1 id=\"order\">Example shop order</h1>" in card["text"] and "window.McpApps=" in card["text"]
     detail = client.get("/explorer/tools/order_status").get_json()
     assert detail["ui"] == {"resourceUri": "ui://example/order-card", "preferredSize": {"width": 420, "height": 240}}
+
+
+def test_the_example_apps_prompt_attaches_its_chart(example_app) -> None:
+    """MCP's prompts/get of the example app's briefing: the request text, then the chart as an image;
+    its city is completed from the Literal, its audience by its completer."""
+    client = example_app.test_client()
+
+    def rpc(method: str, params: dict) -> dict:
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        return client.post("/mcp", json=body, headers={"Accept": "application/json, text/event-stream"}).get_json()
+
+    got = rpc("prompts/get", {"name": "weather_briefing", "arguments": {"city": "lisbon", "audience": "sailors"}})
+    text, chart = (m["content"] for m in got["result"]["messages"])
+    assert text["text"] == "Write a three-line weather briefing on Lisbon for sailors: it is 19.5 °C now."
+    assert chart["type"] == "image" and chart["mimeType"] == "image/png"
+    ref = {"type": "ref/prompt", "name": "weather_briefing"}
+    city = rpc("completion/complete", {"ref": ref, "argument": {"name": "city", "value": "o"}})
+    audience = rpc("completion/complete", {"ref": ref, "argument": {"name": "audience", "value": "s"}})
+    assert city["result"]["completion"]["values"] == ["oslo"]
+    assert audience["result"]["completion"]["values"] == ["sailors"]
