@@ -11,7 +11,7 @@ from .tools.invoke import Failure, Outcome
 from .tools.model import Identity, Tool, ToolContext, ToolError
 from .tools.prompts import EmbeddedResource, Message, Prompt
 from .tools.providers import ProviderError
-from .tools.questions import Answer, Question
+from .tools.questions import Answer, CannotAsk, Question, Root, RootsRequest, Sampled, SamplingRequest
 from .tools.results import Audio, File, Image, ResourceLink
 from .tools.signature import SignatureError
 from .tools.ui import UI, UIError
@@ -21,6 +21,7 @@ __all__ = [
     "Answer",
     "Audio",
     "AuthError",
+    "CannotAsk",
     "CoreError",
     "Dialect",
     "EmbeddedResource",
@@ -36,6 +37,10 @@ __all__ = [
     "Question",
     "RegistrationError",
     "ResourceLink",
+    "Root",
+    "RootsRequest",
+    "Sampled",
+    "SamplingRequest",
     "Settings",
     "SettingsError",
     "SignatureError",

@@ -120,10 +120,19 @@ MODERN_HEADERS = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/cal
 
 def test_which_calls_stream(serve: Callable[..., str]) -> None:
     base = serve(2)
+    # Handshake era: a tool taking a ToolContext that logs streams its lines (info and up) with no token.
+    logged = post(base, call_body(1, "steps", {"n": 2}))
+    assert logged.headers["Content-Type"].startswith("text/event-stream")
+    events = [json.loads(line[6:]) for line in logged.text.splitlines() if line.startswith("data: ")]
+    assert [e["params"]["data"] for e in events if e.get("method") == "notifications/message"] == [
+        "step 1 done", "step 2 done"]
+    assert not [e for e in events if e.get("method") == "notifications/progress"]  # no token, no progress
+    assert events[-1]["result"]["content"][0]["text"] == "2 steps done"
+    # 2026-07-28 without a log level: one JSON body.
+    plain = post(base, call_body(1, "steps", {"n": 2}, **MODERN), MODERN_HEADERS)
+    assert plain.headers["Content-Type"] == "application/json"
+    assert plain.json()["result"]["content"][0]["text"] == "2 steps done"
     for headers, meta in (({}, {}), (MODERN_HEADERS, MODERN)):  # handshake era, then 2026-07-28
-        plain = post(base, call_body(1, "steps", {"n": 2}, **meta), headers)
-        assert plain.headers["Content-Type"] == "application/json"
-        assert plain.json()["result"]["content"][0]["text"] == "2 steps done"
         streamed = post(base, call_body(2, "steps", {"n": 2}, progressToken="p", **meta), headers)
         assert streamed.headers["Content-Type"].startswith("text/event-stream")
         assert streamed.headers["Cache-Control"] == "no-cache" and streamed.headers["X-Accel-Buffering"] == "no"
@@ -260,8 +269,9 @@ def test_the_official_client_receives_progress_and_logs(serve: Callable[..., str
     assert plain.is_error is False and plain.content[0].text == "1 steps done"
     calls = [kind for method, kind in seen if method == "tools/call"]
     assert calls[0].startswith("text/event-stream")
-    # A 2026-07-28 client with log_level asks for log lines on every request: all its calls stream.
-    assert calls[1].startswith("text/event-stream" if mode == "auto" else "application/json")
+    # A 2026-07-28 client with log_level asks for log lines on every request: all its calls stream; in
+    # the handshake era a call streams once its tool logs (info and up), progress token or not.
+    assert calls[1].startswith("text/event-stream")
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])

@@ -209,10 +209,23 @@ def test_a_question_waits_a_bounded_time_and_is_never_asked_with_a_zero_wait() -
     assert done["result"]["isError"] is True and "cannot do" in done["result"]["content"][0]["text"]
 
 
-def test_a_sync_call_that_asks_tells_the_caller_it_cannot(app: Flask) -> None:
-    c = app.test_client()
-    _, body = modern(c, "tools/call", {"name": "confirm_delete", "arguments": {"filename": "b"}}, tasks=False)
-    assert body["result"]["isError"] is True and "cannot do" in body["result"]["content"][0]["text"]
+def test_a_call_that_is_not_a_task_asks_in_rounds_or_not_at_all() -> None:
+    """Not a task, the question is an ``InputRequiredResult`` round; a client that cannot elicit is
+    refused with -32021 naming elicitation, never asked."""
+    c = create_app(poll=50, SECRET_KEY="rounds-test-key").test_client()
+    call = {"name": "confirm_delete", "arguments": {"filename": "b"}}
+    _, body = modern(c, "tools/call", call, tasks=False)
+    asked = body["result"]
+    assert asked["resultType"] == "input_required" and asked["requestState"]
+    (key, request), = asked["inputRequests"].items()
+    assert request["method"] == "elicitation/create" and request["params"]["message"] == "Delete b?"
+    _, body = modern(c, "tools/call", {**call, "requestState": asked["requestState"],
+                                       "inputResponses": {key: {"action": "accept", "content": {"confirm": True}}}},
+                     tasks=False)
+    assert body["result"]["content"][0]["text"] == "Deleted b."
+    status, body = modern(c, "tools/call", call, tasks=False, elicitation=False)
+    assert status == 400 and body["error"]["code"] == -32021
+    assert body["error"]["data"] == {"requiredCapabilities": {"elicitation": {}}}
 
 
 def test_an_interrupted_run_is_a_failed_task_that_says_so(app: Flask) -> None:

@@ -142,23 +142,27 @@ class Sealer:
     """Seals and opens approval state with the app's secret key (and its fallbacks)."""
 
     def __init__(self, secret_key: str | bytes, fallbacks: Sequence[str | bytes] = (), max_age: int = 600,
-                 audience: str = "") -> None:
+                 audience: str = "", *, purpose: str = "", max_state: int = 4096) -> None:
         # itsdangerous signs with the last key and verifies with all of them. The audience (the
-        # server's name) is in the salt: another service sharing the key cannot mint state for this one.
+        # server's name) is in the salt: another service sharing the key cannot mint state for this one;
+        # so is the purpose: a seal made for one use (an approval, a round of input requests) opens for no other.
         keys = [k.encode("utf-8") if isinstance(k, str) else k for k in (*fallbacks, secret_key)]
-        self._serializer = URLSafeTimedSerializer(keys, salt=f"{SALT}:{audience}" if audience else SALT)
-        self.max_age = max_age
+        salt = SALT + (f"/{purpose}" if purpose else "")
+        self._serializer = URLSafeTimedSerializer(keys, salt=f"{salt}:{audience}" if audience else salt)
+        self.max_age, self.max_state = max_age, max_state
 
-    def seal(self, tool: Tool, arguments: Any, subject: str | None, call_id: str) -> str:
-        """The sealed request for a call of ``tool`` with ``arguments`` by ``subject``."""
+    def seal(self, tool: Tool, arguments: Any, subject: str | None, call_id: str,
+             carried: Mapping[str, Any] | None = None) -> str:
+        """The sealed request for a call of ``tool`` with ``arguments`` by ``subject`` (with what
+        the call ``carried`` to its next request, opened as ``data["x"]``)."""
         data = {"t": tool.name, "v": tool.version, "a": digest(arguments), "s": subject, "c": call_id,
-                "n": secrets.token_urlsafe(12)}
+                "n": secrets.token_urlsafe(12), **({"x": dict(carried)} if carried is not None else {})}
         return str(self._serializer.dumps(data))
 
     def open(self, state: str, tool: Tool, arguments: Any, subject: str | None) -> Opened:
         """Check ``state`` is this call's, unexpired and untampered (:class:`InvalidApproval`
         otherwise); what it holds."""
-        if not isinstance(state, str) or not state or len(state) > 4096:
+        if not isinstance(state, str) or not state or len(state) > self.max_state:
             raise InvalidApproval("approval state missing or oversized")
         try:
             data, sealed_at = self._serializer.loads(state, max_age=self.max_age, return_timestamp=True)
@@ -190,15 +194,17 @@ class Sealer:
             raise InvalidApproval("approval state already used")
 
 
-def sealer(max_age: int, audience: str) -> Sealer:
+def sealer(max_age: int, audience: str, *, purpose: str = "", max_state: int = 4096) -> Sealer:
     """The current app's :class:`Sealer`: its ``SECRET_KEY`` (and ``SECRET_KEY_FALLBACKS``); without
     a key, :class:`~flask_tooldiscovery.errors.Unavailable` (approvals cannot be checked)."""
     app = current_app
     if not app.secret_key:
-        raise Unavailable("This tool needs approval, and approvals are not set up on this server.",
-                          reason="approvals need the app's SECRET_KEY")
+        raise Unavailable("This tool asks its caller for input, which is not set up on this server." if purpose
+                          else "This tool needs approval, and approvals are not set up on this server.",
+                          reason="approvals and rounds of input requests need the app's SECRET_KEY")
     fallbacks = app.config.get("SECRET_KEY_FALLBACKS") or ()
-    return Sealer(app.secret_key, list(fallbacks), max_age=max_age, audience=audience)
+    return Sealer(app.secret_key, list(fallbacks), max_age=max_age, audience=audience, purpose=purpose,
+                  max_state=max_state)
 
 
 def carried_approval() -> Approval | None:

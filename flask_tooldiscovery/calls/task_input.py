@@ -19,13 +19,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..tools.questions import NOBODY, Answer, Asker, CannotAsk, Question, answer_of
+from ..tools.questions import NOBODY, Answer, Asker, CannotAsk, InputRequest, Question, answer_of
 from .tasks import Task, TaskStore
 
 QUESTIONS, ANSWERS, ASKABLE = "questions", "answers", "askable"
 #: Seconds the task waits for an answer, when its dialect says (else as long as the task is kept).
 ASK_WAIT = "ask_wait"
 NO_ANSWER = "No answer came within {wait:g} seconds, so the tool stopped waiting."
+ONLY_QUESTIONS = ("This tool asks its caller's model or roots while it runs as a task, which a task cannot do: a task "
+                  "asks its caller form questions only.")
 
 
 def open_questions(task: Task) -> dict[str, Question]:
@@ -44,7 +46,10 @@ def asker(store: TaskStore, task_id: str, *, wait: float, poll: float = 0.25) ->
     """What answers the questions of task ``task_id``'s run: the answers it has, else the caller's,
     waited for (``wait`` seconds at most)."""
 
-    def ask(questions: Sequence[Question]) -> list[Answer]:
+    def ask(requests: Sequence[InputRequest]) -> list[Any]:
+        questions = [q for q in requests if isinstance(q, Question)]
+        if len(questions) < len(requests):  # sampling, roots: a task's record carries form questions only
+            raise CannotAsk(ONLY_QUESTIONS)
         keys = [str(q.key) for q in questions]
         task = store.get(task_id)
         if task is None:

@@ -1,13 +1,16 @@
 """A tool asking its caller for input while it runs, and the questions a tool declares it asks first.
 
-A tool asks with :meth:`~.model.ToolContext.ask` (one question) or
-:meth:`~.model.ToolContext.ask_all` (several at once); each :class:`Question` is a message and the
-JSON schema of a flat form (MCP's ``requestedSchema``), and each :class:`Answer` says what the
-person did (``accept`` with the form's ``content``, ``decline`` or ``cancel``). Who answers depends
-on how the call runs: an MCP task parks (``input_required``) until its client answers with
-``tasks/update``; a call whose caller sent the answers along (an MCP 2026-07-28 retry with
-``inputResponses``) reads them there. Where nobody can answer, asking raises a
-:class:`~.model.ToolError` that says so, and the call ends with it.
+A tool asks with :meth:`~Asking.elicit` (alias :meth:`~Asking.ask`: a form the person fills),
+:meth:`~Asking.sample` (a message from the caller's model), :meth:`~Asking.list_roots` (the
+caller's roots), or :meth:`~Asking.ask_all` (several at once, one round). Each :class:`Question`
+is a message and the JSON schema of a flat form (MCP's ``requestedSchema``), and each
+:class:`Answer` says what the person did (``accept`` with the form's ``content``, ``decline`` or
+``cancel``); a :class:`SamplingRequest` is answered by a :class:`Sampled` message, a
+:class:`RootsRequest` by a list of :class:`Root`. Who answers depends on how the call runs: an MCP
+2026-07-28 call answers an ``InputRequiredResult`` and runs again with the answers; a handshake-era
+MCP call streamed as SSE asks on its stream; an MCP task parks (``input_required``) until its
+client answers with ``tasks/update``. Where nobody can answer, asking raises :class:`CannotAsk`
+(a tool may catch it and carry on without); uncaught, the call ends with a tool error saying so.
 
 A tool may declare the questions it needs before it runs (the ``questions`` option: ``{key:
 {"message": ..., "schema": ...}}``): an MCP 2026-07-28 client is asked them before the call runs
@@ -17,7 +20,7 @@ A tool may declare the questions it needs before it runs (the ``questions`` opti
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -62,23 +65,125 @@ class Answer:
         return {"action": self.action, **({"content": dict(self.content)} if self.accepted else {})}
 
 
-#: What answers a call's questions: the questions, each with its key, in; their answers out (in order).
-Asker = Callable[[Sequence[Question]], list[Answer]]
+@dataclass(frozen=True)
+class SamplingRequest:
+    """A request for one message from the caller's language model (MCP ``sampling/createMessage``):
+    ``messages`` as MCP writes them (``{"role", "content": {"type": "text", "text"}}``)."""
+
+    messages: tuple[Mapping[str, Any], ...]
+    max_tokens: int = 1000
+    system_prompt: str | None = None
+    temperature: float | None = None
+    stop_sequences: tuple[str, ...] = ()
+    model_preferences: Mapping[str, Any] | None = None
+    key: str | None = None
+
+    def to_params(self) -> dict[str, Any]:
+        """The request's MCP ``params``."""
+        params: dict[str, Any] = {"messages": [dict(m) for m in self.messages], "maxTokens": self.max_tokens}
+        for name, value in (("systemPrompt", self.system_prompt), ("temperature", self.temperature),
+                            ("stopSequences", list(self.stop_sequences) or None),
+                            ("modelPreferences", dict(self.model_preferences or {}) or None)):
+            if value is not None:
+                params[name] = value
+        return params
+
+
+@dataclass(frozen=True)
+class RootsRequest:
+    """A request for the caller's roots (MCP ``roots/list``)."""
+
+    key: str | None = None
+
+
+@dataclass(frozen=True)
+class Sampled:
+    """The message the caller's model wrote: ``content`` as MCP writes it (``{"type": "text", ...}``)."""
+
+    role: str
+    content: Mapping[str, Any]
+    model: str = ""
+    stop_reason: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The message's text (empty when it is not text)."""
+        return str(self.content.get("text", "")) if self.content.get("type") == "text" else ""
+
+
+@dataclass(frozen=True)
+class Root:
+    """One of the caller's roots: a ``file://`` URI and its name."""
+
+    uri: str
+    name: str | None = None
+
+
+#: What a tool may ask its caller, and the capability (MCP's name) a caller needs to answer it.
+InputRequest = Question | SamplingRequest | RootsRequest
+KINDS: dict[type, str] = {Question: "elicitation", SamplingRequest: "sampling", RootsRequest: "roots"}
+#: What answers a call's input requests: the requests, each with its key, in; their answers out (in order).
+Asker = Callable[[Sequence[InputRequest]], list[Any]]
 
 
 class CannotAsk(ToolDiscoveryError, RuntimeError):
     """The call cannot ask its caller (nobody can answer where it runs)."""
 
 
-def keyed(questions: Sequence[Question]) -> list[Question]:
-    """``questions`` each with a key: those without one are ``input-1``, ``input-2``... in order."""
-    out, n = [], 0
+class CannotAnswer(CannotAsk):
+    """The caller cannot answer this kind of request: it did not declare ``capability``."""
+
+    def __init__(self, capability: str) -> None:
+        super().__init__(f"This tool asks its caller for {capability}, which the caller did not declare it can do.")
+        self.capability = capability
+
+
+def kind(request: InputRequest) -> str:
+    """``elicitation``, ``sampling`` or ``roots``: the capability answering ``request`` needs."""
+    return KINDS[type(request)]
+
+
+def with_key(request: InputRequest, key: str) -> InputRequest:
+    """``request`` under ``key``."""
+    return replace(request, key=key)
+
+
+def keyed(questions: Sequence[InputRequest], start: int = 0) -> list[InputRequest]:
+    """``questions`` each with a key: those without one are ``input-<start+1>``, ``input-<start+2>``..."""
+    out, n = [], start
     for q in questions:
         if q.key is None:
             n += 1
-            q = Question(q.message, q.schema, f"input-{n}")
+            q = with_key(q, f"input-{n}")
         out.append(q)
     return out
+
+
+def sampled_of(raw: Any) -> Sampled:
+    """A client's ``CreateMessageResult``, checked (:class:`ValueError` says what is wrong)."""
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("content"), (Mapping, list)) \
+            or raw.get("role") not in ("user", "assistant"):
+        raise ValueError("a sampling answer is an object with a role and content")
+    content = raw["content"]
+    first = content[0] if isinstance(content, list) and content else content
+    return Sampled(str(raw["role"]), dict(first) if isinstance(first, Mapping) else {}, str(raw.get("model") or ""),
+                   raw.get("stopReason") if isinstance(raw.get("stopReason"), str) else None)
+
+
+def roots_of(raw: Any) -> list[Root]:
+    """A client's ``ListRootsResult``, checked (:class:`ValueError` says what is wrong)."""
+    roots = raw.get("roots") if isinstance(raw, Mapping) else None
+    if not isinstance(roots, list) or not all(isinstance(r, Mapping) and isinstance(r.get("uri"), str)
+                                              for r in roots):
+        raise ValueError("a roots answer is an object whose roots are objects with a uri")
+    return [Root(r["uri"], r.get("name") if isinstance(r.get("name"), str) else None) for r in roots]
+
+
+def reply_of(raw: Any, request: InputRequest) -> Any:
+    """A client's answer to ``request``, checked and typed (:class:`ValueError` says what is wrong)."""
+    if isinstance(request, Question):
+        return answer_of(raw, request)
+    return sampled_of(raw) if isinstance(request, SamplingRequest) else roots_of(raw)
 
 
 def declared(options: Mapping[str, Any]) -> dict[str, Question]:
@@ -139,7 +244,7 @@ def from_answers(answers: Mapping[str, Answer], nobody: str) -> Asker:
     """An asker that only knows ``answers`` (sent along with the call): a question without one
     raises :class:`CannotAsk` with ``nobody`` (why nobody can answer it now)."""
 
-    def ask(questions: Sequence[Question]) -> list[Answer]:
+    def ask(questions: Sequence[InputRequest]) -> list[Any]:
         missing = [q.key for q in questions if q.key not in answers]
         if missing:
             raise CannotAsk(nobody)
@@ -152,25 +257,60 @@ NOBODY = ("This tool asks its caller for input while it runs, which this call ca
           "only as an MCP 2026-07-28 client running it as a task (or sending the answers with the call).")
 
 
-def refuse(questions: Sequence[Question]) -> list[Answer]:
+def refuse(questions: Sequence[InputRequest]) -> list[Any]:
     """The asker of a call nobody can answer."""
     raise CannotAsk(NOBODY)
 
 
 class Asking:
     """What :class:`~.model.ToolContext` asks its caller with. :class:`CannotAsk` (where nobody can
-    answer) ends the call as a tool error saying so."""
+    answer) ends the call as a tool error saying so, unless the tool catches it."""
 
     asker: Asker | None
 
     def ask(self, message: str, schema: Mapping[str, Any] | None = None, *, key: str | None = None) -> Answer:
         """Ask the caller to fill a form (``schema``; none: accept or decline) and wait for the answer."""
-        return self.ask_all(Question(message, schema or dict(EMPTY_FORM), key))[0]
+        answer: Answer = self.ask_all(Question(message, schema or dict(EMPTY_FORM), key))[0]
+        return answer
 
-    def ask_all(self, *questions: Question) -> list[Answer]:
-        """Ask several questions at once; their answers, in order."""
-        return (self.asker or refuse)(keyed(questions))
+    def elicit(self, message: str, schema: Mapping[str, Any] | None = None, *, key: str | None = None) -> Answer:
+        """Ask the person to fill a form (MCP elicitation, form mode): the same as :meth:`ask`."""
+        return self.ask(message, schema, key=key)
+
+    def sample(self, prompt: str | Sequence[Mapping[str, Any]], *, max_tokens: int = 1000,
+               system_prompt: str | None = None, temperature: float | None = None,
+               model_preferences: Mapping[str, Any] | None = None, key: str | None = None) -> Sampled:
+        """Ask the caller's model for a message: ``prompt`` (a user message) or MCP ``messages``."""
+        messages = ({"role": "user", "content": {"type": "text", "text": prompt}},) if isinstance(prompt, str) \
+            else tuple(prompt)
+        sampled: Sampled = self.ask_all(SamplingRequest(messages, max_tokens, system_prompt, temperature,
+                                                        model_preferences=model_preferences, key=key))[0]
+        return sampled
+
+    def list_roots(self, *, key: str | None = None) -> list[Root]:
+        """The caller's roots (the folders or files it lets tools see)."""
+        roots: list[Root] = self.ask_all(RootsRequest(key))[0]
+        return roots
+
+    def ask_all(self, *requests: InputRequest) -> list[Any]:
+        """Ask several things at once (questions, sampling and roots requests: one round where the
+        protocol has rounds); their answers, in order. Requests without a key are keyed
+        ``input-1``, ``input-2``... in the order the call asks them."""
+        start = self.__dict__.get("_unkeyed", 0)
+        requests_ = keyed(requests, start)
+        self.__dict__["_unkeyed"] = start + sum(r.key is None for r in requests)
+        return (self.asker or refuse)(requests_)
+
+    def can_ask(self, capability: str) -> bool:
+        """Whether the caller can be asked this kind of request (``"elicitation"``, ``"sampling"``
+        or ``"roots"``) as far as the call knows: ``False`` when asking surely fails."""
+        if self.asker is None:
+            return False
+        known = getattr(self.asker, "abilities", None)
+        return True if known is None else capability in known
 
 
-__all__ = ["ACTIONS", "EMPTY_FORM", "NOBODY", "OPTION", "Answer", "Asker", "Asking", "CannotAsk", "Question",
-           "answer_of", "declared", "form_error", "from_answers", "keyed", "options_error", "refuse"]
+__all__ = ["ACTIONS", "EMPTY_FORM", "KINDS", "NOBODY", "OPTION", "Answer", "Asker", "Asking", "CannotAnswer",
+           "CannotAsk", "InputRequest", "Question", "Root", "RootsRequest", "Sampled", "SamplingRequest", "answer_of",
+           "declared", "form_error", "from_answers", "keyed", "kind", "options_error", "refuse", "reply_of",
+           "roots_of", "sampled_of", "with_key"]

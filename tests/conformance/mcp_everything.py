@@ -17,7 +17,18 @@ import time
 
 from flask import Flask
 
-from flask_tooldiscovery import Audio, EmbeddedResource, File, Image, ToolContext, ToolDiscovery, ToolError
+from flask_tooldiscovery import (
+    Audio,
+    EmbeddedResource,
+    File,
+    Image,
+    Question,
+    RootsRequest,
+    SamplingRequest,
+    ToolContext,
+    ToolDiscovery,
+    ToolError,
+)
 
 #: A 1x1 red PNG and a minimal WAV, as the suite's reference server sends them.
 PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5E"
@@ -112,43 +123,109 @@ def register_fixtures(discovery: ToolDiscovery) -> None:
         Args:
             message: The message to show the user.
         """
-        answer = ctx.ask(message, RESPONSE_FORM)
+        answer = ctx.elicit(message, RESPONSE_FORM)
         return f"User response: action={answer.action}, content={json.dumps(dict(answer.content))}"
 
     @discovery.tool
     def test_elicitation_sep1034_defaults(ctx: ToolContext) -> str:
         """Tests elicitation with default values per SEP-1034."""
-        answer = ctx.ask("Please review and update the form fields with defaults", DEFAULTS_FORM)
+        answer = ctx.elicit("Please review and update the form fields with defaults", DEFAULTS_FORM)
         return f"Elicitation completed: action={answer.action}, content={json.dumps(dict(answer.content))}"
 
     @discovery.tool
     def test_elicitation_sep1330_enums(ctx: ToolContext) -> str:
         """Tests elicitation with enum schema improvements per SEP-1330."""
-        answer = ctx.ask("Please select options from the enum fields", ENUMS_FORM)
+        answer = ctx.elicit("Please select options from the enum fields", ENUMS_FORM)
         return f"Elicitation completed: action={answer.action}, content={json.dumps(dict(answer.content))}"
 
-    @discovery.tool(questions={"user_name": {"message": "What is your name?", "schema": NAME_FORM}})
+    @discovery.tool
+    def test_sampling(ctx: ToolContext, prompt: str) -> str:
+        """Tests server-initiated sampling (LLM completion request).
+
+        Args:
+            prompt: The prompt to send to the LLM.
+        """
+        return f"LLM response: {ctx.sample(prompt, max_tokens=100).text}"
+
+    @discovery.tool
+    def test_missing_capability(ctx: ToolContext) -> str:
+        """Asks the caller's model (a client that did not declare sampling is refused with -32021)."""
+        return ctx.sample("Say hello.", max_tokens=10).text
+
+    @discovery.tool(input_schema={"type": "object", "required": ["region"], "properties": {
+        "region": {"type": "string", "description": "Where to run", "x-mcp-header": "Region"}}})
+    def test_custom_header(region: str) -> str:
+        """Runs in a region that also travels in the Mcp-Param-Region header (SEP-2243)."""
+        return f"Ran in {region}."
+
+    @discovery.tool
+    def test_streaming_elicitation(ctx: ToolContext) -> str:
+        """Asks the caller a question while streaming progress (2026-07-28: an input request in the
+        result, never a request on the response stream)."""
+        ctx.report_progress(1, 2, "asking")
+        return f"Hello, {ctx.elicit('What is your name?', NAME_FORM, key='user_name').content.get('name')}!"
+
+    @discovery.tool
+    def test_logging_tool(ctx: ToolContext) -> str:
+        """Logs three lines (sent only to a caller that named a log level)."""
+        for line in ("Tool execution started", "Tool processing data", "Tool execution completed"):
+            ctx.log("info", line)
+        return "Tool with logging executed successfully"
+
+    @discovery.tool
     def test_input_required_result_elicitation(ctx: ToolContext) -> str:
         """Asks the caller's name (one input request)."""
-        return f"Hello, {ctx.ask('What is your name?', NAME_FORM, key='user_name').content.get('name')}!"
+        return f"Hello, {ctx.elicit('What is your name?', NAME_FORM, key='user_name').content.get('name')}!"
 
-    @discovery.tool(questions={"confirm": {"message": "Please confirm", "schema": OK_FORM}})
+    @discovery.tool
+    def test_input_required_result_sampling(ctx: ToolContext) -> str:
+        """Asks the caller's model a question."""
+        return ctx.sample("What is the capital of France?", max_tokens=100, key="capital_question").text
+
+    @discovery.tool
+    def test_input_required_result_list_roots(ctx: ToolContext) -> str:
+        """Lists the caller's roots."""
+        roots = ctx.list_roots(key="client_roots")
+        return "Roots: " + ", ".join(f"{r.name or r.uri} ({r.uri})" for r in roots)
+
+    @discovery.tool
+    def test_input_required_result_multiple_inputs(ctx: ToolContext) -> str:
+        """Asks a name, the caller's model and its roots, in one round."""
+        name, greeting, roots = ctx.ask_all(Question("What is your name?", NAME_FORM, key="user_name"),
+                                            SamplingRequest(({"role": "user", "content": {
+                                                "type": "text", "text": "Generate a greeting"}},), 50,
+                                                key="greeting"),
+                                            RootsRequest(key="client_roots"))
+        return f"{greeting.text} {name.content.get('name')} ({len(roots)} roots)"
+
+    @discovery.tool
+    def test_input_required_result_capabilities(ctx: ToolContext) -> str:
+        """Asks only what the caller declared it can answer."""
+        asked: list[Question | SamplingRequest] = []
+        if ctx.can_ask("elicitation"):
+            asked.append(Question("What is your name?", NAME_FORM, key="user_name"))
+        if ctx.can_ask("sampling"):
+            asked.append(SamplingRequest(({"role": "user", "content": {"type": "text", "text": "Say hi"}},), 20,
+                                         key="greeting"))
+        return f"{len(ctx.ask_all(*asked))} answers"
+
+    @discovery.tool
     def test_input_required_result_request_state(ctx: ToolContext) -> str:
         """Asks for a confirmation; the answer comes back with the sealed request state."""
-        answer = ctx.ask("Please confirm", OK_FORM, key="confirm")
+        answer = ctx.elicit("Please confirm", OK_FORM, key="confirm")
         return f"state-ok: confirmed={answer.content.get('ok')}"
 
-    @discovery.tool(questions={"confirm": {"message": "Please confirm", "schema": OK_FORM}})
+    @discovery.tool
     def test_input_required_result_tampered_state(ctx: ToolContext) -> str:
         """Asks for a confirmation; a changed request state is refused."""
-        answer = ctx.ask("Please confirm", OK_FORM, key="confirm")
+        answer = ctx.elicit("Please confirm", OK_FORM, key="confirm")
         return f"state-ok: confirmed={answer.content.get('ok')}"
 
     @discovery.tool
     def test_input_required_result_multi_round(ctx: ToolContext) -> str:
         """Asks a name, then a colour (two rounds)."""
-        name = ctx.ask("Step 1: What is your name?", NAME_FORM, key="step1").content.get("name")
-        color = ctx.ask("Step 2: What is your favorite color?", COLOR_FORM, key="step2").content.get("color")
+        name = ctx.elicit("Step 1: What is your name?", NAME_FORM, key="step1").content.get("name")
+        color = ctx.elicit("Step 2: What is your favorite color?", COLOR_FORM, key="step2").content.get("color")
         return f"{name} likes {color}."
 
     @discovery.resource("test://static-text", name="static-text", title="Static Text Resource",
@@ -215,6 +292,7 @@ def create_app(storage: str | None = None) -> Flask:
     register_fixtures(discovery)
     app = Flask("mcp_everything")
     app.config.update(TOOLDISCOVERY_DIALECTS=["mcp"], TOOLDISCOVERY_WARN_UNAUTHENTICATED=False,
+                      SECRET_KEY=os.environ.get("SECRET_KEY", "conformance-only-secret"),  # seals request state
                       TOOLDISCOVERY_ALLOW_EXECUTE=True, TOOLDISCOVERY_MCP_RESOURCES=True,
                       TOOLDISCOVERY_STATE_STORAGE_URI=storage or os.environ.get("TOOLDISCOVERY_STATE_STORAGE_URI"))
     discovery.init_app(app)

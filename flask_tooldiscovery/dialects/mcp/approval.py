@@ -25,14 +25,16 @@ from ...calls.approvals import Approval, ApprovalRequired, InvalidApproval
 from ...observe.logs import log
 from ...serving.pipeline import Pipeline
 from ...tools.model import Tool, ToolContext
+from ...tools.questions import Question
 from . import elicit as mcp_elicit
+from . import input_requests as mcp_input
 from . import jsonrpc as rpc
 from . import tasks as mcp_tasks
 from .content import call_result
 
 #: The key of the one input request (and of its response) in ``inputRequests``/``inputResponses``.
 APPROVAL_KEY = "approval"
-INVALID_STATE = "Invalid or expired requestState"
+INVALID_STATE = mcp_input.INVALID_STATE
 #: Where a handshake-era refusal carries the sealed state, for a client that can send it back in
 #: ``X-Tool-Approval`` once its user approved.
 META_KEY = "flask-tooldiscovery/approval"
@@ -58,15 +60,14 @@ def approval_of(params: Mapping[str, Any]) -> Approval | None:
 
 def invalid_state() -> rpc.RpcError:
     """The refusal of a bad ``requestState``, worded as the official SDK's server words it."""
-    return rpc.RpcError(rpc.INVALID_PARAMS, INVALID_STATE, {"reason": "invalid_request_state"})
+    return mcp_input.invalid_state()
 
 
 def input_required(exc: ApprovalRequired) -> dict[str, Any]:
-    """The 2026-07-28 ``InputRequiredResult`` asking the person to approve the call."""
-    return {"resultType": "input_required",
-            "inputRequests": {APPROVAL_KEY: {"method": "elicitation/create", "params": {
-                "mode": "form", "message": exc.prompt, "requestedSchema": mcp_elicit.REQUESTED_SCHEMA}}},
-            "requestState": exc.state}
+    """The 2026-07-28 ``InputRequiredResult`` asking the person to approve the call: one form
+    question, as a tool's own questions are asked, with the sealed approval as its state."""
+    question = Question(exc.prompt, mcp_elicit.REQUESTED_SCHEMA, APPROVAL_KEY)
+    return mcp_input.input_required([question], exc.state, "2026-07-28")
 
 
 def cannot_ask(exc: ApprovalRequired) -> dict[str, Any]:

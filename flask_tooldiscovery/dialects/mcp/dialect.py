@@ -26,7 +26,8 @@ from ...tools.model import Tool
 from ...tools.registry import ToolSet
 from .. import Dialect, Protocol
 from . import approval as mcp_approval
-from . import apps, completion, prompts, resources, stream_task
+from . import apps, completion, param_headers, prompts, resources, stream_task
+from . import input_requests as mcp_input
 from . import jsonrpc as rpc
 from . import stream as mcp_stream
 from . import tasks as mcp_tasks
@@ -275,6 +276,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         if arguments is not None and not isinstance(arguments, dict):
             raise rpc.RpcError(rpc.INVALID_PARAMS, "tools/call params.arguments must be an object.")
         tool = pipe.find(name)
+        if is_modern({"params": params}) and (mismatch := param_headers.refusal(tool, arguments)) is not None:
+            raise mismatch
         meta: dict[str, Any] = params["_meta"] if isinstance(params.get("_meta"), dict) else {}
         traceparent = meta.get("traceparent")
         context = pipe.context(extra={"meta": meta}, trace_id=traceparent if isinstance(traceparent, str) else None)
@@ -284,9 +287,13 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         forget = mcp_stream.listen(pipe, context)  # cancellable from now on; streamed calls start their stream
         record = stream_task.open_record(pipe, tool, arguments, context, params)  # streamed: a task
         result: dict[str, Any] | None = None
+        modern, version = is_modern({"params": params}), client_version(meta)
         try:
-            result = mcp_approval.call(pipe, tool, arguments, context, params, is_modern({"params": params}),
-                                       client_version(meta))
+            if modern:  # the tool's own input requests: rounds of InputRequiredResults
+                result = mcp_input.call_in_rounds(pipe, tool, arguments, context, params, version, lambda sent: (
+                    mcp_approval.call(pipe, tool, arguments, context, sent, True, version)))
+            else:
+                result = mcp_approval.call(pipe, tool, arguments, context, params, False, version)
         except RetryLater as exc:  # busy, rate limited: a result the model can act on, and Retry-After
             pipe.add_headers(exc.headers)
             result = {"content": [{"type": "text", "text": f"{exc.message} Retry in {exc.retry_after} s."}],

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from flask import current_app as app
@@ -32,6 +32,8 @@ from ...observe.logs import log
 from ...serving.pipeline import Pipeline
 from ...settings import Settings
 from ...tools.model import Identity, Tool, ToolContext
+from ...tools.questions import CannotAnswer, CannotAsk, InputRequest, Question, kind, reply_of
+from . import input_requests as mcp_input
 from . import sse
 from .content import call_result, client_version
 from .settings import McpSettings
@@ -39,6 +41,11 @@ from .settings import McpSettings
 #: Protocol versions whose clients can be asked (elicitation came with 2025-06-18; ``mode`` with 2025-11-25).
 ELICITING_VERSIONS = ("2025-06-18", "2025-11-25")
 ID_PREFIX = "tooldiscovery-approval-"
+#: The ids of a tool's own input requests.
+INPUT_PREFIX = "tooldiscovery-input-"
+#: Protocol versions from which a call's SSE stream carries requests (streamable HTTP).
+STREAMING_SINCE = "2025-03-26"
+NO_ANSWER = "The caller did not answer in time, so the tool stopped waiting."
 #: The form the client shows: one boolean the person ticks to approve.
 REQUESTED_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -99,26 +106,79 @@ def _await(mailbox: Mailbox, subject: str | None, wait: float, context: ToolCont
     return None
 
 
+def ask_on_stream(settings: Settings, plan: sse.Plan, context: ToolContext, request: InputRequest,
+                  prefix: str = INPUT_PREFIX) -> dict[str, Any] | None:
+    """Send ``request`` on the call's stream under a fresh unguessable id and wait for the client's
+    answer (``{"result": ...}`` or ``{"error": ...}``), which may reach any worker; ``None`` when it
+    did not come in time or the call was cancelled (the client is told the request is off).
+    :class:`~...calls.rendezvous.RendezvousError` when the storage is unreachable."""
+    request_id = prefix + secrets.token_urlsafe(24)
+    wait = timeout(settings) if prefix == ID_PREFIX else McpSettings.of(settings).elicitation_timeout
+    with for_uri(settings.state_storage_uri).expect(request_id) as mailbox:
+        plan.channel.put(sse.frame({"jsonrpc": "2.0", "id": request_id,
+                                    **mcp_input.wire_request(request, plan.version)}))
+        answer = _await(mailbox, _subject(context.identity), wait, context)
+    if answer is None or context.cancelled:  # no answer in time, or the client went away
+        plan.channel.put(sse.frame({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                    "params": {"requestId": request_id, "reason": (
+                                        "approval" if prefix == ID_PREFIX else "answer") + " not received in time"}}))
+        return None
+    return answer
+
+
+def can_stream(version: str, request: InputRequest) -> bool:
+    """Whether a handshake-era client of ``version`` knows ``request``'s method."""
+    return version >= (ELICITING_VERSIONS[0] if kind(request) == "elicitation" else STREAMING_SINCE)
+
+
+class StreamAsker:
+    """Answers a handshake-era call's input requests by asking them on its SSE stream, one after
+    the other (a client that cannot answer one answers it with an error: :class:`CannotAsk`)."""
+
+    abilities = None  # not known: the client declared its capabilities at initialize, kept nowhere
+
+    def __init__(self, settings: Settings, plan: sse.Plan, context: ToolContext) -> None:
+        self.settings, self.plan, self.context = settings, plan, context
+        self.app = app._get_current_object()  # type: ignore[attr-defined]
+
+    def __call__(self, requests: Sequence[InputRequest]) -> list[Any]:
+        return [self._one(r) for r in requests]
+
+    def _one(self, request: InputRequest) -> Any:
+        if not can_stream(self.plan.version, request):
+            raise CannotAnswer(kind(request))
+        try:
+            with self.app.app_context():
+                answer = ask_on_stream(self.settings, self.plan, self.context, request)
+        except RendezvousError as unreachable:
+            raise CannotAsk(f"The caller's answer could not be received: {unreachable}.") from None
+        if answer is None:
+            raise CannotAsk(NO_ANSWER)
+        if not isinstance(answer.get("result"), dict):
+            refused = answer.get("error")
+            said = str(refused.get("message"))[:200] if isinstance(refused, dict) else "no result"
+            raise CannotAsk(f"The caller could not answer this tool's {kind(request)} request ({said}).")
+        try:
+            return reply_of(answer["result"], request)
+        except ValueError as exc:
+            raise CannotAsk(f"The caller's answer does not fit: {exc}.") from None
+
+
 def ask(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, context: ToolContext,
         exc: ApprovalRequired) -> dict[str, Any] | None:
-    """Ask the approval on the call's stream and run the call as answered; ``None`` when this
-    call cannot be asked (not streamed, or the client answered the request with an error)."""
+    """Ask the approval on the call's stream (a form question, as a tool asks its own) and run
+    the call as answered; ``None`` when this call cannot be asked (not streamed, or the client
+    answered the request with an error)."""
     plan = g.get(sse.PLAN_KEY)
     if not isinstance(plan, sse.Plan) or plan.context is not context or plan.version not in ELICITING_VERSIONS:
         return None
-    request_id = ID_PREFIX + secrets.token_urlsafe(24)
     try:
-        with for_uri(pipe.settings.state_storage_uri).expect(request_id) as mailbox:
-            plan.channel.put(sse.frame({"jsonrpc": "2.0", "id": request_id, "method": "elicitation/create",
-                                        "params": _form(exc.prompt, plan.version)}))
-            answer = _await(mailbox, _subject(context.identity), timeout(pipe.settings), context)
+        answer = ask_on_stream(pipe.settings, plan, context, Question(exc.prompt, REQUESTED_SCHEMA), ID_PREFIX)
     except RendezvousError as error:
         log.error("flask-tooldiscovery: mcp approval of %s not received: %s (call_id=%s)", tool.name, error,
                   context.call_id)
         return _not_received("The approval could not be received, so the tool did not run.")
-    if answer is None or context.cancelled:  # no answer in time, or the client went away
-        plan.channel.put(sse.frame({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                                    "params": {"requestId": request_id, "reason": "approval not received in time"}}))
+    if answer is None:
         return _not_received()
     outcome = answer.get("result")
     if not isinstance(outcome, dict):
@@ -135,7 +195,7 @@ def receive(pipe: Pipeline, payload: Any) -> None:
     """A client's answer to one of these requests, POSTed to the endpoint: handed to the call
     that waits for it, in this process or through the storage, with the sender's identity."""
     id_ = payload.get("id") if isinstance(payload, dict) and "method" not in payload else None
-    if not (isinstance(id_, str) and id_.startswith(ID_PREFIX) and len(id_) <= 100
+    if not (isinstance(id_, str) and id_.startswith((ID_PREFIX, INPUT_PREFIX)) and len(id_) <= 100
             and ("result" in payload or "error" in payload)):
         return
     answer = {k: payload[k] for k in ("result", "error") if k in payload}
@@ -146,5 +206,5 @@ def receive(pipe: Pipeline, payload: Any) -> None:
                     "(with several workers, set TOOLDISCOVERY_STATE_STORAGE_URI) (trace_id=%s)", pipe.trace_id)
 
 
-__all__ = ["ELICITING_VERSIONS", "ID_PREFIX", "NOT_RECEIVED", "REQUESTED_SCHEMA", "ask", "can_ask", "receive",
-           "timeout"]
+__all__ = ["ELICITING_VERSIONS", "ID_PREFIX", "INPUT_PREFIX", "NOT_RECEIVED", "NO_ANSWER", "REQUESTED_SCHEMA",
+           "STREAMING_SINCE", "StreamAsker", "ask", "ask_on_stream", "can_ask", "can_stream", "receive", "timeout"]

@@ -38,6 +38,8 @@ class Plan:
     forget: Callable[[], None] = lambda: None
     #: The task record kept for the call (:mod:`.stream_task`): closing the stream then leaves it running.
     task_id: str | None = None
+    #: Opened at the call's first event (else the reply goes out as JSON).
+    lazy: bool = False
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,15 @@ def _number(value: float) -> float | int:
     return int(value) if value.is_integer() else value
 
 
+def wanted(plan: Plan, item: object) -> bool:
+    """Whether ``item`` is something the call's stream says (a notification asked for, a request)."""
+    if isinstance(item, Progress):
+        return plan.token is not None
+    if isinstance(item, LogEntry):
+        return bool(plan.level) and LOG_LEVELS.index(item.level) >= LOG_LEVELS.index(str(plan.level))
+    return True
+
+
 def notification(plan: Plan, item: object) -> bytes | None:
     """A tool's report as the notification the caller asked for (``None``: not asked for)."""
     if isinstance(item, Progress) and plan.token is not None:
@@ -72,20 +83,24 @@ def notification(plan: Plan, item: object) -> bytes | None:
     return None
 
 
-def events(plan: Plan, keepalive: float) -> Iterator[bytes]:
-    """The stream: a comment at once (so the headers leave now), the notifications, keep-alives, and
-    the response, except to a call its client cancelled (the spec's SHOULD NOT). Closed early (the
-    client went away), it cancels the call from 2026-07-28 on; earlier, a call with a task record runs
-    on (a disconnection is no cancellation there) and the record keeps its outcome."""
+def events(plan: Plan, keepalive: float, first: object = None) -> Iterator[bytes]:
+    """The stream: a comment at once (so the headers leave now), the notifications (``first``, the
+    item that opened the stream, before the others), keep-alives, and the response, except to a call
+    its client cancelled (the spec's SHOULD NOT). Closed early (the client went away), it cancels the
+    call from 2026-07-28 on; earlier, a call with a task record runs on (a disconnection is no
+    cancellation there) and the record keeps its outcome."""
     done = False
     try:
         yield b": stream\n\n"
         while not done:
-            try:
-                item = plan.channel.get(timeout=keepalive)
-            except queue.Empty:
-                yield b": keep-alive\n\n"
-                continue
+            if first is not None:
+                item, first = first, None
+            else:
+                try:
+                    item = plan.channel.get(timeout=keepalive)
+                except queue.Empty:
+                    yield b": keep-alive\n\n"
+                    continue
             if isinstance(item, Done):
                 done = True
                 if item.reply is not None and not (plan.context is not None and plan.context.cancelled):
@@ -101,4 +116,4 @@ def events(plan: Plan, keepalive: float) -> Iterator[bytes]:
             plan.context.cancel()
 
 
-__all__ = ["PLAN_KEY", "Done", "Plan", "Reply", "events", "frame", "notification"]
+__all__ = ["PLAN_KEY", "Done", "Plan", "Reply", "events", "frame", "notification", "wanted"]

@@ -2,9 +2,13 @@
 while the tool runs, ``: keep-alive`` comments while it is silent, then the JSON-RPC response.
 
 It streams when the client accepts ``text/event-stream`` and the call carries a ``progressToken`` or
-a log level in ``params._meta`` or names a ``long_running`` tool. The dialect's own dispatch then runs
-in a helper thread: its reply goes out as plain JSON if it ends before the tool starts (unknown tool,
-invalid params), else the handler opens the stream with :func:`listen`. Nothing outlives the request:
+a log level in ``params._meta`` or names a ``long_running`` tool; in the handshake era (from
+2025-03-26) also a call of any tool that takes a ``ToolContext``, once the tool logs a line (at the
+level the call names, else ``info``: a stateless server keeps no ``logging/setLevel``) or asks its
+caller (:class:`.elicit.StreamAsker`): until then it may still be answered as plain JSON. The
+dialect's own dispatch runs in a helper thread: its reply goes out as plain JSON if it ends before
+the stream starts (unknown tool, invalid params, a tool that said nothing), else the handler opens
+the stream with :func:`listen`. Nothing outlives the request:
 ``notifications/cancelled`` finds calls in this worker by (caller, request id); the client closing
 the stream cancels the call wherever it runs.
 """
@@ -82,12 +86,16 @@ def _plan(pipe: Pipeline, message: Any) -> Plan | None:
         tool = pipe.tools().get(name) if isinstance(name, str) else None
     except (rpc.RpcError, CoreError):
         return None  # the handler answers it with a plain error
-    if token is None and level is None and not (tool is not None and tool.metadata.get("long_running")) \
-            and not elicit.can_ask(pipe, tool, params):  # approval asked on the stream
-        return None
     version = client_version(meta)
+    # A handshake-era call of a tool that takes a ToolContext may log or ask its caller: streamed
+    # once it does (lazy), else answered as JSON.
+    lazy = tool is not None and bool(tool.context_params) and elicit.STREAMING_SINCE <= version < "2026-07-28"
+    eager = token is not None or level is not None or (tool is not None and bool(tool.metadata.get("long_running"))) \
+        or elicit.can_ask(pipe, tool, params)  # approval asked on the stream
+    if not eager and not lazy:
+        return None
     level = level or (DEFAULT_LOG_LEVEL if version < "2026-07-28" else None)
-    return Plan(message["id"], token, level, version, str(name))
+    return Plan(message["id"], token, level, version, str(name), lazy=not eager)
 
 
 def dispatch(pipe: Pipeline, payload: Any, run: Callable[[], Reply]) -> Reply | Response:
@@ -118,10 +126,10 @@ def dispatch(pipe: Pipeline, payload: Any, run: Callable[[], Reply]) -> Reply | 
             plan.channel.put(Done(reply))
 
     threading.Thread(target=work, name=f"tooldiscovery-mcp-{plan.tool}", daemon=True).start()
-    first = plan.channel.get()
+    first = plan.channel.get()  # the call's context (the stream starts), its first event, or its reply
     if isinstance(first, Done):
         return first.reply
-    return current_app.response_class(stream_with_context(sse.events(plan, pipe.settings.stream_keepalive)),
+    return current_app.response_class(stream_with_context(sse.events(plan, pipe.settings.stream_keepalive, first)),
                                       mimetype="text/event-stream",
                                       headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
@@ -138,8 +146,13 @@ def listen(pipe: Pipeline, context: ToolContext) -> Callable[[], None]:
     forget = IN_FLIGHT.add(caller_key(pipe, body.get("id")), context)
     plan: Plan | None = g.get(sse.PLAN_KEY)
     if plan is not None:
-        plan.context, plan.forget, context.listener = context, forget, plan.channel.put
-        plan.channel.put(context)  # the stream starts
+        plan.context, plan.forget = context, forget
+        context.listener = plan.channel.put if not plan.lazy else lambda item: (
+            plan.channel.put(item) if sse.wanted(plan, item) else None)
+        if plan.version < "2026-07-28":  # the tool's own input requests go out on the stream
+            context.asker = elicit.StreamAsker(pipe.settings, plan, context)
+        if not plan.lazy:
+            plan.channel.put(context)  # the stream starts (a lazy one: at the first event)
     return forget
 
 

@@ -9,7 +9,8 @@ recorded call whose stream closes runs on to its end, and its result (exactly th
 stream would have carried) is kept in the record, read with ``tasks/get`` (and ``tasks/result``)
 from any worker. A worker that dies mid-call stops renewing the lease, and the record then reads
 ``failed`` (interrupted: whether the call took effect is unknown). ``notifications/cancelled`` and
-``tasks/cancel`` still stop it, from any worker.
+``tasks/cancel`` still stop it, from any worker. A call streamed only once its tool logs or asks its
+caller (a lazy stream, :mod:`.stream`) keeps no record: it may well end as one JSON body.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def open_record(pipe: Pipeline, tool: Tool, arguments: Mapping[str, Any] | None,
     """Keep a task record for this call when it is streamed, and name it in the stream's first
     event; its id (``None``: the call is answered as one JSON body, no record)."""
     plan: sse.Plan | None = g.get(sse.PLAN_KEY)
-    if plan is None or plan.context is not context:
+    if plan is None or plan.context is not context or plan.lazy:  # lazy: maybe never streamed, no record
         return None
     tasks = tasks_of(current_app)
     task = tasks.here(pipe, tool, arguments, context, meta={"streamed": True, "trace_id": context.trace_id})

@@ -1,0 +1,110 @@
+"""Rounds of input requests: a call whose tool asks its caller something the request did not bring
+the answer to ends its round with the requests still open (:class:`InputRequired`); the caller
+answers them and sends the call again with the answers and the round's sealed state, and the tool
+runs again from the start, now finding every answer given so far (MCP 2026-07-28's multi-round-trip
+requests; any protocol with rounds may use it).
+
+A tool therefore runs once per round up to the point where it asks: what it does before asking is
+done again each round (ask first, act once the answers are in). Several requests asked together
+(:meth:`~..tools.questions.Asking.ask_all`) are one round; requests asked one after another take a
+round each.
+
+The round's state carries the answers of the earlier rounds to the next request, sealed like an
+approval (:mod:`.approvals`: signed with the app's ``SECRET_KEY``, for this tool, these arguments
+and this caller, expiring with ``TOOLDISCOVERY_APPROVAL_TTL``) under a purpose of its own (an
+approval's state opens no round and a round's none approval), and spent once (:mod:`.single_use`):
+sent again, on any worker, it is refused. Nothing is stored while the caller answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ..tools.model import Tool
+from ..tools.questions import CannotAnswer, CannotAsk, InputRequest, kind, reply_of
+from .approvals import InvalidApproval, Sealer, sealer
+
+PURPOSE = "input-round"
+#: The largest round state opened (the answers of earlier rounds ride in it, compressed).
+MAX_STATE = 64 * 1024
+
+
+class InputRequired(CannotAsk):
+    """The round ends: ``requests`` wait for the caller's answers."""
+
+    def __init__(self, requests: Sequence[InputRequest]) -> None:
+        super().__init__("This tool waits for its caller's answers.")
+        self.requests = list(requests)
+
+
+class InvalidAnswer(CannotAsk):
+    """An answer the caller sent does not fit its request."""
+
+
+class RoundAsker:
+    """Answers a call's input requests from the answers of earlier rounds (``given``) and of this
+    request (``responses``, raw, checked when asked), for a caller able to answer ``abilities``
+    (capability names). Asking what the caller cannot answer raises
+    :class:`~..tools.questions.CannotAnswer`, an unanswered request :class:`InputRequired`, a
+    malformed answer :class:`InvalidAnswer`; each is also kept here (the call may swallow it)."""
+
+    def __init__(self, given: Mapping[str, Any], responses: Mapping[str, Any] | None,
+                 abilities: Iterable[str]) -> None:
+        self.given, self.responses = dict(given), dict(responses or {})
+        self.abilities = frozenset(abilities)
+        self.answers: dict[str, Any] = dict(given)  # raw answers to carry to the next round
+        self.pending: list[InputRequest] = []
+        self.missing: str | None = None
+        self.invalid: str | None = None
+
+    def __call__(self, requests: Sequence[InputRequest]) -> list[Any]:
+        for request in requests:
+            if kind(request) not in self.abilities:
+                self.missing = kind(request)
+                raise CannotAnswer(kind(request))
+        out, waiting = [], []
+        for request in requests:
+            key = str(request.key)
+            raw = self.responses[key] if key in self.responses else self.given.get(key)
+            if raw is None:
+                waiting.append(request)
+                continue
+            try:
+                out.append(reply_of(raw, request))
+            except ValueError as exc:
+                self.invalid = str(exc)
+                raise InvalidAnswer(f"Invalid answer to {key!r}: {exc}") from None
+            self.answers[key] = raw
+        if waiting:
+            self.pending = waiting
+            raise InputRequired(waiting)
+        return out
+
+
+def round_sealer(max_age: int, audience: str) -> Sealer:
+    """The current app's sealer of round state (:func:`.approvals.sealer`, this purpose)."""
+    return sealer(max_age, audience, purpose=PURPOSE, max_state=MAX_STATE)
+
+
+def seal_round(seal: Sealer, tool: Tool, arguments: Any, subject: str | None, call_id: str,
+               answers: Mapping[str, Any]) -> str:
+    """The state of a round that ends with ``answers`` given so far."""
+    return seal.seal(tool, arguments, subject, call_id, carried={"answers": dict(answers)})
+
+
+def open_round(seal: Sealer, state: str, tool: Tool, arguments: Any, subject: str | None,
+               storage: str | None) -> dict[str, Any]:
+    """The answers a round's ``state`` carries, once checked (this call's, unexpired, untampered)
+    and spent: :class:`~.approvals.InvalidApproval` otherwise, or when it was spent before."""
+    opened = seal.open(state, tool, arguments, subject)
+    carried = opened.data.get("x")
+    answers = carried.get("answers") if isinstance(carried, Mapping) else None
+    if not isinstance(answers, Mapping):
+        raise InvalidApproval("round state malformed")
+    seal.spend(opened, storage)
+    return dict(answers)
+
+
+__all__ = ["MAX_STATE", "PURPOSE", "InputRequired", "InvalidAnswer", "RoundAsker", "open_round", "round_sealer",
+           "seal_round"]
