@@ -99,9 +99,11 @@ def test_only_declared_capabilities_are_asked() -> None:
     status, body = call(c, "survey", capabilities={"elicitation": {}, "roots": {}})
     assert status == 400 and body["error"]["code"] == -32021
     assert body["error"]["data"] == {"requiredCapabilities": {"sampling": {}}}
-    # A tool that catches CannotAsk carries on without.
+    # A tool that catches CannotAsk carries on without; where it can ask, its fallback does not swallow the round.
     _, body = call(c, "motto_or_default", capabilities={})
     assert body["result"]["resultType"] == "complete" and "could not be asked" in body["result"]["content"][0]["text"]
+    _, body = call(c, "motto_or_default", capabilities={"sampling": {}})
+    assert body["result"]["resultType"] == "input_required"
 
 
 def test_malformed_answers_are_invalid_params_and_a_missing_one_is_asked_again() -> None:
@@ -116,6 +118,23 @@ def test_malformed_answers_are_invalid_params_and_a_missing_one_is_asked_again()
     _, body = call(c, "survey", inputResponses={"name": accept(name="A"), "motto": {"role": "robot"},
                                                 "roots": {"roots": []}})
     assert body["error"]["code"] == -32602
+
+
+def test_an_approved_call_that_asks_is_approved_once() -> None:
+    """The approval is the first round's question; the round after the approved run carries a fresh
+    approval of the same call, so the person is not asked again, and it is good once."""
+    c = create_app().test_client()
+    _, first = call(c, "transfer", {"amount": 5})
+    assert list(first["result"]["inputRequests"]) == ["approval"]
+    _, second = call(c, "transfer", {"amount": 5}, requestState=first["result"]["requestState"],
+                     inputResponses={"approval": accept(approve=True)})
+    assert list(second["result"]["inputRequests"]) == ["account"]
+    _, done = call(c, "transfer", {"amount": 5}, requestState=second["result"]["requestState"],
+                   inputResponses={"account": accept(iban="DE01")})
+    assert done["result"]["content"][0]["text"] == "Moved 5 to DE01 (run 1)."
+    status, again = call(c, "transfer", {"amount": 5}, requestState=second["result"]["requestState"],
+                         inputResponses={"account": accept(iban="DE01")})
+    assert status == 400 and again["error"]["message"] == "Invalid or expired requestState"
 
 
 def test_without_a_secret_key_rounds_carry_no_state() -> None:

@@ -69,6 +69,11 @@ class InvalidApproval(BadRequest):
         super().__init__(extra={"code": "invalid_approval"}, reason=reason)
 
 
+class UnsealedState(InvalidApproval):
+    """The state sent back was not sealed by this server for this use (tampered with, another key,
+    or sealed for another purpose)."""
+
+
 @dataclass(frozen=True)
 class Approval:
     """What a client sent back: the sealed ``state`` and whether the person ``approved``."""
@@ -169,7 +174,7 @@ class Sealer:
         except SignatureExpired:
             raise InvalidApproval("approval state expired") from None
         except BadSignature:
-            raise InvalidApproval("approval state tampered with or signed by another key") from None
+            raise UnsealedState("approval state tampered with or signed by another key") from None
         if not isinstance(data, dict):
             raise InvalidApproval("approval state malformed")
         if data.get("t") != tool.name or data.get("v") != tool.version:
@@ -246,4 +251,5 @@ def check_approval(tool: Tool, arguments: Any, subject: str | None, call_id: str
 
 
 __all__ = ["APPROVAL_HEADER", "Approval", "ApprovalRequired", "CheckedApproval", "InvalidApproval", "Opened", "Sealer",
-           "carried_approval", "check_approval", "digest", "needs_approval", "plain", "prompt_for", "sealer"]
+           "UnsealedState", "carried_approval", "check_approval", "digest", "needs_approval", "plain", "prompt_for",
+           "sealer"]

@@ -13,7 +13,9 @@ The round's state carries the answers of the earlier rounds to the next request,
 approval (:mod:`.approvals`: signed with the app's ``SECRET_KEY``, for this tool, these arguments
 and this caller, expiring with ``TOOLDISCOVERY_APPROVAL_TTL``) under a purpose of its own (an
 approval's state opens no round and a round's none approval), and spent once (:mod:`.single_use`):
-sent again, on any worker, it is refused. Nothing is stored while the caller answers.
+sent again, on any worker, it is refused. Nothing is stored while the caller answers. A call that
+needs a person's approval is approved once: a round that ends after the approved run carries a
+fresh sealed approval of the same call (spent in its turn when the next round runs).
 """
 
 from __future__ import annotations
@@ -22,20 +24,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..tools.model import Tool
-from ..tools.questions import CannotAnswer, CannotAsk, InputRequest, kind, reply_of
+from ..tools.questions import CannotAnswer, CannotAsk, InputRequest, InputRequired, kind, reply_of
 from .approvals import InvalidApproval, Sealer, sealer
 
 PURPOSE = "input-round"
 #: The largest round state opened (the answers of earlier rounds ride in it, compressed).
 MAX_STATE = 64 * 1024
-
-
-class InputRequired(CannotAsk):
-    """The round ends: ``requests`` wait for the caller's answers."""
-
-    def __init__(self, requests: Sequence[InputRequest]) -> None:
-        super().__init__("This tool waits for its caller's answers.")
-        self.requests = list(requests)
 
 
 class InvalidAnswer(CannotAsk):
@@ -88,22 +82,26 @@ def round_sealer(max_age: int, audience: str) -> Sealer:
 
 
 def seal_round(seal: Sealer, tool: Tool, arguments: Any, subject: str | None, call_id: str,
-               answers: Mapping[str, Any]) -> str:
-    """The state of a round that ends with ``answers`` given so far."""
-    return seal.seal(tool, arguments, subject, call_id, carried={"answers": dict(answers)})
+               answers: Mapping[str, Any], approval: str | None = None) -> str:
+    """The state of a round that ends with ``answers`` given so far (and, for a call the person
+    approved, a fresh sealed approval of it, so that the next round runs without asking again)."""
+    carried: dict[str, Any] = {"answers": dict(answers), **({"approval": approval} if approval else {})}
+    return seal.seal(tool, arguments, subject, call_id, carried=carried)
 
 
 def open_round(seal: Sealer, state: str, tool: Tool, arguments: Any, subject: str | None,
-               storage: str | None) -> dict[str, Any]:
-    """The answers a round's ``state`` carries, once checked (this call's, unexpired, untampered)
-    and spent: :class:`~.approvals.InvalidApproval` otherwise, or when it was spent before."""
+               storage: str | None) -> tuple[dict[str, Any], str | None]:
+    """The answers a round's ``state`` carries and the approval it carries (if any), once checked
+    (this call's, unexpired, untampered) and spent: :class:`~.approvals.InvalidApproval` otherwise,
+    or when it was spent before."""
     opened = seal.open(state, tool, arguments, subject)
     carried = opened.data.get("x")
     answers = carried.get("answers") if isinstance(carried, Mapping) else None
     if not isinstance(answers, Mapping):
         raise InvalidApproval("round state malformed")
     seal.spend(opened, storage)
-    return dict(answers)
+    approval = carried.get("approval") if isinstance(carried, Mapping) else None
+    return dict(answers), approval if isinstance(approval, str) else None
 
 
 __all__ = ["MAX_STATE", "PURPOSE", "InputRequired", "InvalidAnswer", "RoundAsker", "open_round", "round_sealer",

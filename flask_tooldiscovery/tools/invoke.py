@@ -28,7 +28,7 @@ from .call_log import log, log_call
 from .coerce import Coercion, coercion, to_jsonable
 from .envelope import Envelope
 from .model import Tool, ToolContext, ToolError
-from .questions import CannotAsk
+from .questions import CannotAsk, InputRequired
 
 GENERIC_FAILURE = "The tool failed with an unexpected error."
 CANCELLED = "The call was cancelled."
@@ -334,6 +334,8 @@ def invoke(
     except asyncio.CancelledError:
         call_log.info("tool %s was cancelled (%s)", tool.name, ids())
         return done("failure", failure=Failure(message=CANCELLED, cancelled=True))
+    except InputRequired as exc:  # the round ends: the caller answers, and the call runs again
+        return done("failure", failure=Failure(message=str(exc)))
     except CannotAsk as exc:  # it asked its caller, who cannot answer where it runs
         return done("failure", failure=Failure(message=str(exc)))
     except ToolError as exc:

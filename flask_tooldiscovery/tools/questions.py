@@ -138,6 +138,16 @@ class CannotAnswer(CannotAsk):
         self.capability = capability
 
 
+class InputRequired(BaseException):
+    """The call's round ends: ``requests`` wait for the caller's answers, and the call runs again
+    with them (:mod:`...calls.input_rounds`). A ``BaseException``, so that a tool's ``except
+    Exception`` or ``except CannotAsk`` (its fallback where nobody can answer) does not swallow it."""
+
+    def __init__(self, requests: Sequence[InputRequest]) -> None:
+        super().__init__("This tool waits for its caller's answers.")
+        self.requests = list(requests)
+
+
 def kind(request: InputRequest) -> str:
     """``elicitation``, ``sampling`` or ``roots``: the capability answering ``request`` needs."""
     return KINDS[type(request)]
@@ -254,7 +264,7 @@ def from_answers(answers: Mapping[str, Answer], nobody: str) -> Asker:
 
 
 NOBODY = ("This tool asks its caller for input while it runs, which this call cannot do: its client can answer "
-          "only as an MCP 2026-07-28 client running it as a task (or sending the answers with the call).")
+          "over MCP only (2026-07-28 input requests; earlier, a call answered as a stream from 2025-03-26 on).")
 
 
 def refuse(questions: Sequence[InputRequest]) -> list[Any]:
@@ -311,6 +321,6 @@ class Asking:
 
 
 __all__ = ["ACTIONS", "EMPTY_FORM", "KINDS", "NOBODY", "OPTION", "Answer", "Asker", "Asking", "CannotAnswer",
-           "CannotAsk", "InputRequest", "Question", "Root", "RootsRequest", "Sampled", "SamplingRequest", "answer_of",
-           "declared", "form_error", "from_answers", "keyed", "kind", "options_error", "refuse", "reply_of",
-           "roots_of", "sampled_of", "with_key"]
+           "CannotAsk", "InputRequest", "InputRequired", "Question", "Root", "RootsRequest", "Sampled",
+           "SamplingRequest", "answer_of", "declared", "form_error", "from_answers", "keyed", "kind", "options_error",
+           "refuse", "reply_of", "roots_of", "sampled_of", "with_key"]

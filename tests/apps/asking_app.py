@@ -52,6 +52,20 @@ def create_app(storage: str = "", callers: bool = False, secret: str = "asking-t
         except CannotAsk:
             return "Carpe diem (the caller's model could not be asked)."
 
+    runs: list[str] = []
+
+    @discovery.tool(requires_approval=True)
+    def transfer(ctx: ToolContext, amount: int) -> str:
+        """Move money once the person approved the call and named the account.
+
+        Args:
+            amount: How much.
+        """
+        account = ctx.elicit("Which account?", {"type": "object", "properties": {"iban": {"type": "string"}},
+                                                "required": ["iban"]}, key="account").content["iban"]
+        runs.append(account)
+        return f"Moved {amount} to {account} (run {len(runs)})."
+
     @discovery.tool
     def abilities(ctx: ToolContext) -> list[str]:
         """What this call's caller can be asked."""

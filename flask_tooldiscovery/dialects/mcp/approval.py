@@ -33,7 +33,7 @@ from . import tasks as mcp_tasks
 from .content import call_result
 
 #: The key of the one input request (and of its response) in ``inputRequests``/``inputResponses``.
-APPROVAL_KEY = "approval"
+APPROVAL_KEY = mcp_input.APPROVAL_KEY
 INVALID_STATE = mcp_input.INVALID_STATE
 #: Where a handshake-era refusal carries the sealed state, for a client that can send it back in
 #: ``X-Tool-Approval`` once its user approved.

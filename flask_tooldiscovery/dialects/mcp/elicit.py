@@ -1,18 +1,22 @@
-"""Handshake-era MCP approvals by elicitation (2025-06-18, 2025-11-25): the ``tools/call`` is
-answered as an SSE stream (:mod:`.mcp_stream`) whose first message is an ``elicitation/create``
-request with a fresh unguessable id; the client POSTs its answer to the endpoint as a separate
-request, which may reach any worker, and :func:`receive` hands it over through the rendezvous
-(:mod:`..rendezvous`: this process, or Redis with ``TOOLDISCOVERY_STATE_STORAGE_URI``). An
-``accept`` with ``approve: true`` runs the tool with the sealed state (the core checks it) and the
-result follows on the same stream; anything else answers the not-approved result.
+"""A handshake-era MCP call asks its caller on its own SSE stream (2025-03-26 on; elicitation from
+2025-06-18): a tool's input requests (:class:`StreamAsker`: ``elicitation/create``,
+``sampling/createMessage``, ``roots/list``) and a person's approval (2025-06-18, 2025-11-25). The
+``tools/call`` is answered as an SSE stream (:mod:`.mcp_stream`) that carries each request with a
+fresh unguessable id; the client POSTs its answer to the endpoint as a separate request, which may
+reach any worker, and :func:`receive` hands it over through the rendezvous (:mod:`..rendezvous`:
+this process, or Redis with ``TOOLDISCOVERY_STATE_STORAGE_URI``). For an approval, an ``accept``
+with ``approve: true`` runs the tool with the sealed state (the core checks it) and the result
+follows on the same stream; anything else answers the not-approved result.
 
-A stateless server cannot know whether the client declared the ``elicitation`` capability at
-``initialize`` (the official client sends nothing about it afterwards), so it asks every
-handshake-era client of those versions that accepts SSE. One that cannot take it answers the
-request with an error (the spec's answer to an unsupported request; the official client without
-an elicitation callback answers -32600 "Elicitation not supported"), and the call then answers the
-``isError`` result carrying the state in ``_meta`` as before. A client that never answers gets
-"approval not received" after ``TOOLDISCOVERY_MCP_ELICITATION_TIMEOUT`` (at most the approval TTL).
+A stateless server cannot know whether the client declared the capability at ``initialize`` (the
+official client sends nothing about it afterwards), so it asks every handshake-era client of those
+versions that accepts SSE. One that cannot take it answers the request with an error (the spec's
+answer to an unsupported request; the official client without an elicitation callback answers
+-32600 "Elicitation not supported"): the tool's request then raises
+:class:`~...tools.questions.CannotAsk` (the call ends with a tool error saying so, unless the tool
+catches it), and an approval's call answers the ``isError`` result carrying the state in ``_meta``
+as before. A client that never answers gets "not received" after
+``TOOLDISCOVERY_MCP_ELICITATION_TIMEOUT`` (for an approval, at most the approval TTL).
 """
 
 from __future__ import annotations
@@ -32,7 +36,16 @@ from ...observe.logs import log
 from ...serving.pipeline import Pipeline
 from ...settings import Settings
 from ...tools.model import Identity, Tool, ToolContext
-from ...tools.questions import CannotAnswer, CannotAsk, InputRequest, Question, kind, reply_of
+from ...tools.questions import (
+    CannotAnswer,
+    CannotAsk,
+    InputRequest,
+    Question,
+    RootsRequest,
+    SamplingRequest,
+    kind,
+    reply_of,
+)
 from . import input_requests as mcp_input
 from . import sse
 from .content import call_result, client_version
@@ -135,11 +148,12 @@ class StreamAsker:
     """Answers a handshake-era call's input requests by asking them on its SSE stream, one after
     the other (a client that cannot answer one answers it with an error: :class:`CannotAsk`)."""
 
-    abilities = None  # not known: the client declared its capabilities at initialize, kept nowhere
-
     def __init__(self, settings: Settings, plan: sse.Plan, context: ToolContext) -> None:
         self.settings, self.plan, self.context = settings, plan, context
         self.app = app._get_current_object()  # type: ignore[attr-defined]
+        # What the version has; whether the client declared it at initialize is kept nowhere.
+        kinds: tuple[InputRequest, ...] = (Question(""), SamplingRequest(()), RootsRequest())
+        self.abilities = frozenset(kind(r) for r in kinds if can_stream(plan.version, r))
 
     def __call__(self, requests: Sequence[InputRequest]) -> list[Any]:
         return [self._one(r) for r in requests]

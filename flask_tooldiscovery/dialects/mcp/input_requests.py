@@ -22,10 +22,11 @@ from typing import Any
 
 from flask import current_app
 
-from ...calls.approvals import InvalidApproval, needs_approval
+from ...calls.approvals import InvalidApproval, UnsealedState, needs_approval, sealer
 from ...calls.input_rounds import RoundAsker, open_round, round_sealer, seal_round
 from ...observe.logs import log
 from ...serving.pipeline import Pipeline
+from ...tools.invoke import prepare
 from ...tools.model import Tool, ToolContext
 from ...tools.questions import InputRequest, Question, SamplingRequest, kind
 from . import jsonrpc as rpc
@@ -34,6 +35,9 @@ from . import tasks as mcp_tasks
 #: The method of each kind of input request.
 METHODS = {"elicitation": "elicitation/create", "sampling": "sampling/createMessage", "roots": "roots/list"}
 INVALID_STATE = "Invalid or expired requestState"
+#: The approval's input request (a form with one boolean), and its accepted answer.
+APPROVAL_KEY = "approval"
+APPROVED: dict[str, Any] = {"action": "accept", "content": {"approve": True}}
 
 
 def wire_request(request: InputRequest, version: str) -> dict[str, Any]:
@@ -71,6 +75,18 @@ def _subject(context: ToolContext) -> str | None:
     return context.user_id if context.identity is None else context.identity.subject
 
 
+def approval_again(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, context: ToolContext) -> str | None:
+    """For a tool that needs approval, which ran (so it was approved) and asked: a fresh sealed
+    approval of this very call, for its next round (``None``: it needs none)."""
+    settings = pipe.settings
+    if not needs_approval(tool, destructive=settings.approve_destructive):
+        return None
+    ready, errors = prepare(tool, arguments or {}, coerce=settings.coerce_arguments,
+                            max_errors=settings.max_validation_errors)
+    return None if errors else sealer(settings.approval_ttl, settings.server_name).seal(
+        tool, ready, _subject(context), context.call_id)
+
+
 def call_in_rounds(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, context: ToolContext,
                    params: Mapping[str, Any], version: str,
                    run: Callable[[Mapping[str, Any]], dict[str, Any]]) -> dict[str, Any]:
@@ -80,7 +96,9 @@ def call_in_rounds(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None,
     responses = params.get("inputResponses")
     if responses is not None and not isinstance(responses, Mapping):
         raise rpc.RpcError(rpc.INVALID_PARAMS, "params.inputResponses must be an object.")
-    settings, state, given = pipe.settings, params.get("requestState"), {}
+    settings, state = pipe.settings, params.get("requestState")
+    given: dict[str, Any] = {}
+    approved: str | None = None
     seal = None
     if state is not None and not current_app.secret_key and not needs_approval(
             tool, destructive=settings.approve_destructive):
@@ -88,10 +106,14 @@ def call_in_rounds(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None,
     if state is not None and current_app.secret_key:
         seal = round_sealer(settings.approval_ttl, settings.server_name)
         try:
-            given = open_round(seal, state, tool, arguments or {}, _subject(context), settings.state_storage_uri)
+            given, approved = open_round(seal, state, tool, arguments or {}, _subject(context),
+                                         settings.state_storage_uri)
             params = {k: v for k, v in params.items() if k != "requestState"}  # not an approval's state
-        except InvalidApproval as exc:
-            if not needs_approval(tool, destructive=settings.approve_destructive):
+            if approved:  # approved in an earlier round: its approval, as the client would send it
+                params = {**params, "requestState": approved,
+                          "inputResponses": {**(responses or {}), APPROVAL_KEY: APPROVED}}
+        except InvalidApproval as exc:  # only an unsealed one may be an approval's state (its own purpose)
+            if not isinstance(exc, UnsealedState) or not needs_approval(tool, destructive=settings.approve_destructive):
                 log.info("flask-tooldiscovery: mcp tools/call %s refused: %s (trace_id=%s)", tool.name, exc.reason,
                          context.trace_id)
                 raise invalid_state() from None
@@ -106,10 +128,11 @@ def call_in_rounds(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None,
         if not current_app.secret_key:  # nothing to seal with: the answers of this request only (ephemeral)
             return input_required(asker.pending, None, version)
         seal = seal or round_sealer(settings.approval_ttl, settings.server_name)
-        sealed = seal_round(seal, tool, arguments or {}, _subject(context), context.call_id, asker.answers)
+        sealed = seal_round(seal, tool, arguments or {}, _subject(context), context.call_id, asker.answers,
+                            approval_again(pipe, tool, arguments, context))
         return input_required(asker.pending, sealed, version)
     return result
 
 
-__all__ = ["INVALID_STATE", "METHODS", "abilities", "call_in_rounds", "input_required", "invalid_state",
-           "wire_request"]
+__all__ = ["APPROVAL_KEY", "APPROVED", "INVALID_STATE", "METHODS", "abilities", "approval_again", "call_in_rounds",
+           "input_required", "invalid_state", "wire_request"]
