@@ -66,6 +66,17 @@ def create_app(storage: str = "", callers: bool = False, secret: str = "asking-t
         runs.append(account)
         return f"Moved {amount} to {account} (run {len(runs)})."
 
+    @discovery.tool(task_support="optional")
+    def pack(ctx: ToolContext, items: int = 2) -> str:
+        """Pack once the person says which bag (run as a task, the question waits in its record).
+
+        Args:
+            items: How many things to pack.
+        """
+        bag = ctx.elicit("Which bag?", {"type": "object", "properties": {"bag": {"type": "string"}},
+                                        "required": ["bag"]}, key="bag")
+        return f"Packed {items} things in the {bag.content.get('bag')}." if bag.accepted else "Not packed."
+
     @discovery.tool
     def abilities(ctx: ToolContext) -> list[str]:
         """What this call's caller can be asked."""

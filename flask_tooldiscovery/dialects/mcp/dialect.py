@@ -26,7 +26,7 @@ from ...tools.model import Tool
 from ...tools.registry import ToolSet
 from .. import Dialect, Protocol
 from . import approval as mcp_approval
-from . import apps, completion, param_headers, prompts, resources, stream_task
+from . import apps, completion, param_headers, prompts, resources, stream_task, task_questions
 from . import input_requests as mcp_input
 from . import jsonrpc as rpc
 from . import stream as mcp_stream
@@ -307,7 +307,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
                                       "tools/list": list_tools, "tools/call": call_tool,
                                       **apps.methods(pipe, resources.methods(pipe)),
                                       **prompts.methods(pipe), **completion.methods(pipe),
-                                      **mcp_tasks.methods(pipe),
+                                      **mcp_tasks.methods(pipe, task_questions.relay),
                                       "logging/setLevel": mcp_stream.set_level}
 
     def complete(method: str, result: dict[str, Any], modern: bool) -> dict[str, Any]:

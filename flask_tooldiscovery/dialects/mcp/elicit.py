@@ -120,16 +120,18 @@ def _await(mailbox: Mailbox, subject: str | None, wait: float, context: ToolCont
 
 
 def ask_on_stream(settings: Settings, plan: sse.Plan, context: ToolContext, request: InputRequest,
-                  prefix: str = INPUT_PREFIX) -> dict[str, Any] | None:
+                  prefix: str = INPUT_PREFIX, meta: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
     """Send ``request`` on the call's stream under a fresh unguessable id and wait for the client's
     answer (``{"result": ...}`` or ``{"error": ...}``), which may reach any worker; ``None`` when it
     did not come in time or the call was cancelled (the client is told the request is off).
     :class:`~...calls.rendezvous.RendezvousError` when the storage is unreachable."""
     request_id = prefix + secrets.token_urlsafe(24)
     wait = timeout(settings) if prefix == ID_PREFIX else McpSettings.of(settings).elicitation_timeout
+    sent = mcp_input.wire_request(request, plan.version)
+    if meta:
+        sent["params"] = {**sent["params"], "_meta": dict(meta)}
     with for_uri(settings.state_storage_uri).expect(request_id) as mailbox:
-        plan.channel.put(sse.frame({"jsonrpc": "2.0", "id": request_id,
-                                    **mcp_input.wire_request(request, plan.version)}))
+        plan.channel.put(sse.frame({"jsonrpc": "2.0", "id": request_id, **sent}))
         answer = _await(mailbox, _subject(context.identity), wait, context)
     if answer is None or context.cancelled:  # no answer in time, or the client went away
         plan.channel.put(sse.frame({"jsonrpc": "2.0", "method": "notifications/cancelled",

@@ -8,7 +8,8 @@ level the call names, else ``info``: a stateless server keeps no ``logging/setLe
 caller (:class:`.elicit.StreamAsker`): until then it may still be answered as plain JSON. The
 dialect's own dispatch runs in a helper thread: its reply goes out as plain JSON if it ends before
 the stream starts (unknown tool, invalid params, a tool that said nothing), else the handler opens
-the stream with :func:`listen`. Nothing outlives the request:
+the stream with :func:`listen`. A 2025-11-25 ``tasks/result`` accepting SSE is streamed the same
+lazy way, once it asks the task's questions (:mod:`.task_questions`). Nothing outlives the request:
 ``notifications/cancelled`` finds calls in this worker by (caller, request id); the client closing
 the stream cancels the call wherever it runs.
 """
@@ -28,7 +29,7 @@ from ...observe.logs import log
 from ...serving.pipeline import Pipeline
 from ...serving.wire import accepts
 from ...tools.model import LOG_LEVELS, ToolContext
-from . import elicit, sse
+from . import elicit, sse, task_questions
 from . import jsonrpc as rpc
 from .content import VERSION_META_KEY, client_version
 from .sse import Done, Plan, Reply
@@ -37,6 +38,8 @@ LOG_LEVEL_META_KEY = "io.modelcontextprotocol/logLevel"
 #: Lowest level sent to handshake-era calls that name none (a stateless server keeps no setLevel);
 #: from 2026-07-28 on only calls that name a level get log lines.
 DEFAULT_LOG_LEVEL = "info"
+#: The protocol version whose ``tasks/result`` carries a task's questions (2025-11-25 tasks).
+TASKS_ASK_SINCE = "2025-11-25"
 IN_FLIGHT = InFlight()
 
 
@@ -77,9 +80,14 @@ def set_level(params: dict[str, Any]) -> dict[str, Any]:
 def _plan(pipe: Pipeline, message: Any) -> Plan | None:
     """How to stream ``message``, or ``None`` to answer it with one JSON body."""
     params = message.get("params") if isinstance(message, dict) and message.get("jsonrpc") == "2.0" else None
-    if not (isinstance(params, dict) and message.get("method") == "tools/call" and rpc.valid_id(message.get("id"))
-            and accepts(request, "text/event-stream") > 0):
+    method = message.get("method") if isinstance(params, dict) else None
+    if not (isinstance(params, dict) and method in ("tools/call", task_questions.METHOD)
+            and rpc.valid_id(message.get("id")) and accepts(request, "text/event-stream") > 0):
         return None
+    if method == task_questions.METHOD:  # a 2025-11-25 task's questions go out on it, if it has any
+        version = client_version(_meta(params))
+        return Plan(message["id"], None, None, version, method, lazy=True) if TASKS_ASK_SINCE <= version < \
+            "2026-07-28" else None
     meta, name = _meta(params), params.get("name")
     try:
         token, level = requested(meta)

@@ -23,7 +23,7 @@ them (so no id is ever shown to another).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from flask import current_app
@@ -152,7 +152,9 @@ def as_task(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, contex
         return None  # run now: not a task, its approval asked on the call, or invalid (answered as such)
     wait = McpSettings.of(pipe.settings).elicitation_timeout
     meta = {"trace_id": context.trace_id, task_input.ASK_WAIT: wait,
-            task_input.ASKABLE: modern and wait > 0 and declares(params, "elicitation"),
+            # 2025-11-25: asked on the stream of a tasks/result (task_questions); 2026-07-28: tasks/update.
+            task_input.ASKABLE: wait > 0 and (declares(params, "elicitation") if modern
+                                              else client_version(_meta(params)) >= "2025-11-25"),
             task_input.ANSWERS: {k: a.to_json() for k, a in answers.items()}}
     task = tasks_of(current_app).start(pipe, tool, arguments or {}, context, meta=meta, ttl=ttl)
     log.info("flask-tooldiscovery: mcp tools/call %s runs as task %s (trace_id=%s)", tool.name, task.id,
@@ -197,8 +199,9 @@ def cancel(task: Task) -> Task:
     return store.get(task.id) or task
 
 
-def methods(pipe: Pipeline) -> dict[str, rpc.Method]:
-    """The ``tasks/*`` methods, each answering as its request's era does."""
+def methods(pipe: Pipeline, relay: Callable[[Pipeline, Task], bool] | None = None) -> dict[str, rpc.Method]:
+    """The ``tasks/*`` methods, each answering as its request's era does; ``relay`` asks a 2025-11-25
+    task's open questions while ``tasks/result`` waits (true: an answer was taken)."""
 
     def era_of(method: str, params: dict[str, Any]) -> str:
         modern = VERSION_META_KEY in _meta(params)
@@ -237,6 +240,8 @@ def methods(pipe: Pipeline) -> dict[str, rpc.Method]:
         task = lookup(pipe, params)
         deadline = time.monotonic() + McpSettings.of(pipe.settings).task_result_wait
         while task.state not in TERMINAL:
+            if relay is not None and task.state == "input_required" and relay(pipe, task):
+                deadline = max(deadline, time.monotonic() + McpSettings.of(pipe.settings).task_result_wait)
             if time.monotonic() >= deadline:
                 raise rpc.RpcError(rpc.INTERNAL_ERROR, "The task is still running; call tasks/result again.",
                                    {"taskId": task.id, "status": wire.status(task, "2025-11-25")})

@@ -1,0 +1,62 @@
+"""The questions of a 2025-11-25 task, asked on its ``tasks/result`` stream.
+
+In 2025-11-25 a task that needs its caller's input turns ``input_required``, and the client then
+calls ``tasks/result``: a client accepting ``text/event-stream`` gets that request answered as a
+stream, on which each open question of the task goes out as an ``elicitation/create`` request
+(with the ``related-task`` key in its ``_meta``). The client POSTs its answer as a request of its
+own, which may reach any worker; the rendezvous hands it to the ``tasks/result`` that asked
+(:func:`.elicit.ask_on_stream`), which puts it in the task's record (:mod:`...calls.task_input`),
+where the task's run, wherever it is, finds it and carries on. The stream then ends with the task's
+result, as ``tasks/result`` always does. A ``tasks/result`` answered as JSON asks nothing: the
+task waits for another one, at most ``TOOLDISCOVERY_MCP_ELICITATION_TIMEOUT``.
+"""
+
+from __future__ import annotations
+
+from flask import current_app, g
+
+from ...calls import task_input
+from ...calls.rendezvous import RendezvousError
+from ...calls.tasks import Task
+from ...observe.logs import log
+from ...serving.pipeline import Pipeline
+from ...serving.tasks import tasks_of
+from . import elicit, sse
+from .tasks import RELATED_TASK
+
+METHOD = "tasks/result"
+#: Where ``flask.g`` keeps the keys this request asked already (each is asked once per request).
+ASKED_KEY = "_tooldiscovery_mcp_task_asked"
+
+
+def relay(pipe: Pipeline, task: Task) -> bool:
+    """Ask ``task``'s open questions on this ``tasks/result``'s stream, if it is one, and put the
+    answers in its record; whether an answer was taken."""
+    plan = g.get(sse.PLAN_KEY)
+    if not isinstance(plan, sse.Plan) or plan.tool != METHOD:
+        return False
+    if plan.context is None:  # what the stream cancels when the client goes away
+        plan.context = pipe.context()
+    asked: set[str] = g.setdefault(ASKED_KEY, set())
+    taken = False
+    for key, question in task_input.open_questions(task).items():
+        if key in asked:
+            continue
+        asked.add(key)
+        try:
+            answer = elicit.ask_on_stream(pipe.settings, plan, plan.context, question,
+                                          meta={RELATED_TASK: {"taskId": task.id}})
+        except RendezvousError as error:
+            log.error("flask-tooldiscovery: mcp task %s question not received: %s", task.id, error)
+            return taken
+        result = answer.get("result") if answer is not None else None
+        if not isinstance(result, dict):
+            continue  # no answer, or the client cannot elicit: the task stops waiting in time
+        try:
+            taken = bool(task_input.deliver(tasks_of(current_app).store, task.id, {key: result})) or taken
+        except ValueError as exc:
+            log.info("flask-tooldiscovery: mcp task %s answer refused: %s", task.id, exc)
+    return taken
+
+
+__all__ = ["ASKED_KEY", "METHOD", "relay"]
