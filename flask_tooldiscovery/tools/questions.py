@@ -140,7 +140,7 @@ class CannotAnswer(CannotAsk):
 
 class InputRequired(BaseException):
     """The call's round ends: ``requests`` wait for the caller's answers, and the call runs again
-    with them (:mod:`...calls.input_rounds`). A ``BaseException``, so that a tool's ``except
+    with them (``flask_tooldiscovery.calls.input_rounds``). A ``BaseException``, so that a tool's ``except
     Exception`` or ``except CannotAsk`` (its fallback where nobody can answer) does not swallow it."""
 
     def __init__(self, requests: Sequence[InputRequest]) -> None:
