@@ -183,3 +183,20 @@ def test_parameter_headers_must_agree_with_the_body() -> None:
     legacy = c.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                                   "params": {"name": "deploy", "arguments": {"region": "eu"}}})
     assert legacy.get_json()["result"]["content"][0]["text"] == "eu:1"
+
+
+def test_handshake_era_a_context_tool_that_says_nothing_is_one_json_body() -> None:
+    """Streamed only once the tool logs or asks: ``abilities`` does neither. What it can ask follows
+    the call's protocol version (elicitation from 2025-06-18, sampling and roots on streams)."""
+    c = create_app().test_client()
+    for version, can in (("2025-11-25", ["elicitation", "sampling", "roots"]), ("2025-03-26", ["sampling", "roots"])):
+        r = c.post("/mcp", json={"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                                 "params": {"name": "abilities", "arguments": {}}},
+                   headers={"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": version})
+        assert r.mimetype == "application/json", version
+        assert r.get_json()["result"]["structuredContent"] == {"result": can}, version
+    # Not accepting a stream: nothing can be asked.
+    r = c.post("/mcp", json={"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                             "params": {"name": "abilities", "arguments": {}}},
+               headers={"Accept": "application/json", "MCP-Protocol-Version": "2025-11-25"})
+    assert r.get_json()["result"]["structuredContent"] == {"result": []}

@@ -250,17 +250,24 @@ def answer_of(raw: Any, question: Question) -> Answer:
     return Answer("accept", dict(content))
 
 
-def from_answers(answers: Mapping[str, Answer], nobody: str) -> Asker:
+class FromAnswers:
     """An asker that only knows ``answers`` (sent along with the call): a question without one
-    raises :class:`CannotAsk` with ``nobody`` (why nobody can answer it now)."""
+    raises :class:`CannotAsk` with ``nobody`` (why nobody can answer it now). It can answer form
+    questions when it has answers (:meth:`Asking.can_ask`), nothing else."""
 
-    def ask(questions: Sequence[InputRequest]) -> list[Any]:
-        missing = [q.key for q in questions if q.key not in answers]
-        if missing:
-            raise CannotAsk(nobody)
-        return [answers[str(q.key)] for q in questions]
+    def __init__(self, answers: Mapping[str, Answer], nobody: str) -> None:
+        self.answers, self.nobody = dict(answers), nobody
+        self.abilities = frozenset({"elicitation"} if answers else ())
 
-    return ask
+    def __call__(self, questions: Sequence[InputRequest]) -> list[Any]:
+        if any(q.key not in self.answers for q in questions):
+            raise CannotAsk(self.nobody)
+        return [self.answers[str(q.key)] for q in questions]
+
+
+def from_answers(answers: Mapping[str, Answer], nobody: str) -> Asker:
+    """A :class:`FromAnswers` asker."""
+    return FromAnswers(answers, nobody)
 
 
 NOBODY = ("This tool asks its caller for input while it runs, which this call cannot do: its client can answer "
@@ -321,6 +328,6 @@ class Asking:
 
 
 __all__ = ["ACTIONS", "EMPTY_FORM", "KINDS", "NOBODY", "OPTION", "Answer", "Asker", "Asking", "CannotAnswer",
-           "CannotAsk", "InputRequest", "InputRequired", "Question", "Root", "RootsRequest", "Sampled",
+           "CannotAsk", "FromAnswers", "InputRequest", "InputRequired", "Question", "Root", "RootsRequest", "Sampled",
            "SamplingRequest", "answer_of", "declared", "form_error", "from_answers", "keyed", "kind", "options_error",
            "refuse", "reply_of", "roots_of", "sampled_of", "with_key"]
