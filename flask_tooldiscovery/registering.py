@@ -4,8 +4,9 @@ categories. :class:`~flask_tooldiscovery.ToolDiscovery` takes these methods from
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
+from .calls.changes import Kind
 from .serving.core import merge_categories
 from .settings import Settings
 from .tools.function_tools import tool_from_function
@@ -16,7 +17,14 @@ from .tools.registry import ToolRegistry
 from .tools.resources import ResourceRegistry, resource_from_function
 from .tools.views import ViewTools
 
+if TYPE_CHECKING:
+    from flask import Flask
+
+    from .serving.core import Core
+
 F = TypeVar("F", bound=Callable[..., Any])
+#: The lists whose changes clients may hear of.
+LISTS = ("tools", "prompts", "resources")
 
 
 class Registering:
@@ -29,6 +37,8 @@ class Registering:
     if TYPE_CHECKING:
         @property
         def settings(self) -> Settings: ...
+        @staticmethod
+        def state(app: Flask | None = None) -> Core: ...
 
     # -- registering tools ---------------------------------------------------------------------
 
@@ -146,6 +156,24 @@ class Registering:
     def add_prompt(self, func: Callable[..., Any], **options: Any) -> Prompt:
         """Register ``func`` as a prompt without decorating it; returns the :class:`Prompt`."""
         return self.prompts.add(prompt_from_function(func, options))
+
+    def resource_changed(self, uri: str, app: Flask | None = None) -> bool:
+        """Tell the MCP clients subscribed to the resource at ``uri`` (with
+        TOOLDISCOVERY_MCP_SUBSCRIPTIONS) that it changed, on whichever worker they listen (``app``:
+        default the current one). False when the state store could not be reached."""
+        return self.state(app).announce("resource", uri)
+
+    def list_changed(self, *kinds: str, app: Flask | None = None) -> bool:
+        """Tell subscribed clients that these lists changed (``"tools"``, ``"prompts"``,
+        ``"resources"``; default all three), e.g. when a provider's tools differ now. Registering
+        after ``init_app`` announces itself. False when the state store could not be reached."""
+        unknown = [k for k in kinds if k not in LISTS]
+        if unknown:
+            raise ValueError(f"list_changed takes 'tools', 'prompts' or 'resources', not {unknown[0]!r}")
+        core, reached = self.state(app), True
+        for kind in kinds or LISTS:
+            reached = core.announce(cast(Kind, kind)) and reached
+        return reached
 
     def add_provider(self, provider: ToolsProvider) -> None:
         """Add a tools provider; its tools follow those registered before it."""

@@ -14,6 +14,8 @@ from typing import Any, Protocol
 
 from flask import has_app_context
 
+from ..calls import changes, resource_subscriptions
+from ..calls.changes import Change, Kind
 from ..calls.slots import Slots
 from ..errors import CoreError
 from ..observe.logs import log
@@ -81,6 +83,24 @@ class Core:
         self.guard = Guard(settings, trusted_hosts)
         #: Every dialect of the extension's table, by name, mounted or not (the manifest lists them).
         self.dialects: Mapping[str, Translator] = dict(dialects or {})
+        #: Where changes are announced to every worker, and where clients' resource subscriptions are
+        #: kept (this process, or the state store of ``TOOLDISCOVERY_STATE_STORAGE_URI``).
+        self.changes = changes.for_uri(settings.state_storage_uri)
+        self.resource_subscriptions = resource_subscriptions.for_uri(settings.state_storage_uri)
+        registry.watchers.watch(self._tools_changed)
+        resources.watchers.watch(self._resources_changed)
+
+    def announce(self, kind: Kind, uri: str | None = None) -> bool:
+        """Tell every worker's subscribed clients that the ``kind`` list changed (``tools``,
+        ``prompts``, ``resources``), or that the resource at ``uri`` did (``resource``); False when
+        the state store could not be reached."""
+        return self.changes.publish(Change(kind, uri if kind == "resource" else None))
+
+    def _tools_changed(self) -> None:
+        self.announce("tools")
+
+    def _resources_changed(self) -> None:
+        self.announce("resources")
 
     def tools(self) -> ToolSet:
         """The tools in force for this request (providers called at most once per request)."""

@@ -17,6 +17,7 @@ from .function_tools import RegistrationError, valid_tool_name
 from .model import Identity, Tool, parse_version, tool_changes
 from .providers import ProviderError, ToolsProvider, resolve_provider, tool_from_object
 from .ui import model_visible
+from .watchers import Watchers
 
 log = logging.getLogger("flask_tooldiscovery")
 
@@ -127,6 +128,8 @@ class ToolRegistry:
         self._lock = threading.Lock()
         #: Bumped on every registration and category.
         self.version = 0
+        #: Told when a tool or a provider is added (the tool list changed).
+        self.watchers = Watchers()
         #: Tool categories declared in code, by id (TDP groups tools by them).
         self.categories: dict[str, dict[str, Any]] = {}
         #: ``tool_changes()`` when the static tool set was built (a tool changed since: built anew).
@@ -160,6 +163,7 @@ class ToolRegistry:
         self._entries.append(("tool", tool))
         self._static = None
         self.version += 1
+        self.watchers.notify()
         return tool
 
     def add_interaction(self, tool: Tool) -> Tool:
@@ -180,6 +184,7 @@ class ToolRegistry:
         self._has_providers = True
         self._static = None
         self.version += 1
+        self.watchers.notify()
 
     def add_category(self, id: str, fields: Mapping[str, Any]) -> None:
         """Declare (or redeclare) the category ``id``: every tool set built from now on shows it."""

@@ -24,6 +24,7 @@ from .completion import NOTHING, Completer, Completion, UnknownArgument, complet
 from .function_tools import RegistrationError
 from .results import mime_type_error
 from .signature import describe_function
+from .watchers import Watchers
 
 if TYPE_CHECKING:  # pragma: no cover
     from .model import Identity, ToolContext
@@ -154,11 +155,14 @@ class ResourceRegistry:
 
     def __init__(self) -> None:
         self._resources: list[Resource] = []
+        #: Told when a resource is added (the resource list changed).
+        self.watchers = Watchers()
 
     def add(self, resource: Resource) -> Resource:
         if any(r.uri == resource.uri for r in self._resources):
             raise RegistrationError(f"resource {resource.uri!r} is already registered")
         self._resources.append(resource)
+        self.watchers.notify()
         return resource
 
     def __iter__(self) -> Iterator[Resource]:

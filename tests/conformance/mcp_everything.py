@@ -228,6 +228,18 @@ def register_fixtures(discovery: ToolDiscovery) -> None:
         color = ctx.elicit("Step 2: What is your favorite color?", COLOR_FORM, key="step2").content.get("color")
         return f"{name} likes {color}."
 
+    @discovery.tool
+    def test_trigger_tool_change() -> str:
+        """Tells subscribed clients that the tool list changed."""
+        discovery.list_changed("tools")
+        return "Tool list change announced."
+
+    @discovery.tool
+    def test_trigger_prompt_change() -> str:
+        """Tells subscribed clients that the prompt list changed."""
+        discovery.list_changed("prompts")
+        return "Prompt list change announced."
+
     @discovery.resource("test://static-text", name="static-text", title="Static Text Resource",
                         description="A static text resource for testing", mime_type="text/plain")
     def static_text() -> str:
@@ -244,7 +256,7 @@ def register_fixtures(discovery: ToolDiscovery) -> None:
         return {"id": id, "templateTest": True, "data": f"Data for ID: {id}"}
 
     @discovery.resource("test://watched-resource", name="watched-resource", title="Watched Resource",
-                        description="A resource the app says has changed", mime_type="text/plain")
+                        description="A resource clients may subscribe to", mime_type="text/plain")
     def watched_resource() -> str:
         return "Watched resource content"
 
@@ -294,6 +306,7 @@ def create_app(storage: str | None = None) -> Flask:
     app.config.update(TOOLDISCOVERY_DIALECTS=["mcp"], TOOLDISCOVERY_WARN_UNAUTHENTICATED=False,
                       SECRET_KEY=os.environ.get("SECRET_KEY", "conformance-only-secret"),  # seals request state
                       TOOLDISCOVERY_ALLOW_EXECUTE=True, TOOLDISCOVERY_MCP_RESOURCES=True,
+                      TOOLDISCOVERY_MCP_SUBSCRIPTIONS=True,
                       TOOLDISCOVERY_STATE_STORAGE_URI=storage or os.environ.get("TOOLDISCOVERY_STATE_STORAGE_URI"))
     discovery.init_app(app)
     return app

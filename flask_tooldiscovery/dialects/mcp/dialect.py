@@ -30,6 +30,7 @@ from . import apps, completion, param_headers, prompts, resources, stream_task, 
 from . import input_requests as mcp_input
 from . import jsonrpc as rpc
 from . import stream as mcp_stream
+from . import subscriptions as mcp_subscriptions
 from . import tasks as mcp_tasks
 from .auth import authenticator, authorization, root_blueprint, security_warning
 from .content import VERSION_META_KEY, client_version, object_output_schema
@@ -150,10 +151,11 @@ def error_response(exc: CoreError) -> tuple[Any, int]:
     """A transport-level refusal as a JSON-RPC error with no id."""
     if isinstance(exc, MalformedBody):
         return rpc.error_body(None, rpc.PARSE_ERROR, f"Parse error: {exc.detail}"), 400
-    if exc.status == 405:
+    streams = exc.status == 405 and "GET" in exc.headers.get("Allow", "")  # with subscriptions: a session's GET
+    if exc.status == 405 and not streams:
         exc.headers["Allow"] = "POST, OPTIONS"
     message = {401: "Unauthorized.", 413: "Request body too large.",
-               405: "Method Not Allowed: POST JSON-RPC messages to this endpoint."}.get(exc.status)
+               405: None if streams else "Method Not Allowed: POST JSON-RPC messages to this endpoint."}.get(exc.status)
     error = rpc.RpcError(rpc.INVALID_REQUEST, message) if message else to_rpc(exc)
     return rpc.error_body(None, error.code, error.message), exc.status
 
@@ -197,9 +199,9 @@ def respond(reply: Any, status: int = 200) -> Response:
 def server_capabilities(pipe: Pipeline) -> dict[str, Any]:
     """What this server offers (``initialize``, ``server/discover``, the manifest)."""
     settings, core = pipe.settings, pipe.core
-    return apps.capabilities(pipe, {  # tool UIs: the MCP Apps extension, and resources to read them
+    return mcp_subscriptions.capabilities(settings, apps.capabilities(pipe, {  # tool UIs: the MCP Apps extension
         "tools": {"listChanged": False}, "logging": {}, **resources.capability(settings),
-        **prompts.capability(core.prompts), **completion.capability(settings, core.prompts, core.resources)})
+        **prompts.capability(core.prompts), **completion.capability(settings, core.prompts, core.resources)}))
 
 
 def manifest_section(pipe: Pipeline, entry: Mapping[str, Any], about: Mapping[str, Any]) -> dict[str, Any]:
@@ -229,6 +231,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         version = requested if requested in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
         capabilities = server_capabilities(pipe)
         offered = {**capabilities, "tasks": mcp_tasks.LEGACY_CAPABILITY} if version >= "2025-11-25" else capabilities
+        pipe.add_headers(mcp_subscriptions.session_headers(settings))
         return with_instructions({"protocolVersion": version, "capabilities": offered, "serverInfo": server_info})
 
     def discover(params: dict[str, Any]) -> dict[str, Any]:
@@ -308,6 +311,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
                                       **apps.methods(pipe, resources.methods(pipe)),
                                       **prompts.methods(pipe), **completion.methods(pipe),
                                       **mcp_tasks.methods(pipe, task_questions.relay),
+                                      **mcp_subscriptions.methods(pipe, lambda: server_capabilities(pipe)),
                                       "logging/setLevel": mcp_stream.set_level}
 
     def complete(method: str, result: dict[str, Any], modern: bool) -> dict[str, Any]:
@@ -352,9 +356,12 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
                               {"supported": list(ALL_VERSIONS), "requested": version}), 400
         return None
 
-    # POST only: no server-to-client stream and no sessions, so nothing to GET or DELETE (405).
-    @pipe.route("", "call", ["POST"], endpoint="endpoint", strict_slashes=False)
+    # POST, and GET for a session's notification stream with subscriptions; nothing to DELETE (405).
+    @pipe.route("", "call", ["POST", "GET"] if mcp_subscriptions.enabled(settings) else ["POST"],
+                endpoint="endpoint", strict_slashes=False)
     def endpoint() -> Response:
+        if request.method == "GET":
+            return mcp_subscriptions.get_stream(pipe, server_capabilities(pipe))
         payload = pipe.body()
         if payload is None:
             raise MalformedBody("Expecting value (line 1, column 1).")
@@ -375,6 +382,9 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         reply = mcp_stream.dispatch(pipe, payload, lambda: rpc.dispatch(payload, run, failed))
         if not isinstance(reply, dict):  # a notification (202), or the SSE stream of a call
             return reply or Response(status=202)
+        listening = mcp_subscriptions.listening(pipe, reply)
+        if listening is not None:  # subscriptions/listen: its stream
+            return listening
         error = reply.get("error")
         code = error.get("code") if isinstance(error, dict) else None
         status = 200 if code is None else MODERN_STATUS.get(code, 200) if is_modern(payload) \

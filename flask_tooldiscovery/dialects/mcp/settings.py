@@ -1,5 +1,5 @@
 """MCP's own ``TOOLDISCOVERY_MCP_*`` keys: its credentials (a static token, or MCP as an OAuth 2.1
-resource server: :mod:`.auth`), paging and batches, resources, the approval elicitation's wait, and
+resource server: :mod:`.auth`), paging and batches, resources and subscriptions, the approval elicitation's wait, and
 tasks (how often clients poll, how long ``tasks/result`` waits).
 (``TOOLDISCOVERY_MCP_ALLOWED_ORIGINS`` is the core's: an older name of ``ALLOWED_ORIGINS``.)"""
 
@@ -50,6 +50,14 @@ class McpSettings(DialectSettings):
         "MCP_ELICITATION_TIMEOUT", 300, number(0.0),
         "Seconds an MCP call waits for its caller's answer: a handshake-era approval elicitation (at most "
         "APPROVAL_TTL), a task's question (tasks/update); 0: never ask by elicitation.")
+    subscriptions: bool = setting(
+        "MCP_SUBSCRIPTIONS", False, parse_bool,
+        "MCP clients may subscribe to changes: subscriptions/listen (2026-07-28), resources/subscribe and the "
+        "session's GET stream (handshake era); list changes and discovery.resource_changed(uri) reach them from "
+        "any worker sharing STATE_STORAGE_URI. Each open stream holds a server thread.")
+    subscription_seconds: float = setting(
+        "MCP_SUBSCRIPTION_SECONDS", 300, number(1.0),
+        "Seconds one MCP subscription stream stays open; then the server ends it and the client listens again.")
     task_poll_interval: int = setting(
         "MCP_TASK_POLL_INTERVAL", 1000, whole_number(1),
         "Milliseconds an MCP client is told to wait between two reads of a task (pollIntervalMs).")
