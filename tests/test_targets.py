@@ -202,8 +202,8 @@ def test_a_clean_tool_passes_every_target() -> None:
 
     runner = app_with(register).test_cli_runner()
     for target in TARGETS:
-        if target == "gemini":  # additionalProperties: false is not Gemini's
-            continue
+        if target in ("gemini", "claude-directory"):  # additionalProperties: false is not Gemini's; the
+            continue  # directory asks annotations of every tool (tested below)
         result = runner.invoke(args=["tools", "check", "--target", target])
         assert result.exit_code == 0 and f"pass the checks of {target}" in result.output, (target, result.output)
 
@@ -220,3 +220,66 @@ def test_dialect_targets_export_the_dialects_document() -> None:
     assert opal["functions"][0]["parameters"][0]["type"] in ("integer", "string")
     tdp = json.loads(runner.invoke(args=["tools", "export", "--target", "tdp"]).output)
     assert tdp["tools"][0]["name"] == "lookup"
+
+
+def _directory_app(**config: Any) -> Flask:
+    discovery = ToolDiscovery()
+
+    @discovery.tool(annotations={"title": "Forecast", "readOnlyHint": True})
+    def forecast(city: str) -> str:
+        """Forecast.
+
+        Args:
+            city: City.
+        """
+        return city
+
+    @discovery.tool
+    def delete_note(note_id: str) -> str:
+        """Delete a note.
+
+        Args:
+            note_id: The note.
+        """
+        return note_id
+
+    @discovery.tool(name="x" * 65, annotations={"title": "Long", "destructiveHint": False})
+    def long_name() -> str:
+        """A name too long."""
+        return ""
+
+    app = Flask("directory")
+    app.config.update(TESTING=True, **config)
+    discovery.init_app(app)
+    return app
+
+
+def test_the_claude_directory_asks_titles_hints_short_names_streamable_http_and_oauth_or_nothing() -> None:
+    runner = _directory_app(TOOLDISCOVERY_DIALECTS=["opal"], TOOLDISCOVERY_MCP_BEARER_TOKEN="t").test_cli_runner()
+    checked = runner.invoke(args=["tools", "check", "--target", "claude-directory"])
+    assert checked.exit_code == 1
+    lines = checked.output.splitlines()
+    assert "delete_note@1.0.0: [claude-directory] no annotations.title (export writes 'Delete note'; declare one " \
+           "with annotations={'title': ...})" in lines
+    assert any(line.startswith("delete_note@1.0.0: [claude-directory] neither annotations.readOnlyHint nor "
+                               "destructiveHint") for line in lines)
+    assert any(line.startswith(f"{'x' * 65}@1.0.0: [claude-directory] name ") for line in lines)
+    assert not any(line.startswith("forecast@") for line in lines)
+    server = [line for line in lines if line.startswith("(server): [claude-directory]")]
+    assert len(server) == 2 and "mount the mcp dialect" in server[0] and "static bearer token" in server[1]
+
+    oauth = _directory_app(TOOLDISCOVERY_DIALECTS=["mcp"],
+                           TOOLDISCOVERY_MCP_AUTHORIZATION_SERVERS=["https://auth.example.com"],
+                           TOOLDISCOVERY_MCP_RESOURCE="https://tools.example.com/mcp").test_cli_runner()
+    assert "(server)" not in oauth.invoke(args=["tools", "check", "--target", "claude-directory"]).output
+
+
+def test_the_claude_directory_export_derives_titles_and_names_what_it_cannot() -> None:
+    runner = _directory_app(TOOLDISCOVERY_DIALECTS=["mcp"]).test_cli_runner()
+    exported = runner.invoke(args=["tools", "export", "--target", "claude-directory"])
+    assert exported.exit_code == 0, exported.output
+    tools = {t["name"]: t for t in json.loads(exported.stdout)["tools"]}
+    assert tools["delete_note"]["annotations"] == {"title": "Delete note"}
+    assert tools["forecast"]["annotations"] == {"title": "Forecast", "readOnlyHint": True}
+    assert exported.stderr.splitlines() == [
+        "[claude-directory] not derived: readOnlyHint or destructiveHint of delete_note"]

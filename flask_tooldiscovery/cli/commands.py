@@ -22,6 +22,7 @@ from ..tools.model import Identity
 from ..tools.targets import Target
 from .export import lint, openai_tools
 from .targets import export as export_target
+from .targets import export_notes as target_export_notes
 from .targets import lint as lint_targets
 from .targets import targets as known_targets
 
@@ -169,6 +170,8 @@ def export(what: str | None, target: str | None, base_url: str | None) -> None:
         [chosen] = _targets(ext, (target,))
         with current_app.test_request_context(base_url=base_url):
             _dump(export_target(ext, chosen))
+            for note in target_export_notes(ext, chosen):
+                click.echo(f"[{chosen.name}] not derived: {note}", err=True)
     elif what == "openai":
         _dump(openai_tools(ext))
     elif what in exportable:
@@ -210,7 +213,7 @@ def check(targets: tuple[str, ...], replay: bool, headers: tuple[str, ...], incl
     is found. With --replay, also run the examples through every dialect."""
     ext = _ext()
     if targets:
-        found = lint_targets(list(_tools()), _targets(ext, targets))
+        found = lint_targets(ext, list(_tools()), _targets(ext, targets))
         where = ", ".join(targets)
     else:
         found, where = lint(ext), "every mounted dialect"

@@ -90,6 +90,8 @@ class Dialect:
     lint_tool: Callable[[Tool], list[str]] | None = None
     #: ``flask tools check/export --target <name>``: what its clients accept of a tool's schema.
     target: Target | None = None
+    #: More ``--target`` names: platforms built on its clients, with rules of their own.
+    more_targets: tuple[Target, ...] = ()
     #: ``flask tools export openapi``: OpenAPI path items of its execution endpoints.
     openapi_paths: Callable[[Pipeline], dict[str, Any]] | None = None
     #: Whether its routes run tools with these settings (False: it only describes them).

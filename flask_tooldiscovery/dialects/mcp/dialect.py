@@ -33,6 +33,7 @@ from . import stream as mcp_stream
 from . import subscriptions as mcp_subscriptions
 from . import tasks as mcp_tasks
 from .auth import authenticator, authorization, root_blueprint, security_warning
+from .claude_directory import TARGET as CLAUDE_DIRECTORY
 from .content import VERSION_META_KEY, client_version, object_output_schema
 from .driver import McpDriver
 from .settings import McpSettings
@@ -397,7 +398,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
 DIALECT = Dialect(
     name=NAME, make_blueprint=make_blueprint, default_prefix="/mcp", error_response=error_response,
     protocol=Protocol("Model Context Protocol, streamable HTTP", ALL_VERSIONS, transport=TRANSPORT),
-    driver=McpDriver(), target=TARGET, authenticator=authenticator, export_document=export_document,
+    driver=McpDriver(), target=TARGET, more_targets=(CLAUDE_DIRECTORY,), authenticator=authenticator,
+    export_document=export_document,
     cors_headers=("MCP-Protocol-Version", "Mcp-Session-Id", "Last-Event-ID", "Mcp-Method", "Mcp-Name", "Mcp-Param-*"),
     exposed_headers=("Mcp-Session-Id",), security_warning=security_warning, openapi_paths=openapi_paths,
     root_blueprint=root_blueprint, manifest_section=manifest_section, settings=McpSettings,

@@ -18,10 +18,11 @@ in :mod:`.object_root`), the schema rewriting they share in :mod:`.schema_rewrit
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ...settings import Settings
 from ..model import Tool
 from . import gemini, openai_strict
 from .object_root import ANTHROPIC_NAME, object_simplify, root_lint
@@ -45,6 +46,14 @@ class Target:
     #: How the export rewrites the dialect's document for these clients (the tools by name); ``None``:
     #: as it is.
     rewrite: Callable[[Any, Mapping[str, Tool]], Any] | None = None
+    #: What it asks of a tool beyond its name and schema (a platform's rules on annotations...).
+    lint_more: Callable[[Tool], list[str]] | None = None
+    #: What it asks of the server as a whole, from its settings and the dialects it mounts
+    #: (transport, authentication); reported under ``(server)``.
+    lint_server: Callable[[Settings, Collection[str]], list[str]] | None = None
+    #: What the export could not derive for it (said after ``export --target``), from the tools,
+    #: the settings and the mounted dialects.
+    export_notes: Callable[[list[Tool], Settings, Collection[str]], list[str]] | None = None
 
     def lint_name(self, name: str) -> list[str]:
         if self.name_pattern.match(name):
@@ -53,7 +62,8 @@ class Target:
 
     def lint_tool(self, tool: Tool) -> list[str]:
         """Every problem this target has with ``tool``."""
-        return self.lint_name(tool.name) + self.lint_schema(tool.input_schema or {"type": "object"})
+        more = self.lint_more(tool) if self.lint_more is not None else []
+        return self.lint_name(tool.name) + self.lint_schema(tool.input_schema or {"type": "object"}) + more
 
 
 def safe_name(target: Target, name: str) -> str:
