@@ -31,6 +31,7 @@ from .tools.prompts import PromptRegistry
 from .tools.providers import ToolsProvider
 from .tools.registry import ToolRegistry, ToolSet
 from .tools.resources import ResourceRegistry
+from .tools.skills import SkillCatalog
 from .tools.ui import check_templates
 from .tools.views import ViewTools
 
@@ -61,6 +62,7 @@ class ToolDiscovery(Registering):
         self.registry = ToolRegistry()
         self.resources = ResourceRegistry()
         self.prompts = PromptRegistry()
+        self.skills = SkillCatalog()
         self.call_handler = call_handler
         self._auth_hook = auth_hook
         self._identity_hook = identity
@@ -116,7 +118,7 @@ class ToolDiscovery(Registering):
         # rate limits, tracing, metrics: checked (in the core) before anything is mounted
         core = Core(self.registry, self.resources, settings, call_handler=self.call_handler,
                     dialects=table, prompts=self.prompts,
-                    trusted_hosts=app.config.get("TRUSTED_HOSTS"))
+                    trusted_hosts=app.config.get("TRUSTED_HOSTS"), skills=self.skill_catalog(settings))
         authenticators = self._authenticators(settings)
         self._views.resolve(app)  # views offered with add_view(s): the app's URL map holds them by now
         check_templates(app, self.registry.registered)  # every tool UI's template exists and compiles

@@ -8,13 +8,14 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 from .calls.changes import Kind
 from .serving.core import merge_categories
-from .settings import Settings
-from .tools.function_tools import tool_from_function
+from .settings import Settings, SettingsError
+from .tools.function_tools import RegistrationError, tool_from_function
 from .tools.model import Tool
 from .tools.prompts import Prompt, PromptRegistry, prompt_from_function
 from .tools.providers import ToolsProvider
 from .tools.registry import ToolRegistry
 from .tools.resources import ResourceRegistry, resource_from_function
+from .tools.skills import SkillCatalog, SkillError, skill_from_function, skills_from_directory
 from .tools.views import ViewTools
 
 if TYPE_CHECKING:
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from .serving.core import Core
 
 F = TypeVar("F", bound=Callable[..., Any])
+S = TypeVar("S", bound=Callable[[], str])
 #: The lists whose changes clients may hear of.
 LISTS = ("tools", "prompts", "resources")
 
@@ -33,6 +35,7 @@ class Registering:
     registry: ToolRegistry
     resources: ResourceRegistry
     prompts: PromptRegistry
+    skills: SkillCatalog
     _views: ViewTools
     if TYPE_CHECKING:
         @property
@@ -156,6 +159,41 @@ class Registering:
     def add_prompt(self, func: Callable[..., Any], **options: Any) -> Prompt:
         """Register ``func`` as a prompt without decorating it; returns the :class:`Prompt`."""
         return self.prompts.add(prompt_from_function(func, options))
+
+    @overload
+    def skill(self, func: S) -> S: ...
+
+    @overload
+    def skill(self, func: None = None, **options: Any) -> Callable[[S], S]: ...
+
+    def skill(self, func: Callable[[], str] | None = None, **options: Any) -> Any:
+        """Register a function as an Agent Skill whose ``SKILL.md`` it writes on each read: it
+        returns the markdown body; the frontmatter comes from ``name`` (default: the function's
+        name, ``_`` as ``-``), ``description`` (default: the docstring's first paragraph) and
+        ``frontmatter`` (more fields); ``path`` places it (``"reports/daily"``: the last segment is
+        the name). MCP serves it (``skill://<path>/SKILL.md``) with ``resources: "dynamic"``; skills
+        with files and digests come from a folder: TOOLDISCOVERY_SKILLS_DIR."""
+
+        def register(fn: S) -> S:
+            self.skills.add(skill_from_function(fn, options))
+            return fn
+
+        return register(func) if func is not None else register
+
+    def skill_catalog(self, settings: Settings) -> SkillCatalog:
+        """The skills an app with ``settings`` serves: those registered in code, then those of
+        TOOLDISCOVERY_SKILLS_DIR (read now; a broken one is a :class:`~.settings.SettingsError`)."""
+        if not settings.skills_dir:
+            return SkillCatalog(list(self.skills))
+        try:
+            import yaml  # noqa: F401
+        except ImportError:
+            raise SettingsError("TOOLDISCOVERY_SKILLS_DIR needs PyYAML to read SKILL.md frontmatter: "
+                                "pip install 'flask-tooldiscovery[skills]'") from None
+        try:
+            return SkillCatalog([*self.skills, *skills_from_directory(settings.skills_dir)])
+        except (SkillError, RegistrationError, OSError) as exc:
+            raise SettingsError(f"TOOLDISCOVERY_SKILLS_DIR: {exc}") from None
 
     def resource_changed(self, uri: str, app: Flask | None = None) -> bool:
         """Tell the MCP clients subscribed to the resource at ``uri`` (with

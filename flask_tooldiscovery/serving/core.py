@@ -26,6 +26,7 @@ from ..tools.model import Tool, ToolContext
 from ..tools.prompts import PromptRegistry
 from ..tools.registry import ToolRegistry, ToolSet
 from ..tools.resources import ResourceRegistry
+from ..tools.skills import SkillCatalog
 from . import request_state
 from .fastpath import Learnable
 from .guard import Guard
@@ -68,11 +69,13 @@ class Core:
     def __init__(self, registry: ToolRegistry, resources: ResourceRegistry, settings: Settings, *,
                  call_handler: Callable[..., Any] | None = None,
                  dialects: Mapping[str, Translator] | None = None, trusted_hosts: Iterable[str] | None = None,
-                 prompts: PromptRegistry | None = None) -> None:
+                 prompts: PromptRegistry | None = None, skills: SkillCatalog | None = None) -> None:
         self.registry = registry
         self.resources = resources
         #: The prompts registered with ``@discovery.prompt``, in registration order.
         self.prompts = prompts if prompts is not None else PromptRegistry()
+        #: The Agent Skills the app serves (``@discovery.skill``, ``TOOLDISCOVERY_SKILLS_DIR``).
+        self.skills = skills if skills is not None else SkillCatalog()
         self.settings = settings
         self.call_handler = call_handler
         #: Tool calls running at once in this worker (``TOOLDISCOVERY_MAX_CONCURRENT_CALLS``, else

@@ -29,6 +29,7 @@ from . import approval as mcp_approval
 from . import apps, completion, param_headers, prompts, resources, stream_task, task_questions
 from . import input_requests as mcp_input
 from . import jsonrpc as rpc
+from . import skills as mcp_skills
 from . import stream as mcp_stream
 from . import subscriptions as mcp_subscriptions
 from . import tasks as mcp_tasks
@@ -200,9 +201,10 @@ def respond(reply: Any, status: int = 200) -> Response:
 def server_capabilities(pipe: Pipeline) -> dict[str, Any]:
     """What this server offers (``initialize``, ``server/discover``, the manifest)."""
     settings, core = pipe.settings, pipe.core
-    return mcp_subscriptions.capabilities(settings, apps.capabilities(pipe, {  # tool UIs: the MCP Apps extension
+    offered = apps.capabilities(pipe, {  # tool UIs: the MCP Apps extension, and resources to read them
         "tools": {"listChanged": False}, "logging": {}, **resources.capability(settings),
-        **prompts.capability(core.prompts), **completion.capability(settings, core.prompts, core.resources)}))
+        **prompts.capability(core.prompts), **completion.capability(settings, core.prompts, core.resources)})
+    return mcp_subscriptions.capabilities(settings, mcp_skills.capabilities(pipe, offered))
 
 
 def manifest_section(pipe: Pipeline, entry: Mapping[str, Any], about: Mapping[str, Any]) -> dict[str, Any]:
@@ -307,9 +309,10 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             stream_task.close_record(record, context, result)
         return result
 
+    resource_methods = apps.methods(pipe, resources.methods(pipe))  # tool UIs' ui:// resources too
     methods: dict[str, rpc.Method] = {"initialize": initialize, "ping": lambda params: {}, "server/discover": discover,
-                                      "tools/list": list_tools, "tools/call": call_tool,
-                                      **apps.methods(pipe, resources.methods(pipe)),
+                                      "tools/list": list_tools, "tools/call": call_tool, **resource_methods,
+                                      **mcp_skills.methods(pipe, resource_methods),
                                       **prompts.methods(pipe), **completion.methods(pipe),
                                       **mcp_tasks.methods(pipe, task_questions.relay),
                                       **mcp_subscriptions.methods(pipe, lambda: server_capabilities(pipe)),
