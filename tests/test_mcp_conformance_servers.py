@@ -1,7 +1,7 @@
 """The official MCP conformance suite (npm ``@modelcontextprotocol/conformance``, Node 22 from npm)
 runs every scored server scenario of both requirement sets it ships (2026-07-28 and 2025-11-25, read
 from its frozen requirements files) against ``tests/conformance/mcp_everything.py`` under gunicorn
-with two workers sharing a real Redis.
+with two workers sharing a real Redis, and the Skills extension's scenarios, which must pass.
 
 ``tests/conformance/mcp_expected_failures.txt`` lists what does not pass yet, one ``version scenario``
 a line. The test fails when a scenario outside that list fails, and when a listed one passes: the
@@ -27,6 +27,8 @@ pytestmark = pytest.mark.slow
 APP = "tests.conformance.mcp_everything:app"
 BASELINE = Path(__file__).parent / "conformance" / "mcp_expected_failures.txt"
 VERSIONS = ("2026-07-28", "2025-11-25")
+#: Extension scenarios (not scored) that must pass all the same: the Skills extension's.
+EXTENSION_SCENARIOS = ("sep-2640-skills-enumeration", "sep-2640-skills-manifest", "sep-2640-skills-directory")
 #: Scenarios run at once (each is its own client; the servers take them in any order).
 AT_ONCE = 6
 
@@ -62,14 +64,15 @@ def test_every_scored_scenario_passes_or_is_an_expected_failure(conformance, red
     node, cli = conformance
     runs = [(version, scenario) for version in VERSIONS for scenario in scored(cli, version)]
     assert len(runs) == 37 + 30, runs  # the frozen sets: a new suite release is a deliberate change
+    extensions = [(VERSIONS[0], scenario) for scenario in EXTENSION_SCENARIOS]
     baseline = expected_failures()
     assert baseline <= set(runs), f"the baseline names scenarios that are not scored: {baseline - set(runs)}"
     base, proc = start(APP, workers=2, threads=8, ready="/mcp",
                        env={"TOOLDISCOVERY_STATE_STORAGE_URI": redis_url + "/4"})
     try:
         with ThreadPoolExecutor(AT_ONCE) as pool:
-            checks = pool.map(lambda run: run_scenario(node, cli, f"{base}/mcp", *run, tmp_path), runs)
-            found = dict(zip(runs, checks, strict=True))
+            checks = pool.map(lambda run: run_scenario(node, cli, f"{base}/mcp", *run, tmp_path), runs + extensions)
+            found = dict(zip(runs + extensions, checks, strict=True))
     finally:
         stop(proc)
     failing = {run: [f"{c['id']}: {c.get('errorMessage')}" for c in checks if c["status"] == "FAILURE"]
@@ -77,6 +80,8 @@ def test_every_scored_scenario_passes_or_is_an_expected_failure(conformance, red
     failing = {run: why for run, why in failing.items() if why}
     figures = {v: f"{sum(1 for r in runs if r[0] == v and r not in failing)}/{sum(1 for r in runs if r[0] == v)}"
                for v in VERSIONS}
+    assert {f"{v} {s}": failing[v, s] for v, s in extensions if (v, s) in failing} == {}
+    assert all(any(c["status"] == "SUCCESS" for c in found[run]) for run in extensions[:2])  # not skipped
     print("conformance (passed/scored):", figures)
     unexpected = {f"{v} {s}": why for (v, s), why in failing.items() if (v, s) not in baseline}
     assert unexpected == {}, f"failing, not in {BASELINE.name}: {json.dumps(unexpected, indent=1)[:8000]}"

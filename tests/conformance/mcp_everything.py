@@ -1,6 +1,7 @@
 """The app the official MCP conformance suite (npm ``@modelcontextprotocol/conformance``) runs
 against: the suite's fixture tools, resources and prompts (the names and behaviours its server scenarios
-describe), registered as an app of this package registers its own, through the public API only.
+describe), registered as an app of this package registers its own, through the public API only,
+and a folder of Agent Skills (``skills/``) for the Skills extension's scenarios.
 (The tasks scenarios, an extension's, run against :mod:`tests.apps.mcp_everything_app`.)
 
 Serve it with ``gunicorn tests.conformance.mcp_everything:app``; ``TOOLDISCOVERY_STATE_STORAGE_URI``
@@ -14,6 +15,7 @@ import base64
 import json
 import os
 import time
+from pathlib import Path
 
 from flask import Flask
 
@@ -34,6 +36,9 @@ from flask_tooldiscovery import (
 PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5E"
                        "rkJggg==")
 WAV = base64.b64decode("UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA=")
+
+#: Agent Skills for the suite's Skills extension scenarios.
+SKILLS = Path(__file__).parent / "skills"
 
 NAME_FORM = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 OK_FORM = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
@@ -306,7 +311,7 @@ def create_app(storage: str | None = None) -> Flask:
     app.config.update(TOOLDISCOVERY_DIALECTS=["mcp"], TOOLDISCOVERY_WARN_UNAUTHENTICATED=False,
                       SECRET_KEY=os.environ.get("SECRET_KEY", "conformance-only-secret"),  # seals request state
                       TOOLDISCOVERY_ALLOW_EXECUTE=True, TOOLDISCOVERY_MCP_RESOURCES=True,
-                      TOOLDISCOVERY_MCP_SUBSCRIPTIONS=True,
+                      TOOLDISCOVERY_MCP_SUBSCRIPTIONS=True, TOOLDISCOVERY_SKILLS_DIR=str(SKILLS),
                       TOOLDISCOVERY_STATE_STORAGE_URI=storage or os.environ.get("TOOLDISCOVERY_STATE_STORAGE_URI"))
     discovery.init_app(app)
     return app
