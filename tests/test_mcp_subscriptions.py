@@ -14,6 +14,7 @@ import pytest
 from flask import Flask
 
 from flask_tooldiscovery import Identity, ToolDiscovery
+from flask_tooldiscovery.calls import changes
 
 MODERN = "2026-07-28"
 SSE = "application/json, text/event-stream"
@@ -65,9 +66,12 @@ def frames(text: str) -> list[dict[str, Any]]:
 
 def later(app: Flask, *announce: Callable[[], object]) -> threading.Thread:
     """Announce changes from another thread once the stream listens (as another request would)."""
+    before = changes.LOCAL.listening
 
     def run() -> None:
-        time.sleep(0.4)
+        deadline = time.monotonic() + 10
+        while changes.LOCAL.listening <= before and time.monotonic() < deadline:
+            time.sleep(0.01)
         with app.app_context():
             for call in announce:
                 call()

@@ -93,6 +93,12 @@ class LocalBus:
         self._listeners: set[_Queue] = set()
         self._lock = threading.Lock()
 
+    @property
+    def listening(self) -> int:
+        """How many listen in this process now."""
+        with self._lock:
+            return len(self._listeners)
+
     def publish(self, change: Change) -> bool:
         with self._lock:
             listeners = list(self._listeners)
