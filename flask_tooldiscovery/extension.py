@@ -118,7 +118,7 @@ class ToolDiscovery(Registering):
         # rate limits, tracing, metrics: checked (in the core) before anything is mounted
         core = Core(self.registry, self.resources, settings, call_handler=self.call_handler,
                     dialects=table, prompts=self.prompts,
-                    trusted_hosts=app.config.get("TRUSTED_HOSTS"), skills=self.skill_catalog(settings))
+                    trusted_hosts=app.config.get("TRUSTED_HOSTS"), skills=self._skill_catalog(settings))
         authenticators = self._authenticators(settings)
         self._views.resolve(app)  # views offered with add_view(s): the app's URL map holds them by now
         check_templates(app, self.registry.registered)  # every tool UI's template exists and compiles

@@ -180,7 +180,7 @@ class Registering:
 
         return register(func) if func is not None else register
 
-    def skill_catalog(self, settings: Settings) -> SkillCatalog:
+    def _skill_catalog(self, settings: Settings) -> SkillCatalog:
         """The skills an app with ``settings`` serves: those registered in code, then those of
         TOOLDISCOVERY_SKILLS_DIR (read now; a broken one is a :class:`~.settings.SettingsError`)."""
         if not settings.skills_dir:

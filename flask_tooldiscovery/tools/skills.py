@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ToolDiscoveryError
 from .docstrings import parse_docstring
 from .function_tools import RegistrationError
 
@@ -35,8 +34,9 @@ MAX_BYTES = 16 * 1024 * 1024
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?\r?\n)?---[ \t]*(?:\r?\n|\Z)", re.S)
 
 
-class SkillError(ToolDiscoveryError, ValueError):
-    """A skill that breaks the Agent Skills format or the extension's limits (raised at start)."""
+class SkillError(ValueError):
+    """A skill that breaks the Agent Skills format or the extension's limits (``init_app`` says it
+    as a :class:`~flask_tooldiscovery.SettingsError`, ``@discovery.skill`` as a registration error)."""
 
 
 @dataclass(frozen=True)
