@@ -15,7 +15,7 @@ from .tools.prompts import Prompt, PromptRegistry, prompt_from_function
 from .tools.providers import ToolsProvider
 from .tools.registry import ToolRegistry
 from .tools.resources import ResourceRegistry, resource_from_function
-from .tools.skills import SkillCatalog, SkillError, skill_from_function, skills_from_directory
+from .tools.skills import SkillCatalog, skill_from_function, skills_from_directory
 from .tools.views import ViewTools
 
 if TYPE_CHECKING:
@@ -192,7 +192,7 @@ class Registering:
                                 "pip install 'flask-tooldiscovery[skills]'") from None
         try:
             return SkillCatalog([*self.skills, *skills_from_directory(settings.skills_dir)])
-        except (SkillError, RegistrationError, OSError) as exc:
+        except (RegistrationError, OSError) as exc:
             raise SettingsError(f"TOOLDISCOVERY_SKILLS_DIR: {exc}") from None
 
     def resource_changed(self, uri: str, app: Flask | None = None) -> bool:

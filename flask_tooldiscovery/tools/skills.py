@@ -34,11 +34,6 @@ MAX_BYTES = 16 * 1024 * 1024
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?\r?\n)?---[ \t]*(?:\r?\n|\Z)", re.S)
 
 
-class SkillError(ValueError):
-    """A skill that breaks the Agent Skills format or the extension's limits (``init_app`` says it
-    as a :class:`~flask_tooldiscovery.SettingsError`, ``@discovery.skill`` as a registration error)."""
-
-
 @dataclass(frozen=True)
 class SkillFile:
     """One file of a skill: its resource URI, bytes, MIME type, digest and size."""
@@ -99,22 +94,24 @@ def mime_type_of(name: str) -> str:
 
 def read_frontmatter(text: str, where: str) -> dict[str, Any]:
     """The YAML frontmatter ``text`` begins with, as a JSON object (``name`` and ``description``
-    checked); :class:`SkillError` naming ``where`` otherwise. Needs PyYAML (the ``skills`` extra)."""
+    checked); a :class:`~.function_tools.RegistrationError` naming ``where`` otherwise. Needs PyYAML
+    (the ``skills`` extra)."""
     import yaml
 
     match = _FRONTMATTER.match(text)
     if match is None:
-        raise SkillError(f"{where} does not begin with YAML frontmatter (a '---' line, the fields, a '---' line)")
+        raise RegistrationError(f"{where} does not begin with YAML frontmatter (a '---' line, the fields, "
+                                "a '---' line)")
     try:
         loaded = yaml.safe_load(match.group(1) or "")
     except yaml.YAMLError as exc:
-        raise SkillError(f"{where}: its frontmatter is not valid YAML: {exc}") from None
+        raise RegistrationError(f"{where}: its frontmatter is not valid YAML: {exc}") from None
     if not isinstance(loaded, dict):
-        raise SkillError(f"{where}: its frontmatter is not a mapping of fields")
+        raise RegistrationError(f"{where}: its frontmatter is not a mapping of fields")
     frontmatter: dict[str, Any] = json.loads(json.dumps(loaded, default=str))  # dates as YAML wrote them
     for key in ("name", "description"):
         if not isinstance(frontmatter.get(key), str) or not frontmatter[key].strip():
-            raise SkillError(f"{where}: its frontmatter needs {key!r} (a non-empty string)")
+            raise RegistrationError(f"{where}: its frontmatter needs {key!r} (a non-empty string)")
     return frontmatter
 
 
@@ -127,13 +124,13 @@ def _document(frontmatter: Mapping[str, Any], body: str) -> str:
 def _check(path: str, frontmatter: Mapping[str, Any], files: tuple[SkillFile, ...]) -> None:
     name = str(frontmatter["name"])
     if not NAME.match(name):
-        raise SkillError(f"skill {path!r}: name {name!r} breaks the Agent Skills rule (1-64 lowercase letters, "
+        raise RegistrationError(f"skill {path!r}: name {name!r} breaks the Agent Skills rule (1-64 lowercase letters, "
                          "digits and single hyphens, not at either end)")
     if path.rsplit("/", 1)[-1] != name:
-        raise SkillError(f"skill {path!r}: its last path segment must be its name {name!r}")
+        raise RegistrationError(f"skill {path!r}: its last path segment must be its name {name!r}")
     if len(files) > MAX_FILES or sum(f.size for f in files) > MAX_BYTES:
-        raise SkillError(f"skill {path!r} has {len(files)} files of {sum(f.size for f in files)} bytes: more than "
-                         f"hosts must accept ({MAX_FILES} files, {MAX_BYTES} bytes)")
+        raise RegistrationError(f"skill {path!r} has {len(files)} files of {sum(f.size for f in files)} bytes: "
+                                f"more than hosts must accept ({MAX_FILES} files, {MAX_BYTES} bytes)")
 
 
 def skills_from_directory(root: str | Path) -> list[Skill]:
@@ -142,7 +139,7 @@ def skills_from_directory(root: str | Path) -> list[Skill]:
     order. Hidden files and directories (``.git``...) are left out."""
     base = Path(root)
     if not base.is_dir():
-        raise SkillError(f"{root} is not a directory")
+        raise RegistrationError(f"{root} is not a directory")
     skills = []
     for marker in sorted(base.rglob(SKILL_FILE)):
         folder = marker.parent
@@ -176,10 +173,7 @@ def skill_from_function(func: Callable[[], str], options: Mapping[str, Any]) -> 
     if not isinstance(description, str) or not description.strip():
         raise RegistrationError(f"skill {name!r} needs a description (a docstring or description=)")
     frontmatter = {**dict(options.get("frontmatter") or {}), "name": name, "description": description.strip()}
-    try:
-        _check(path, frontmatter, ())
-    except SkillError as exc:
-        raise RegistrationError(str(exc)) from None
+    _check(path, frontmatter, ())
     return Skill(path, frontmatter, generate=func)
 
 
@@ -216,5 +210,5 @@ class SkillCatalog:
         return None
 
 
-__all__ = ["MAX_BYTES", "MAX_FILES", "SCHEME", "SKILL_FILE", "Skill", "SkillCatalog", "SkillError", "SkillFile",
+__all__ = ["MAX_BYTES", "MAX_FILES", "SCHEME", "SKILL_FILE", "Skill", "SkillCatalog", "SkillFile",
            "read_frontmatter", "skill_from_function", "skills_from_directory"]
