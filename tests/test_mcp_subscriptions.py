@@ -112,16 +112,26 @@ def test_a_caller_who_may_read_a_resource_may_subscribe_to_it(app) -> None:
 
 
 def test_registering_after_start_announces_the_list_change(app, discovery) -> None:
+    @discovery.prompt
+    def greeting() -> str:
+        """Say hello."""
+        return "Hello!"
+
     def register() -> None:
         discovery.add_tool(lambda: "new", name="late_tool", description="Registered late.")
         discovery.resource("notes://late", name="late")(lambda: "late")
+        discovery.add_prompt(lambda: "Later.", name="late_prompt", description="Registered late.")
 
     thread = later(app, register)
     response = app.test_client().post("/mcp", **modern("subscriptions/listen", {"notifications": {
-        "toolsListChanged": True, "resourcesListChanged": True}}))
+        "toolsListChanged": True, "resourcesListChanged": True, "promptsListChanged": True}}))
     thread.join()
-    methods = [f.get("method") for f in frames(response.get_data(as_text=True))]
-    assert methods[1:3] == ["notifications/tools/list_changed", "notifications/resources/list_changed"]
+    got = frames(response.get_data(as_text=True))
+    assert got[0]["params"]["notifications"] == {"toolsListChanged": True, "promptsListChanged": True,
+                                                 "resourcesListChanged": True}
+    assert [f.get("method") for f in got[1:4]] == ["notifications/tools/list_changed",
+                                                   "notifications/resources/list_changed",
+                                                   "notifications/prompts/list_changed"]
 
 
 def test_the_handshake_era_session_stream_carries_updates_of_its_own_subscriptions(app, discovery) -> None:

@@ -92,6 +92,7 @@ class Core:
         self.resource_subscriptions = resource_subscriptions.for_uri(settings.state_storage_uri)
         registry.watchers.watch(self._tools_changed)
         resources.watchers.watch(self._resources_changed)
+        self.prompts.watchers.watch(self._prompts_changed)
 
     def announce(self, kind: Kind, uri: str | None = None) -> bool:
         """Tell every worker's subscribed clients that the ``kind`` list changed (``tools``,
@@ -104,6 +105,9 @@ class Core:
 
     def _resources_changed(self) -> None:
         self.announce("resources")
+
+    def _prompts_changed(self) -> None:
+        self.announce("prompts")
 
     def tools(self) -> ToolSet:
         """The tools in force for this request (providers called at most once per request)."""

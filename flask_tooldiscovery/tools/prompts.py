@@ -29,6 +29,7 @@ from .completion import NOTHING, Completer, Completion, UnknownArgument, complet
 from .function_tools import RegistrationError, valid_tool_name
 from .results import RichBlock, RichResult, mime_type_error
 from .signature import describe_function
+from .watchers import Watchers
 
 if TYPE_CHECKING:  # pragma: no cover
     from .model import Identity, ToolContext
@@ -210,11 +211,14 @@ class PromptRegistry:
 
     def __init__(self) -> None:
         self._prompts: dict[str, Prompt] = {}
+        #: Told when a prompt is added (the prompt list changed).
+        self.watchers = Watchers()
 
     def add(self, prompt: Prompt) -> Prompt:
         if prompt.name in self._prompts:
             raise RegistrationError(f"prompt {prompt.name!r} is already registered")
         self._prompts[prompt.name] = prompt
+        self.watchers.notify()
         return prompt
 
     def __iter__(self) -> Iterator[Prompt]:
