@@ -361,8 +361,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         return None
 
     # POST, and GET for a session's notification stream with subscriptions; nothing to DELETE (405).
-    @pipe.route("", "call", ["POST", "GET"] if mcp_subscriptions.enabled(settings) else ["POST"],
-                endpoint="endpoint", strict_slashes=False)
+    @pipe.route("", "call", mcp_subscriptions.http_methods(settings), endpoint="endpoint", strict_slashes=False)
     def endpoint() -> Response:
         if request.method == "GET":
             return mcp_subscriptions.get_stream(pipe, server_capabilities(pipe))
@@ -386,8 +385,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         reply = mcp_stream.dispatch(pipe, payload, lambda: rpc.dispatch(payload, run, failed))
         if not isinstance(reply, dict):  # a notification (202), or the SSE stream of a call
             return reply or Response(status=202)
-        listening = mcp_subscriptions.listening(pipe, reply)
-        if listening is not None:  # subscriptions/listen: its stream
+        if (listening := mcp_subscriptions.listening(pipe, reply)) is not None:  # subscriptions/listen's stream
             return listening
         error = reply.get("error")
         code = error.get("code") if isinstance(error, dict) else None
@@ -402,9 +400,8 @@ DIALECT = Dialect(
     name=NAME, make_blueprint=make_blueprint, default_prefix="/mcp", error_response=error_response,
     protocol=Protocol("Model Context Protocol, streamable HTTP", ALL_VERSIONS, transport=TRANSPORT),
     driver=McpDriver(), target=TARGET, more_targets=(CLAUDE_DIRECTORY,), authenticator=authenticator,
-    export_document=export_document,
     cors_headers=("MCP-Protocol-Version", "Mcp-Session-Id", "Last-Event-ID", "Mcp-Method", "Mcp-Name", "Mcp-Param-*"),
     exposed_headers=("Mcp-Session-Id",), security_warning=security_warning, openapi_paths=openapi_paths,
     root_blueprint=root_blueprint, manifest_section=manifest_section, settings=McpSettings,
-    learnable=Learnable(post=list_shape), lists_app_tools=True,
+    learnable=Learnable(post=list_shape), lists_app_tools=True, export_document=export_document,
 )

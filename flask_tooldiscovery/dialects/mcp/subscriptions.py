@@ -63,6 +63,11 @@ def enabled(settings: Settings) -> bool:
     return McpSettings.of(settings).subscriptions
 
 
+def http_methods(settings: Settings) -> list[str]:
+    """The endpoint's methods: a session's stream is a ``GET`` when subscriptions are on."""
+    return ["POST", "GET"] if enabled(settings) else ["POST"]
+
+
 def capabilities(settings: Settings, offered: Mapping[str, Any]) -> dict[str, Any]:
     """``offered`` with ``listChanged`` (and the resources' ``subscribe``) true where subscriptions
     reach them."""
@@ -262,4 +267,4 @@ def _events(pipe: Pipeline, stream: Stream, final: dict[str, Any] | None) -> Ite
 
 
 __all__ = ["LISTEN", "SESSION_HEADER", "SUBSCRIPTION_ID_META_KEY", "capabilities", "enabled", "get_stream",
-           "listening", "methods", "session_headers"]
+           "http_methods", "listening", "methods", "session_headers"]
