@@ -175,10 +175,8 @@ class Settings:
     server_icons: tuple[dict[str, Any], ...] = setting(
         "SERVER_ICONS", [], parse_icons, "The server's icons (MCP serverInfo, the Server Card): a list of "
         "{src, mimeType, sizes, theme} dicts or URLs; src an http(s) URL or a data: URI.")
-    skills_dir: str | None = setting(
-        "SKILLS_DIR", None, parse_str,
-        "A folder of Agent Skills (each directory with a SKILL.md) MCP serves as the skills extension; needs the "
-        "skills extra (PyYAML).")
+    skills_dir: str | None = setting("SKILLS_DIR", None, parse_str, "A folder of Agent Skills (each directory "
+                                     "with a SKILL.md) MCP serves; needs the skills extra (PyYAML).")
     title: str = setting("TITLE", "Tool Explorer", parse_str,
                          "Server title: the explorer page's, MCP's serverInfo and Server Card's, the manifest's.")
     max_content_length: int = setting("MAX_CONTENT_LENGTH", 1024 * 1024, whole_number(1),
