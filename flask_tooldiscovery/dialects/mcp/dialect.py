@@ -26,12 +26,10 @@ from ...tools.model import Tool
 from ...tools.registry import ToolSet
 from .. import Dialect, Protocol
 from . import approval as mcp_approval
-from . import apps, completion, param_headers, prompts, resources, stream_task, task_questions
+from . import apps, completion, param_headers, prompts, resources, skills, stream_task, subscriptions, task_questions
 from . import input_requests as mcp_input
 from . import jsonrpc as rpc
-from . import skills as mcp_skills
 from . import stream as mcp_stream
-from . import subscriptions as mcp_subscriptions
 from . import tasks as mcp_tasks
 from .auth import authenticator, authorization, root_blueprint, security_warning
 from .claude_directory import TARGET as CLAUDE_DIRECTORY
@@ -153,11 +151,10 @@ def error_response(exc: CoreError) -> tuple[Any, int]:
     """A transport-level refusal as a JSON-RPC error with no id."""
     if isinstance(exc, MalformedBody):
         return rpc.error_body(None, rpc.PARSE_ERROR, f"Parse error: {exc.detail}"), 400
-    streams = exc.status == 405 and "GET" in exc.headers.get("Allow", "")  # with subscriptions: a session's GET
-    if exc.status == 405 and not streams:
+    if exc.status == 405:
         exc.headers["Allow"] = "POST, OPTIONS"
     message = {401: "Unauthorized.", 413: "Request body too large.",
-               405: None if streams else "Method Not Allowed: POST JSON-RPC messages to this endpoint."}.get(exc.status)
+               405: "Method Not Allowed: POST JSON-RPC messages to this endpoint."}.get(exc.status)
     error = rpc.RpcError(rpc.INVALID_REQUEST, message) if message else to_rpc(exc)
     return rpc.error_body(None, error.code, error.message), exc.status
 
@@ -201,10 +198,9 @@ def respond(reply: Any, status: int = 200) -> Response:
 def server_capabilities(pipe: Pipeline) -> dict[str, Any]:
     """What this server offers (``initialize``, ``server/discover``, the manifest)."""
     settings, core = pipe.settings, pipe.core
-    offered = apps.capabilities(pipe, {  # tool UIs: the MCP Apps extension, and resources to read them
+    return subscriptions.capabilities(settings, skills.capabilities(pipe, apps.capabilities(pipe, {  # + tool UIs
         "tools": {"listChanged": False}, "logging": {}, **resources.capability(settings),
-        **prompts.capability(core.prompts), **completion.capability(settings, core.prompts, core.resources)})
-    return mcp_subscriptions.capabilities(settings, mcp_skills.capabilities(pipe, offered))
+        **prompts.capability(core.prompts), **completion.capability(settings, core.prompts, core.resources)})))
 
 
 def manifest_section(pipe: Pipeline, entry: Mapping[str, Any], about: Mapping[str, Any]) -> dict[str, Any]:
@@ -234,7 +230,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         version = requested if requested in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
         capabilities = server_capabilities(pipe)
         offered = {**capabilities, "tasks": mcp_tasks.LEGACY_CAPABILITY} if version >= "2025-11-25" else capabilities
-        pipe.add_headers(mcp_subscriptions.session_headers(settings))
+        pipe.add_headers(subscriptions.session_headers(settings))
         return with_instructions({"protocolVersion": version, "capabilities": offered, "serverInfo": server_info})
 
     def discover(params: dict[str, Any]) -> dict[str, Any]:
@@ -309,13 +305,12 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             stream_task.close_record(record, context, result)
         return result
 
-    resource_methods = apps.methods(pipe, resources.methods(pipe))  # tool UIs' ui:// resources too
     methods: dict[str, rpc.Method] = {"initialize": initialize, "ping": lambda params: {}, "server/discover": discover,
-                                      "tools/list": list_tools, "tools/call": call_tool, **resource_methods,
-                                      **mcp_skills.methods(pipe, resource_methods),
+                                      "tools/list": list_tools, "tools/call": call_tool,
+                                      **skills.methods(pipe, apps.methods(pipe, resources.methods(pipe))),
                                       **prompts.methods(pipe), **completion.methods(pipe),
                                       **mcp_tasks.methods(pipe, task_questions.relay),
-                                      **mcp_subscriptions.methods(pipe, lambda: server_capabilities(pipe)),
+                                      **subscriptions.methods(pipe, lambda: server_capabilities(pipe)),
                                       "logging/setLevel": mcp_stream.set_level}
 
     def complete(method: str, result: dict[str, Any], modern: bool) -> dict[str, Any]:
@@ -360,11 +355,10 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
                               {"supported": list(ALL_VERSIONS), "requested": version}), 400
         return None
 
-    # POST, and GET for a session's notification stream with subscriptions; nothing to DELETE (405).
-    @pipe.route("", "call", mcp_subscriptions.http_methods(settings), endpoint="endpoint", strict_slashes=False)
+    @pipe.route("", "call", subscriptions.http_methods(settings), endpoint="endpoint", strict_slashes=False)
     def endpoint() -> Response:
         if request.method == "GET":
-            return mcp_subscriptions.get_stream(pipe, server_capabilities(pipe))
+            return subscriptions.get_stream(pipe, server_capabilities(pipe))
         payload = pipe.body()
         if payload is None:
             raise MalformedBody("Expecting value (line 1, column 1).")
@@ -383,10 +377,9 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             answers = [a for a in (rpc.dispatch(m, run, failed) for m in payload) if a is not None]
             return respond(answers) if answers else Response(status=202)
         reply = mcp_stream.dispatch(pipe, payload, lambda: rpc.dispatch(payload, run, failed))
-        if not isinstance(reply, dict):  # a notification (202), or the SSE stream of a call
+        reply = subscriptions.listening(pipe, reply)  # subscriptions/listen: its stream
+        if not isinstance(reply, dict):  # a notification (202), or the SSE stream of a call or of a listen
             return reply or Response(status=202)
-        if (listening := mcp_subscriptions.listening(pipe, reply)) is not None:  # subscriptions/listen's stream
-            return listening
         error = reply.get("error")
         code = error.get("code") if isinstance(error, dict) else None
         status = 200 if code is None else MODERN_STATUS.get(code, 200) if is_modern(payload) \

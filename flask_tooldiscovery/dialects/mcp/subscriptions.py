@@ -31,10 +31,9 @@ from typing import Any
 from flask import Response, current_app, g, request, stream_with_context
 
 from ...calls.changes import Change
-from ...errors import MethodNotAllowed
 from ...observe.logs import log
 from ...serving.pipeline import Pipeline
-from ...serving.wire import accepts
+from ...serving.wire import accepts, json_response
 from ...settings import Settings
 from ...tools.resources import NoSuchResource
 from . import jsonrpc as rpc
@@ -195,11 +194,11 @@ def methods(pipe: Pipeline, offered: Callable[[], Mapping[str, Any]]) -> dict[st
     return table
 
 
-def listening(pipe: Pipeline, reply: Any) -> Response | None:
-    """The stream a ``subscriptions/listen`` just answered by ``reply`` opens (``None``: it did not)."""
+def listening(pipe: Pipeline, reply: Any) -> Any:
+    """The stream a ``subscriptions/listen`` just answered by ``reply`` opens, else ``reply``."""
     stream: Stream | None = g.pop(_STREAM_KEY, None)
     if stream is None or not isinstance(reply, dict) or "error" in reply:
-        return None
+        return reply
     return _response(pipe, stream, reply)
 
 
@@ -207,9 +206,10 @@ def get_stream(pipe: Pipeline, offered: Mapping[str, Any]) -> Response:
     """A handshake-era ``GET``: the stream of the session its ``Mcp-Session-Id`` names (405 without one)."""
     session = _session()
     if session is None or accepts(request, "text/event-stream") <= 0:
-        raise MethodNotAllowed(["OPTIONS", "POST", "GET"], "GET opens the notification stream of the session "
-                               f"named by the {SESSION_HEADER} header the initialize answer gave "
-                               "(Accept: text/event-stream); POST JSON-RPC messages otherwise.")
+        message = (f"GET opens the notification stream of the session named by the {SESSION_HEADER} header the "
+                   "initialize answer gave (Accept: text/event-stream); POST JSON-RPC messages otherwise.")
+        return json_response(rpc.error_body(None, rpc.INVALID_REQUEST, message), 405,
+                             {"Allow": "GET, OPTIONS, POST"})
     lists = _lists(offered) - ({"resources"} if not McpSettings.of(pipe.settings).resources else set())
     return _response(pipe, Stream(lists, key=_key(pipe, session)), None)
 
