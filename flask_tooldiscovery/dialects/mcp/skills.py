@@ -55,10 +55,11 @@ def contents(found: SkillFile) -> dict[str, Any]:
 
 
 def methods(pipe: Pipeline, resource_methods: Mapping[str, rpc.Method]) -> dict[str, rpc.Method]:
-    """The skills methods, and the resources methods reading skill files too (none without skills)."""
+    """``resource_methods`` (the resources methods), with the skills methods and skill files read
+    too when the app serves skills."""
     catalog = pipe.core.skills
     if not len(catalog):
-        return {}
+        return dict(resource_methods)
     page_size = McpSettings.of(pipe.settings).page_size
 
     def modern(params: Mapping[str, Any]) -> bool:
@@ -109,8 +110,8 @@ def methods(pipe: Pipeline, resource_methods: Mapping[str, rpc.Method]) -> dict[
                  for s in catalog]
         return {**listed, "resources": [*listed.get("resources", []), *shown]}
 
-    table: dict[str, rpc.Method] = {"skills/list": list_skills, "skills/get": get_skill, "resources/read": read,
-                                    "resources/list": list_resources}
+    table: dict[str, rpc.Method] = {**resource_methods, "skills/list": list_skills, "skills/get": get_skill,
+                                    "resources/read": read, "resources/list": list_resources}
     if "resources/templates/list" not in resource_methods:
         table["resources/templates/list"] = lambda params: {"resourceTemplates": []}
     return table
