@@ -70,7 +70,7 @@ def test_every_scored_scenario_passes_or_is_an_expected_failure(conformance, red
     # keep-alive longer than Node's fetch keeps idle sockets (4 s): else gunicorn (2 s) may close one
     # just as the suite sends on it ("fetch failed")
     env = {"TOOLDISCOVERY_STATE_STORAGE_URI": redis_url + "/4", "GUNICORN_CMD_ARGS": "--keep-alive 10"}
-    base, proc = start(APP, workers=2, threads=8, ready="/mcp", env=env)
+    base, proc = start(APP, workers=2, threads=16, ready="/mcp", env=env)  # streams (GET, listen, calls) hold threads
     try:
         with ThreadPoolExecutor(AT_ONCE) as pool:
             checks = pool.map(lambda run: run_scenario(node, cli, f"{base}/mcp", *run, tmp_path), runs + extensions)

@@ -312,6 +312,7 @@ def create_app(storage: str | None = None) -> Flask:
                       SECRET_KEY=os.environ.get("SECRET_KEY", "conformance-only-secret"),  # seals request state
                       TOOLDISCOVERY_ALLOW_EXECUTE=True, TOOLDISCOVERY_MCP_RESOURCES=True,
                       TOOLDISCOVERY_MCP_SUBSCRIPTIONS=True, TOOLDISCOVERY_SKILLS_DIR=str(SKILLS),
+                      TOOLDISCOVERY_STREAM_KEEPALIVE=1,  # a stream whose client left frees its thread soon
                       TOOLDISCOVERY_STATE_STORAGE_URI=storage or os.environ.get("TOOLDISCOVERY_STATE_STORAGE_URI"))
     discovery.init_app(app)
     return app
