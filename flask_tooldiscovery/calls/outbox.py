@@ -21,6 +21,7 @@ import os
 import queue
 import threading
 import time
+import weakref
 from typing import Any
 
 from ..observe.logs import log
@@ -98,22 +99,22 @@ class Outbox:
             if self._thread is None or self._pid != os.getpid():
                 self._pid = os.getpid()
                 self._queue = queue.SimpleQueue()
-                self._thread = threading.Thread(target=self._publish_forever, name="tooldiscovery-task-outbox",
-                                                daemon=True)
+                self._thread = threading.Thread(target=_publish_while_kept, args=(weakref.ref(self),),
+                                                name="tooldiscovery-task-outbox", daemon=True)
                 self._thread.start()
 
-    def _publish_forever(self) -> None:
-        while True:
-            try:
-                job: Job = json.loads(self._queue.get(timeout=max(self.grace / 3, 0.2)))
-            except queue.Empty:
-                self.send_due()
-                continue
-            try:
-                if self._take_one(keys=[OUTBOX], args=[job["task"], repr(time.time() + self.grace)]):
-                    self._send(job)
-            except Exception:  # Redis unreachable for a moment: the job stays due, any publisher sends it
-                log.warning("flask-tooldiscovery: task %s stays in the outbox for now", job.get("task"), exc_info=True)
+    def publish_next(self) -> None:
+        """Send the next job this process kept (waiting a while for one), else the due ones."""
+        try:
+            job: Job = json.loads(self._queue.get(timeout=max(self.grace / 3, 0.2)))
+        except queue.Empty:
+            self.send_due()
+            return
+        try:
+            if self._take_one(keys=[OUTBOX], args=[job["task"], repr(time.time() + self.grace)]):
+                self._send(job)
+        except Exception:  # Redis unreachable for a moment: the job stays due, any publisher sends it
+            log.warning("flask-tooldiscovery: task %s stays in the outbox for now", job.get("task"), exc_info=True)
 
     def send_due(self) -> int:
         """Send the jobs whose due time has passed (left by a publish that failed or never happened);
@@ -124,8 +125,8 @@ class Outbox:
             taken = self._take(keys=[OUTBOX, JOBS], args=[repr(now), repr(now + self.grace), BATCH])
         except Exception as exc:
             if not self._unreachable:
-                log.warning("flask-tooldiscovery: could not read the task outbox (%s); trying again every %.0f s",
-                            exc, max(self.grace / 3, 0.2))
+                log.warning("flask-tooldiscovery: the task outbox cannot be read now (%s); trying again every %.0f s",
+                            type(exc).__name__, max(self.grace / 3, 0.2))
             self._unreachable = True
             return 0
         if self._unreachable:
@@ -150,6 +151,13 @@ class Outbox:
         pipe.hdel(JOBS, job["task"])
         pipe.execute()
         return 1
+
+
+def _publish_while_kept(ref: weakref.ref[Outbox]) -> None:
+    """The publisher thread: runs while its outbox is still referenced (its app alive)."""
+    while (outbox := ref()) is not None:
+        outbox.publish_next()
+        del outbox
 
 
 __all__ = ["BATCH", "JOBS", "OUTBOX", "WAITING", "Outbox"]

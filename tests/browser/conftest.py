@@ -28,6 +28,9 @@ def browser():
         if os.environ.get("CI"):
             pytest.fail(f"browser tests cannot run in CI: {missing}")
         pytest.skip(missing)
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=15_000)  # assertions wait as long as actions may: a loaded machine is slow
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         yield browser
