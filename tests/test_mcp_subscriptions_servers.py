@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 
 from .apps.subscriptions_app import NOTE_URI
-from .test_deploy import stop
-from .test_operating_server import redis_url, start  # noqa: F401  (redis_url: a redis-server of our own)
+from .test_operating_server import redis_url, start, two_servers_of  # noqa: F401  (redis_url: a redis-server of our own)
 
 pytestmark = pytest.mark.slow
 
@@ -22,13 +21,8 @@ APP = "tests.apps.subscriptions_app:create_app"
 
 @pytest.fixture(scope="module")
 def two_servers(redis_url) -> Iterator[tuple[str, str]]:  # noqa: F811
-    spec = f"{APP}(storage={redis_url + '/6'!r})"
-    (first, one), (second, two) = start(spec, threads=8, ready="/mcp"), start(spec, threads=8, ready="/mcp")
-    try:
-        yield first, second
-    finally:
-        stop(one)
-        stop(two)
+    with two_servers_of(f"{APP}(storage={redis_url + '/6'!r})", threads=8, ready="/mcp") as servers:
+        yield servers
 
 
 def test_a_2026_listener_hears_a_resource_and_the_tool_list_change_on_another_server(two_servers) -> None:

@@ -23,7 +23,7 @@ import requests
 from pydantic import Field
 
 from .test_deploy import stop
-from .test_operating_server import redis_url, start  # noqa: F401  (redis_url: a redis-server of our own)
+from .test_operating_server import redis_url, start, two_servers_of  # noqa: F401  (redis_url: a redis-server of our own)
 
 pytestmark = pytest.mark.slow
 
@@ -100,12 +100,8 @@ def test_the_conformance_suites_tasks_scenarios_pass(conformance, redis_url, tmp
 @pytest.fixture(scope="module")
 def two_servers(redis_url) -> Iterator[tuple[str, str]]:  # noqa: F811
     spec = f"{APP}(storage={redis_url + '/3'!r}, callers=True, poll=100)"
-    (first, one), (second, two) = start(spec, threads=8, ready="/mcp"), start(spec, threads=8, ready="/mcp")
-    try:
-        yield first, second
-    finally:
-        stop(one)
-        stop(two)
+    with two_servers_of(spec, threads=8, ready="/mcp") as servers:
+        yield servers
 
 
 def official_client_tasks() -> Any:

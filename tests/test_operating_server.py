@@ -106,6 +106,17 @@ def app_servers(factory: str, ready: str, **defaults: Any) -> Iterator[Callable[
             stop(proc)
 
 
+@contextlib.contextmanager
+def two_servers_of(app_spec: str, **options: Any) -> Iterator[tuple[str, str]]:
+    """Two gunicorn servers of ``app_spec`` (``start``'s options); their base URLs; both stopped."""
+    (first, one), (second, two) = start(app_spec, **options), start(app_spec, **options)
+    try:
+        yield first, second
+    finally:
+        stop(one)
+        stop(two)
+
+
 def opal(base: str, tool: str, **arguments: object) -> requests.Response:
     return requests.post(f"{base}/opal/tools/{tool}", json={"parameters": arguments}, timeout=10)
 
