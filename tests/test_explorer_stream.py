@@ -344,7 +344,7 @@ def test_under_gunicorn_events_come_live_leaving_keeps_the_task_and_stop_cancels
         assert requests.get(f"{base}/explorer/tasks/{task_id}", timeout=WAIT).json()["state"] == "working"
         assert requests.post(f"{base}/explorer/tasks/{task_id}/cancel", timeout=WAIT).status_code == 202
         deadline = time.monotonic() + WAIT
-        while not events_file.exists() and time.monotonic() < deadline:
+        while not (events_file.exists() and events_file.read_text()) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert events_file.read_text() == "cancelled\n"
     finally:
