@@ -8,7 +8,8 @@ InputRequiredResult rounds at 2026-07-28 and through the call's SSE stream in th
 hears a change of a resource made by another client: ``subscriptions/listen`` at 2026-07-28 (and a
 tool-list change on the same stream), ``resources/subscribe`` then
 ``notifications/resources/updated`` on the session's GET stream in the handshake era (and nothing
-after ``resources/unsubscribe``).
+after ``resources/unsubscribe``); and its ``listChanged`` option reads the tool list again when
+another client's call announces a change, in both eras.
 
 The server is :mod:`tests.apps.mcp_features_app`: the apps the Python client's tests run, mounted
 together. The 1.x SDK (``@modelcontextprotocol/sdk``) is not needed: the 2.x client does all of this
@@ -148,11 +149,35 @@ async function subscription(mode) {
   return out;
 }
 
+async function toolListChanges(mode) {
+  // ClientOptions.listChanged: a listen stream opened by connect() at 2026-07-28, the session's GET
+  // stream in the handshake era; either way the handler gets the tool list read again.
+  const lists = inbox();
+  const client = new Client({ name: "flask-tooldiscovery-ts-test", version: "1.0.0" }, {
+    versionNegotiation: { mode },
+    listChanged: { tools: { onChanged: (error, tools) =>
+      lists.push(error ? String(error) : tools.map((t) => t.name)) } },
+  });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/notes/mcp`)));
+  const editor = await connect("/notes", mode);
+  let tools = null;
+  for (let i = 0; i < 20 && !tools; i++) {  // the handshake era's GET stream opens after connect()
+    await editor.callTool({ name: "refresh_tools", arguments: {} });
+    tools = await lists.next(1000);
+  }
+  const out = { version: client.getNegotiatedProtocolVersion(), autoOpened: Boolean(client.autoOpenedSubscription),
+                tools };
+  await client.close();
+  await editor.close();
+  return out;
+}
+
 const out = {};
 for (const mode of ["auto", "legacy"]) {
   const trips = [];
   for (let i = 0; i < 3; i++) trips.push(await asking(mode));  // answers and retries land on either worker
-  out[mode] = { prompts: await prompts(mode), asking: trips, subscription: await subscription(mode) };
+  out[mode] = { prompts: await prompts(mode), asking: trips, subscription: await subscription(mode),
+                toolListChanges: await toolListChanges(mode) };
 }
 console.log("@@result " + JSON.stringify(out));
 '''
@@ -249,3 +274,11 @@ def test_a_handshake_era_ts_subscriber_hears_an_update_until_it_unsubscribes(hea
     assert sub["updated"] == ["updated", NOTE_URI]
     assert sub["text"] == "call Ann"
     assert sub["afterUnsubscribe"] == []
+
+
+@pytest.mark.parametrize(("mode", "version"), ERAS)
+def test_the_ts_clients_list_changed_option_reads_the_tools_again_when_told(heard, mode: str, version: str) -> None:
+    changes = heard[mode]["toolListChanges"]
+    assert changes["version"] == version
+    assert changes["autoOpened"] is (mode == "auto")  # its own subscriptions/listen at 2026-07-28
+    assert changes["tools"] == ["edit_note", "refresh_tools"]
