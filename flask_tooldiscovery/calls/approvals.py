@@ -28,7 +28,7 @@ import secrets
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from flask import current_app, has_request_context, request
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
@@ -143,6 +143,17 @@ class Opened:
         return hashlib.sha256(f"{_canonical_text(self.data)}@{self.sealed_at:.0f}".encode()).hexdigest()
 
 
+class Sealable(Protocol):
+    """What a seal is for besides the arguments and the caller: a :class:`~..tools.model.Tool`, or
+    anything else with a name and a version that may be sealed (a prompt asking its caller)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def version(self) -> str: ...
+
+
 class Sealer:
     """Seals and opens approval state with the app's secret key (and its fallbacks)."""
 
@@ -156,7 +167,7 @@ class Sealer:
         self._serializer = URLSafeTimedSerializer(keys, salt=f"{salt}:{audience}" if audience else salt)
         self.max_age, self.max_state = max_age, max_state
 
-    def seal(self, tool: Tool, arguments: Any, subject: str | None, call_id: str,
+    def seal(self, tool: Sealable, arguments: Any, subject: str | None, call_id: str,
              carried: Mapping[str, Any] | None = None) -> str:
         """The sealed request for a call of ``tool`` with ``arguments`` by ``subject`` (with what
         the call ``carried`` to its next request, opened as ``data["x"]``)."""
@@ -164,7 +175,7 @@ class Sealer:
                 "n": secrets.token_urlsafe(12), **({"x": dict(carried)} if carried is not None else {})}
         return str(self._serializer.dumps(data))
 
-    def open(self, state: str, tool: Tool, arguments: Any, subject: str | None) -> Opened:
+    def open(self, state: str, tool: Sealable, arguments: Any, subject: str | None) -> Opened:
         """Check ``state`` is this call's, unexpired and untampered (:class:`InvalidApproval`
         otherwise); what it holds."""
         if not isinstance(state, str) or not state or len(state) > self.max_state:
@@ -250,6 +261,6 @@ def check_approval(tool: Tool, arguments: Any, subject: str | None, call_id: str
     return CheckedApproval(approval.approved, seal.open(approval.state, tool, arguments, subject), seal, storage)
 
 
-__all__ = ["APPROVAL_HEADER", "Approval", "ApprovalRequired", "CheckedApproval", "InvalidApproval", "Opened", "Sealer",
-           "UnsealedState", "carried_approval", "check_approval", "digest", "needs_approval", "plain", "prompt_for",
-           "sealer"]
+__all__ = ["APPROVAL_HEADER", "Approval", "ApprovalRequired", "CheckedApproval", "InvalidApproval", "Opened",
+           "Sealable", "Sealer", "UnsealedState", "carried_approval", "check_approval", "digest", "needs_approval",
+           "plain", "prompt_for", "sealer"]

@@ -21,11 +21,11 @@ fresh sealed approval of the same call (spent in its turn when the next round ru
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from ..tools.model import Tool
 from ..tools.questions import CannotAnswer, CannotAsk, InputRequest, InputRequired, kind, reply_of
-from .approvals import InvalidApproval, Sealer, sealer
+from .approvals import InvalidApproval, Sealable, Sealer, sealer
 
 PURPOSE = "input-round"
 #: The largest round state opened (the answers of earlier rounds ride in it, compressed).
@@ -76,12 +76,22 @@ class RoundAsker:
         return out
 
 
-def round_sealer(max_age: int, audience: str) -> Sealer:
-    """The current app's sealer of round state (:func:`.approvals.sealer`, this purpose)."""
-    return sealer(max_age, audience, purpose=PURPOSE, max_state=MAX_STATE)
+@dataclass(frozen=True)
+class Named:
+    """What a round asks for when it is not a tool's call (a prompt): its name (version: none)."""
+
+    name: str
+    version: str = ""
 
 
-def seal_round(seal: Sealer, tool: Tool, arguments: Any, subject: str | None, call_id: str,
+def round_sealer(max_age: int, audience: str, of: str = "") -> Sealer:
+    """The current app's sealer of round state (:func:`.approvals.sealer`, this purpose): ``of``
+    names what other than a tool's call the rounds are of (``"prompts/get"``), so that the state of
+    one kind of request opens for no other (a prompt and a tool may share a name)."""
+    return sealer(max_age, audience, purpose=f"{PURPOSE}/{of}" if of else PURPOSE, max_state=MAX_STATE)
+
+
+def seal_round(seal: Sealer, tool: Sealable, arguments: Any, subject: str | None, call_id: str,
                answers: Mapping[str, Any], approval: str | None = None) -> str:
     """The state of a round that ends with ``answers`` given so far (and, for a call the person
     approved, a fresh sealed approval of it, so that the next round runs without asking again)."""
@@ -89,7 +99,7 @@ def seal_round(seal: Sealer, tool: Tool, arguments: Any, subject: str | None, ca
     return seal.seal(tool, arguments, subject, call_id, carried=carried)
 
 
-def open_round(seal: Sealer, state: str, tool: Tool, arguments: Any, subject: str | None,
+def open_round(seal: Sealer, state: str, tool: Sealable, arguments: Any, subject: str | None,
                storage: str | None) -> tuple[dict[str, Any], str | None]:
     """The answers a round's ``state`` carries and the approval it carries (if any), once checked
     (this call's, unexpired, untampered) and spent: :class:`~.approvals.InvalidApproval` otherwise,
@@ -104,5 +114,5 @@ def open_round(seal: Sealer, state: str, tool: Tool, arguments: Any, subject: st
     return dict(answers), approval if isinstance(approval, str) else None
 
 
-__all__ = ["MAX_STATE", "PURPOSE", "InputRequired", "InvalidAnswer", "RoundAsker", "open_round", "round_sealer",
-           "seal_round"]
+__all__ = ["MAX_STATE", "PURPOSE", "InputRequired", "InvalidAnswer", "Named", "RoundAsker", "open_round",
+           "round_sealer", "seal_round"]

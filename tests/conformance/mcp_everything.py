@@ -43,6 +43,7 @@ SKILLS = Path(__file__).parent / "skills"
 NAME_FORM = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 OK_FORM = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
 COLOR_FORM = {"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]}
+CONTEXT_FORM = {"type": "object", "properties": {"context": {"type": "string"}}, "required": ["context"]}
 RESPONSE_FORM = {"type": "object", "properties": {"response": {"type": "string", "description": "User's response"}},
                  "required": ["response"]}
 DEFAULTS_FORM = {"type": "object", "required": [], "properties": {
@@ -301,6 +302,12 @@ def register_prompts(discovery: ToolDiscovery) -> None:
     def test_prompt_with_image() -> list[object]:
         """A prompt that includes image content."""
         return [Image(PNG, "image/png"), "Please analyze the image above."]
+
+    @discovery.prompt
+    def test_input_required_result_prompt(ctx: ToolContext) -> str:
+        """A prompt that asks its caller for the context it uses."""
+        answer = ctx.elicit("What context should the prompt use?", CONTEXT_FORM, key="user_context")
+        return f"Use this context: {answer.content.get('context')}" if answer.accepted else "Use no context."
 
 
 def create_app(storage: str | None = None) -> Flask:

@@ -18,11 +18,11 @@ go out on the call's SSE stream (:mod:`.elicit`).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from flask import current_app
 
-from ...calls.approvals import InvalidApproval, UnsealedState, needs_approval, sealer
+from ...calls.approvals import InvalidApproval, Sealable, UnsealedState, needs_approval, sealer
 from ...calls.input_rounds import RoundAsker, open_round, round_sealer, seal_round
 from ...observe.logs import log
 from ...serving.pipeline import Pipeline
@@ -38,6 +38,7 @@ INVALID_STATE = "Invalid or expired requestState"
 #: The approval's input request (a form with one boolean), and its accepted answer.
 APPROVAL_KEY = "approval"
 APPROVED: dict[str, Any] = {"action": "accept", "content": {"approve": True}}
+R = TypeVar("R")
 
 
 def wire_request(request: InputRequest, version: str) -> dict[str, Any]:
@@ -87,52 +88,65 @@ def approval_again(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None,
         tool, ready, _subject(context), context.call_id)
 
 
-def call_in_rounds(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, context: ToolContext,
-                   params: Mapping[str, Any], version: str,
-                   run: Callable[[Mapping[str, Any]], dict[str, Any]]) -> dict[str, Any]:
-    """A 2026-07-28 ``tools/call`` whose tool may ask its caller: ``run(params)`` runs it (the
-    approval path) with ``context`` answering from the round's state and ``inputResponses``; the
-    complete result, or the ``InputRequiredResult`` of the requests still open."""
+def in_rounds(pipe: Pipeline, target: Sealable, arguments: dict[str, Any] | None, context: ToolContext,
+              params: Mapping[str, Any], version: str, run: Callable[[Mapping[str, Any]], R],
+              ended: Callable[[R], bool], *, method: str = "tools/call", approval: bool = False,
+              renew: Callable[[], str | None] = lambda: None) -> R | dict[str, Any]:
+    """A 2026-07-28 request (``method``: ``tools/call``, ``prompts/get``) whose function may ask its
+    caller: ``run(params)`` runs it with ``context`` answering from the round's state and
+    ``inputResponses``, and ``ended(result)`` says whether it stopped because it asked; the complete
+    result, or the ``InputRequiredResult`` of the requests still open. The state is sealed for
+    ``target`` (and ``method``), these arguments and this caller. For a call that needs approval
+    (``approval``), an unsealed state is the approval's, and ``renew()`` seals the approval again
+    for the next round."""
     responses = params.get("inputResponses")
     if responses is not None and not isinstance(responses, Mapping):
         raise rpc.RpcError(rpc.INVALID_PARAMS, "params.inputResponses must be an object.")
-    settings, state = pipe.settings, params.get("requestState")
+    settings, state, subject = pipe.settings, params.get("requestState"), _subject(context)
+    of = "" if method == "tools/call" else method  # a tool's rounds keep their purpose of old
     given: dict[str, Any] = {}
-    approved: str | None = None
-    seal = None
-    if state is not None and not current_app.secret_key and not needs_approval(
-            tool, destructive=settings.approve_destructive):
+    if state is not None and not current_app.secret_key and not approval:
         raise invalid_state()  # no state was ever sealed here
     if state is not None and current_app.secret_key:
-        seal = round_sealer(settings.approval_ttl, settings.server_name)
         try:
-            given, approved = open_round(seal, state, tool, arguments or {}, _subject(context),
-                                         settings.state_storage_uri)
+            given, approved = open_round(round_sealer(settings.approval_ttl, settings.server_name, of), state,
+                                         target, arguments or {}, subject, settings.state_storage_uri)
             params = {k: v for k, v in params.items() if k != "requestState"}  # not an approval's state
             if approved:  # approved in an earlier round: its approval, as the client would send it
                 params = {**params, "requestState": approved,
                           "inputResponses": {**(responses or {}), APPROVAL_KEY: APPROVED}}
         except InvalidApproval as exc:  # only an unsealed one may be an approval's state (its own purpose)
-            if not isinstance(exc, UnsealedState) or not needs_approval(tool, destructive=settings.approve_destructive):
-                log.info("flask-tooldiscovery: mcp tools/call %s refused: %s (trace_id=%s)", tool.name, exc.reason,
+            if not isinstance(exc, UnsealedState) or not approval:
+                log.info("flask-tooldiscovery: mcp %s %s refused: %s (trace_id=%s)", method, target.name, exc.reason,
                          context.trace_id)
                 raise invalid_state() from None
     asker = RoundAsker(given, responses, abilities(params))
     context.asker = asker
     result = run(params)
-    if asker.missing is not None and result.get("isError"):
+    if not ended(result):
+        return result
+    if asker.missing is not None:
         raise mcp_tasks.missing({asker.missing: {}})
-    if asker.invalid is not None and result.get("isError"):
+    if asker.invalid is not None:
         raise rpc.RpcError(rpc.INVALID_PARAMS, f"Invalid inputResponses: {asker.invalid}.")
-    if asker.pending and result.get("isError"):
+    if asker.pending:
         if not current_app.secret_key:  # nothing to seal with: the answers of this request only (ephemeral)
             return input_required(asker.pending, None, version)
-        seal = seal or round_sealer(settings.approval_ttl, settings.server_name)
-        sealed = seal_round(seal, tool, arguments or {}, _subject(context), context.call_id, asker.answers,
-                            approval_again(pipe, tool, arguments, context))
+        sealed = seal_round(round_sealer(settings.approval_ttl, settings.server_name, of), target, arguments or {},
+                            subject, context.call_id, asker.answers, renew())
         return input_required(asker.pending, sealed, version)
     return result
 
 
+def call_in_rounds(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, context: ToolContext,
+                   params: Mapping[str, Any], version: str,
+                   run: Callable[[Mapping[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+    """A 2026-07-28 ``tools/call`` whose tool may ask its caller (:func:`in_rounds`): ``run(params)``
+    runs it (the approval path); a round ends with the tool's error result."""
+    return in_rounds(pipe, tool, arguments, context, params, version, run, lambda result: bool(result.get("isError")),
+                     approval=needs_approval(tool, destructive=pipe.settings.approve_destructive),
+                     renew=lambda: approval_again(pipe, tool, arguments, context))
+
+
 __all__ = ["APPROVAL_KEY", "APPROVED", "INVALID_STATE", "METHODS", "abilities", "approval_again", "call_in_rounds",
-           "input_required", "invalid_state", "wire_request"]
+           "in_rounds", "input_required", "invalid_state", "wire_request"]

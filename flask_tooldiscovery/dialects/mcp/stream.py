@@ -9,7 +9,9 @@ caller (:class:`.elicit.StreamAsker`): until then it may still be answered as pl
 dialect's own dispatch runs in a helper thread: its reply goes out as plain JSON if it ends before
 the stream starts (unknown tool, invalid params, a tool that said nothing), else the handler opens
 the stream with :func:`listen`. A 2025-11-25 ``tasks/result`` accepting SSE is streamed the same
-lazy way, once it asks the task's questions (:mod:`.task_questions`). Nothing outlives the request:
+lazy way, once it asks the task's questions (:mod:`.task_questions`), and so is a handshake-era
+``prompts/get`` of a prompt that takes a ``ToolContext``, once it logs or asks its caller
+(:func:`.prompts.asking`). Nothing outlives the request:
 ``notifications/cancelled`` finds calls in this worker by (caller, request id); the client closing
 the stream cancels the call wherever it runs.
 """
@@ -81,7 +83,7 @@ def _plan(pipe: Pipeline, message: Any) -> Plan | None:
     """How to stream ``message``, or ``None`` to answer it with one JSON body."""
     params = message.get("params") if isinstance(message, dict) and message.get("jsonrpc") == "2.0" else None
     method = message.get("method") if isinstance(params, dict) else None
-    if not (isinstance(params, dict) and method in ("tools/call", task_questions.METHOD)
+    if not (isinstance(params, dict) and method in ("tools/call", "prompts/get", task_questions.METHOD)
             and rpc.valid_id(message.get("id")) and accepts(request, "text/event-stream") > 0):
         return None
     if method == task_questions.METHOD:  # a 2025-11-25 task's questions go out on it, if it has any
@@ -89,6 +91,8 @@ def _plan(pipe: Pipeline, message: Any) -> Plan | None:
         return Plan(message["id"], None, None, version, method, lazy=True) if TASKS_ASK_SINCE <= version < \
             "2026-07-28" else None
     meta, name = _meta(params), params.get("name")
+    if method == "prompts/get":  # a handshake-era prompt that takes a ToolContext may log or ask
+        return _prompt_plan(pipe, message["id"], meta, name)
     try:
         token, level = requested(meta)
         tool = pipe.tools().get(name) if isinstance(name, str) else None
@@ -104,6 +108,19 @@ def _plan(pipe: Pipeline, message: Any) -> Plan | None:
         return None
     level = level or (DEFAULT_LOG_LEVEL if version < "2026-07-28" else None)
     return Plan(message["id"], token, level, version, str(name), lazy=not eager)
+
+
+def _prompt_plan(pipe: Pipeline, request_id: str | int, meta: Mapping[str, Any], name: object) -> Plan | None:
+    """The lazy stream of a handshake-era ``prompts/get`` whose prompt takes a ``ToolContext``."""
+    version = client_version(meta)
+    try:
+        token, level = requested(meta)
+        prompt = pipe.core.prompts.find(name, pipe.identity) if isinstance(name, str) else None
+    except (rpc.RpcError, LookupError):
+        return None  # the handler answers it with a plain error
+    if prompt is None or not prompt.context_params or not elicit.STREAMING_SINCE <= version < "2026-07-28":
+        return None
+    return Plan(request_id, token, level or DEFAULT_LOG_LEVEL, version, str(name), lazy=True)
 
 
 def dispatch(pipe: Pipeline, payload: Any, run: Callable[[], Reply]) -> Reply | Response:
@@ -128,7 +145,7 @@ def dispatch(pipe: Pipeline, payload: Any, run: Callable[[], Reply]) -> Reply | 
         try:
             reply = copied.run(run)
         except BaseException as exc:  # never a view waiting for ever
-            log.error("flask-tooldiscovery: mcp tools/call failed (trace_id=%s)", pipe.trace_id,
+            log.error("flask-tooldiscovery: mcp %s failed (trace_id=%s)", payload.get("method"), pipe.trace_id,
                       exc_info=(type(exc), exc, exc.__traceback__))
         finally:
             plan.channel.put(Done(reply))
