@@ -1,5 +1,6 @@
-"""A prompt that asks its caller, in one process: its round state is sealed for ``prompts/get``
-(a tool's state of the same name, arguments and caller does not open it), and where nobody can
+"""A prompt (and a resource reader) that asks its caller, in one process: its round state is sealed
+for ``prompts/get`` (a tool's state of the same name, arguments and caller does not open it; a
+prompt's does not open a resource's round), and where nobody can
 answer (a handshake-era request that does not accept a stream) the prompt's error says so.
 With the official client over two workers: test_mcp_prompt_asking_servers.py."""
 
@@ -32,8 +33,13 @@ def app(make_app: Callable[..., Flask]) -> Flask:
         """Greet whoever answers."""
         return f"Say hello to {ctx.elicit('Who are you?', FORM, key='name').content['name']}."
 
+    @discovery.resource("greetings://{who}")
+    def greeting(ctx: ToolContext, who: str) -> str:
+        """A greeting, for whoever answers."""
+        return f"{who} greets {ctx.elicit('Who are you?', FORM, key='name').content['name']}."
+
     return make_app(discovery, TOOLDISCOVERY_DIALECTS=["mcp"], TOOLDISCOVERY_WARN_UNAUTHENTICATED=False,
-                    SECRET_KEY="prompt-asking-test")
+                    SECRET_KEY="prompt-asking-test", TOOLDISCOVERY_MCP_RESOURCES=True)
 
 
 def modern(app: Flask, method: str, params: dict[str, Any]) -> Any:
@@ -56,6 +62,18 @@ def test_a_tools_round_state_does_not_open_a_prompts_round(app: Flask) -> None:
     done = modern(app, "prompts/get", {"name": "greet", "requestState": own["requestState"], "inputResponses": ANSWER})
     said = {"type": "text", "text": "Say hello to Ada."}
     assert done.json["result"]["messages"] == [{"role": "user", "content": said}]
+
+
+def test_a_resource_reader_asks_in_rounds_of_its_own(app: Flask) -> None:
+    uri = {"uri": "greetings://Bo"}
+    prompts = modern(app, "prompts/get", {"name": "greet"}).json["result"]
+    refused = modern(app, "resources/read", {**uri, "requestState": prompts["requestState"], "inputResponses": ANSWER})
+    assert refused.json["error"]["code"] == -32602
+    asked = modern(app, "resources/read", uri).json["result"]
+    assert asked["resultType"] == "input_required"
+    assert asked["inputRequests"]["name"]["params"]["message"] == "Who are you?"
+    done = modern(app, "resources/read", {**uri, "requestState": asked["requestState"], "inputResponses": ANSWER})
+    assert done.json["result"]["contents"][0]["text"] == "Bo greets Ada."
 
 
 def test_a_handshake_era_request_without_a_stream_gets_an_error_saying_the_prompt_could_not_ask(app: Flask) -> None:

@@ -3,8 +3,9 @@ client (PyPI 2.3, both eras) against two gunicorn workers sharing a real Redis: 
 ``InputRequiredResult`` rounds on ``prompts/get`` (each retry may reach either worker: the sealed
 state carries the answers), 2025-11-25 on the request's SSE stream (each answer is a request of its
 own, handed by the rendezvous to the worker holding the stream). Bad, tampered and reused
-``requestState`` is refused; a client that cannot elicit is never sent a request; the prompt list's
-changes reach a client listening on another server, as ``prompts.listChanged`` promises."""
+``requestState`` is refused; a client that cannot elicit is never sent a request; a resource
+reader asks the same way; the prompt list's changes reach a client listening on another server, as
+``prompts.listChanged`` promises."""
 
 from __future__ import annotations
 
@@ -175,3 +176,29 @@ def test_prompts_list_changed_is_promised_and_kept_in_both_eras(two_servers) -> 
     assert now == {"promised": True, "changed": PromptsListChanged()}
     before = asyncio.run(legacy())
     assert before["promised"] is True and isinstance(before["changed"], PromptListChangedNotification)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_resource_reader_asks_by_the_same_mechanism(server: str, mode: str) -> None:
+    from mcp import Client
+    from mcp.shared.exceptions import MCPError
+
+    asked: list[str] = []
+
+    async def answer(context: Any, params: Any) -> Any:
+        asked.append(params.message)
+        return await elicit(context, params)
+
+    async def go(eliciting: bool) -> Any:
+        async with Client(f"{server}/mcp", mode=mode, elicitation_callback=answer if eliciting else None) as client:
+            return await client.read_resource("trips://Lyon")
+
+    for _ in range(2):
+        read = asyncio.run(go(True))
+        assert read.contents[0].text == "Lyon: notes for Ada."
+    assert asked == ["Who travels to Lyon?"] * 2
+    with pytest.raises(BaseException) as raised:
+        asyncio.run(go(False))
+    found = innermost(raised.value)
+    assert isinstance(found, MCPError)
+    assert found.error.code == (-32021 if mode == "2026-07-28" else -32603)

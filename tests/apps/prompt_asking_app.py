@@ -1,7 +1,7 @@
-"""A prompt that asks its caller while it renders (two questions, one after another), with
-subscriptions on and a tool that registers a prompt at run time, for the tests of prompts that ask
-over MCP. ``create_app(storage=...)``: servers started with the same ``storage`` (a Redis URL) hand
-answers and list changes to each other."""
+"""A prompt that asks its caller while it renders (two questions, one after another) and a resource
+template whose reader asks one, with subscriptions on and a tool that registers a prompt at run
+time, for the tests of prompts and resources that ask over MCP. ``create_app(storage=...)``: servers
+started with the same ``storage`` (a Redis URL) hand answers and list changes to each other."""
 
 from __future__ import annotations
 
@@ -33,6 +33,12 @@ def create_app(storage: str = "", **config: object) -> Flask:
             return f"Plan a {days}-day trip."
         return f"Plan a {pace.content['pace']} {days}-day trip for {name.content['name']}."
 
+    @discovery.resource("trips://{city}", mime_type="text/plain")
+    def trip_notes(ctx: ToolContext, city: str) -> str:
+        """Notes on a trip to a city, for whoever says who travels."""
+        name = ctx.elicit(f"Who travels to {city}?", NAME_FORM, key="name")
+        return f"{city}: notes for {name.content['name'] if name.accepted else 'nobody'}."
+
     added = itertools.count(1)
 
     @discovery.tool
@@ -44,7 +50,8 @@ def create_app(storage: str = "", **config: object) -> Flask:
 
     app = Flask("prompt_asking")
     app.config.update(TOOLDISCOVERY_DIALECTS=["mcp"], TOOLDISCOVERY_WARN_UNAUTHENTICATED=False,
-                      TOOLDISCOVERY_MCP_SUBSCRIPTIONS=True, TOOLDISCOVERY_STREAM_KEEPALIVE=1,
+                      TOOLDISCOVERY_MCP_SUBSCRIPTIONS=True, TOOLDISCOVERY_MCP_RESOURCES=True,
+                      TOOLDISCOVERY_STREAM_KEEPALIVE=1,
                       TOOLDISCOVERY_STATE_STORAGE_URI=storage or None, SECRET_KEY="prompt-asking-secret", **config)
     discovery.init_app(app)
     return app

@@ -9,24 +9,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...calls.input_rounds import Named
 from ...serving.pipeline import Pipeline
 from ...serving.wire import page_cursor, read_cursor
 from ...tools.model import ToolError
 from ...tools.prompts import InvalidPromptArguments, NoSuchPrompt, Prompt, PromptRegistry, is_embedded
-from ...tools.questions import CannotAsk, InputRequired
 from ..content_blocks import content_block
-from . import input_requests as mcp_input
 from . import jsonrpc as rpc
-from . import stream as mcp_stream
+from .asking import asking
 from .content import client_version
 from .settings import McpSettings
 
 METHODS = ("prompts/list", "prompts/get")
 #: The version from which list results carry ``ttlMs`` and ``cacheScope``.
 CACHE_HINTS_SINCE = "2026-07-28"
-#: The version from which a prompt asks its caller in rounds (before it: on the request's stream).
-MODERN = "2026-07-28"
 
 
 def capability(prompts: PromptRegistry) -> dict[str, Any]:
@@ -55,44 +50,6 @@ def listed(prompt: Prompt) -> dict[str, Any]:
 def message_block(content: Any, version: str) -> dict[str, Any]:
     """A canonical message's content as an MCP content block, in the form ``version`` knows."""
     return dict(content) if is_embedded(content) else content_block(content, version)
-
-
-def asking(pipe: Pipeline, prompt: Prompt, params: dict[str, Any],
-           version: str) -> list[dict[str, Any]] | dict[str, Any]:
-    """Render ``prompt``, whose function may ask its caller as a tool does (``ctx.elicit``...): at
-    2026-07-28 in rounds of ``InputRequiredResult`` (:func:`.input_requests.in_rounds`, the state
-    sealed for ``prompts/get``); in the handshake era on the request's SSE stream (:mod:`.stream`).
-    Its canonical messages, or the ``InputRequiredResult``; a request nobody can answer is -32603
-    (-32021 at 2026-07-28 when the client did not declare the capability)."""
-    meta = params.get("_meta")
-    arguments = params.get("arguments")
-    context = pipe.context(extra={"meta": meta if isinstance(meta, dict) else {}})
-    unanswered: list[CannotAsk] = []
-
-    def run(_: Any) -> list[dict[str, Any]] | None:
-        try:
-            with pipe.core.slots.hold():
-                return prompt.render(arguments, context)
-        except InputRequired:  # the round ends: the caller answers, and the prompt runs again
-            return None
-        except CannotAsk as exc:
-            unanswered.append(exc)
-            return None
-
-    forget = mcp_stream.listen(pipe, context)  # cancellable; handshake era: asks on the request's stream
-    try:
-        if version >= MODERN:
-            rendered = mcp_input.in_rounds(pipe, Named(prompt.name), arguments if isinstance(arguments, dict) else None,
-                                           context, params, version, run, lambda r: r is None, method="prompts/get")
-        else:
-            rendered = run(params)
-    finally:
-        forget()
-    if rendered is None:
-        said = str(unanswered[0]) if unanswered else "it asked for nothing it could be given"
-        raise rpc.RpcError(rpc.INTERNAL_ERROR, f"Prompt {prompt.name!r} could not ask its caller: {said}",
-                           {"name": prompt.name, "reason": "cannot_ask"})
-    return rendered
 
 
 def methods(pipe: Pipeline) -> dict[str, rpc.Method]:
@@ -126,7 +83,10 @@ def methods(pipe: Pipeline) -> dict[str, rpc.Method]:
             raise rpc.RpcError(rpc.INVALID_PARAMS, "prompts/get needs params.name (a string).")
         try:
             prompt = registry.find(name, pipe.identity)
-            rendered = asking(pipe, prompt, params, version)
+            arguments = params.get("arguments")
+            rendered = asking(pipe, "prompts/get", prompt.name, arguments if isinstance(arguments, dict) else None,
+                              params, lambda context: prompt.render(arguments, context), f"Prompt {prompt.name!r}",
+                              {"name": prompt.name})
         except NoSuchPrompt as exc:
             raise rpc.RpcError(rpc.INVALID_PARAMS, str(exc), {"name": name}) from None
         except InvalidPromptArguments as exc:
@@ -136,10 +96,11 @@ def methods(pipe: Pipeline) -> dict[str, rpc.Method]:
         if isinstance(rendered, dict):  # the InputRequiredResult of a prompt that asks its caller
             return rendered
         result: dict[str, Any] = {"description": prompt.description} if prompt.description else {}
-        result["messages"] = [{"role": m["role"], "content": message_block(m["content"], version)} for m in rendered]
+        result["messages"] = [{"role": m["role"], "content": message_block(m["content"], version)}
+                              for m in rendered.value]
         return result
 
     return {"prompts/list": list_prompts, "prompts/get": get_prompt}
 
 
-__all__ = ["METHODS", "MODERN", "asking", "capability", "listed", "message_block", "methods"]
+__all__ = ["METHODS", "capability", "listed", "message_block", "methods"]

@@ -15,6 +15,7 @@ from ...tools.model import ToolError
 from ...tools.resources import NoSuchResource, Resource
 from ...tools.results import File, RichResult
 from . import jsonrpc as rpc
+from .asking import asking
 from .content import client_version
 from .settings import McpSettings
 
@@ -76,15 +77,17 @@ def methods(pipe: Pipeline) -> dict[str, rpc.Method]:
         meta: dict[str, Any] = params["_meta"] if isinstance(params.get("_meta"), dict) else {}
         try:
             resource, arguments = registry.find(uri, pipe.identity)
-            with pipe.core.slots.hold():
-                value = resource.read(uri, arguments, pipe.context(extra={"meta": meta}))
+            read = asking(pipe, "resources/read", resource.uri, {"uri": uri}, params,
+                          lambda context: resource.read(uri, arguments, context), f"Resource {uri!r}", {"uri": uri})
         except NoSuchResource:
             modern = client_version(meta) >= NOT_FOUND_AS_INVALID_PARAMS_SINCE
             code = rpc.INVALID_PARAMS if modern else RESOURCE_NOT_FOUND
             raise rpc.RpcError(code, "Resource not found", {"uri": uri}) from None
         except ToolError as exc:  # the app's own refusal, in its words
             raise rpc.RpcError(rpc.INTERNAL_ERROR, exc.message, {"uri": uri}) from None
-        return {"contents": [contents(uri, value, resource.mime_type)]}
+        if isinstance(read, dict):  # the InputRequiredResult of a reader that asks its caller
+            return read
+        return {"contents": [contents(uri, read.value, resource.mime_type)]}
 
     return {"resources/list": list_resources, "resources/templates/list": list_templates, "resources/read": read}
 

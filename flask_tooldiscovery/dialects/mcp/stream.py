@@ -10,8 +10,8 @@ dialect's own dispatch runs in a helper thread: its reply goes out as plain JSON
 the stream starts (unknown tool, invalid params, a tool that said nothing), else the handler opens
 the stream with :func:`listen`. A 2025-11-25 ``tasks/result`` accepting SSE is streamed the same
 lazy way, once it asks the task's questions (:mod:`.task_questions`), and so is a handshake-era
-``prompts/get`` of a prompt that takes a ``ToolContext``, once it logs or asks its caller
-(:func:`.prompts.asking`). Nothing outlives the request:
+``prompts/get`` or ``resources/read`` whose function takes a ``ToolContext``, once it logs or asks
+its caller (:mod:`.asking`). Nothing outlives the request:
 ``notifications/cancelled`` finds calls in this worker by (caller, request id); the client closing
 the stream cancels the call wherever it runs.
 """
@@ -42,6 +42,8 @@ LOG_LEVEL_META_KEY = "io.modelcontextprotocol/logLevel"
 DEFAULT_LOG_LEVEL = "info"
 #: The protocol version whose ``tasks/result`` carries a task's questions (2025-11-25 tasks).
 TASKS_ASK_SINCE = "2025-11-25"
+#: Reads whose function may ask its caller (:mod:`.asking`), streamed in the handshake era as a call is.
+ASKING_READS = ("prompts/get", "resources/read")
 IN_FLIGHT = InFlight()
 
 
@@ -83,7 +85,7 @@ def _plan(pipe: Pipeline, message: Any) -> Plan | None:
     """How to stream ``message``, or ``None`` to answer it with one JSON body."""
     params = message.get("params") if isinstance(message, dict) and message.get("jsonrpc") == "2.0" else None
     method = message.get("method") if isinstance(params, dict) else None
-    if not (isinstance(params, dict) and method in ("tools/call", "prompts/get", task_questions.METHOD)
+    if not (isinstance(params, dict) and method in ("tools/call", *ASKING_READS, task_questions.METHOD)
             and rpc.valid_id(message.get("id")) and accepts(request, "text/event-stream") > 0):
         return None
     if method == task_questions.METHOD:  # a 2025-11-25 task's questions go out on it, if it has any
@@ -91,8 +93,8 @@ def _plan(pipe: Pipeline, message: Any) -> Plan | None:
         return Plan(message["id"], None, None, version, method, lazy=True) if TASKS_ASK_SINCE <= version < \
             "2026-07-28" else None
     meta, name = _meta(params), params.get("name")
-    if method == "prompts/get":  # a handshake-era prompt that takes a ToolContext may log or ask
-        return _prompt_plan(pipe, message["id"], meta, name)
+    if method in ASKING_READS:  # a handshake-era prompt or resource reader taking a ToolContext may log or ask
+        return _asking_plan(pipe, message["id"], meta, str(method), params)
     try:
         token, level = requested(meta)
         tool = pipe.tools().get(name) if isinstance(name, str) else None
@@ -110,17 +112,23 @@ def _plan(pipe: Pipeline, message: Any) -> Plan | None:
     return Plan(message["id"], token, level, version, str(name), lazy=not eager)
 
 
-def _prompt_plan(pipe: Pipeline, request_id: str | int, meta: Mapping[str, Any], name: object) -> Plan | None:
-    """The lazy stream of a handshake-era ``prompts/get`` whose prompt takes a ``ToolContext``."""
+def _asking_plan(pipe: Pipeline, request_id: str | int, meta: Mapping[str, Any], method: str,
+                 params: Mapping[str, Any]) -> Plan | None:
+    """The lazy stream of a handshake-era ``prompts/get`` or ``resources/read`` whose function
+    takes a ``ToolContext``."""
     version = client_version(meta)
+    name = params.get("name" if method == "prompts/get" else "uri")
+    if not isinstance(name, str) or not elicit.STREAMING_SINCE <= version < "2026-07-28":
+        return None
     try:
         token, level = requested(meta)
-        prompt = pipe.core.prompts.find(name, pipe.identity) if isinstance(name, str) else None
+        found = pipe.core.prompts.find(name, pipe.identity) if method == "prompts/get" \
+            else pipe.core.resources.find(name, pipe.identity)[0]
     except (rpc.RpcError, LookupError):
         return None  # the handler answers it with a plain error
-    if prompt is None or not prompt.context_params or not elicit.STREAMING_SINCE <= version < "2026-07-28":
+    if not found.context_params:
         return None
-    return Plan(request_id, token, level or DEFAULT_LOG_LEVEL, version, str(name), lazy=True)
+    return Plan(request_id, token, level or DEFAULT_LOG_LEVEL, version, name, lazy=True)
 
 
 def dispatch(pipe: Pipeline, payload: Any, run: Callable[[], Reply]) -> Reply | Response:
