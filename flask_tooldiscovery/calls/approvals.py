@@ -120,8 +120,12 @@ def plain(value: Any) -> Any:
         return str(value)
 
 
+#: One encoder for canonical text (``json.dumps`` with options builds one per call).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
 def _canonical_text(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return _CANONICAL.encode(value)
 
 
 def digest(arguments: Any) -> str:

@@ -54,7 +54,7 @@ class Task:
 
     def to_json(self) -> str:
         # the fields as they are (no deep copy: dumping reads them only)
-        return json.dumps({name: getattr(self, name) for name in _FIELDS}, separators=(",", ":"), default=str)
+        return COMPACT.encode({name: getattr(self, name) for name in _FIELDS})
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Task:
@@ -62,6 +62,8 @@ class Task:
 
 
 _FIELDS = tuple(f.name for f in fields(Task))
+#: Compact JSON, anything else as its text (one encoder: ``json.dumps`` with options builds one per call).
+COMPACT = json.JSONEncoder(separators=(",", ":"), default=str)
 
 
 class TaskStore(Protocol):
@@ -306,5 +308,5 @@ def store_for(uri: str | None) -> TaskStore:
         return _SHARED.get(uri) or _SHARED.setdefault(uri, RedisTaskStore(uri))
 
 
-__all__ = ["PUT_LINES", "REDIS_PREFIX", "TERMINAL", "LocalTaskStore", "RedisTaskStore", "Task", "TaskState",
+__all__ = ["COMPACT", "PUT_LINES", "REDIS_PREFIX", "TERMINAL", "LocalTaskStore", "RedisTaskStore", "Task", "TaskState",
            "TaskStore", "store_for"]

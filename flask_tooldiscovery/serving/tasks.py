@@ -26,7 +26,7 @@ from ..calls import task_input
 from ..calls.approvals import digest
 from ..calls.engines import CELERY_INSTALL, CeleryEngine, Engine, Job, ThreadEngine
 from ..calls.outbox import Outbox
-from ..calls.tasks import RedisTaskStore, Task, TaskState, TaskStore, store_for
+from ..calls.tasks import COMPACT, RedisTaskStore, Task, TaskState, TaskStore, store_for
 from ..errors import CoreError, RetryLater
 from ..observe.logs import log
 from ..settings import Settings, SettingsError, key
@@ -145,7 +145,7 @@ class Tasks:
                 "subject": identity.subject, "scopes": list(identity.scopes), "claims": dict(identity.claims),
                 "method": identity.method},
         }
-        text = json.dumps(job, separators=(",", ":"), default=str)  # plain JSON: it may cross processes
+        text = COMPACT.encode(job)  # plain JSON: it may cross processes
         if self.outbox is not None:  # the record and the job in one round trip; the broker hears of it soon
             self.outbox.keep(task, text)
             return task
