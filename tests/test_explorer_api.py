@@ -10,7 +10,7 @@ import logging
 import pytest
 from pydantic import BaseModel
 
-from flask_tooldiscovery import ToolDiscovery, ToolError
+from flask_tooldiscovery import ToolContext, ToolDiscovery, ToolError
 from flask_tooldiscovery.extension import STATE_KEY
 
 
@@ -60,6 +60,23 @@ def test_list_and_detail(app) -> None:
     assert c.get("/explorer/tools/files.delete_record").get_json()["name"] == "files.delete_record"
     r = c.get("/explorer/tools/unknown_tool")
     assert r.status_code == 404 and r.get_json() == {"error": "Tool not found: unknown_tool"}
+
+
+def test_a_prompt_that_asks_its_caller_is_refused_clearly(make_app, caplog) -> None:
+    """The explorer cannot answer a prompt's questions (an MCP client can): 422 saying so, nothing logged as a bug."""
+    d = ToolDiscovery()
+
+    @d.prompt
+    def welcome(ctx: ToolContext) -> str:
+        """Welcome whoever answers."""
+        return f"Welcome {ctx.elicit('Who is joining?').action}."
+
+    c = make_app(d, TOOLDISCOVERY_DIALECTS=["explorer"], TOOLDISCOVERY_ALLOW_EXECUTE=True).test_client()
+    with caplog.at_level(logging.ERROR):
+        got = c.post("/explorer/prompts/welcome/get", json={})
+    assert got.status_code == 422
+    assert got.get_json()["error"].startswith("This prompt asks its caller, which the explorer cannot answer: ")
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
 
 def test_tool_objects_of_every_shape_and_providers(make_app) -> None:

@@ -21,6 +21,7 @@ from ...serving.wire import json_response
 from ...tools.completion import UnknownArgument
 from ...tools.model import ToolError
 from ...tools.prompts import InvalidPromptArguments, NoSuchPrompt, Prompt, is_embedded
+from ...tools.questions import CannotAsk
 from ..content_blocks import LATEST, content_block
 
 
@@ -70,6 +71,9 @@ def add_routes(pipe: Pipeline, allow_execute: bool) -> None:
             return json_response({"error": str(exc)}, 400)
         except ToolError as exc:
             return json_response({"error": exc.message}, 500)
+        except CannotAsk as exc:  # it asks its caller (an MCP client can answer; this page cannot)
+            return json_response({"error": f"This prompt asks its caller, which the explorer cannot answer: {exc}"},
+                                 422)
         except Exception:  # the prompt's bug: logged, not sent
             log.exception("explorer: prompt %s failed (trace_id=%s)", name, pipe.trace_id)
             return json_response({"error": "The prompt failed."}, 500)
