@@ -132,7 +132,8 @@ def test_initialize_negotiation(app) -> None:
             if got == "2025-11-25" else {}
         assert res["capabilities"] == {"tools": {"listChanged": False}, "logging": {}, **tasks}
         assert res["instructions"] == "Acme tools."
-        assert "Mcp-Session-Id" not in r.headers
+        # a session id that keeps nothing on the server: it names what the client declared (none here)
+        assert r.headers["Mcp-Session-Id"].endswith(".c")
     assert rpc(c, "ping").get_json() == {"jsonrpc": "2.0", "id": 1, "result": {}}
 
 

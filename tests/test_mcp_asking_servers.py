@@ -87,9 +87,11 @@ def test_a_client_without_sampling_is_not_sent_a_request_it_cannot_answer(server
             found = found.exceptions[0]
         assert isinstance(found, MCPError) and found.error.code == -32021
         assert found.error.data == {"requiredCapabilities": {"sampling": {}}}
-    else:  # the handshake era cannot know: the client refuses the request and the tool says so
+    else:  # the session id initialize gave says what the client declared: sampling is never sent
         result, asked, _ = run_trip(server, mode, sampling=False)
-        assert result.is_error is True and "could not answer" in result.content[0].text
+        assert result.is_error is True
+        assert result.content[0].text == ("This tool asks its caller for sampling, which the caller did not declare "
+                                          "it can do.")
         assert asked == ["Who travels?", "Which colour of suitcase?"]
 
 

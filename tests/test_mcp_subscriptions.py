@@ -197,7 +197,8 @@ def test_without_the_setting_nothing_changes(discovery, make_app) -> None:
     client = app.test_client()
     init = client.post("/mcp", **legacy("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
                                                        "clientInfo": {"name": "t", "version": "1"}}))
-    assert "Mcp-Session-Id" not in init.headers
+    # the session id names what the client declared (tests/test_mcp_declared_capabilities.py), nothing more
+    assert init.headers["Mcp-Session-Id"].endswith(".c")
     assert init.json["result"]["capabilities"]["resources"] == {"subscribe": False, "listChanged": False}
     assert client.post("/mcp", **modern("subscriptions/listen", {"notifications": {}})).json["error"]["code"] == -32601
     assert client.get("/mcp", headers={"Accept": "text/event-stream", "Mcp-Session-Id": "s" * 32}).status_code == 405

@@ -35,6 +35,7 @@ from .auth import authenticator, authorization, root_blueprint, security_warning
 from .claude_directory import TARGET as CLAUDE_DIRECTORY
 from .content import VERSION_META_KEY, client_version, object_output_schema
 from .driver import McpDriver
+from .sessions import headers as session_headers
 from .settings import McpSettings
 from .target import TARGET
 
@@ -49,8 +50,7 @@ NO_BATCH_VERSIONS = ("2025-06-18", "2025-11-25", *MODERN_VERSIONS)
 CAPABILITIES_META_KEY = "io.modelcontextprotocol/clientCapabilities"
 #: Handshake-era methods 2026-07-28 removed (the handshake, ``ping``, session-held state).
 REMOVED_METHODS = ("initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe")
-HEADER_MISMATCH = -32020
-UNSUPPORTED_PROTOCOL_VERSION = -32022
+HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION = -32020, -32022
 #: HTTP status of a JSON-RPC error in the 2026-07-28 transport (as the official SDK maps them).
 MODERN_STATUS = {rpc.PARSE_ERROR: 400, rpc.INVALID_REQUEST: 400, rpc.INVALID_PARAMS: 400, HEADER_MISMATCH: 400,
                  UNSUPPORTED_PROTOCOL_VERSION: 400, rpc.METHOD_NOT_FOUND: 404, mcp_tasks.MISSING_CAPABILITY: 400}
@@ -230,7 +230,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         version = requested if requested in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
         capabilities = server_capabilities(pipe)
         offered = {**capabilities, "tasks": mcp_tasks.LEGACY_CAPABILITY} if version >= "2025-11-25" else capabilities
-        pipe.add_headers(subscriptions.session_headers(settings))
+        pipe.add_headers(session_headers(params))  # names what the client declared it can be asked
         return with_instructions({"protocolVersion": version, "capabilities": offered, "serverInfo": server_info})
 
     def discover(params: dict[str, Any]) -> dict[str, Any]:

@@ -8,14 +8,15 @@ this process, or Redis with ``TOOLDISCOVERY_STATE_STORAGE_URI``). For an approva
 with ``approve: true`` runs the tool with the sealed state (the core checks it) and the result
 follows on the same stream; anything else answers the not-approved result.
 
-A stateless server cannot know whether the client declared the capability at ``initialize`` (the
-official client sends nothing about it afterwards), so it asks every handshake-era client of those
-versions that accepts SSE. One that cannot take it answers the request with an error (the spec's
-answer to an unsupported request; the official client without an elicitation callback answers
--32600 "Elicitation not supported"): the tool's request then raises
-:class:`~...tools.questions.CannotAsk` (the call ends with a tool error saying so, unless the tool
-catches it), and an approval's call answers the ``isError`` result carrying the state in ``_meta``
-as before. A client that never answers gets "not received" after
+A client is asked only what it declared at ``initialize``: the session id that answer gave
+(:mod:`.sessions`) names it, so a request it did not declare raises
+:class:`~...tools.questions.CannotAnswer` in the tool without being sent (the call ends with a tool
+error saying so, unless the tool catches it), and an approval is not asked of a client without
+elicitation (its call answers the ``isError`` result carrying the state in ``_meta``). A request
+without such a session id is asked as its protocol version allows; a client that cannot take it
+answers with an error (the spec's answer to an unsupported request; the official client without an
+elicitation callback answers -32600 "Elicitation not supported"), and the tool's request raises
+:class:`~...tools.questions.CannotAsk` the same way. A client that never answers gets "not received" after
 ``TOOLDISCOVERY_MCP_ELICITATION_TIMEOUT`` (for an approval, at most the approval TTL).
 """
 
@@ -47,7 +48,7 @@ from ...tools.questions import (
     reply_of,
 )
 from . import input_requests as mcp_input
-from . import sse
+from . import sessions, sse
 from .content import call_result, client_version
 from .settings import McpSettings
 
@@ -79,9 +80,16 @@ def can_ask(pipe: Pipeline, tool: Tool | None, params: Mapping[str, Any]) -> boo
     (the caller checked the client accepts ``text/event-stream``)."""
     meta = params.get("_meta")
     return (tool is not None and needs_approval(tool, destructive=pipe.settings.approve_destructive)
-            and client_version(meta if isinstance(meta, Mapping) else None) in ELICITING_VERSIONS
+            and client_version(meta if isinstance(meta, Mapping) else None) in ELICITING_VERSIONS and _elicits()
             and timeout(pipe.settings) > 0 and bool(app.secret_key)
             and params.get("requestState") is None and not request.headers.get(APPROVAL_HEADER))
+
+
+def _elicits() -> bool:
+    """Whether the request's client may be asked by elicitation (not when its session says it did
+    not declare it)."""
+    declared = sessions.declared()
+    return declared is None or "elicitation" in declared
 
 
 def _subject(identity: Identity | None) -> str | None:
@@ -153,15 +161,17 @@ class StreamAsker:
     def __init__(self, settings: Settings, plan: sse.Plan, context: ToolContext) -> None:
         self.settings, self.plan, self.context = settings, plan, context
         self.app = app._get_current_object()  # type: ignore[attr-defined]
-        # What the version has; whether the client declared it at initialize is kept nowhere.
+        # What the version has, and of that what the client declared at initialize (when its session says)
         kinds: tuple[InputRequest, ...] = (Question(""), SamplingRequest(()), RootsRequest())
-        self.abilities = frozenset(kind(r) for r in kinds if can_stream(plan.version, r))
+        declared = sessions.declared()
+        self.abilities = frozenset(kind(r) for r in kinds if can_stream(plan.version, r)
+                                   and (declared is None or kind(r) in declared))
 
     def __call__(self, requests: Sequence[InputRequest]) -> list[Any]:
         return [self._one(r) for r in requests]
 
     def _one(self, request: InputRequest) -> Any:
-        if not can_stream(self.plan.version, request):
+        if kind(request) not in self.abilities:
             raise CannotAnswer(kind(request))
         try:
             with self.app.app_context():
@@ -186,7 +196,8 @@ def ask(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, context: T
     the call as answered; ``None`` when this call cannot be asked (not streamed, or the client
     answered the request with an error)."""
     plan = g.get(sse.PLAN_KEY)
-    if not isinstance(plan, sse.Plan) or plan.context is not context or plan.version not in ELICITING_VERSIONS:
+    if not isinstance(plan, sse.Plan) or plan.context is not context or plan.version not in ELICITING_VERSIONS \
+            or not _elicits():
         return None
     try:
         answer = ask_on_stream(pipe.settings, plan, context, Question(exc.prompt, REQUESTED_SCHEMA), ID_PREFIX)

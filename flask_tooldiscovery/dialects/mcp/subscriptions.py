@@ -7,10 +7,10 @@ prompt or resource list changed, and that a resource they subscribed to changed,
   ``_meta["io.modelcontextprotocol/subscriptionId"]`` (the request's id); after
   ``TOOLDISCOVERY_MCP_SUBSCRIPTION_SECONDS`` the listen result ends the stream, and the client
   listens again. Resource URIs are honoured when the caller may read them.
-- Handshake era: ``initialize`` gives the client an ``Mcp-Session-Id`` (an unguessable name for its
-  stream, nothing the server keeps); ``resources/subscribe`` and ``resources/unsubscribe`` keep the
-  caller's URIs under that name in the state store; the client's ``GET`` with that header is the
-  stream of list changes and ``notifications/resources/updated`` for its URIs.
+- Handshake era: ``initialize`` gives the client an ``Mcp-Session-Id`` (:mod:`.sessions`: an
+  unguessable name for its stream, nothing the server keeps); ``resources/subscribe`` and
+  ``resources/unsubscribe`` keep the caller's URIs under that name in the state store; the client's
+  ``GET`` with that header is the stream of list changes and ``notifications/resources/updated`` for its URIs.
 
 Changes travel on the core's change bus (:mod:`...calls.changes`: in process, or Redis pub/sub with
 ``TOOLDISCOVERY_STATE_STORAGE_URI``), so the worker a client listens on hears what another announced:
@@ -21,8 +21,6 @@ Each open stream holds one server thread.
 from __future__ import annotations
 
 import hashlib
-import re
-import secrets
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -37,8 +35,10 @@ from ...serving.wire import accepts, json_response
 from ...settings import Settings
 from ...tools.resources import NoSuchResource
 from . import jsonrpc as rpc
+from . import sessions
 from .content import client_version
 from .resources import RESOURCE_NOT_FOUND
+from .sessions import SESSION_HEADER
 from .settings import McpSettings
 from .sse import frame
 
@@ -46,7 +46,6 @@ LISTEN = "subscriptions/listen"
 ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
 RESOURCE_UPDATED = "notifications/resources/updated"
 SUBSCRIPTION_ID_META_KEY = "io.modelcontextprotocol/subscriptionId"
-SESSION_HEADER = "Mcp-Session-Id"
 MODERN_SINCE = "2026-07-28"
 #: The filter's list flags, and the list each names.
 LIST_FLAGS = (("toolsListChanged", "tools"), ("promptsListChanged", "prompts"), ("resourcesListChanged", "resources"))
@@ -54,7 +53,6 @@ LIST_CHANGED = {"tools": "notifications/tools/list_changed", "prompts": "notific
                 "resources": "notifications/resources/list_changed"}
 #: Seconds a handshake-era client's subscriptions are kept after they were last written or streamed.
 SUBSCRIPTION_TTL = 3600
-_SESSION = re.compile(r"[\x21-\x7e]{16,128}")
 _STREAM_KEY = "_tooldiscovery_mcp_listen"
 
 
@@ -114,16 +112,6 @@ def _key(pipe: Pipeline, session: str) -> str:
     return hashlib.sha256(f"{session}\0{subject}".encode()).hexdigest()
 
 
-def _session() -> str | None:
-    value = request.headers.get(SESSION_HEADER)
-    return value if value is not None and _SESSION.fullmatch(value) else None
-
-
-def session_headers(settings: Settings) -> dict[str, str]:
-    """The headers of an ``initialize`` answer: a fresh session id when subscriptions are on."""
-    return {SESSION_HEADER: secrets.token_urlsafe(24)} if enabled(settings) else {}
-
-
 def methods(pipe: Pipeline, offered: Callable[[], Mapping[str, Any]]) -> dict[str, rpc.Method]:
     """The subscription methods for the MCP method table (none unless subscriptions are on);
     ``offered()``: the server's capabilities now."""
@@ -158,7 +146,7 @@ def methods(pipe: Pipeline, offered: Callable[[], Mapping[str, Any]]) -> dict[st
     def subscription_of(params: dict[str, Any], method: str) -> tuple[str, str]:
         if modern(params):
             raise rpc.RpcError(rpc.METHOD_NOT_FOUND, f"Method not found: {method}")
-        uri, session = params.get("uri"), _session()
+        uri, session = params.get("uri"), sessions.current()
         if not isinstance(uri, str) or not uri:
             raise rpc.RpcError(rpc.INVALID_PARAMS, f"{method} needs params.uri (a string).")
         if session is None:
@@ -204,7 +192,7 @@ def listening(pipe: Pipeline, reply: Any) -> Any:
 
 def get_stream(pipe: Pipeline, offered: Mapping[str, Any]) -> Response:
     """A handshake-era ``GET``: the stream of the session its ``Mcp-Session-Id`` names (405 without one)."""
-    session = _session()
+    session = sessions.current()
     if session is None or accepts(request, "text/event-stream") <= 0:
         message = (f"GET opens the notification stream of the session named by the {SESSION_HEADER} header the "
                    "initialize answer gave (Accept: text/event-stream); POST JSON-RPC messages otherwise.")
@@ -266,5 +254,5 @@ def _events(pipe: Pipeline, stream: Stream, final: dict[str, Any] | None) -> Ite
         yield frame(final)
 
 
-__all__ = ["LISTEN", "SESSION_HEADER", "SUBSCRIPTION_ID_META_KEY", "capabilities", "enabled", "get_stream",
-           "http_methods", "listening", "methods", "session_headers"]
+__all__ = ["LISTEN", "SUBSCRIPTION_ID_META_KEY", "capabilities", "enabled", "get_stream", "http_methods",
+           "listening", "methods"]

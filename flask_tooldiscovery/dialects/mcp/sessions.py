@@ -1,0 +1,65 @@
+"""Handshake-era MCP sessions: what a client declared at ``initialize``, carried by its session id.
+
+The server keeps nothing between requests, and the official clients send their capabilities only
+in ``initialize``. So the ``Mcp-Session-Id`` an ``initialize`` answer gives (every handshake-era
+client keeps it and sends it with each request after) names, besides an unguessable part, the
+kinds of request the client declared it can answer: ``elicitation`` (form mode), ``sampling`` and
+``roots``, as ``<token>.c<flags>``. A call then asks its caller only what it declared (else
+:class:`~...tools.questions.CannotAnswer`, as at 2026-07-28), and an approval is not put to a client
+without elicitation. A request without such an id (a client that does not keep it, or an id of
+another form) is asked as its protocol version allows, and a client that cannot answer refuses.
+The flags are the client's own words about itself: one that alters them only misleads itself.
+Subscriptions name a session's stream by the same id (:mod:`.subscriptions`).
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Mapping
+from typing import Any
+
+from flask import request
+
+SESSION_HEADER = "Mcp-Session-Id"
+#: The kinds of request a client may declare, and each one's flag in the session id.
+FLAGS = {"elicitation": "e", "sampling": "s", "roots": "r"}
+_SESSION = re.compile(r"[\x21-\x7e]{16,128}")
+_DECLARED = re.compile(r"\.c([esr]{0,3})\Z")
+
+
+def _declares(capabilities: Mapping[str, Any], kind: str) -> bool:
+    declared = capabilities.get(kind)
+    if not isinstance(declared, Mapping):
+        return False
+    # elicitation: an empty object is form mode (2025-06-18); from 2025-11-25 ``form`` names it
+    return kind != "elicitation" or not declared or isinstance(declared.get("form"), Mapping)
+
+
+def new_id(capabilities: Any) -> str:
+    """A fresh session id naming what ``capabilities`` (``initialize``'s) declare."""
+    found = capabilities if isinstance(capabilities, Mapping) else {}
+    return f"{secrets.token_urlsafe(24)}.c{''.join(f for k, f in FLAGS.items() if _declares(found, k))}"
+
+
+def headers(params: Mapping[str, Any]) -> dict[str, str]:
+    """The headers of an ``initialize`` answer to ``params``: the client's session id."""
+    return {SESSION_HEADER: new_id(params.get("capabilities"))}
+
+
+def current() -> str | None:
+    """The request's session id, when it sent a well-formed one."""
+    value = request.headers.get(SESSION_HEADER)
+    return value if value is not None and _SESSION.fullmatch(value) else None
+
+
+def declared() -> frozenset[str] | None:
+    """The kinds of request the request's session says its client can answer (``None``: not known)."""
+    session = current()
+    found = _DECLARED.search(session) if session is not None else None
+    if found is None:
+        return None
+    return frozenset(kind for kind, flag in FLAGS.items() if flag in found.group(1))
+
+
+__all__ = ["FLAGS", "SESSION_HEADER", "current", "declared", "headers", "new_id"]
