@@ -205,8 +205,10 @@ def ts_client(conformance) -> tuple[Path, Path]:  # noqa: F811
 
 @pytest.fixture(scope="module")
 def server(redis_url) -> Iterator[str]:  # noqa: F811
+    # gunicorn keeps an idle connection longer than Node's fetch (undici: 4 s) does, so the client
+    # never sends a request on a connection the server is closing ("other side closed")
     base, proc = start(f"tests.apps.mcp_features_app:create_app(storage={redis_url!r})", workers=2, threads=8,
-                       ready="/notes/mcp")
+                       ready="/notes/mcp", env={"GUNICORN_CMD_ARGS": "--keep-alive 30"})
     try:
         yield base
     finally:
