@@ -5,9 +5,6 @@ body (202 for notifications). The handshake era (``initialize``, 2024-11-05 .. 2
 
 from __future__ import annotations
 
-import base64
-import binascii
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,6 +32,7 @@ from .auth import authenticator, authorization, root_blueprint, security_warning
 from .claude_directory import TARGET as CLAUDE_DIRECTORY
 from .content import VERSION_META_KEY, client_version, object_output_schema
 from .driver import McpDriver
+from .param_headers import HEADER_MISMATCH
 from .sessions import headers as session_headers
 from .settings import McpSettings
 from .target import TARGET
@@ -50,24 +48,17 @@ NO_BATCH_VERSIONS = ("2025-06-18", "2025-11-25", *MODERN_VERSIONS)
 CAPABILITIES_META_KEY = "io.modelcontextprotocol/clientCapabilities"
 #: Handshake-era methods 2026-07-28 removed (the handshake, ``ping``, session-held state).
 REMOVED_METHODS = ("initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe")
-HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION = -32020, -32022
+UNSUPPORTED_PROTOCOL_VERSION = -32022
 #: HTTP status of a JSON-RPC error in the 2026-07-28 transport (as the official SDK maps them).
 MODERN_STATUS = {rpc.PARSE_ERROR: 400, rpc.INVALID_REQUEST: 400, rpc.INVALID_PARAMS: 400, HEADER_MISMATCH: 400,
                  UNSUPPORTED_PROTOCOL_VERSION: 400, rpc.METHOD_NOT_FOUND: 404, mcp_tasks.MISSING_CAPABILITY: 400}
 ROUTING_HEADERS = ("MCP-Protocol-Version", "Mcp-Method", "Mcp-Name")
 _ROUTING_KEYS = tuple((name, "HTTP_" + name.upper().replace("-", "_")) for name in ROUTING_HEADERS)
-_B64_HEADER = re.compile(r"^=\?base64\?(.*)\?=$")
 
 
 def header_value(value: str | None) -> str | None:
     """An ``Mcp-Name`` value, with the ``=?base64?...?=`` form decoded (``None`` if malformed)."""
-    match = _B64_HEADER.fullmatch(value or "")
-    if match is None:
-        return value
-    try:
-        return base64.b64decode(match.group(1), validate=True).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError):
-        return None
+    return None if value is None else param_headers.decoded(value)
 
 
 def modern_refusal(method: str, params: dict[str, Any]) -> rpc.RpcError | None:
