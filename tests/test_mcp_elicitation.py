@@ -118,7 +118,10 @@ def streaming_proxy(backends: list[str]) -> tuple[Callable[..., Any], list[tuple
             message = json.loads(data) if data else {}
         except ValueError:
             message = {}
-        what = (message.get("method") or "response") if isinstance(message, dict) else "batch"
+        if request.method != "POST":  # the client's GET stream and its closing DELETE
+            what = request.method
+        else:
+            what = (message.get("method") or "response") if isinstance(message, dict) else "batch"
         calls = [backend for backend, kind in served if kind == "tools/call"]
         if what == "response" and calls:
             backend = next(b for b in backends if b != calls[-1])
