@@ -47,7 +47,8 @@ def modern(app: Flask, method: str, params: dict[str, Any]) -> Any:
             "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
     return app.test_client().post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": method,
                                                 "params": {**params, "_meta": meta}},
-                                  headers={"MCP-Protocol-Version": MODERN, "Mcp-Method": method, "Mcp-Name": "greet"})
+                                  headers={"MCP-Protocol-Version": MODERN, "Mcp-Method": method,
+                                           "Mcp-Name": params.get("uri", params.get("name", ""))})
 
 
 def test_a_tools_round_state_does_not_open_a_prompts_round(app: Flask) -> None:

@@ -71,6 +71,8 @@ def rpc(app: Flask, method: str, params: dict[str, Any] | None = None, modern: b
         params["_meta"] = {"io.modelcontextprotocol/protocolVersion": MODERN,
                            "io.modelcontextprotocol/clientCapabilities": {}}
         headers.update({"MCP-Protocol-Version": MODERN, "Mcp-Method": method})
+        if method == "resources/read":  # the official SDK mirrors the URI as Mcp-Name
+            headers["Mcp-Name"] = params["uri"]
     return app.test_client().post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params},
                                   headers=headers)
 

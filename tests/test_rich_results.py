@@ -209,6 +209,24 @@ def test_resources_read_list_and_refuse(client: FlaskClient) -> None:
         assert rpc(client, "resources/read", params)["error"]["code"] == -32602
 
 
+def test_a_2026_read_names_its_uri_in_mcp_name(client: FlaskClient) -> None:
+    """2026-07-28: ``Mcp-Name`` mirrors ``resources/read``'s ``uri`` (as for a tool's or prompt's name); a header
+    naming another resource, or none, is a routing mismatch (-32020, 400), as the official SDK answers."""
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": "reports://42", "_meta": meta}}
+    routing = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "resources/read"}
+    read = client.post("/mcp", json=body, headers={**routing, "Mcp-Name": "reports://42"})
+    assert read.status_code == 200 and read.get_json()["result"]["contents"][0]["uri"] == "reports://42"
+    encoded = "=?base64?cmVwb3J0czovLzQy?="  # the same URI in the header's base64 form
+    assert client.post("/mcp", json=body, headers={**routing, "Mcp-Name": encoded}).status_code == 200
+    for name in ("reports://43", None):
+        headers = {**routing, **({"Mcp-Name": name} if name else {})}
+        refused = client.post("/mcp", json=body, headers=headers)
+        assert refused.status_code == 400, name
+        assert refused.get_json()["error"] == {
+            "code": -32020, "message": "Mcp-Name header does not match the request body's 'uri' parameter"}
+
+
 def test_resources_follow_the_identity_layer() -> None:
     client = build(TOOLDISCOVERY_MCP_RESOURCES=True, identity=True)[1].test_client()
     assert client.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "resources/read",

@@ -53,6 +53,8 @@ UNSUPPORTED_PROTOCOL_VERSION = -32022
 MODERN_STATUS = {rpc.PARSE_ERROR: 400, rpc.INVALID_REQUEST: 400, rpc.INVALID_PARAMS: 400, HEADER_MISMATCH: 400,
                  UNSUPPORTED_PROTOCOL_VERSION: 400, rpc.METHOD_NOT_FOUND: 404, mcp_tasks.MISSING_CAPABILITY: 400}
 ROUTING_HEADERS = ("MCP-Protocol-Version", "Mcp-Method", "Mcp-Name")
+#: The methods whose ``Mcp-Name`` header mirrors a parameter of the body, and that parameter.
+NAME_BEARING = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 _ROUTING_KEYS = tuple((name, "HTTP_" + name.upper().replace("-", "_")) for name in ROUTING_HEADERS)
 
 
@@ -76,9 +78,10 @@ def modern_refusal(method: str, params: dict[str, Any]) -> rpc.RpcError | None:
                             "version")
     if request.headers.get("Mcp-Method") != method:
         return rpc.RpcError(HEADER_MISMATCH, "Mcp-Method header does not match the request body's method")
-    if method in ("tools/call", "prompts/get") and params.get("name") is not None \
-            and header_value(request.headers.get("Mcp-Name")) != params.get("name"):
-        return rpc.RpcError(HEADER_MISMATCH, "Mcp-Name header does not match the request body's 'name' parameter")
+    named = NAME_BEARING.get(method)
+    if named is not None and params.get(named) is not None \
+            and header_value(request.headers.get("Mcp-Name")) != params[named]:
+        return rpc.RpcError(HEADER_MISMATCH, f"Mcp-Name header does not match the request body's {named!r} parameter")
     if method in mcp_tasks.MODERN_METHODS and isinstance(params.get("taskId"), str) \
             and header_value(request.headers.get("Mcp-Name")) != params["taskId"]:
         return rpc.RpcError(HEADER_MISMATCH, "Mcp-Name header does not match the request body's 'taskId' parameter")
