@@ -52,7 +52,9 @@ def test_the_conformance_suites_tasks_scenarios_pass(conformance, redis_url, tmp
     node, cli = conformance
     scenarios = tasks_scenarios(cli)
     assert len(scenarios) == 10, scenarios
-    base, proc = start(f"{APP}(storage={redis_url + '/2'!r})", workers=2, threads=8, ready="/mcp")
+    # gunicorn keeps idle connections longer than Node's fetch (4 s) does: else it may close one the suite reuses
+    base, proc = start(f"{APP}(storage={redis_url + '/2'!r})", workers=2, threads=8, ready="/mcp",
+                       env={"GUNICORN_CMD_ARGS": "--keep-alive 30"})
     results: dict[str, list[dict[str, Any]]] = {}
     logs: dict[str, str] = {}
     try:
