@@ -236,4 +236,5 @@ def test_the_explorer_preview_route_answers_a_failing_template_with_a_plain_500(
     assert r.status_code == 500 and r.get_json() == {
         "error": "The tool's UI failed to render; the server log has the details."}
     assert any(isinstance(rec.exc_info[1], UIError) for rec in caplog.records if rec.exc_info)
-    assert app.test_client().get("/explorer/tools/nothing/ui").status_code == 404
+    nothing = app.test_client().get("/explorer/tools/nothing/ui")
+    assert nothing.status_code == 404 and nothing.get_json() == {"error": "No tool UI here."}

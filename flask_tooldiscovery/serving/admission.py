@@ -35,6 +35,11 @@ class Admission:
         #: The authenticator when one of its sources is asked around the call.
         self.around_call = authenticator if authenticator is not None and authenticator.asks_around_call else None
 
+    @property
+    def open_discovery(self) -> bool:
+        """True when discovery lets in a caller without credentials (it sees what no identity may see)."""
+        return self.authenticator is None or not self.authenticator.protect_discovery
+
     def admit(self, kind: RouteKind, req: Request | None = None) -> Identity | None:
         """Guard and identify a request (``req``, else the current one) to a route of ``kind``;
         the identity (or ``None``)."""
@@ -45,7 +50,7 @@ class Admission:
         identity = None
         auth = self.authenticator
         state = request_state.current()
-        if auth is not None and (kind == "call" or (kind == "discovery" and auth.protect_discovery)):
+        if auth is not None and (kind == "call" or (kind == "discovery" and not self.open_discovery)):
             try:
                 identity = auth.authenticate(req)
             except AuthError as exc:

@@ -142,19 +142,26 @@ class Pipeline:
     def tools(self) -> ToolSet:
         """The tools in force for this request, as the caller may see them in this dialect's lists;
         a failing provider is logged and answered as :class:`~flask_tooldiscovery.errors.Unavailable`."""
-        toolset = self._visible()
+        return self._listed(self._visible())
+
+    def anonymous_tools(self) -> ToolSet | None:
+        """The tools this dialect's lists show a caller without credentials, whoever this request's
+        caller is (``None`` when its discovery needs credentials: such a caller sees nothing)."""
+        return self._listed(self._visible(anonymous=True)) if self.admission.open_discovery else None
+
+    def _listed(self, toolset: ToolSet) -> ToolSet:
         # Tools only an interface calls are left out unless a host between the list and the model
         # hides them (MCP Apps) or a developer reads it (the explorer).
         return toolset if self.dialect.lists_app_tools else toolset.for_model()
 
-    def _visible(self) -> ToolSet:
+    def _visible(self, *, anonymous: bool = False) -> ToolSet:
         try:
             toolset = self.core.tools()
         except ProviderError:
             log.exception("flask-tooldiscovery: a tools provider failed (trace_id=%s)", self.trace_id)
             raise Unavailable() from None
-        identity = self.identity
-        if identity is None and not has_request_context():
+        identity = None if anonymous else self.identity
+        if identity is None and not anonymous and not has_request_context():
             return toolset  # the CLI without --as: every tool
         return toolset.visible_to(identity)
 

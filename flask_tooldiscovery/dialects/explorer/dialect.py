@@ -34,7 +34,7 @@ from .driver import ExplorerDriver
 from .stream import stream_response, wants_stream
 from .tasks import add_routes
 from .ui_preview import add_routes as add_ui_preview
-from .ui_preview import interface, visibility
+from .ui_preview import frame_url, interface, visibility, with_url
 
 NAME = "explorer"
 PAGE_HEADERS = {
@@ -62,7 +62,8 @@ class ToolSummarySchema(WireSchema):
 
 class ToolDetailSchema(ToolSummarySchema):
     """F2 detail: the summary plus ``inputSchema`` (and ``outputSchema`` when the tool has one), and
-    ``ui`` when the tool has an interface (the page previews it)."""
+    ``ui`` when the tool has an interface (the page previews it; the detail route adds ``ui.url``,
+    where to frame it from: :func:`.ui_preview.frame_url`)."""
 
     inputSchema = fields.Function(lambda tool: tool.input_schema or {"type": "object"})
     outputSchema = fields.Function(lambda tool: tool.output_schema or None)
@@ -214,7 +215,14 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         if action in ("call", "validate") and pipe.tools().get(name) is None and pipe.tools().get(base) is not None:
             raise MethodNotAllowed(["OPTIONS", "POST"])  # a GET of a tool's call or validate route
         tool = pipe.find(name)
-        return pipe.send(pipe.document(("detail", name), lambda _: pipe.dump("detail", tool, _DETAIL.dump)))
+        url, shared = frame_url(pipe, tool)  # where the page frames the tool's UI from (ui.url)
+
+        def detail(_: object = None) -> dict[str, Any]:
+            return with_url(pipe.dump("detail", tool, _DETAIL.dump), url)
+
+        if not shared:  # a grant for this caller, good for minutes: neither cached nor learned
+            return json_response(detail(), headers={"Cache-Control": "no-store"})
+        return pipe.send(pipe.document(("detail", name, url), detail))
 
     @pipe.route("/tools/<path:name>/validate", "call", ["POST"], endpoint="validate", guard_methods=False)
     def validate(name: str) -> Response:

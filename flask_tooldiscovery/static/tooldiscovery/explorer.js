@@ -8,7 +8,7 @@
   var base = location.pathname.replace(/[^/]*$/, "");  // the explorer's prefix, e.g. /explorer/
   var $ = function (id) { return document.getElementById(id); };
   var state = { tools: [], current: null, detail: null, mode: "form", running: null, runningTask: null, urls: [],
-                serverApproval: {}, tasks: {} };
+                serverApproval: {}, tasks: {}, uiShown: 0 };
   var HISTORY_LIMIT = 20;
 
   function el(tag, attrs, children) {
@@ -462,21 +462,32 @@
     var tool = state.tools.filter(function (t) { return t.name === name; })[0];
     return !!tool && (!tool.visibility || tool.visibility.indexOf("app") >= 0);
   }
+  // The frame cannot send this page's token: the tool's detail, asked for anew, says where to load
+  // the UI from (ui.url, with a grant good for a few minutes when not everyone may see the tool).
   function showUi(name, args, r) {
     var wrap = $("td-ui-wrap"), detail = state.detail, notes = $("td-ui-notes");
-    var host = window.TooldiscoveryUiHost;
+    var host = window.TooldiscoveryUiHost, shown = ++state.uiShown;
     if (host) host.clear($("td-ui"));
     clear(notes);
     notes.hidden = true;
-    var ui = detail && detail.name === name && detail.ui;
-    wrap.hidden = !(ui && host && r.data && typeof r.data.isError === "boolean");
-    if (wrap.hidden) return;
-    host.show({
-      container: $("td-ui"), url: toolUrl(name, "/ui"), size: ui.preferredSize,
-      allow: ui.allow, args: args, result: r.data, canCall: callableByUi,
-      tool: { name: detail.name, description: detail.description || "", inputSchema: detail.inputSchema || { type: "object" } },
-      callTool: function (tool, toolArgs) { return request("POST", toolUrl(tool, "/call"), toolArgs); },
-      note: function (text) { notes.hidden = false; notes.appendChild(el("li", { text: text })); }
+    wrap.hidden = true;
+    if (!(detail && detail.name === name && detail.ui && host && r.data && typeof r.data.isError === "boolean")) return;
+    request("GET", toolUrl(name)).then(function (fresh) {
+      if (shown !== state.uiShown || state.detail !== detail) return;  // another call or tool since
+      var ui = fresh.ok && fresh.data && fresh.data.ui;
+      wrap.hidden = false;
+      if (!ui || !ui.url) {
+        notes.hidden = false;
+        notes.appendChild(el("li", { text: "This server cannot let the page frame this tool's UI (it needs a SECRET_KEY to grant it)." }));
+        return;
+      }
+      host.show({
+        container: $("td-ui"), url: ui.url, size: ui.preferredSize,
+        allow: ui.allow, args: args, result: r.data, canCall: callableByUi,
+        tool: { name: detail.name, description: detail.description || "", inputSchema: detail.inputSchema || { type: "object" } },
+        callTool: function (tool, toolArgs) { return request("POST", toolUrl(tool, "/call"), toolArgs); },
+        note: function (text) { notes.hidden = false; notes.appendChild(el("li", { text: text })); }
+      });
     });
   }
 
