@@ -103,7 +103,8 @@ def test_order_status_has_the_order_card_as_its_ui(example_app: Flask) -> None:
     assert card["mimeType"] == "text/html;profile=mcp-app" and card["_meta"] == {"ui": {"prefersBorder": True}}
     assert "<h1 id=\"order\">Example shop order</h1>" in card["text"] and "window.McpApps=" in card["text"]
     detail = client.get("/explorer/tools/order_status").get_json()
-    assert detail["ui"] == {"resourceUri": "ui://example/order-card", "preferredSize": {"width": 420, "height": 240}}
+    assert detail["ui"] == {"resourceUri": "ui://example/order-card", "preferredSize": {"width": 420, "height": 240},
+                            "url": "/explorer/tools/order_status/ui"}  # a tool anyone sees: framed without a grant
 
 
 def test_the_example_apps_prompt_attaches_its_chart(example_app) -> None:
