@@ -157,3 +157,28 @@ def test_where_discovery_needs_credentials_every_ui_needs_a_grant() -> None:
     assert refused(client.get("/explorer/tools/public_card/ui"))
     url = frame_url(client, "public_card", ADMIN)
     assert "grant=" in url and client.get(url).status_code == 200
+
+
+def test_a_ui_shared_with_a_hidden_tool_renders_only_what_its_viewer_may_see() -> None:
+    """Two tools sharing one UI: the anonymous preview of the public one is rendered with the tools
+    anyone sees only (the hidden one, registered first, would otherwise be its ``tool``)."""
+    d = ToolDiscovery()
+    d.tool(name="vault_card", title="Vault Override Card", ui="order_card.html", scopes=["admin"])(lambda: "x")
+    d.tool(name="shop_card", title="Shop Order Card", ui="order_card.html")(lambda: "x")
+
+    @d.identity
+    def from_headers(request: Any) -> Identity | None:
+        return Identity(subject="root", scopes=("admin",)) if "X-User" in request.headers else None
+
+    app = Flask("shared_ui", template_folder=str(TEMPLATES))
+    app.config.update(TESTING=True, TOOLDISCOVERY_DIALECTS=["explorer"], SECRET_KEY=KEY)
+    d.init_app(app)
+    client = app.test_client()
+    public = client.get(frame_url(client, "shop_card", {}))
+    assert public.status_code == 200
+    assert "Shop Order Card" in public.get_data(as_text=True)
+    assert "Vault" not in public.get_data(as_text=True)
+    granted = client.get(frame_url(client, "vault_card", ADMIN))
+    assert granted.status_code == 200 and "Vault Override Card" in granted.get_data(as_text=True)
+    # what the UI loads is not told the address it was framed from, grant included
+    assert granted.headers["Referrer-Policy"] == "no-referrer"

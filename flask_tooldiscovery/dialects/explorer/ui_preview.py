@@ -117,6 +117,14 @@ def _granted(pipe: Pipeline, name: str, grant: str) -> Tool | None:
     return tool
 
 
+def _viewable(pipe: Pipeline, tool: Tool) -> list[Tool]:
+    """The tools a UI served for ``tool`` is rendered with: those anyone sees, and ``tool`` (a shared
+    UI names the tools it serves; one a grant does not cover must not show through it)."""
+    shown = pipe.anonymous_tools()
+    names = {t.name for t in shown.latest()} if shown is not None else set()
+    return [t for t in pipe.core.tools().latest() if t.name in names or t.name == tool.name]
+
+
 def add_routes(pipe: Pipeline, bp: Blueprint) -> None:
     """``GET /tools/<name>/ui``: the tool's UI, an asset of the explorer page as its static files are
     (the request guard applies; the manifest does not list it), for a tool everyone sees or with a
@@ -127,17 +135,18 @@ def add_routes(pipe: Pipeline, bp: Blueprint) -> None:
     def ui_preview(name: str) -> Response:
         tool = _granted(pipe, name, request.args.get("grant", "")) or _public(pipe, name)
         ui = ui_of(tool) if tool is not None else None
-        if ui is None:
+        if tool is None or ui is None:
             raise NotFound(NO_UI)
         app = current_app._get_current_object()  # type: ignore[attr-defined]
         try:
-            html = render(app, ui, pipe.core.tools().latest())
+            html = render(app, ui, _viewable(pipe, tool))
         except UIError as exc:
             log.error("explorer: %s (trace_id=%s)", exc, pipe.trace_id, exc_info=exc)
             raise CoreError("The tool's UI failed to render; the server log has the details.", status=500) from None
         response = Response(html, mimetype="text/html")
         response.headers["Content-Security-Policy"] = f"{ui.content_security_policy()}; frame-ancestors 'self'"
         response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Referrer-Policy"] = "no-referrer"  # its address may hold a grant
         response.headers["Cache-Control"] = "no-store"
         return response
 
