@@ -10,7 +10,7 @@ from flask import Flask, request
 from playwright.sync_api import expect
 
 from example_app import create_app
-from flask_tooldiscovery import ToolDiscovery
+from flask_tooldiscovery import Identity, ToolDiscovery
 
 from ..conftest import live_server
 
@@ -392,3 +392,47 @@ def test_destructive_confirmation_after_validation(page) -> None:
         page.click("#td-approve-run")
         page.wait_for_selector("#td-status:has-text('Done')")
         assert validated == ["validate", "validate", "call", "call"]
+
+
+def test_the_lists_follow_the_token_entered(page) -> None:
+    """A tool and a prompt only a token's holder sees are listed once the token is entered, and go
+    when it is cleared; where discovery needs credentials, the list says so, then loads with the token."""
+    token = "list-token"
+
+    def build(**config) -> Flask:
+        discovery = ToolDiscovery()
+        discovery.tool(name="open_tool")(lambda: "o")
+        discovery.tool(name="member_tool", scopes=["members"])(lambda: "m")
+        discovery.prompt(name="member_prompt", scopes=["members"])(lambda: "Hello, member.")
+
+        @discovery.identity
+        def holder(incoming) -> Identity | None:
+            held = incoming.headers.get("Authorization") == f"Bearer {token}"
+            return Identity(subject="member", scopes=("members",)) if held else None
+
+        app = Flask("listed")
+        app.config.update(TESTING=True, TOOLDISCOVERY_DIALECTS=["explorer"], **config)
+        discovery.init_app(app)
+        return app
+
+    with live_server(build()) as base:
+        page.goto(f"{base}/explorer/")
+        page.wait_for_selector("body[data-ready='true'][data-prompts-ready='true']")
+        expect(page.locator("#td-list [data-tool]")).to_have_count(1)
+        expect(page.locator("#td-prompts [data-prompt]")).to_have_count(0)
+        page.fill("#td-token", token)
+        page.locator("#td-token").press("Tab")  # the field's change
+        expect(page.locator("[data-tool='member_tool']")).to_be_visible()
+        expect(page.locator("#td-count")).to_have_text("2 of 2 tools")
+        expect(page.locator("[data-prompt='member_prompt']")).to_be_visible()
+        page.fill("#td-token", "")
+        page.locator("#td-token").press("Tab")
+        expect(page.locator("[data-tool='member_tool']")).to_have_count(0)
+        expect(page.locator("[data-prompt='member_prompt']")).to_have_count(0)
+        expect(page.locator("[data-tool='open_tool']")).to_be_visible()
+    with live_server(build(TOOLDISCOVERY_AUTH_DISCOVERY=True)) as base:
+        page.goto(f"{base}/explorer/")
+        expect(page.locator("#td-count")).to_contain_text("Could not load tools (401)")
+        page.fill("#td-token", "Bearer " + token)
+        page.locator("#td-token").press("Tab")
+        expect(page.locator("#td-count")).to_have_text("2 of 2 tools")

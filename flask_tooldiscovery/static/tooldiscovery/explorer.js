@@ -829,12 +829,33 @@
   })();
   tasks.load();
 
-  request("GET", base + "tools").then(function (r) {
-    if (!r.ok) { $("td-count").textContent = "Could not load tools (" + r.status + ")."; return; }
-    state.tools = r.data || [];
-    renderList();
-    var wanted = fromHash();
-    if (wanted) selectTool(wanted);
-    document.body.setAttribute("data-ready", "true");
+  // The list is the caller's: loaded at start, and again once a token is entered or changed (a
+  // tool only a token's holder sees appears then; one it no longer sees goes).
+  var listed = 0;
+  function loadTools(first) {
+    var mine = ++listed;
+    return request("GET", base + "tools").then(function (r) {
+      if (mine !== listed) return;  // a later load (the token changed again) answers instead
+      if (!r.ok) {
+        state.tools = [];
+        renderList();
+        $("td-count").textContent = "Could not load tools (" + r.status + ")" +
+          (r.status === 401 ? ": enter a valid token in the \u201cBearer token\u201d field." : ".");
+      } else {
+        state.tools = r.data || [];
+        renderList();
+        var wanted = first ? fromHash() : null;
+        if (wanted) selectTool(wanted);
+      }
+      document.body.setAttribute("data-ready", "true");
+      document.body.setAttribute("data-tools-loaded", String(mine));
+    });
+  }
+  var tokenListed = authorization();
+  $("td-token").addEventListener("change", function () {
+    if (authorization() === tokenListed) return;
+    tokenListed = authorization();
+    loadTools(false);
   });
+  loadTools(true);
 })();

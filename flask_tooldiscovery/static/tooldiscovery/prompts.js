@@ -45,11 +45,15 @@
   }
 
   /* ---------- the list ---------- */
-  function load() {
+  // Loaded at start, and again once the token changes (as the tools list is).
+  var loads = 0;
+  function load(first) {
+    var mine = ++loads;
     return request("GET", base + "prompts").then(function (r) {
+      if (mine !== loads) return;
       state.prompts = r.ok && r.data && Array.isArray(r.data.prompts) ? r.data.prompts : [];
       renderList();
-      var wanted = /^#prompt=(.+)$/.exec(location.hash);
+      var wanted = first ? /^#prompt=(.+)$/.exec(location.hash) : null;
       if (wanted) select(decodeURIComponent(wanted[1]));
       document.body.setAttribute("data-prompts-ready", "true");
     });
@@ -178,5 +182,11 @@
     if (wanted && decodeURIComponent(wanted[1]) !== state.current) select(decodeURIComponent(wanted[1]));
     else if (/^#tool=/.test(location.hash)) leave();
   });
-  load();
+  var tokenLoaded = $("td-token").value.trim();
+  $("td-token").addEventListener("change", function () {
+    if ($("td-token").value.trim() === tokenLoaded) return;
+    tokenLoaded = $("td-token").value.trim();
+    load(false);
+  });
+  load(true);
 }());
