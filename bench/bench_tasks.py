@@ -56,6 +56,7 @@ from flask import Flask  # noqa: E402
 from flask_tooldiscovery import ToolDiscovery  # noqa: E402
 from flask_tooldiscovery.calls.outbox import OUTBOX, Outbox  # noqa: E402
 from flask_tooldiscovery.calls.tasks import RedisTaskStore, Task  # noqa: E402
+from flask_tooldiscovery.serving.tasks import EXTENSION_KEY  # noqa: E402
 
 ROUNDS, PER_ROUND = 9, 200
 
@@ -314,8 +315,13 @@ def main() -> None:
 
         mcp_answered = request(thread_app, mcp_body("tools/call", {"name": "lookup", "arguments": {"n": 1}},
                                                     tasks=False), 200, "/mcp", mcp_headers("tools/call", "lookup"))
+        # A diagnostic, not an accept (nothing is kept): the same request with its one Redis write left
+        # out, to show what of the accept's latency is that round trip and what is the server's own work.
+        unkept_app = app_with("celery", url)
+        unkept_app.extensions[EXTENSION_KEY].outbox.keep = lambda task, job: None
         report_latency("in process", latency({"answered": request(celery_app, plain, 200),
                                                "accepted (celery)": request(celery_app, accepted, 202),
+                                               "  no Redis write": request(unkept_app, accepted, 202),
                                                "MCP call, answered": mcp_answered, "MCP tasks/get": read}, idle))
         report_latency("over HTTP, gunicorn", over_http(url, {"answered": (plain, 200),
                                                              "accepted (celery)": (accepted, 202)}, idle))
