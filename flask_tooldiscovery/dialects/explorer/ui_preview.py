@@ -97,17 +97,10 @@ def with_url(detail: dict[str, Any], url: str | None) -> dict[str, Any]:
     return {**detail, "ui": {**detail["ui"], "url": url}}
 
 
-def _granted(pipe: Pipeline, name: str, grant: str) -> Tool | None:
-    """The tool ``grant`` opens the UI of, if it is ``name``'s, unexpired and sealed here."""
-    seal = _sealer(pipe) if grant else None
-    if seal is None:
-        return None
-    try:
-        tool = pipe.core.tools().get(name)
-    except ProviderError:
-        log.exception("explorer: a tools provider failed (trace_id=%s)", pipe.trace_id)
-        raise Unavailable() from None
-    if tool is None:
+def _granted(pipe: Pipeline, tool: Tool | None, grant: str) -> Tool | None:
+    """``tool``, if ``grant`` opens its UI: sealed here for it, unexpired."""
+    seal = _sealer(pipe) if grant and tool is not None else None
+    if tool is None or seal is None:
         return None
     try:
         seal.open(grant, tool, _granted_for(pipe), None)
@@ -115,14 +108,6 @@ def _granted(pipe: Pipeline, name: str, grant: str) -> Tool | None:
         log.info("explorer: a UI grant refused: %s (trace_id=%s)", exc.reason, pipe.trace_id)
         return None
     return tool
-
-
-def _viewable(pipe: Pipeline, tool: Tool) -> list[Tool]:
-    """The tools a UI served for ``tool`` is rendered with: those anyone sees, and ``tool`` (a shared
-    UI names the tools it serves; one a grant does not cover must not show through it)."""
-    shown = pipe.anonymous_tools()
-    names = {t.name for t in shown.latest()} if shown is not None else set()
-    return [t for t in pipe.core.tools().latest() if t.name in names or t.name == tool.name]
 
 
 def add_routes(pipe: Pipeline, bp: Blueprint) -> None:
@@ -133,13 +118,23 @@ def add_routes(pipe: Pipeline, bp: Blueprint) -> None:
 
     @bp.get("/tools/<path:name>/ui", endpoint="ui_preview")
     def ui_preview(name: str) -> Response:
-        tool = _granted(pipe, name, request.args.get("grant", "")) or _public(pipe, name)
+        shown = pipe.anonymous_tools()  # what anyone sees
+        try:
+            toolset = pipe.core.tools()
+        except ProviderError:
+            log.exception("explorer: a tools provider failed (trace_id=%s)", pipe.trace_id)
+            raise Unavailable() from None
+        tool = _granted(pipe, toolset.get(name), request.args.get("grant", "")) or \
+            (shown.get(name) if shown is not None else None)
         ui = ui_of(tool) if tool is not None else None
         if tool is None or ui is None:
             raise NotFound(NO_UI)
+        # a shared UI names the tools it serves: those anyone sees and this one, never a hidden one
+        viewable = [t for t in toolset.latest()
+                    if t.name == tool.name or (shown is not None and shown.get(t.name) is not None)]
         app = current_app._get_current_object()  # type: ignore[attr-defined]
         try:
-            html = render(app, ui, _viewable(pipe, tool))
+            html = render(app, ui, viewable)
         except UIError as exc:
             log.error("explorer: %s (trace_id=%s)", exc, pipe.trace_id, exc_info=exc)
             raise CoreError("The tool's UI failed to render; the server log has the details.", status=500) from None
