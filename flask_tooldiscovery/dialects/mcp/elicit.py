@@ -80,16 +80,10 @@ def can_ask(pipe: Pipeline, tool: Tool | None, params: Mapping[str, Any]) -> boo
     (the caller checked the client accepts ``text/event-stream``)."""
     meta = params.get("_meta")
     return (tool is not None and needs_approval(tool, destructive=pipe.settings.approve_destructive)
-            and client_version(meta if isinstance(meta, Mapping) else None) in ELICITING_VERSIONS and _elicits()
+            and client_version(meta if isinstance(meta, Mapping) else None) in ELICITING_VERSIONS
+            and sessions.may_ask("elicitation")
             and timeout(pipe.settings) > 0 and bool(app.secret_key)
             and params.get("requestState") is None and not request.headers.get(APPROVAL_HEADER))
-
-
-def _elicits() -> bool:
-    """Whether the request's client may be asked by elicitation (not when its session says it did
-    not declare it)."""
-    declared = sessions.declared()
-    return declared is None or "elicitation" in declared
 
 
 def _subject(identity: Identity | None) -> str | None:
@@ -163,9 +157,7 @@ class StreamAsker:
         self.app = app._get_current_object()  # type: ignore[attr-defined]
         # What the version has, and of that what the client declared at initialize (when its session says)
         kinds: tuple[InputRequest, ...] = (Question(""), SamplingRequest(()), RootsRequest())
-        declared = sessions.declared()
-        self.abilities = frozenset(kind(r) for r in kinds if can_stream(plan.version, r)
-                                   and (declared is None or kind(r) in declared))
+        self.abilities = frozenset(kind(r) for r in kinds if can_stream(plan.version, r) and sessions.may_ask(kind(r)))
 
     def __call__(self, requests: Sequence[InputRequest]) -> list[Any]:
         return [self._one(r) for r in requests]
@@ -197,7 +189,7 @@ def ask(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, context: T
     answered the request with an error)."""
     plan = g.get(sse.PLAN_KEY)
     if not isinstance(plan, sse.Plan) or plan.context is not context or plan.version not in ELICITING_VERSIONS \
-            or not _elicits():
+            or not sessions.may_ask("elicitation"):
         return None
     try:
         answer = ask_on_stream(pipe.settings, plan, context, Question(exc.prompt, REQUESTED_SCHEMA), ID_PREFIX)

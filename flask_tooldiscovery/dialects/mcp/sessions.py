@@ -62,4 +62,11 @@ def declared() -> frozenset[str] | None:
     return frozenset(kind for kind, flag in FLAGS.items() if flag in found.group(1))
 
 
-__all__ = ["FLAGS", "SESSION_HEADER", "current", "declared", "headers", "new_id"]
+def may_ask(kind: str) -> bool:
+    """Whether the request's client may be asked a request of ``kind``: unless its session says it did
+    not declare it."""
+    found = declared()
+    return found is None or kind in found
+
+
+__all__ = ["FLAGS", "SESSION_HEADER", "current", "declared", "headers", "may_ask", "new_id"]
