@@ -18,7 +18,7 @@ LAYERS = {
     "extension": 6, "registering": 6, "__init__": 6,
     "cli": 5,
     "dialects": 4,
-    "serving": 3,
+    "serving": 3, "identity": 3,
     "calls": 2, "observe": 2,
     "tools": 1,
     "errors": 0, "settings": 0, "settings_parsers": 0, "signals": 0,
