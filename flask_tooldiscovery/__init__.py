@@ -3,7 +3,7 @@
 from .dialects import Dialect
 from .errors import CoreError, ToolDiscoveryError
 from .extension import ToolDiscovery
-from .serving.identity import AuthError
+from .identity.sources import AuthError
 from .settings import Settings, SettingsError
 from .tools.envelope import Envelope
 from .tools.function_tools import RegistrationError

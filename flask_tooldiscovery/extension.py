@@ -14,15 +14,15 @@ from flask.cli import FlaskGroup
 from . import settings as cfg
 from .calls import single_use
 from .dialects import BUILTIN, Dialect, load
+from .identity.sources import Authenticator, AuthHook, AuthHookVerifier, HookVerifier, IdentityHook, Verifier
+from .identity.verifiers import ApiKeyVerifier, BearerVerifier, JwksVerifier, JwtVerifier, OAuthResourceVerifier
 from .observe.logs import log, show_call_log
 from .observe.operations import KEY as OPERATIONS_KEY
 from .registering import Registering
 from .serving import fastpath, tasks
 from .serving.core import Core
 from .serving.epi_hmac import EpiHmacVerifier, decode_secret
-from .serving.identity import Authenticator, AuthHook, AuthHookVerifier, HookVerifier, IdentityHook, Verifier
 from .serving.pipeline import Pipeline
-from .serving.verifiers import ApiKeyVerifier, BearerVerifier, JwksVerifier, JwtVerifier, OAuthResourceVerifier
 from .serving.worker_threads import loading_worker
 from .settings import Settings, SettingsError
 from .tools.invoke import HandOff, Outcome, invoke
@@ -252,11 +252,6 @@ class ToolDiscovery(Registering):
         returns a context manager (sync or async) the call runs inside; raising refuses it (401)."""
         self._auth_hook = hook
         return hook
-
-    @property
-    def current_auth_hook(self) -> AuthHook | None:
-        """The explorer's auth hook, or ``None``."""
-        return self._auth_hook
 
     # -- per request ----------------------------------------------------------------------------
 

@@ -194,7 +194,7 @@ def test_protected_discovery_keeps_its_identity_check() -> None:
 
 
 def test_open_discovery_reads_credentials_when_sent(monkeypatch: pytest.MonkeyPatch) -> None:
-    from flask_tooldiscovery.serving.verifiers import BearerVerifier
+    from flask_tooldiscovery.identity.verifiers import BearerVerifier
 
     app = make(two_tools(), TOOLDISCOVERY_OPAL_BEARER_TOKEN="sesame", TOOLDISCOVERY_DIALECTS=["opal"])
     client = app.test_client()

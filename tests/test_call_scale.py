@@ -14,8 +14,8 @@ from flask.testing import FlaskClient
 
 from flask_tooldiscovery import ToolDiscovery
 from flask_tooldiscovery.dialects import oxp as oxp_dialect
+from flask_tooldiscovery.identity.sources import Identity
 from flask_tooldiscovery.serving.cache import WireCache
-from flask_tooldiscovery.serving.identity import Identity
 from flask_tooldiscovery.tools.model import Tool
 from flask_tooldiscovery.tools.providers import tool_from_object
 from flask_tooldiscovery.tools.registry import ToolSet

@@ -25,7 +25,7 @@ from ..serving.fastpath import Learnable
 if TYPE_CHECKING:  # pragma: no cover
     from flask import Blueprint
 
-    from ..serving.identity import Authenticator
+    from ..identity.sources import Authenticator
     from ..serving.pipeline import Pipeline
     from ..settings import DialectSettings, Settings
     from ..tools.model import Tool

@@ -14,10 +14,10 @@ from flask import Blueprint, Response, request
 from marshmallow import RAISE, Schema, ValidationError, fields, post_dump, validate
 
 from ..errors import BadRequest, CoreError, Unauthorized, Unavailable
-from ..serving.identity import Authenticator, Verifier
+from ..identity.sources import Authenticator, Verifier
+from ..identity.verifiers import ApiKeyVerifier, JwtVerifier
 from ..serving.openapi import body_required, one_of, openapi_post
 from ..serving.pipeline import Pipeline, UnknownTool
-from ..serving.verifiers import ApiKeyVerifier, JwtVerifier
 from ..serving.wire import WireSchema, json_response, validation_messages
 from ..settings import DialectSettings, Settings, optional, parse_bool, parse_list, parse_mapping, parse_str, setting
 from ..tools.json_schema import inline_refs

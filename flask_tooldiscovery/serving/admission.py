@@ -1,7 +1,7 @@
 """Who may come in: a request to one dialect's routes guarded and identified.
 
 Every request to a call route passes the guard's call checks (origin, content type); then the
-dialect's :class:`~.identity.Authenticator` says who the caller is, or refuses with
+dialect's :class:`~flask_tooldiscovery.identity.sources.Authenticator` says who the caller is, or refuses with
 :class:`~flask_tooldiscovery.errors.Unauthorized` and its challenge. Discovery asks for
 credentials only when the dialect protects it (an anonymous caller of open discovery who says
 who it is sees its own tools). A source asked *around* the call (the explorer's auth hook, whose
@@ -18,10 +18,10 @@ from typing import TypeVar
 from flask import Request, request
 
 from ..errors import Unauthorized
+from ..identity.sources import Authenticator, AuthError
 from ..tools.model import Identity
 from . import request_state
 from .guard import Guard, RouteKind
-from .identity import Authenticator, AuthError
 
 T = TypeVar("T")
 

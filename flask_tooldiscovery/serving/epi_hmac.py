@@ -1,4 +1,4 @@
-"""Signed requests (epi-hmac), an identity source of :mod:`~flask_tooldiscovery.serving.identity`:
+"""Signed requests (epi-hmac), an identity source of :mod:`~flask_tooldiscovery.identity.sources`:
 what Optimizely Opal sends a tool provider that holds an HMAC credential
 (``TOOLDISCOVERY_OPAL_HMAC_APP_KEY`` and ``TOOLDISCOVERY_OPAL_HMAC_SECRET``).
 
@@ -29,10 +29,10 @@ from flask import Request
 
 from ..calls.single_use import Ledger, SpendError
 from ..errors import Unavailable
+from ..identity.sources import AuthError, Verifier
 from ..tools.model import Identity
 from . import request_state
 from .body import read_body
-from .identity import AuthError, Verifier
 
 SCHEME = "epi-hmac"
 #: How old (ms) a signature's timestamp may be, and how far ahead of this clock it may run.

@@ -26,11 +26,11 @@ from flask import signals as flask_signals
 from flask.sessions import SecureCookieSessionInterface
 from werkzeug.http import parse_etags
 
+from ..identity.sources import Authenticator
 from ..observe.logs import log
 from ..tools.registry import ToolRegistry, ToolSet
 from .cache import Document
 from .guard import environ_trace_id
-from .identity import Authenticator
 from .wire import Environ, content_length
 
 StartResponse = Callable[..., Any]

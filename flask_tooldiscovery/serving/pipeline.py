@@ -2,7 +2,7 @@
 
 A :class:`Pipeline` belongs to one dialect mounted on one app. Its blueprint runs each request
 through: guard (host, origin, content type, body size, trace id: :mod:`.guard`) -> identity
-(:mod:`.identity`) -> JSON body (:mod:`.body`) -> tool set (a failing provider becomes
+(:mod:`~flask_tooldiscovery.identity.sources`) -> JSON body (:mod:`.body`) -> tool set (a failing provider becomes
 :class:`~flask_tooldiscovery.errors.Unavailable`) -> invoke (within the rate limit, in a call
 slot, between the signals, approved when it must be) -> :class:`~flask_tooldiscovery.tools.invoke.Outcome`.
 Discovery routes go guard -> identity -> cached bytes with an ``ETag`` (:mod:`.cache`), which the
@@ -22,6 +22,7 @@ from werkzeug.exceptions import HTTPException
 from ..calls.approvals import Approval, CheckedApproval, carried_approval, check_approval, needs_approval
 from ..errors import CoreError, Forbidden, MisdirectedRequest, Unauthorized, Unavailable, from_http
 from ..errors import UnknownTool as UnknownTool
+from ..identity.sources import Authenticator, Identity
 from ..observe.logs import log
 from ..observe.operations import observe_call
 from ..tools.invoke import Failure, Outcome, prepare
@@ -37,7 +38,6 @@ from .core import Core, Translator
 from .cors import Cors
 from .fastpath import Learner, credential_keys, listening
 from .guard import RouteKind, new_call_id
-from .identity import Authenticator, Identity
 from .routes import Routes
 from .wire import JSON_MIMETYPE, dumps, json_response
 

@@ -19,8 +19,8 @@ from werkzeug.datastructures import MIMEAccept
 from werkzeug.http import parse_accept_header
 from werkzeug.sansio.utils import get_content_length
 
-from .identity import Authenticator
-from .verifiers import ApiKeyVerifier, JwksVerifier, JwtVerifier
+from ..identity.sources import Authenticator
+from ..identity.verifiers import ApiKeyVerifier, JwksVerifier, JwtVerifier
 
 JSON_MIMETYPE = "application/json"
 #: A WSGI environ.

@@ -5,7 +5,7 @@
 ``TOOLDISCOVERY_ALLOW_EXECUTE`` is true; the auth hook wraps reading the body and the call) and
 ``POST /tools/<name>/validate``; the prompts a developer can try (:mod:`.prompts`). The auth hook
 (F4) is the identity source of this dialect asked around each call
-(:class:`~flask_tooldiscovery.serving.identity.AuthHookVerifier`): the pipeline asks it once the
+(:class:`~flask_tooldiscovery.identity.sources.AuthHookVerifier`): the pipeline asks it once the
 tool is found (403 and 404 come first, as F3 orders them) and its refusal is the pipeline's 401,
 as any other source's.
 """
@@ -20,7 +20,7 @@ from marshmallow import fields
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from ...errors import CoreError, Forbidden, MethodNotAllowed, PayloadTooLarge, Unauthorized
-from ...serving.identity import Authenticator
+from ...identity.sources import Authenticator
 from ...serving.openapi import arguments_body, body_required, openapi_post
 from ...serving.pipeline import MalformedBody, Pipeline
 from ...serving.wire import JSON_MIMETYPE, WireSchema, json_response

@@ -17,9 +17,9 @@ from urllib.parse import urlsplit
 
 from flask import Blueprint, Request, Response, request
 
-from ...serving.identity import Authenticator, Verifier
+from ...identity.sources import Authenticator, Verifier
+from ...identity.verifiers import BearerVerifier, OAuthResourceVerifier
 from ...serving.pipeline import Pipeline
-from ...serving.verifiers import BearerVerifier, OAuthResourceVerifier
 from ...serving.wire import json_response
 from ...settings import Settings, SettingsError, key
 from .settings import McpSettings

@@ -12,10 +12,10 @@ from typing import Any
 from flask import Blueprint, Response
 
 from ...errors import CoreError, Unauthorized
-from ...serving.identity import Authenticator
+from ...identity.sources import Authenticator
+from ...identity.verifiers import BearerVerifier
 from ...serving.openapi import arguments_body, body_required, openapi_post
 from ...serving.pipeline import Pipeline
-from ...serving.verifiers import BearerVerifier
 from ...settings import Settings
 from ...tools.json_schema import inline_refs, primary_type, split_nullable
 from ...tools.model import Tool

@@ -16,7 +16,7 @@ from marshmallow import fields
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from ...errors import BadRequest, CoreError, PayloadTooLarge, Unavailable
-from ...serving.identity import Authenticator
+from ...identity.sources import Authenticator
 from ...serving.openapi import arguments_body, body_required, one_of, openapi_post
 from ...serving.pipeline import Pipeline, UnknownTool
 from ...serving.wire import WireSchema, json_response

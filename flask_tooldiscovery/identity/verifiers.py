@@ -1,5 +1,5 @@
 """The built-in credential verifiers, each one kind of identity source of
-:mod:`~flask_tooldiscovery.serving.identity`: a static bearer token, a static API key, an HS256
+:mod:`~flask_tooldiscovery.identity.sources`: a static bearer token, a static API key, an HS256
 JWT, a JWT verified with a JWKS, and an OAuth 2.1 resource server's access tokens.
 
 Comparisons of secrets are constant-time; no secret is ever logged."""
@@ -22,7 +22,7 @@ from flask import Request
 
 from ..settings import PUBLIC_KEY_ALGORITHMS
 from ..tools.model import Identity
-from .identity import AuthError, ScopeError, Verifier
+from .sources import AuthError, ScopeError, Verifier
 
 
 def secrets_equal(given: str | None, expected: str) -> bool:
