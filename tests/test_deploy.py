@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import subprocess
 import sys
 import time
@@ -196,6 +197,18 @@ def test_wheel_and_sdist_install_and_serve(tmp_path) -> None:
     assert any(m.endswith("flask_tooldiscovery/static/tooldiscovery/ext-apps/app-with-deps.js") for m in members)
     assert any(m.endswith("/LICENSE") for m in members) and "licenses/LICENSE" in " ".join(names)
     assert not any("/tests/" in m for m in members)  # no half test suite that cannot run
+    top = members[0].split("/")[0]
+    # the tested deployment recipes, and every file the documentation includes, travel with the sources
+    included = {f"{top}/" + os.path.normpath(os.path.relpath(page.parent / target, ROOT))
+                for page in (ROOT / "docs").rglob("*.rst") if "_build" not in page.parts
+                for target in re.findall(r"^ *\.\. literalinclude:: (\S+)", page.read_text(), re.M)}
+    assert {f"{top}/deploy/gunicorn.conf.py", f"{top}/deploy/nginx-site.conf"} <= included
+    assert included <= set(members), included - set(members)
+    assert f"{top}/docs/conf.py" in members and not any("__pycache__" in m or "/_build/" in m for m in members)
+    # what the package index shows: the long description renders, the metadata is complete
+    checked = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", str(wheel), str(sdist)],
+                             capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True, system_site_packages=False).create(env_dir)

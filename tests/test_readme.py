@@ -28,8 +28,10 @@ def test_the_readme_is_a_front_door() -> None:
     ci = (ROOT / ".ci" / "run").read_text()
     for command in suite.split("; "):
         assert command in ci, command
-    install_line = next(i for i, line in enumerate(lines, 1) if line.strip() == "pip install flask-tooldiscovery")
-    assert install_line <= 30
+    # until the first release the install line is the checkout's; the package index's is marked for releases
+    install_line = next(i for i, line in enumerate(lines, 1) if line.strip() == "pip install .")
+    assert install_line <= 45
+    assert "From the first release on, ``pip install flask-tooldiscovery``" in README
     (quickstart_line, quickstart), *others = code_blocks("python")
     assert quickstart_line > install_line and not others
     assert len([line for line in quickstart.splitlines() if line.strip()]) <= 10
@@ -62,3 +64,18 @@ def test_what_moved_to_the_documentation_is_gone_from_the_readme() -> None:
                 if re.fullmatch(r"-+", under) and len(under) >= len(line) > 0}
     assert sections == {"Quickstart", "Documentation"}
     assert "TOOLDISCOVERY_RATELIMIT" not in README and "Writing a dialect\n" not in README
+
+
+def test_the_supported_pythons_are_the_ones_declared_and_tested() -> None:
+    """The README's "Python X.Y or later" is setup.cfg's python_requires and its lowest classifier,
+    and the interpreter running this suite is one the classifiers name."""
+    import configparser
+    import sys
+
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    lowest = re.search(r"needs Python (3\.\d+) or later", README).group(1)  # type: ignore[union-attr]
+    assert config["options"]["python_requires"].strip() == f">={lowest}"
+    versions = re.findall(r"Programming Language :: Python :: (3\.\d+)$", config["metadata"]["classifiers"], re.M)
+    assert versions and min(versions, key=lambda v: int(v.split(".")[1])) == lowest
+    assert f"{sys.version_info.major}.{sys.version_info.minor}" in versions
