@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from asgiref.sync import async_to_sync
 
-from flask_tooldiscovery.tools.async_bridge import run_sync
+from flask_tooldiscovery.runtime.async_bridge import run_sync
 
 
 async def tool(city: str) -> dict[str, str]:

@@ -1,20 +1,20 @@
 """flask-tooldiscovery: serve plain Python functions as tools to AI agents from a Flask app."""
 
+from .catalog.prompts import EmbeddedResource, Message, Prompt
+from .catalog.ui import UI, UIError
 from .dialects import Dialect
 from .errors import CoreError, ToolDiscoveryError
 from .extension import ToolDiscovery
 from .identity.sources import AuthError
+from .runtime.invoke import Failure, Outcome
+from .schema.signature import SignatureError
 from .settings import Settings, SettingsError
 from .tools.envelope import Envelope
 from .tools.function_tools import RegistrationError
-from .tools.invoke import Failure, Outcome
 from .tools.model import Identity, Tool, ToolContext, ToolError
-from .tools.prompts import EmbeddedResource, Message, Prompt
 from .tools.providers import ProviderError
 from .tools.questions import Answer, CannotAsk, Question, Root, RootsRequest, Sampled, SamplingRequest
 from .tools.results import Audio, File, Image, ResourceLink
-from .tools.signature import SignatureError
-from .tools.ui import UI, UIError
 
 __all__ = [
     "UI",

@@ -13,27 +13,27 @@ from flask.cli import FlaskGroup
 
 from . import settings as cfg
 from .calls import single_use
+from .catalog.prompts import PromptRegistry
+from .catalog.resources import ResourceRegistry
+from .catalog.skills import SkillCatalog
+from .catalog.ui import check_templates
 from .dialects import BUILTIN, Dialect, load
 from .identity.sources import Authenticator, AuthHook, AuthHookVerifier, HookVerifier, IdentityHook, Verifier
 from .identity.verifiers import ApiKeyVerifier, BearerVerifier, JwksVerifier, JwtVerifier, OAuthResourceVerifier
 from .observe.logs import log, show_call_log
 from .observe.operations import KEY as OPERATIONS_KEY
 from .registering import Registering
+from .runtime.invoke import HandOff, Outcome, invoke
 from .serving import fastpath, tasks
 from .serving.core import Core
 from .serving.epi_hmac import EpiHmacVerifier, decode_secret
 from .serving.pipeline import Pipeline
 from .serving.worker_threads import loading_worker
 from .settings import Settings, SettingsError
-from .tools.invoke import HandOff, Outcome, invoke
 from .tools.model import Tool, ToolContext
-from .tools.prompts import PromptRegistry
 from .tools.providers import ToolsProvider
 from .tools.registry import ToolRegistry, ToolSet
-from .tools.resources import ResourceRegistry
-from .tools.skills import SkillCatalog
-from .tools.ui import check_templates
-from .tools.views import ViewTools
+from .views.register import ViewTools
 
 STATE_KEY = "tooldiscovery.state"
 PIPELINES_KEY = "tooldiscovery.pipelines"

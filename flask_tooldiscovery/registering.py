@@ -7,16 +7,16 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 from .calls.changes import Kind
+from .catalog.prompts import Prompt, PromptRegistry, prompt_from_function
+from .catalog.resources import ResourceRegistry, resource_from_function
+from .catalog.skills import SkillCatalog, skill_from_function, skills_from_directory
 from .serving.core import merge_categories
 from .settings import Settings, SettingsError
 from .tools.function_tools import RegistrationError, tool_from_function
 from .tools.model import Tool
-from .tools.prompts import Prompt, PromptRegistry, prompt_from_function
 from .tools.providers import ToolsProvider
 from .tools.registry import ToolRegistry
-from .tools.resources import ResourceRegistry, resource_from_function
-from .tools.skills import SkillCatalog, skill_from_function, skills_from_directory
-from .tools.views import ViewTools
+from .views.register import ViewTools
 
 if TYPE_CHECKING:
     from flask import Flask
@@ -64,7 +64,7 @@ class Registering:
         ``result_mime_type`` (the MIME type of the ``bytes`` it returns: an image, audio or file);
         Opal's per-function fields ``sensitive``, ``wait``, ``skippable_interaction``, ``in_context``,
         ``principal_scope``, and ``rollback`` (a function, or another tool's name, that undoes it);
-        ``ui`` (its interface: a template name, or a :class:`~.tools.ui.UI`) and ``visibility``
+        ``ui`` (its interface: a template name, or a :class:`~.catalog.ui.UI`) and ``visibility``
         (``["app"]``: only an interface calls it, and model-facing lists leave it out).
         The function is returned unchanged.
         """

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import requests
 
-from flask_tooldiscovery.tools.async_bridge import await_sync, run_sync, thread_loop
+from flask_tooldiscovery.runtime.async_bridge import await_sync, run_sync, thread_loop
 
 from .test_deploy import stop
 from .test_operating_server import start

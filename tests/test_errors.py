@@ -52,9 +52,9 @@ def test_every_exception_of_the_package_derives_from_the_one_base() -> None:
 
 @pytest.mark.parametrize("cls, builtin", [
     ("settings_parsers.SettingsError", ValueError), ("tools.function_tools.RegistrationError", ValueError),
-    ("tools.schema_check.InvalidSchemaError", ValueError), ("tools.signature.SignatureError", TypeError),
-    ("tools.schema_sources.SchemaSourceError", TypeError), ("tools.resources.NoSuchResource", LookupError),
-    ("tools.providers.ProviderError", RuntimeError), ("tools.view_calls.ViewFailed", RuntimeError),
+    ("schema.check.InvalidSchemaError", ValueError), ("schema.signature.SignatureError", TypeError),
+    ("schema.sources.SchemaSourceError", TypeError), ("catalog.resources.NoSuchResource", LookupError),
+    ("tools.providers.ProviderError", RuntimeError), ("views.calls.ViewFailed", RuntimeError),
     ("calls.rendezvous.RendezvousError", RuntimeError),
 ])
 def test_each_keeps_its_built_in_base(cls: str, builtin: type[Exception]) -> None:

@@ -11,8 +11,8 @@ from typing import Literal
 import pytest
 
 from flask_tooldiscovery import ToolContext, ToolDiscovery, ToolError
-from flask_tooldiscovery.tools.coerce import coerce_value
-from flask_tooldiscovery.tools.invoke import GENERIC_FAILURE
+from flask_tooldiscovery.runtime.invoke import GENERIC_FAILURE
+from flask_tooldiscovery.schema.coerce import coerce_value
 
 #: Event loops the async tool ran on.
 LOOPS: list[asyncio.AbstractEventLoop] = []
@@ -264,8 +264,8 @@ def test_sync_tools_with_a_deadline_reuse_helper_threads_and_an_overrunning_one_
     thread per call), and one still running past its deadline does not hold the next call."""
     import threading
 
+    from flask_tooldiscovery.runtime.invoke import invoke
     from flask_tooldiscovery.tools.function_tools import tool_from_function
-    from flask_tooldiscovery.tools.invoke import invoke
     from flask_tooldiscovery.tools.model import ToolContext
 
     release, ended = threading.Event(), threading.Event()

@@ -20,7 +20,7 @@ LAYERS = {
     "dialects": 4,
     "serving": 3, "identity": 3,
     "calls": 2, "observe": 2,
-    "tools": 1,
+    "tools": 1, "schema": 1, "catalog": 1, "views": 1, "runtime": 1,
     "errors": 0, "settings": 0, "settings_parsers": 0, "signals": 0,
 }
 

@@ -17,7 +17,7 @@ import pytest
 import requests
 
 from flask_tooldiscovery.calls import callbacks
-from flask_tooldiscovery.tools.invoke import GENERIC_FAILURE
+from flask_tooldiscovery.runtime.invoke import GENERIC_FAILURE
 
 from .conftest import free_port
 from .test_deploy import stop

@@ -11,7 +11,7 @@ from flask import Flask
 from pydantic import BaseModel, Field
 
 from flask_tooldiscovery import ToolDiscovery, UIError
-from flask_tooldiscovery.tools.ui import MIME_TYPE
+from flask_tooldiscovery.catalog.ui import MIME_TYPE
 
 from .apps.ui_app import TEMPLATES, create_app
 from .opal_sdk import by_name, sdk, sdk_app, shape

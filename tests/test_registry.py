@@ -247,7 +247,7 @@ def test_provider_tools_run_through_call_handler(make_app) -> None:
 
 
 def test_static_validators_compiled_once(make_app) -> None:
-    from flask_tooldiscovery.tools.argument_validation import validator_for_schema
+    from flask_tooldiscovery.schema.argument_validation import validator_for_schema
 
     d = ToolDiscovery()
 

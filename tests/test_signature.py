@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal, TypedDict
 import pytest
 
 from flask_tooldiscovery import SignatureError, ToolContext
-from flask_tooldiscovery.tools.signature import describe_function
+from flask_tooldiscovery.schema.signature import describe_function
 
 
 def props(func):

@@ -14,8 +14,8 @@ from flask import Flask
 from flask_tooldiscovery import ToolContext, ToolDiscovery
 from flask_tooldiscovery.calls.streaming import InFlight, KeepAlive, stream_call
 from flask_tooldiscovery.errors import Busy
+from flask_tooldiscovery.runtime.invoke import CANCELLED, Outcome
 from flask_tooldiscovery.serving.pipeline import Pipeline
-from flask_tooldiscovery.tools.invoke import CANCELLED, Outcome
 from flask_tooldiscovery.tools.model import LogEntry, Progress
 
 WAIT = 10.0

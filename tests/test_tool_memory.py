@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from flask_tooldiscovery.schema.json_schema import inline_refs
 from flask_tooldiscovery.serving.cache import WireCache
-from flask_tooldiscovery.tools.json_schema import inline_refs
 from flask_tooldiscovery.tools.model import Tool, parse_version
 
 

@@ -15,7 +15,7 @@ import pytest
 from flask import Flask
 
 from flask_tooldiscovery import UI, RegistrationError, ToolDiscovery, UIError
-from flask_tooldiscovery.tools.ui import MIME_TYPE, bridge_script
+from flask_tooldiscovery.catalog.ui import MIME_TYPE, bridge_script
 
 from .apps.ui_app import TEMPLATES, create_app
 from .conftest import live_server

@@ -19,7 +19,7 @@ from webargs.flaskparser import use_args
 
 from flask_tooldiscovery import ToolDiscovery
 from flask_tooldiscovery.tools.function_tools import RegistrationError
-from flask_tooldiscovery.tools.view_calls import ENVIRON_KEY
+from flask_tooldiscovery.views.calls import ENVIRON_KEY
 
 from .conformance.drivers import DRIVERS
 

@@ -19,8 +19,8 @@ from flask_tooldiscovery import File, Image, ResourceLink
 from flask_tooldiscovery.dialects import oxp
 from flask_tooldiscovery.dialects.content_blocks import LATEST, content_blocks
 from flask_tooldiscovery.dialects.explorer import dialect as explorer
+from flask_tooldiscovery.schema.coerce import coercion, to_jsonable
 from flask_tooldiscovery.serving.wire import parse_json
-from flask_tooldiscovery.tools.coerce import coercion, to_jsonable
 from flask_tooldiscovery.tools.results import is_rich
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
@@ -160,8 +160,8 @@ def test_accept_answers_are_werkzeugs(header) -> None:
 
 def _old_coerce(value, schema):
     """The one-shot walk ``coercion`` compiles (kept here as the reference)."""
-    from flask_tooldiscovery.tools.coerce import _INT, _parse_literal
-    from flask_tooldiscovery.tools.json_schema import primary_type, split_nullable
+    from flask_tooldiscovery.schema.coerce import _INT, _parse_literal
+    from flask_tooldiscovery.schema.json_schema import primary_type, split_nullable
 
     if not isinstance(schema, dict) or not schema:
         return value

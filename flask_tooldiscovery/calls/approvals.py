@@ -34,7 +34,7 @@ from flask import current_app, has_request_context, request
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 
 from ..errors import BadRequest, CoreError, Unavailable
-from ..tools.coerce import to_jsonable
+from ..schema.coerce import to_jsonable
 from ..tools.model import Tool
 from . import single_use
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import CoreError
 from ..observe.logs import log
-from ..tools.invoke import Outcome
+from ..runtime.invoke import Outcome
 from ..tools.model import LogEntry, Progress, Tool, ToolContext
 
 

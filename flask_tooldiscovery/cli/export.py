@@ -8,8 +8,8 @@ import re
 from typing import Any
 
 from ..dialects.openapi import NAME, describe
-from ..tools.json_schema import inline_refs
-from ..tools.schema_check import InvalidSchemaError, check_schema
+from ..schema.check import InvalidSchemaError, check_schema
+from ..schema.json_schema import inline_refs
 
 _OPENAI_NAME = re.compile(r"[^A-Za-z0-9_-]+")
 

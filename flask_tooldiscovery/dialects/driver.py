@@ -22,8 +22,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..runtime.invoke import GENERIC_FAILURE
 from ..settings import Settings
-from ..tools.invoke import GENERIC_FAILURE
 from ..tools.model import Tool
 
 #: The kind of an HTTP status that says the same in every dialect.

@@ -16,11 +16,11 @@ from marshmallow import RAISE, Schema, ValidationError, fields, post_dump, valid
 from ..errors import BadRequest, CoreError, Unauthorized, Unavailable
 from ..identity.sources import Authenticator, Verifier
 from ..identity.verifiers import ApiKeyVerifier, JwtVerifier
+from ..schema.json_schema import inline_refs
 from ..serving.openapi import body_required, one_of, openapi_post
 from ..serving.pipeline import Pipeline, UnknownTool
 from ..serving.wire import WireSchema, json_response, validation_messages
 from ..settings import DialectSettings, Settings, optional, parse_bool, parse_list, parse_mapping, parse_str, setting
-from ..tools.json_schema import inline_refs
 from ..tools.model import Tool, parse_version
 from ..tools.targets import Target
 from ..tools.targets.object_root import WORD_NAME, object_simplify, refs_lint, root_lint

@@ -12,12 +12,12 @@ from urllib.parse import quote
 
 from flask import Blueprint, Response, request
 
+from ..runtime.invoke import Outcome
+from ..schema.json_schema import inline_refs
 from ..serving.openapi import arguments_body, body_required, openapi_post
 from ..serving.pipeline import Pipeline
 from ..serving.wire import JSON_MIMETYPE, json_response, security_schemes
 from ..settings import Settings
-from ..tools.invoke import Outcome
-from ..tools.json_schema import inline_refs
 from ..tools.model import Tool
 from . import Dialect, Protocol
 from .driver import Driver, Observation, WireRequest, message_of, status_kind

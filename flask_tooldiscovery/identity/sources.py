@@ -19,7 +19,7 @@ from asgiref.sync import sync_to_async
 from flask import Request
 
 from ..errors import CoreError, InsufficientScope, ToolDiscoveryError
-from ..tools.async_bridge import await_sync, run_sync_serving_this_thread
+from ..runtime.async_bridge import await_sync, run_sync_serving_this_thread
 from ..tools.model import Identity
 
 T = TypeVar("T")

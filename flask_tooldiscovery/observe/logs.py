@@ -1,7 +1,7 @@
 """The library's logger and how its call log is shown.
 
 Every line the library writes goes to the ``flask_tooldiscovery`` logger: one INFO line per tool
-call (:mod:`~flask_tooldiscovery.tools.call_log`: tool, version, dialect, call id, trace id,
+call (:mod:`~flask_tooldiscovery.runtime.call_log`: tool, version, dialect, call id, trace id,
 outcome, duration), WARNING for refused requests,
 ERROR with the traceback for a tool's unexpected failure. Standard :mod:`logging` configuration
 applies; ``TOOLDISCOVERY_CALL_LOG`` is a shortcut that shows the INFO lines on stderr, as text or
@@ -16,7 +16,7 @@ import sys
 import time
 from typing import Any
 
-from ..tools.call_log import CALL_FIELDS, LOGGER_NAME
+from ..runtime.call_log import CALL_FIELDS, LOGGER_NAME
 
 log = logging.getLogger(LOGGER_NAME)
 

@@ -18,9 +18,9 @@ from flask import Flask, current_app, request
 from .. import signals
 from ..calls.limits import RateLimits
 from ..errors import CoreError
+from ..runtime.call_log import log_call
+from ..runtime.invoke import Outcome
 from ..settings import Settings, SettingsError, key
-from ..tools.call_log import log_call
-from ..tools.invoke import Outcome
 from ..tools.model import Tool, ToolContext
 
 if TYPE_CHECKING:  # pragma: no cover

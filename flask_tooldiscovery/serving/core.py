@@ -17,16 +17,16 @@ from flask import has_app_context
 from ..calls import changes, resource_subscriptions
 from ..calls.changes import Change, Kind
 from ..calls.slots import Slots
+from ..catalog.prompts import PromptRegistry
+from ..catalog.resources import ResourceRegistry
+from ..catalog.skills import SkillCatalog
 from ..errors import CoreError
 from ..observe.logs import log
 from ..observe.operations import Operations
+from ..runtime.invoke import HandOff, Outcome, invoke
 from ..settings import Settings
-from ..tools.invoke import HandOff, Outcome, invoke
 from ..tools.model import Tool, ToolContext
-from ..tools.prompts import PromptRegistry
 from ..tools.registry import ToolRegistry, ToolSet
-from ..tools.resources import ResourceRegistry
-from ..tools.skills import SkillCatalog
 from . import request_state
 from .fastpath import Learnable
 from .guard import Guard

@@ -10,7 +10,7 @@ from typing import Any
 from flask import current_app, request
 
 from ..calls.approvals import Approval
-from ..tools.invoke import Outcome
+from ..runtime.invoke import Outcome
 from ..tools.model import Identity, Tool, ToolContext
 from . import request_state
 from .guard import new_trace_id

@@ -4,7 +4,7 @@ A :class:`Pipeline` belongs to one dialect mounted on one app. Its blueprint run
 through: guard (host, origin, content type, body size, trace id: :mod:`.guard`) -> identity
 (:mod:`~flask_tooldiscovery.identity.sources`) -> JSON body (:mod:`.body`) -> tool set (a failing provider becomes
 :class:`~flask_tooldiscovery.errors.Unavailable`) -> invoke (within the rate limit, in a call
-slot, between the signals, approved when it must be) -> :class:`~flask_tooldiscovery.tools.invoke.Outcome`.
+slot, between the signals, approved when it must be) -> :class:`~flask_tooldiscovery.runtime.invoke.Outcome`.
 Discovery routes go guard -> identity -> cached bytes with an ``ETag`` (:mod:`.cache`), which the
 fast path may learn (:mod:`.fastpath`). Any :class:`~flask_tooldiscovery.errors.CoreError` raised
 on the way is answered by the dialect's one ``error_response``; its views only translate wire shapes.
@@ -25,7 +25,7 @@ from ..errors import UnknownTool as UnknownTool
 from ..identity.sources import Authenticator, Identity
 from ..observe.logs import log
 from ..observe.operations import observe_call
-from ..tools.invoke import Failure, Outcome, prepare
+from ..runtime.invoke import Failure, Outcome, prepare
 from ..tools.model import CLAIMED_USER_ID, Tool, ToolContext
 from ..tools.providers import ProviderError
 from ..tools.registry import ToolSet

@@ -29,8 +29,8 @@ from ..calls.outbox import Outbox
 from ..calls.tasks import COMPACT, RedisTaskStore, Task, TaskState, TaskStore, store_for
 from ..errors import CoreError, RetryLater
 from ..observe.logs import log
+from ..runtime.invoke import CANCELLED, Outcome
 from ..settings import Settings, SettingsError, key
-from ..tools.invoke import CANCELLED, Outcome
 from ..tools.model import Identity, Tool, ToolContext
 from ..tools.results import is_rich
 from .cancel_watch import CancelWatcher

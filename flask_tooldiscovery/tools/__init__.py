@@ -1,0 +1,3 @@
+"""The tool model: :class:`~.model.Tool`, :class:`~.model.ToolContext` and
+:class:`~.model.ToolError`, tools made from decorated functions and from providers, the registry
+and the tool set in force for a request, and the rich results and envelope a tool may return."""

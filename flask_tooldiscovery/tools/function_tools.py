@@ -9,19 +9,19 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..catalog.ui import as_ui
+from ..catalog.ui import options_error as ui_error
 from ..errors import ToolDiscoveryError
+from ..schema.check import InvalidSchemaError, check_schema
+from ..schema.json_schema import walk
+from ..schema.signature import describe_function
+from ..schema.sources import resolve_input_schema, resolve_output_schema
 from ..settings_parsers import icons as read_icons
 from .envelope import return_annotation, returns_envelope
-from .json_schema import walk
 from .model import METADATA_OPTIONS, Tool, parse_version
 from .platform_options import PLATFORM_OPTIONS, PlatformOptionError, platform_metadata
 from .questions import options_error as questions_error
 from .results import mime_type_error
-from .schema_check import InvalidSchemaError, check_schema
-from .schema_sources import resolve_input_schema, resolve_output_schema
-from .signature import describe_function
-from .ui import as_ui
-from .ui import options_error as ui_error
 
 #: Every keyword ``@discovery.tool(...)`` accepts.
 TOOL_OPTIONS = (

@@ -268,7 +268,7 @@ class ToolContext(Asking):
 
 def _defines(node: Any) -> bool:
     """True when a ``$defs`` or ``definitions`` key appears anywhere in ``node`` (what
-    :func:`~.json_schema.inline_refs` would resolve or drop)."""
+    :func:`~flask_tooldiscovery.schema.json_schema.inline_refs` would resolve or drop)."""
     if isinstance(node, dict):
         return "$defs" in node or "definitions" in node or any(
             _defines(v) for v in node.values() if isinstance(v, (dict, list)))
@@ -363,7 +363,7 @@ class Tool:
         """The input schema with local ``$ref`` pointers inlined (computed once per tool object; shared,
         never mutate it). A schema defining nothing to inline is its own resolved form: the same
         object, not a second copy of it."""
-        from .json_schema import inline_refs
+        from ..schema.json_schema import inline_refs
 
         schema = self.input_schema or {}
         if not _defines(schema):

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import ToolDiscoveryError
-from .json_schema import primary_type, split_nullable
+from ..schema.json_schema import primary_type, split_nullable
 
 PLATFORM_OPTIONS = ("sensitive", "wait", "skippable_interaction", "in_context", "principal_scope", "rollback")
 PRINCIPAL_SCOPES = frozenset({"im", "artifacts", "personal_files"})

@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..errors import ToolDiscoveryError
-from .async_bridge import await_sync
+from ..runtime.async_bridge import await_sync
+from ..schema.json_schema import JSON_SCALARS
 from .function_tools import normalize_requirements
-from .json_schema import JSON_SCALARS
 from .model import METADATA_OPTIONS, Tool, parse_version
 
 ToolsProvider = list[Any] | Callable[[], Any]

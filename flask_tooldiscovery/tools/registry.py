@@ -13,11 +13,11 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..catalog.ui import model_visible
+from ..runtime.watchers import Watchers
 from .function_tools import RegistrationError, valid_tool_name
 from .model import Identity, Tool, parse_version, tool_changes
 from .providers import ProviderError, ToolsProvider, resolve_provider, tool_from_object
-from .ui import model_visible
-from .watchers import Watchers
 
 log = logging.getLogger("flask_tooldiscovery")
 

@@ -14,13 +14,13 @@ from typing import Any
 
 from flask import Response
 
+from ...catalog.completion import UnknownArgument
+from ...catalog.prompts import InvalidPromptArguments, NoSuchPrompt, Prompt, is_embedded
 from ...errors import BadRequest, Forbidden, NotFound
 from ...observe.logs import log
 from ...serving.pipeline import Pipeline
 from ...serving.wire import json_response
-from ...tools.completion import UnknownArgument
 from ...tools.model import ToolError
-from ...tools.prompts import InvalidPromptArguments, NoSuchPrompt, Prompt, is_embedded
 from ...tools.questions import CannotAsk
 from ..content_blocks import LATEST, content_block
 

@@ -18,9 +18,9 @@ from flask import Request, Response, current_app, stream_with_context
 from ...calls.streaming import KeepAlive, StreamItem, stream_call
 from ...errors import CoreError
 from ...observe.logs import log
+from ...runtime.invoke import Outcome
 from ...serving.pipeline import Pipeline
 from ...serving.wire import best_accepted
-from ...tools.invoke import Outcome
 from ...tools.model import LogEntry, Progress, Tool, ToolContext
 from .tasks import begin
 

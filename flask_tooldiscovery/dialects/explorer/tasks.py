@@ -23,10 +23,10 @@ from flask import Response, current_app
 
 from ...calls.tasks import Task, TaskState
 from ...errors import CoreError, NotFound
+from ...runtime.invoke import CANCELLED, Outcome
 from ...serving.pipeline import Pipeline
 from ...serving.tasks import tasks_of
 from ...serving.wire import json_response
-from ...tools.invoke import CANCELLED, Outcome
 from ...tools.model import Tool, ToolContext
 
 Invoke = Callable[[Tool, Any, ToolContext], Outcome]

@@ -22,12 +22,12 @@ from typing import Any
 from flask import Blueprint, Response, current_app, request, url_for
 
 from ...calls.approvals import InvalidApproval, Sealer, sealer
+from ...catalog.ui import UIError, render, ui_of, visibility_of
 from ...errors import CoreError, NotFound, Unavailable
 from ...observe.logs import log
 from ...serving.pipeline import Pipeline
 from ...tools.model import Tool
 from ...tools.providers import ProviderError
-from ...tools.ui import UIError, render, ui_of, visibility_of
 
 #: Seconds a grant to frame a tool's UI is good for (the page asks for a fresh one before each preview).
 GRANT_TTL = 300
@@ -114,7 +114,7 @@ def add_routes(pipe: Pipeline, bp: Blueprint) -> None:
     """``GET /tools/<name>/ui``: the tool's UI, an asset of the explorer page as its static files are
     (the request guard applies; the manifest does not list it), for a tool everyone sees or with a
     grant for it (``?grant=``); :data:`NO_UI` otherwise. The HTML is the same for every caller and
-    holds nothing of any (:func:`~...tools.ui.render`)."""
+    holds nothing of any (:func:`~...catalog.ui.render`)."""
 
     @bp.get("/tools/<path:name>/ui", endpoint="ui_preview")
     def ui_preview(name: str) -> Response:

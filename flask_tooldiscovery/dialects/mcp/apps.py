@@ -1,5 +1,5 @@
 """MCP Apps (the ``io.modelcontextprotocol/ui`` extension, SEP-1865) for tools with an interface
-(``@discovery.tool(ui=...)``, :mod:`...tools.ui`): the extension declared, each such tool's
+(``@discovery.tool(ui=...)``, :mod:`...catalog.ui`): the extension declared, each such tool's
 ``_meta.ui`` (``resourceUri``, ``visibility``), and its ``ui://`` resource in ``resources/list``
 and ``resources/read`` (HTML of type ``text/html;profile=mcp-app`` with its ``_meta.ui``: csp,
 permissions), beside the app's own resources when ``TOOLDISCOVERY_MCP_RESOURCES`` serves them.
@@ -13,9 +13,9 @@ from typing import Any
 
 from flask import current_app
 
+from ...catalog.ui import MIME_TYPE, UI, render, resources_of, ui_of, visibility_of
 from ...serving.pipeline import Pipeline
 from ...tools.model import Tool
-from ...tools.ui import MIME_TYPE, UI, render, resources_of, ui_of, visibility_of
 from . import jsonrpc as rpc
 from .content import client_version
 from .resources import NOT_FOUND_AS_INVALID_PARAMS_SINCE, RESOURCE_NOT_FOUND

@@ -1,19 +1,19 @@
 """MCP completion: the ``completions`` capability and ``completion/complete``, suggestions for a
 prompt's argument (``ref/prompt``) or a resource template's variable (``ref/resource``, when
 ``TOOLDISCOVERY_MCP_RESOURCES`` is on), from the completer declared beside the prompt or resource
-or the values of its ``Literal``/``Enum`` annotation (:mod:`...tools.completion`). At most 100
+or the values of its ``Literal``/``Enum`` annotation (:mod:`...catalog.completion`). At most 100
 values go back, with ``total`` and ``hasMore``; what the caller may not see is unknown to it."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from ...catalog.completion import Completion, UnknownArgument
+from ...catalog.prompts import NoSuchPrompt, PromptRegistry
+from ...catalog.resources import NoSuchResource, ResourceRegistry
 from ...serving.pipeline import Pipeline
 from ...settings import Settings
-from ...tools.completion import Completion, UnknownArgument
 from ...tools.model import ToolError
-from ...tools.prompts import NoSuchPrompt, PromptRegistry
-from ...tools.resources import NoSuchResource, ResourceRegistry
 from . import jsonrpc as rpc
 from .settings import McpSettings
 

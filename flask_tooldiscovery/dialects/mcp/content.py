@@ -10,7 +10,7 @@ from typing import Any
 
 from flask import has_request_context, request
 
-from ...tools.invoke import Outcome
+from ...runtime.invoke import Outcome
 from ...tools.model import Tool
 from ...tools.results import is_rich, is_rich_schema
 from ..content_blocks import content_blocks

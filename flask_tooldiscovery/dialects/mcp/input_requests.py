@@ -25,8 +25,8 @@ from flask import current_app
 from ...calls.approvals import InvalidApproval, Sealable, UnsealedState, needs_approval, sealer
 from ...calls.input_rounds import RoundAsker, open_round, round_sealer, seal_round
 from ...observe.logs import log
+from ...runtime.invoke import prepare
 from ...serving.pipeline import Pipeline
-from ...tools.invoke import prepare
 from ...tools.model import Tool, ToolContext
 from ...tools.questions import InputRequest, Question, SamplingRequest, kind
 from . import jsonrpc as rpc

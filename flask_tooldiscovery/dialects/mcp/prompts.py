@@ -1,5 +1,5 @@
 """MCP prompts: the ``prompts`` capability and the ``prompts/list`` and ``prompts/get`` methods over
-the prompts the app registered with ``@discovery.prompt`` (:mod:`...tools.prompts`), served as soon
+the prompts the app registered with ``@discovery.prompt`` (:mod:`...catalog.prompts`), served as soon
 as one is. Lists are paged as ``tools/list`` is (``TOOLDISCOVERY_MCP_PAGE_SIZE``) and carry the
 same cache hints at 2026-07-28; each caller sees the prompts its scopes allow. Errors are the
 spec's: an unknown prompt and arguments that do not fit it are -32602, a prompt's own
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...catalog.prompts import InvalidPromptArguments, NoSuchPrompt, Prompt, PromptRegistry, is_embedded
 from ...serving.pipeline import Pipeline
 from ...serving.wire import page_cursor, read_cursor
 from ...tools.model import ToolError
-from ...tools.prompts import InvalidPromptArguments, NoSuchPrompt, Prompt, PromptRegistry, is_embedded
 from ..content_blocks import content_block
 from . import jsonrpc as rpc
 from .asking import asking

@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ...catalog.resources import NoSuchResource, Resource
 from ...serving.pipeline import Pipeline
 from ...settings import Settings
 from ...tools.model import ToolError
-from ...tools.resources import NoSuchResource, Resource
 from ...tools.results import File, RichResult
 from . import jsonrpc as rpc
 from .asking import asking

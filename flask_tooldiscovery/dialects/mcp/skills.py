@@ -1,5 +1,5 @@
 """The Skills extension (``io.modelcontextprotocol/skills``, SEP-2640) over the app's skills
-(:mod:`...tools.skills`): declared in the capabilities' ``extensions`` when the app serves any,
+(:mod:`...catalog.skills`): declared in the capabilities' ``extensions`` when the app serves any,
 ``skills/list`` (paginated) and ``skills/get`` answer ``Skill`` entries (the ``SKILL.md`` URI, its
 frontmatter as written, every file with its ``sha256:`` digest and size, or ``"dynamic"``), and
 ``resources/read`` reads each ``skill://`` file as the bytes the digest covers. ``resources/list``
@@ -14,9 +14,9 @@ import base64
 from collections.abc import Mapping
 from typing import Any
 
+from ...catalog.skills import Skill, SkillFile
 from ...serving.pipeline import Pipeline
 from ...serving.wire import page_cursor, read_cursor
-from ...tools.skills import Skill, SkillFile
 from . import jsonrpc as rpc
 from .content import client_version
 from .resources import NOT_FOUND_AS_INVALID_PARAMS_SINCE, RESOURCE_NOT_FOUND

@@ -29,11 +29,11 @@ from typing import Any
 from flask import Response, current_app, g, request, stream_with_context
 
 from ...calls.changes import Change
+from ...catalog.resources import NoSuchResource
 from ...observe.logs import log
 from ...serving.pipeline import Pipeline
 from ...serving.wire import accepts, json_response
 from ...settings import Settings
-from ...tools.resources import NoSuchResource
 from . import jsonrpc as rpc
 from . import sessions
 from .content import client_version

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...tools.json_schema import inline_refs
+from ...schema.json_schema import inline_refs
 from ...tools.model import Tool
 from ...tools.targets import Target
 from ...tools.targets.object_root import MCP_NAME, object_simplify, refs_lint, root_lint

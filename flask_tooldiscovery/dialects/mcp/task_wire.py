@@ -22,8 +22,8 @@ from typing import Any
 
 from ...calls.task_input import open_questions
 from ...calls.tasks import Task
+from ...runtime.invoke import Outcome
 from ...serving.pipeline import Pipeline
-from ...tools.invoke import Outcome
 from ...tools.results import RichBlock
 from ..content_blocks import content_blocks
 from . import jsonrpc as rpc

@@ -32,10 +32,10 @@ from ...calls import task_input
 from ...calls.approvals import needs_approval
 from ...calls.tasks import TERMINAL, Task, TaskStore
 from ...observe.logs import log
+from ...runtime.invoke import prepare
 from ...serving.pipeline import Pipeline
 from ...serving.tasks import tasks_of
 from ...serving.wire import page_cursor, read_cursor
-from ...tools.invoke import prepare
 from ...tools.model import Tool, ToolContext
 from ...tools.questions import NOBODY, Answer, answer_of, declared, from_answers
 from . import jsonrpc as rpc

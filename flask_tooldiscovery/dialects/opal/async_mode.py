@@ -31,10 +31,10 @@ from ...calls import callbacks
 from ...calls.approvals import needs_approval
 from ...calls.tasks import Task
 from ...errors import BadRequest
+from ...runtime.invoke import prepare
 from ...serving.pipeline import Pipeline
 from ...serving.tasks import INTERRUPTED, finisher, tasks_of
 from ...serving.wire import json_response
-from ...tools.invoke import prepare
 from ...tools.model import Tool, ToolContext
 from .settings import OpalSettings
 

@@ -14,10 +14,10 @@ from flask import Blueprint, Response
 from ...errors import CoreError, Unauthorized
 from ...identity.sources import Authenticator
 from ...identity.verifiers import BearerVerifier
+from ...schema.json_schema import inline_refs, primary_type, split_nullable
 from ...serving.openapi import arguments_body, body_required, openapi_post
 from ...serving.pipeline import Pipeline
 from ...settings import Settings
-from ...tools.json_schema import inline_refs, primary_type, split_nullable
 from ...tools.model import Tool
 from ...tools.targets import Target
 from ...tools.targets.object_root import WORD_NAME, one_type_lint, one_type_simplify

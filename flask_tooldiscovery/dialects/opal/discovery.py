@@ -20,9 +20,9 @@ from typing import Any
 
 from marshmallow import fields
 
+from ...schema.json_schema import primary_type, split_nullable
 from ...serving.pipeline import Pipeline
 from ...serving.wire import JSON_MIMETYPE, WireSchema
-from ...tools.json_schema import primary_type, split_nullable
 from ...tools.model import Tool
 from ...tools.registry import ToolSet
 from . import async_mode as opal_async

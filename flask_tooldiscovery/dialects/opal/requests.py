@@ -23,9 +23,9 @@ from typing import Any
 from flask import Response, request
 
 from ...errors import BadRequest
+from ...runtime.invoke import Outcome
 from ...serving.pipeline import Pipeline
 from ...serving.wire import json_response
-from ...tools.invoke import Outcome
 from ...tools.model import ToolContext
 
 #: The media type of a v2 answer (the SDK's RESPONSE_MIME_TYPE).

@@ -1,5 +1,5 @@
 """Opal's UI resources: ``POST <prefix>/resources/read`` answers a tool UI (``@discovery.tool(ui=...)``,
-:mod:`...tools.ui`) by its ``ui://`` URI, the one the function's ``ui_resource`` names in discovery.
+:mod:`...catalog.ui`) by its ``ui://`` URI, the one the function's ``ui_resource`` names in discovery.
 
 Wire facts, from the Python SDK ``optimizely-opal.opal-tools-sdk`` 0.2.3.dev0 (``service.py``
 ``read_resource``): the body is ``{"uri": ...}``; the answer is one ``{"uri", "text", "mimeType"}``;
@@ -13,12 +13,12 @@ from typing import Any
 
 from flask import Response, current_app
 
+from ...catalog.ui import MIME_TYPE, UIError, render, resources_of, ui_of
 from ...errors import BadRequest, CoreError, NotFound
 from ...observe.logs import log
 from ...serving.pipeline import Pipeline
 from ...serving.wire import json_response
 from ...tools.model import Tool
-from ...tools.ui import MIME_TYPE, UIError, render, resources_of, ui_of
 
 
 def ui_resource(tool: Tool) -> str | None:

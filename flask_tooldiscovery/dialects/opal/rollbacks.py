@@ -23,9 +23,9 @@ from flask import Response
 
 from ...calls import once
 from ...errors import BadRequest, CoreError, NotFound, Unavailable
+from ...schema.json_schema import inline_refs
 from ...serving.openapi import arguments_body, openapi_post
 from ...serving.pipeline import Pipeline
-from ...tools.json_schema import inline_refs
 from ...tools.model import Tool
 from .requests import (
     CONTEXT_PROPERTIES,

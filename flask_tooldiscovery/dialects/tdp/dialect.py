@@ -17,11 +17,11 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from ...errors import BadRequest, CoreError, PayloadTooLarge, Unavailable
 from ...identity.sources import Authenticator
+from ...schema.json_schema import primary_type, split_nullable
 from ...serving.openapi import arguments_body, body_required, one_of, openapi_post
 from ...serving.pipeline import Pipeline, UnknownTool
 from ...serving.wire import WireSchema, json_response
 from ...settings import DialectSettings, Settings, choice, parse_str, setting
-from ...tools.json_schema import primary_type, split_nullable
 from ...tools.model import Tool
 from ...tools.targets import Target
 from ...tools.targets.object_root import WORD_NAME, one_type_lint, one_type_simplify

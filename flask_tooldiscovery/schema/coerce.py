@@ -16,8 +16,8 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..tools.results import RichResult, from_bytes
 from .json_schema import primary_type, split_nullable
-from .results import RichResult, from_bytes
 
 _INT = re.compile(r"^[+-]?\d+$")
 #: Types whose values are JSON as they are (subclasses, such as enums, take the long way).
@@ -27,8 +27,9 @@ _PLAIN = frozenset({str, int, bool, type(None)})
 def to_jsonable(value: Any, *, bytes_mime_type: str | None = None) -> Any:
     """Turn a tool's return value into JSON-ready data (dataclasses, enums, sets, dates...).
 
-    Rich results (:mod:`.results`: ``Image``, ``Audio``, ``File``, ``ResourceLink``) become their
-    canonical form; ``bytes`` become base64 text, or, with ``bytes_mime_type`` (the tool's
+    Rich results (:mod:`flask_tooldiscovery.tools.results`: ``Image``, ``Audio``, ``File``,
+    ``ResourceLink``) become their canonical form; ``bytes`` become base64 text, or, with
+    ``bytes_mime_type`` (the tool's
     ``result_mime_type``), the canonical form of an image, audio or file of that type.
     """
     kind = type(value)

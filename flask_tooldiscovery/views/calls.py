@@ -20,8 +20,8 @@ from werkzeug.test import EnvironBuilder
 from werkzeug.wrappers import Response
 
 from ..errors import ToolDiscoveryError
-from .model import ToolContext, ToolError
-from .view_schemas import LOCATIONS
+from ..tools.model import ToolContext, ToolError
+from .schemas import LOCATIONS
 
 #: The environ key a view can read to know it runs as a tool: ``{"tool", "call_id", "dialect"}``.
 ENVIRON_KEY = "flask_tooldiscovery.tool_call"

@@ -1,6 +1,6 @@
 """Readable resources: functions an app registers with ``@discovery.resource(uri)`` that a client
 may read by URI (MCP ``resources/read``), such as the files a tool returns by link
-(:class:`~.results.ResourceLink`).
+(:class:`~flask_tooldiscovery.tools.results.ResourceLink`).
 
 A resource has a fixed URI (``"config://app"``) or a URI template (RFC 6570 ``{var}``, or
 ``{+var}`` for values holding ``/``): the function receives each variable as a string argument of
@@ -18,16 +18,16 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from ..errors import ToolDiscoveryError
+from ..runtime.async_bridge import await_sync
+from ..runtime.watchers import Watchers
+from ..schema.signature import describe_function
 from ..settings_parsers import icons as read_icons
-from .async_bridge import await_sync
+from ..tools.function_tools import RegistrationError
+from ..tools.results import mime_type_error
 from .completion import NOTHING, Completer, Completion, UnknownArgument, completers
-from .function_tools import RegistrationError
-from .results import mime_type_error
-from .signature import describe_function
-from .watchers import Watchers
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .model import Identity, ToolContext
+    from ..tools.model import Identity, ToolContext
 
 #: ``{name}`` or ``{+name}`` in a URI template (RFC 6570 levels 1 and 2, one variable each).
 _VARIABLE = re.compile(r"\{(\+?)([A-Za-z_][A-Za-z0-9_]*)\}")

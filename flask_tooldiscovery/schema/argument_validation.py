@@ -14,8 +14,8 @@ from typing import Any
 import jsonschema
 from jsonschema.protocols import Validator
 
-from .quick_check import Check, quick_check
-from .schema_check import canonical_json, compile_validator
+from ..tools.quick_check import Check, quick_check
+from .check import canonical_json, compile_validator
 
 
 @dataclass(frozen=True)

@@ -22,13 +22,13 @@ from jsonschema.exceptions import SchemaError
 from marshmallow import ValidationError as MarshmallowValidationError
 
 from ..errors import ToolDiscoveryError
-from .argument_validation import ArgumentError, parameter_errors, validate_arguments
+from ..schema.argument_validation import ArgumentError, parameter_errors, validate_arguments
+from ..schema.coerce import Coercion, coercion, to_jsonable
+from ..tools.envelope import Envelope
+from ..tools.model import Tool, ToolContext, ToolError
+from ..tools.questions import CannotAsk, InputRequired
 from .async_bridge import run_sync
 from .call_log import log, log_call
-from .coerce import Coercion, coercion, to_jsonable
-from .envelope import Envelope
-from .model import Tool, ToolContext, ToolError
-from .questions import CannotAsk, InputRequired
 
 GENERIC_FAILURE = "The tool failed with an unexpected error."
 CANCELLED = "The call was cancelled."
@@ -86,8 +86,9 @@ class Outcome:
     failure: Failure | None = None
     errors: tuple[ArgumentError, ...] = ()
     duration_ms: float = 0.0
-    #: The tool returned an :class:`~.envelope.Envelope`: it as Opal's wire holds it (``value`` is
-    #: its plain result; with an ``error``, the call failed and ``failure`` says so).
+    #: The tool returned an :class:`~flask_tooldiscovery.tools.envelope.Envelope`: it as
+    #: Opal's wire holds it (``value`` is its plain result; with an ``error``, the call
+    #: failed and ``failure`` says so).
     envelope: dict[str, Any] | None = None
 
     @property

@@ -1,8 +1,9 @@
 """A Python function's signature and docstring -> JSON Schema (and back to Python values).
 
 :func:`describe_function` reads type hints and the docstring once, at decoration time, and returns
-the input schema, the output schema, the names of injected :class:`~.model.ToolContext` parameters
-and a loader that turns validated JSON arguments into the Python values the function declared
+the input schema, the output schema, the names of injected
+:class:`~flask_tooldiscovery.tools.model.ToolContext` parameters and a loader
+that turns validated JSON arguments into the Python values the function declared
 (each annotation's schema and converter come from :mod:`.type_schemas`, the texts from
 :mod:`.docstrings`).
 """
@@ -20,9 +21,9 @@ from typing import Any, Literal, Union
 from marshmallow import ValidationError
 
 from ..errors import ToolDiscoveryError
+from ..tools.model import ToolContext
+from ..tools.results import kind_of, schema_of
 from .docstrings import parse_docstring
-from .model import ToolContext
-from .results import kind_of, schema_of
 from .type_schemas import ReturnSchemaBuilder, SchemaBuilder, UnsupportedType, jsonable_default
 
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from flask import Flask
     from jinja2 import Environment
 
-    from .model import Tool
+    from ..tools.model import Tool
 
 #: The MIME type of an MCP App's HTML (and of every UI resource served here).
 MIME_TYPE = "text/html;profile=mcp-app"

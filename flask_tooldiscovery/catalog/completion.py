@@ -3,8 +3,9 @@
 
 A completer is declared beside the prompt or the resource, ``complete={"city": suggest_city}``:
 ``suggest_city(value, arguments)`` gets what was typed so far and the arguments already chosen
-(``{name: value}``; a :class:`~.model.ToolContext` parameter, if it has one, receives the caller),
-sync or async, and returns the suggestions, best first. Without one, an argument annotated with a
+(``{name: value}``; a :class:`~flask_tooldiscovery.tools.model.ToolContext` parameter, if it has
+one, receives the caller), sync or async, and returns the suggestions, best first. Without one,
+an argument annotated with a
 ``Literal`` or an ``Enum`` of strings is completed from its values (those starting with what was
 typed, case-insensitively). At most :data:`MAX_VALUES` go back; ``total`` says how many there were.
 """
@@ -20,12 +21,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolDiscoveryError
-from .async_bridge import await_sync
-from .function_tools import RegistrationError
-from .signature import describe_function
+from ..runtime.async_bridge import await_sync
+from ..schema.signature import describe_function
+from ..tools.function_tools import RegistrationError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .model import ToolContext
+    from ..tools.model import ToolContext
 
 #: The most values one answer carries (MCP's limit).
 MAX_VALUES = 100

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .docstrings import parse_docstring
-from .function_tools import RegistrationError
+from ..schema.docstrings import parse_docstring
+from ..tools.function_tools import RegistrationError
 
 SCHEME = "skill://"
 SKILL_FILE = "SKILL.md"
@@ -94,8 +94,8 @@ def mime_type_of(name: str) -> str:
 
 def read_frontmatter(text: str, where: str) -> dict[str, Any]:
     """The YAML frontmatter ``text`` begins with, as a JSON object (``name`` and ``description``
-    checked); a :class:`~.function_tools.RegistrationError` naming ``where`` otherwise. Needs PyYAML
-    (the ``skills`` extra)."""
+    checked); a :class:`~flask_tooldiscovery.tools.function_tools.RegistrationError` naming
+    ``where`` otherwise. Needs PyYAML (the ``skills`` extra)."""
     import yaml
 
     match = _FRONTMATTER.match(text)

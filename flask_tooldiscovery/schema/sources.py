@@ -10,8 +10,8 @@ from typing import Any
 from marshmallow import Schema, fields, validate
 
 from ..errors import ToolDiscoveryError
+from .check import check_schema
 from .json_schema import inline_refs
-from .schema_check import check_schema
 
 _FIELD_TYPES: list[tuple[type, dict[str, Any]]] = [
     # Order matters: subclasses before their bases.

@@ -13,8 +13,8 @@ from typing import Any
 from werkzeug.routing import Rule
 from werkzeug.routing import converters as conv
 
-from .function_tools import RegistrationError
-from .schema_sources import field_schema, marshmallow_to_json_schema
+from ..schema.sources import field_schema, marshmallow_to_json_schema
+from ..tools.function_tools import RegistrationError
 
 #: Where a location's fields go when their names collide with another location's.
 _NEST = {"query": "query", "json": "body", "form": "form"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from .model import Tool, ToolContext
+from ..tools.model import Tool, ToolContext
 
 #: The logger every line of the library goes to.
 LOGGER_NAME = "flask_tooldiscovery"

@@ -3,9 +3,10 @@ messages a person starts a conversation with (MCP ``prompts/list`` and ``prompts
 
 A prompt's arguments come from its signature as a tool's do (descriptions from the docstring or
 ``Annotated``, required when there is no default); they arrive as strings and are turned into the
-declared types, so ``Literal``, ``Enum``, numbers and booleans work. A :class:`~.model.ToolContext`
-parameter receives the caller. The function (sync or async) returns text, a :class:`Message`, an
-image, audio, a file, a :class:`~.results.ResourceLink` or an :class:`EmbeddedResource`, or a list of
+declared types, so ``Literal``, ``Enum``, numbers and booleans work. A
+:class:`~flask_tooldiscovery.tools.model.ToolContext` parameter receives the caller. The function
+(sync or async) returns text, a :class:`Message`, an image, audio, a file, a
+:class:`~flask_tooldiscovery.tools.results.ResourceLink` or an :class:`EmbeddedResource`, or a list of
 those: each item is one message, said by the user unless a :class:`Message` names the assistant.
 Nothing is kept between requests: every ``prompts/get`` calls the function, so any worker answers.
 """
@@ -21,18 +22,18 @@ from typing import TYPE_CHECKING, Any, Literal
 from marshmallow import ValidationError
 
 from ..errors import ToolDiscoveryError
+from ..runtime.async_bridge import await_sync
+from ..runtime.watchers import Watchers
+from ..schema.argument_validation import validate_arguments
+from ..schema.coerce import coercion
+from ..schema.signature import describe_function
 from ..settings_parsers import icons as read_icons
-from .argument_validation import validate_arguments
-from .async_bridge import await_sync
-from .coerce import coercion
+from ..tools.function_tools import RegistrationError, valid_tool_name
+from ..tools.results import RichBlock, RichResult, mime_type_error
 from .completion import NOTHING, Completer, Completion, UnknownArgument, completers
-from .function_tools import RegistrationError, valid_tool_name
-from .results import RichBlock, RichResult, mime_type_error
-from .signature import describe_function
-from .watchers import Watchers
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .model import Identity, ToolContext
+    from ..tools.model import Identity, ToolContext
 
 PROMPT_OPTIONS = ("name", "title", "description", "scopes", "icons", "complete")
 Role = Literal["user", "assistant"]

@@ -18,9 +18,9 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal, Union
 
 from ..errors import ToolDiscoveryError
+from ..tools.results import schema_for_type
 from .docstrings import docstring_params
 from .json_schema import inline_refs
-from .results import schema_for_type
 
 Converter = Callable[[Any], Any] | None
 
@@ -300,8 +300,8 @@ def _apply(converters: dict[str, Converter], value: Mapping[str, Any]) -> dict[s
 
 
 class ReturnSchemaBuilder(SchemaBuilder):
-    """A return annotation's schema: rich result types (:mod:`.results`) as their canonical form,
-    and ``bytes`` as an image, audio or file when the tool declares their MIME type."""
+    """A return annotation's schema: rich result types (:mod:`flask_tooldiscovery.tools.results`)
+    as their canonical form, and ``bytes`` as an image, audio or file when the tool declares their MIME type."""
 
     def __init__(self, bytes_mime_type: str | None) -> None:
         super().__init__()

@@ -1,7 +1,7 @@
 """Existing Flask views as tools: ``discovery.add_view(...)`` and ``discovery.add_views(...)``.
 
-A view becomes a tool whose input schema comes from what the view declares (:mod:`.view_schemas`);
-a call runs the view as a sub-request through the app itself (:mod:`.view_calls`).
+A view becomes a tool whose input schema comes from what the view declares (:mod:`.schemas`);
+a call runs the view as a sub-request through the app itself (:mod:`.calls`).
 
 Views are resolved against the app's URL map in ``init_app``: register them (or their
 blueprints) before it.
@@ -20,12 +20,12 @@ from typing import Any
 from flask import Flask, current_app, has_app_context
 from werkzeug.routing import Rule
 
-from .docstrings import parse_docstring
-from .function_tools import RegistrationError, tool_from_function
-from .model import Tool, ToolContext
-from .registry import ToolRegistry
-from .view_calls import Plan, result_of, run_view
-from .view_schemas import input_schema_of, output_schema_of
+from ..schema.docstrings import parse_docstring
+from ..tools.function_tools import RegistrationError, tool_from_function
+from ..tools.model import Tool, ToolContext
+from ..tools.registry import ToolRegistry
+from .calls import Plan, result_of, run_view
+from .schemas import input_schema_of, output_schema_of
 
 log = logging.getLogger("flask_tooldiscovery")
 

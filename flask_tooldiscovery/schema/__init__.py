@@ -1,0 +1,3 @@
+"""The JSON-Schema engine: a function's signature, type hints and docstring turned into JSON Schema,
+explicit schemas (dicts, marshmallow, pydantic) checked and read, string arguments coerced to
+their declared types, and a call's arguments validated against its tool's input schema."""
