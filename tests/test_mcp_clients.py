@@ -27,7 +27,7 @@ import pytest
 from flask import Flask
 
 from flask_tooldiscovery import ToolDiscovery, ToolError
-from flask_tooldiscovery.dialects.mcp.dialect import ALL_VERSIONS
+from flask_tooldiscovery.dialects.mcp.revisions import SUPPORTED as ALL_VERSIONS
 
 from .conftest import live_server
 

@@ -13,7 +13,7 @@ from flask import Flask
 from jsonschema import Draft202012Validator
 
 from flask_tooldiscovery import ToolDiscovery
-from flask_tooldiscovery.dialects.mcp.dialect import ALL_VERSIONS
+from flask_tooldiscovery.dialects.mcp.revisions import SUPPORTED as ALL_VERSIONS
 from flask_tooldiscovery.settings import SettingsError
 
 from .conftest import live_server

@@ -1,6 +1,6 @@
 """MCP approvals: a ``tools/call`` of a tool that needs a person's approval (:mod:`..approvals`).
 
-2026-07-28 (multi-round-trip): the call answers an ``InputRequiredResult`` asking the client for
+Stateless era (multi-round-trip requests): the call answers an ``InputRequiredResult`` asking the client for
 one form elicitation (``inputRequests.approval``: a boolean ``approve``), with the sealed request as
 ``requestState``. A client whose ``_meta`` capabilities do not declare ``elicitation`` is refused
 with -32021 naming it (nothing runs). The client asks its user and retries the same call with ``inputResponses`` and
@@ -9,7 +9,7 @@ nothing stored). An ``accept`` with ``approve: true`` runs the tool, anything el
 ``isError`` result, unrun; a tampered, expired or foreign ``requestState`` is refused as the
 official SDK refuses one (-32602 ``Invalid or expired requestState``).
 
-Handshake era: a 2025-06-18 or 2025-11-25 client accepting SSE is asked by a real
+Handshake era: a client whose revision has elicitation (2025-06-18 on) accepting SSE is asked by a real
 ``elicitation/create`` on the call's stream (:mod:`.mcp_elicit`). Any other, or one answering that
 request with an error, gets an ``isError`` result saying the approval could not be asked; its
 ``_meta`` carries the sealed state and prompt (:data:`META_KEY`), which a client may send back in
@@ -29,8 +29,9 @@ from ...tools.questions import Question
 from . import elicit as mcp_elicit
 from . import input_requests as mcp_input
 from . import jsonrpc as rpc
-from . import tasks as mcp_tasks
 from .content import call_result
+from .request import McpRequest, missing
+from .revisions import LATEST
 
 #: The key of the one input request (and of its response) in ``inputRequests``/``inputResponses``.
 APPROVAL_KEY = mcp_input.APPROVAL_KEY
@@ -64,10 +65,10 @@ def invalid_state() -> rpc.RpcError:
 
 
 def input_required(exc: ApprovalRequired) -> dict[str, Any]:
-    """The 2026-07-28 ``InputRequiredResult`` asking the person to approve the call: one form
+    """The stateless era's ``InputRequiredResult`` asking the person to approve the call: one form
     question, as a tool's own questions are asked, with the sealed approval as its state."""
     question = Question(exc.prompt, mcp_elicit.REQUESTED_SCHEMA, APPROVAL_KEY)
-    return mcp_input.input_required([question], exc.state, "2026-07-28")
+    return mcp_input.input_required([question], exc.state, LATEST)
 
 
 def cannot_ask(exc: ApprovalRequired) -> dict[str, Any]:
@@ -78,19 +79,20 @@ def cannot_ask(exc: ApprovalRequired) -> dict[str, Any]:
             "_meta": {META_KEY: {"approval_state": exc.state, "prompt": exc.prompt}}}
 
 
-def call(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, context: ToolContext,
-         params: Mapping[str, Any], modern: bool, version: str | None = None) -> dict[str, Any]:
-    """Run a ``tools/call`` through the pipeline with the approval it carries: the result of its
-    outcome (content blocks in the form ``version`` knows, default the request's), or the request
-    for approval (``modern``: an ``InputRequiredResult``)."""
+def call(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, context: ToolContext, req: McpRequest,
+         params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Run the ``tools/call`` ``req`` (its ``params``, default the request's own) through the pipeline
+    with the approval it carries: the result of its outcome (content blocks in the form the request's
+    revision knows), or the request for approval (stateless era: an ``InputRequiredResult``)."""
+    params = req.params if params is None else params
     approval = approval_of(params)
     try:
-        return call_result(pipe.invoke(tool, arguments or {}, context, approval=approval), version)
+        return call_result(pipe.invoke(tool, arguments or {}, context, approval=approval), req.revision)
     except ApprovalRequired as exc:
-        if modern and not mcp_tasks.declares(params, "elicitation"):  # never a request it cannot answer
-            raise mcp_tasks.missing({"elicitation": {}}) from None
-        return input_required(exc) if modern else (
-            mcp_elicit.ask(pipe, tool, arguments, context, exc) or cannot_ask(exc))
+        if req.stateless and not req.declares("elicitation"):  # never a request it cannot answer
+            raise missing({"elicitation": {}}) from None
+        return input_required(exc) if req.stateless else (
+            mcp_elicit.ask(pipe, tool, arguments, context, exc, req) or cannot_ask(exc))
     except InvalidApproval as exc:
         log.info("flask-tooldiscovery: mcp tools/call %s refused: %s (trace_id=%s)", tool.name, exc.reason,
                  context.trace_id)

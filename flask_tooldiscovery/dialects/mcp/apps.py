@@ -17,8 +17,8 @@ from ...catalog.ui import MIME_TYPE, UI, render, resources_of, ui_of, visibility
 from ...serving.pipeline import Pipeline
 from ...tools.model import Tool
 from . import jsonrpc as rpc
-from .content import client_version
-from .resources import NOT_FOUND_AS_INVALID_PARAMS_SINCE, RESOURCE_NOT_FOUND
+from .request import Handler, McpRequest
+from .resources import not_found
 
 EXTENSION = "io.modelcontextprotocol/ui"
 #: The flat key hosts read before ``_meta.ui.resourceUri`` (deprecated, still sent by the SDK's helper).
@@ -56,7 +56,7 @@ def _entry(ui: UI) -> dict[str, Any]:
     return {**entry, "_meta": {"ui": meta}} if meta else entry
 
 
-def methods(pipe: Pipeline, base: dict[str, rpc.Method]) -> dict[str, rpc.Method]:
+def methods(pipe: Pipeline, base: dict[str, Handler]) -> dict[str, Handler]:
     """The resources methods of ``base`` (the app's resources, possibly none) with the interfaces of
     the tools this caller may see added; ``base`` as it is when no registered tool has one."""
     if not resources_of(pipe.core.registry.registered):
@@ -66,22 +66,20 @@ def methods(pipe: Pipeline, base: dict[str, rpc.Method]) -> dict[str, rpc.Method
     def interfaces() -> dict[str, UI]:
         return resources_of(pipe.tools().latest())
 
-    def list_resources(params: dict[str, Any]) -> dict[str, Any]:
-        listed = base_list(params) if base_list is not None else {}
+    def list_resources(req: McpRequest) -> dict[str, Any]:
+        listed = base_list(req) if base_list is not None else {}
         own = listed.get("resources", []) if isinstance(listed, dict) else []
         return {"resources": [*own, *(_entry(ui) for ui in interfaces().values())]}
 
-    def read(params: dict[str, Any]) -> rpc.Result:
-        uri = params.get("uri")
+    def read(req: McpRequest) -> rpc.Result:
+        uri = req.params.get("uri")
         ui = interfaces().get(uri) if isinstance(uri, str) else None
         if ui is None:
             if base_read is not None:
-                return base_read(params)
+                return base_read(req)
             if not isinstance(uri, str) or not uri:
                 raise rpc.RpcError(rpc.INVALID_PARAMS, "resources/read needs params.uri (a string).")
-            meta = params["_meta"] if isinstance(params.get("_meta"), dict) else {}
-            modern = client_version(meta) >= NOT_FOUND_AS_INVALID_PARAMS_SINCE
-            raise rpc.RpcError(rpc.INVALID_PARAMS if modern else RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
+            raise not_found(req, uri)
         # A template failing here is logged with its trace by the method table; the caller is told
         # "Internal error." only.
         html = render(current_app._get_current_object(), ui, pipe.tools().latest())  # type: ignore[attr-defined]
@@ -89,9 +87,9 @@ def methods(pipe: Pipeline, base: dict[str, rpc.Method]) -> dict[str, rpc.Method
         meta = ui.wire_meta()
         return {"contents": [{**content, "_meta": {"ui": meta}} if meta else content]}
 
-    added: dict[str, rpc.Method] = {"resources/list": list_resources, "resources/read": read}
+    added: dict[str, Handler] = {"resources/list": list_resources, "resources/read": read}
     if "resources/templates/list" not in base:
-        added["resources/templates/list"] = lambda params: {"resourceTemplates": []}
+        added["resources/templates/list"] = lambda req: {"resourceTemplates": []}
     return {**base, **added}
 
 

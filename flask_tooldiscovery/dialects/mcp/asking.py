@@ -1,10 +1,10 @@
 """A ``prompts/get`` or ``resources/read`` whose function asks its caller (``ctx.elicit``,
 ``ctx.sample``, ``ctx.list_roots``, ``ctx.ask_all``) as a tool does, by the tools' own mechanism:
-at 2026-07-28 in rounds of ``InputRequiredResult`` (:func:`.input_requests.in_rounds`: the state
+in the stateless era in rounds of ``InputRequiredResult`` (:func:`.input_requests.in_rounds`: the state
 sealed for this method, the prompt or resource, its arguments and the caller, good once); in the
 handshake era on the request's own SSE stream, opened once the function asks or logs
 (:mod:`.stream`), the answers handed over by the rendezvous. A request nobody can answer is -32603
-saying so (-32021 at 2026-07-28 when the client did not declare the capability)."""
+saying so (-32021 in the stateless era when the client did not declare the capability)."""
 
 from __future__ import annotations
 
@@ -19,10 +19,8 @@ from ...tools.questions import CannotAsk, InputRequired
 from . import input_requests as mcp_input
 from . import jsonrpc as rpc
 from . import stream as mcp_stream
-from .content import client_version
+from .request import McpRequest
 
-#: The version from which a request asks its caller in rounds (before it: on the request's stream).
-MODERN = "2026-07-28"
 T = TypeVar("T")
 
 
@@ -33,16 +31,15 @@ class Rendered(Generic[T]):
     value: T
 
 
-def asking(pipe: Pipeline, method: str, target: str, bound: Mapping[str, Any] | None, params: Mapping[str, Any],
+def asking(pipe: Pipeline, req: McpRequest, target: str, bound: Mapping[str, Any] | None,
            render: Callable[[ToolContext], T], label: str,
            error_data: Mapping[str, Any]) -> Rendered[T] | dict[str, Any]:
-    """Run ``render`` (the prompt's or resource's function, given the caller's context) for a
-    ``method`` request, its state bound to ``target`` (a name) and ``bound`` (its arguments): what
+    """Run ``render`` (the prompt's or resource's function, given the caller's context) for the
+    request ``req``, its state bound to ``target`` (a name) and ``bound`` (its arguments): what
     it returned, or the ``InputRequiredResult`` of the requests still open. ``label`` names it in
     the error of a request that could not be asked, whose ``data`` is ``error_data``."""
-    meta = params.get("_meta")
+    meta = req.params.get("_meta")
     context = pipe.context(extra={"meta": meta if isinstance(meta, dict) else {}})
-    version = client_version(meta if isinstance(meta, dict) else None)
     unanswered: list[CannotAsk] = []
 
     def run(_: Any) -> Rendered[T] | None:
@@ -55,10 +52,10 @@ def asking(pipe: Pipeline, method: str, target: str, bound: Mapping[str, Any] | 
             unanswered.append(exc)
             return None
 
-    forget = mcp_stream.listen(pipe, context)  # cancellable; handshake era: asks on the request's stream
+    forget = mcp_stream.listen(pipe, context, req)  # cancellable; handshake era: asks on the request's stream
     try:
-        out = mcp_input.in_rounds(pipe, Named(target), dict(bound or {}), context, params, version, run,
-                                  lambda r: r is None, method=method) if version >= MODERN else run(params)
+        out = mcp_input.in_rounds(pipe, Named(target), dict(bound or {}), context, req, run,
+                                  lambda r: r is None) if req.stateless else run(req.params)
     finally:
         forget()
     if out is None:
@@ -68,4 +65,4 @@ def asking(pipe: Pipeline, method: str, target: str, bound: Mapping[str, Any] | 
     return out
 
 
-__all__ = ["MODERN", "Rendered", "asking"]
+__all__ = ["Rendered", "asking"]

@@ -15,6 +15,7 @@ from ...serving.pipeline import Pipeline
 from ...settings import Settings
 from ...tools.model import ToolError
 from . import jsonrpc as rpc
+from .request import Handler, McpRequest
 from .settings import McpSettings
 
 METHOD = "completion/complete"
@@ -40,11 +41,12 @@ def answer(found: Completion) -> dict[str, Any]:
     return {"completion": {"values": list(found.values), "total": found.total, "hasMore": found.has_more}}
 
 
-def methods(pipe: Pipeline) -> dict[str, rpc.Method]:
+def methods(pipe: Pipeline) -> dict[str, Handler]:
     """``completion/complete`` for the MCP method table (-32601 while there is nothing to complete)."""
     core = pipe.core
 
-    def complete(params: dict[str, Any]) -> dict[str, Any]:
+    def complete(req: McpRequest) -> dict[str, Any]:
+        params = req.params
         if not capability(pipe.settings, core.prompts, core.resources):
             raise rpc.RpcError(rpc.METHOD_NOT_FOUND, "Method not found: this server offers no completions")
         ref, argument = params.get("ref"), params.get("argument")

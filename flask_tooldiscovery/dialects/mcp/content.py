@@ -14,16 +14,17 @@ from ...runtime.invoke import Outcome
 from ...tools.model import Tool
 from ...tools.results import is_rich, is_rich_schema
 from ..content_blocks import content_blocks
+from . import revisions
 
 #: The version a request speaks when it names none (the streamable HTTP transport's rule).
-DEFAULT_VERSION = "2025-03-26"
-#: Where a 2026-07-28 request names its protocol version, in ``params._meta``.
+DEFAULT_VERSION = revisions.DEFAULT
+#: Where a stateless-era request names its protocol version, in ``params._meta``.
 VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion"
 
 
 def client_version(meta: Mapping[str, Any] | None = None) -> str:
     """The protocol version of the request being answered: its ``MCP-Protocol-Version`` header,
-    else its 2026-07-28 ``_meta`` envelope, else :data:`DEFAULT_VERSION`."""
+    else its stateless-era ``_meta`` envelope, else :data:`DEFAULT_VERSION`."""
     header = request.environ.get("HTTP_MCP_PROTOCOL_VERSION") if has_request_context() else None
     given = (meta or {}).get(VERSION_META_KEY)
     return header or (given if isinstance(given, str) else None) or DEFAULT_VERSION

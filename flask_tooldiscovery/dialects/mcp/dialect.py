@@ -1,7 +1,8 @@
 """Dialect ``mcp``: the Model Context Protocol over streamable HTTP, stateless (no session: any
 worker answers any request). One endpoint; ``POST`` carries JSON-RPC 2.0, answered with one JSON
-body (202 for notifications). The handshake era (``initialize``, 2024-11-05 .. 2025-11-25) and
-2026-07-28 (``server/discover``, the per-request ``_meta`` envelope, routing headers) are served."""
+body (202 for notifications). Both eras (:mod:`.revisions`) are served: the handshake era
+(``initialize``) and the stateless era (``server/discover``, the per-request ``_meta`` envelope,
+routing headers)."""
 
 from __future__ import annotations
 
@@ -23,87 +24,37 @@ from ...tools.model import Tool
 from ...tools.registry import ToolSet
 from .. import Dialect, Protocol
 from . import approval as mcp_approval
-from . import apps, completion, param_headers, prompts, resources, skills, stream_task, subscriptions, task_questions
+from . import (
+    apps,
+    completion,
+    param_headers,
+    prompts,
+    resources,
+    revisions,
+    skills,
+    stream_task,
+    subscriptions,
+    task_questions,
+)
 from . import input_requests as mcp_input
 from . import jsonrpc as rpc
 from . import stream as mcp_stream
 from . import tasks as mcp_tasks
 from .auth import authenticator, authorization, root_blueprint, security_warning
 from .claude_directory import TARGET as CLAUDE_DIRECTORY
-from .content import VERSION_META_KEY, client_version, object_output_schema
+from .content import object_output_schema
 from .driver import McpDriver
-from .param_headers import HEADER_MISMATCH
+from .envelope import STATELESS_STATUS, header_refusal, is_stateless, stateless_refusal
+from .request import Handler, McpRequest
 from .sessions import headers as session_headers
 from .settings import McpSettings
 from .target import TARGET
 
 NAME = "mcp"
-HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
-MODERN_VERSIONS = ("2026-07-28",)
-ALL_VERSIONS = HANDSHAKE_VERSIONS + MODERN_VERSIONS
+#: Every revision served (:data:`.revisions.SUPPORTED`).
+ALL_VERSIONS = revisions.SUPPORTED
 TRANSPORT = "streamable-http"
 SERVER_INFO_META_KEY = "io.modelcontextprotocol/serverInfo"
-#: Protocol versions from which JSON-RPC batches are gone from the spec.
-NO_BATCH_VERSIONS = ("2025-06-18", "2025-11-25", *MODERN_VERSIONS)
-CAPABILITIES_META_KEY = "io.modelcontextprotocol/clientCapabilities"
-#: Handshake-era methods 2026-07-28 removed (the handshake, ``ping``, session-held state).
-REMOVED_METHODS = ("initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe")
-UNSUPPORTED_PROTOCOL_VERSION = -32022
-#: HTTP status of a JSON-RPC error in the 2026-07-28 transport (as the official SDK maps them).
-MODERN_STATUS = {rpc.PARSE_ERROR: 400, rpc.INVALID_REQUEST: 400, rpc.INVALID_PARAMS: 400, HEADER_MISMATCH: 400,
-                 UNSUPPORTED_PROTOCOL_VERSION: 400, rpc.METHOD_NOT_FOUND: 404, mcp_tasks.MISSING_CAPABILITY: 400}
-ROUTING_HEADERS = ("MCP-Protocol-Version", "Mcp-Method", "Mcp-Name")
-#: The methods whose ``Mcp-Name`` header mirrors a parameter of the body, and that parameter.
-NAME_BEARING = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
-_ROUTING_KEYS = tuple((name, "HTTP_" + name.upper().replace("-", "_")) for name in ROUTING_HEADERS)
-
-
-def header_value(value: str | None) -> str | None:
-    """An ``Mcp-Name`` value, with the ``=?base64?...?=`` form decoded (``None`` if malformed)."""
-    return None if value is None else param_headers.decoded(value)
-
-
-def modern_refusal(method: str, params: dict[str, Any]) -> rpc.RpcError | None:
-    """The 2026-07-28 checks of one request, in the official SDK's order: the ``_meta`` envelope
-    (-32602), the routing headers agreeing with the body (-32020), a served version (-32022), a method the version
-    has (-32601: the handshake-era methods it removed)."""
-    meta = params.get("_meta")
-    missing = [k for k in (VERSION_META_KEY, CAPABILITIES_META_KEY) if not isinstance(meta, dict) or k not in meta]
-    if missing or not isinstance(meta, dict):
-        return rpc.RpcError(rpc.INVALID_PARAMS,
-                            f"params._meta is missing the required envelope key(s): {', '.join(missing)}")
-    version = meta[VERSION_META_KEY]
-    if request.environ.get("HTTP_MCP_PROTOCOL_VERSION") != version:
-        return rpc.RpcError(HEADER_MISMATCH, "MCP-Protocol-Version header does not match the request envelope's "
-                            "version")
-    if request.headers.get("Mcp-Method") != method:
-        return rpc.RpcError(HEADER_MISMATCH, "Mcp-Method header does not match the request body's method")
-    named = NAME_BEARING.get(method)
-    if named is not None and params.get(named) is not None \
-            and header_value(request.headers.get("Mcp-Name")) != params[named]:
-        return rpc.RpcError(HEADER_MISMATCH, f"Mcp-Name header does not match the request body's {named!r} parameter")
-    if method in mcp_tasks.MODERN_METHODS and isinstance(params.get("taskId"), str) \
-            and header_value(request.headers.get("Mcp-Name")) != params["taskId"]:
-        return rpc.RpcError(HEADER_MISMATCH, "Mcp-Name header does not match the request body's 'taskId' parameter")
-    if not isinstance(version, str):
-        return rpc.RpcError(rpc.INVALID_PARAMS, "the protocol-version envelope value must be a string")
-    if version not in MODERN_VERSIONS:
-        return rpc.RpcError(UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
-                            {"supported": list(ALL_VERSIONS), "requested": version})
-    if method in REMOVED_METHODS:  # answered 404 like any method the version does not have
-        return rpc.RpcError(rpc.METHOD_NOT_FOUND, f"Method not found: {method} is not part of protocol version "
-                            f"{version}.")
-    return None
-
-
-def is_modern(message: Any) -> bool:
-    """A 2026-07-28 message: the version header says so, or the ``_meta`` envelope does."""
-    params = message.get("params") if isinstance(message, dict) else None
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    return (isinstance(meta, dict) and VERSION_META_KEY in meta) or (
-        request.environ.get("HTTP_MCP_PROTOCOL_VERSION") in MODERN_VERSIONS)
-
-
 def list_shape(raw: bytes) -> tuple[str, Any] | None:
     """:func:`.jsonrpc.shape` of a ``tools/list`` request; any other body (a ``tools/call``...)
     is told apart by a substring test before anything is parsed."""
@@ -165,14 +116,14 @@ def openapi_paths(pipe: Pipeline) -> dict[str, Any]:
     message = {"type": "object", "required": ["jsonrpc", "method"], "properties": {
         "jsonrpc": {"const": "2.0"}, "id": {"type": ["string", "integer"]}, "method": {"type": "string"},
         "params": {"description": "An object (null: none); anything else is answered by a JSON-RPC error."}}}
-    # A batch (2025-03-26): each member is answered on its own, an invalid one by an error in the batch.
+    # A batch (revisions that have them): each member is answered on its own, an invalid one by an error in the batch.
     schema = {"anyOf": [message, {"type": "array", "minItems": 1, "maxItems": McpSettings.of(pipe.settings).max_batch}]}
     return {pipe.prefix or "/": openapi_post(
         pipe, (), operation_id="mcp_jsonrpc", tags=["mcp"], schema=schema, error_schema=ERROR_SCHEMA,
         summary="MCP JSON-RPC over streamable HTTP (tools/list, tools/call, ...)", reach="body", responses={
             "200": "A JSON-RPC response.", "202": "A notification or response was accepted.",
-            "400": "Not JSON, not a JSON-RPC request, or (2026-07-28) a request the protocol refuses.",
-            "404": "(2026-07-28) An unknown method."})}
+            "400": "Not JSON, not a JSON-RPC request, or (stateless era) a request the protocol refuses.",
+            "404": "(stateless era) An unknown method."})}
 
 
 def dumps(value: Any) -> str:
@@ -201,7 +152,7 @@ def manifest_section(pipe: Pipeline, entry: Mapping[str, Any], about: Mapping[st
     """The discovery manifest's ``mcp`` entry: the endpoint, its transport, versions and capabilities,
     the documents about it (the Server Card) and, with OAuth, where clients get access tokens."""
     section = {"url": entry["url"], "transport": TRANSPORT, "protocolVersions": list(ALL_VERSIONS),
-               "capabilities": {**server_capabilities(pipe), "tasks": mcp_tasks.LEGACY_CAPABILITY}, **about}
+               "capabilities": {**server_capabilities(pipe), "tasks": mcp_tasks.HANDSHAKE_CAPABILITY}, **about}
     oauth = authorization(pipe.settings, request)
     return {**section, "authorization": oauth} if oauth else section
 
@@ -217,45 +168,46 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         description = settings.instructions or settings.server_description
         return {**result, "instructions": description} if description else result
 
-    def initialize(params: dict[str, Any]) -> dict[str, Any]:
-        requested = params.get("protocolVersion")
+    def initialize(req: McpRequest) -> dict[str, Any]:
+        params, requested = req.params, req.params.get("protocolVersion")
         if not isinstance(requested, str):
             raise rpc.RpcError(rpc.INVALID_PARAMS, "initialize needs params.protocolVersion (a string).")
-        version = requested if requested in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
+        version = requested if requested in revisions.HANDSHAKE_REVISIONS else revisions.LATEST_HANDSHAKE
         capabilities = server_capabilities(pipe)
-        offered = {**capabilities, "tasks": mcp_tasks.LEGACY_CAPABILITY} if version >= "2025-11-25" else capabilities
+        offered = {**capabilities, "tasks": mcp_tasks.HANDSHAKE_CAPABILITY} if revisions.has_tasks(version) \
+            else capabilities
         pipe.add_headers(session_headers(params))  # names what the client declared it can be asked
         return with_instructions({"protocolVersion": version, "capabilities": offered, "serverInfo": server_info})
 
-    def discover(params: dict[str, Any]) -> dict[str, Any]:
+    def discover(req: McpRequest) -> dict[str, Any]:
         capabilities = server_capabilities(pipe)
         offered = {**capabilities, "extensions": {**capabilities.get("extensions", {}), mcp_tasks.EXTENSION: {}}}
         return with_instructions({"supportedVersions": list(ALL_VERSIONS), "capabilities": offered})
 
-    def list_tools(params: dict[str, Any]) -> rpc.Encoded:
+    def list_tools(req: McpRequest) -> rpc.Encoded:
         """One page, encoded once per (visible tool set, page, era) in the pipeline's cache."""
-        toolset = pipe.tools()
-        tools, size, modern = toolset.latest(), options.page_size, is_modern({"params": params})
+        toolset, params = pipe.tools(), req.params
+        tools, size, stateless = toolset.latest(), options.page_size, req.stateless
         try:
             start = read_cursor(params["cursor"], len(tools)) if params.get("cursor") is not None else 0
         except ValueError:
             raise rpc.RpcError(rpc.INVALID_PARAMS, "Invalid cursor.") from None
 
         def page() -> bytes:
-            result: dict[str, Any] = {"tools": [shown(t, modern) for t in tools[start:start + size]]}
+            result: dict[str, Any] = {"tools": [shown(t, stateless) for t in tools[start:start + size]]}
             if start + size < len(tools):
                 result["nextCursor"] = page_cursor(start + size)
-            return dumps(complete("tools/list", result, modern)).encode("utf-8")
+            return dumps(complete("tools/list", result, stateless)).encode("utf-8")
 
-        data = pipe.cache.document(("tools/list", start, modern), toolset, page).body
+        data = pipe.cache.document(("tools/list", start, stateless), toolset, page).body
         if isinstance(pipe.body(), dict):  # one request, not a batch: the same again may skip Flask
             learn(toolset, data)
         return rpc.Encoded(data)
 
-    def shown(tool: Tool, modern: bool) -> dict[str, Any]:
-        """A tool as ``tools/list`` shows it; with ``execution.taskSupport`` to 2025-11-25 clients."""
+    def shown(tool: Tool, stateless: bool) -> dict[str, Any]:
+        """A tool as ``tools/list`` shows it; with ``execution.taskSupport`` to handshake-era clients."""
         entry, support = pipe.dump(NAME, tool, _TOOL.dump), mcp_tasks.support(tool)
-        return entry if modern or support == "forbidden" else {**entry, "execution": {"taskSupport": support}}
+        return entry if stateless or support == "forbidden" else {**entry, "execution": {"taskSupport": support}}
 
     def learn(toolset: ToolSet, data: bytes) -> None:
         """Let the core's fast path answer this very ``tools/list`` again (any id) with these bytes
@@ -264,32 +216,31 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         if type(provider) is DefaultJSONProvider:
             pipe.remember_post(toolset, rpc.result_splice(data, lambda v: wire.dumps(v, provider)))
 
-    def call_tool(params: dict[str, Any]) -> dict[str, Any]:
-        name = params.get("name")
+    def call_tool(req: McpRequest) -> dict[str, Any]:
+        params, name = req.params, req.params.get("name")
         if not isinstance(name, str) or not name:
             raise rpc.RpcError(rpc.INVALID_PARAMS, "tools/call needs params.name (a string).")
         arguments = params.get("arguments")
         if arguments is not None and not isinstance(arguments, dict):
             raise rpc.RpcError(rpc.INVALID_PARAMS, "tools/call params.arguments must be an object.")
         tool = pipe.find(name)
-        if is_modern({"params": params}) and (mismatch := param_headers.refusal(tool, arguments)) is not None:
+        if req.stateless and (mismatch := param_headers.refusal(tool, arguments)) is not None:
             raise mismatch
         meta: dict[str, Any] = params["_meta"] if isinstance(params.get("_meta"), dict) else {}
         traceparent = meta.get("traceparent")
         context = pipe.context(extra={"meta": meta}, trace_id=traceparent if isinstance(traceparent, str) else None)
-        deferred = mcp_tasks.as_task(pipe, tool, arguments, context, params, is_modern({"params": params}))
+        deferred = mcp_tasks.as_task(pipe, tool, arguments, context, req)
         if deferred is not None:  # a task, or the questions it asks first
             return deferred
-        forget = mcp_stream.listen(pipe, context)  # cancellable from now on; streamed calls start their stream
-        record = stream_task.open_record(pipe, tool, arguments, context, params)  # streamed: a task
+        forget = mcp_stream.listen(pipe, context, req)  # cancellable from now on; streamed calls start their stream
+        record = stream_task.open_record(pipe, tool, arguments, context, req)  # streamed: a task
         result: dict[str, Any] | None = None
-        modern, version = is_modern({"params": params}), client_version(meta)
         try:
-            if modern:  # the tool's own input requests: rounds of InputRequiredResults
-                result = mcp_input.call_in_rounds(pipe, tool, arguments, context, params, version, lambda sent: (
-                    mcp_approval.call(pipe, tool, arguments, context, sent, True, version)))
+            if req.stateless:  # the tool's own input requests: rounds of InputRequiredResults
+                result = mcp_input.call_in_rounds(pipe, tool, arguments, context, req, lambda sent: (
+                    mcp_approval.call(pipe, tool, arguments, context, req, sent)))
             else:
-                result = mcp_approval.call(pipe, tool, arguments, context, params, False, version)
+                result = mcp_approval.call(pipe, tool, arguments, context, req)
         except RetryLater as exc:  # busy, rate limited: a result the model can act on, and Retry-After
             pipe.add_headers(exc.headers)
             result = {"content": [{"type": "text", "text": f"{exc.message} Retry in {exc.retry_after} s."}],
@@ -299,7 +250,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             stream_task.close_record(record, context, result)
         return result
 
-    methods: dict[str, rpc.Method] = {"initialize": initialize, "ping": lambda params: {}, "server/discover": discover,
+    methods: dict[str, Handler] = {"initialize": initialize, "ping": lambda req: {}, "server/discover": discover,
                                       "tools/list": list_tools, "tools/call": call_tool,
                                       **skills.methods(pipe, apps.methods(pipe, resources.methods(pipe))),
                                       **prompts.methods(pipe), **completion.methods(pipe),
@@ -307,9 +258,9 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
                                       **subscriptions.methods(pipe, lambda: server_capabilities(pipe)),
                                       "logging/setLevel": mcp_stream.set_level}
 
-    def complete(method: str, result: dict[str, Any], modern: bool) -> dict[str, Any]:
-        """``result`` with what 2026-07-28 adds to every result (``modern``)."""
-        if modern:
+    def complete(method: str, result: dict[str, Any], stateless: bool) -> dict[str, Any]:
+        """``result`` with what the stateless era adds to every result (``stateless``)."""
+        if stateless:
             result = dict(result)
             result.setdefault("resultType", "complete")
             if method in ("tools/list", "server/discover", *resources.METHODS):
@@ -318,36 +269,26 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             result["_meta"] = {**(result.get("_meta") or {}), SERVER_INFO_META_KEY: server_info}
         return result
 
-    def run(method: str, params: dict[str, Any]) -> rpc.Result:
-        modern = is_modern({"params": params})
-        refusal = modern_refusal(method, params) if modern else None
+    def run(req: McpRequest) -> rpc.Result:
+        refusal = stateless_refusal(req.method, req.params) if req.stateless else None
         if refusal is not None:
             raise refusal
-        handler = methods.get(method)
+        handler = methods.get(req.method)
         if handler is None:
-            raise rpc.RpcError(rpc.METHOD_NOT_FOUND, f"Method not found: {method}")
+            raise rpc.RpcError(rpc.METHOD_NOT_FOUND, f"Method not found: {req.method}")
         try:
-            result = handler(params)
+            result = handler(req)
         except CoreError as exc:
             raise to_rpc(exc) from None
-        return result if isinstance(result, rpc.Encoded) else complete(method, result, modern)
+        return result if isinstance(result, rpc.Encoded) else complete(req.method, result, req.stateless)
+
+    def read(method: str, params: dict[str, Any]) -> rpc.Result:
+        """A method of a message that came without its :class:`McpRequest` (a batch's)."""
+        return run(McpRequest.of(method, params))
 
     def failed(method: str, exc: Exception) -> rpc.RpcError:
         log.error("mcp: %s failed (trace_id=%s)", method, pipe.trace_id, exc_info=(type(exc), exc, exc.__traceback__))
         return rpc.RpcError(rpc.INTERNAL_ERROR, "Internal error.")
-
-    def header_refusal(payload: Any) -> tuple[dict[str, Any], int] | None:
-        """A routing header sent twice, or a protocol version this server does not speak."""
-        id_ = payload.get("id") if isinstance(payload, dict) and rpc.valid_id(payload.get("id")) else None
-        environ = request.environ  # one key per header: WSGI servers join repeated ones with ","
-        for name, environ_key in _ROUTING_KEYS:
-            if "," in environ.get(environ_key, ""):
-                return rpc.error_body(id_, HEADER_MISMATCH, f"{name} header sent more than once"), 400
-        version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
-        if version is not None and version not in ALL_VERSIONS:
-            return rpc.error_body(id_, UNSUPPORTED_PROTOCOL_VERSION, f"Unsupported protocol version: {version}",
-                              {"supported": list(ALL_VERSIONS), "requested": version}), 400
-        return None
 
     @pipe.route("", "call", subscriptions.http_methods(settings), endpoint="endpoint", strict_slashes=False)
     def endpoint() -> Response:
@@ -359,24 +300,26 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         refused = header_refusal(payload)
         if refused is not None:
             return json_response(*refused)
-        if isinstance(payload, list):  # a batch: 2025-03-26 only, and bounded
+        if isinstance(payload, list):  # a batch: revisions that have them only, and bounded
             version = request.environ.get("HTTP_MCP_PROTOCOL_VERSION")
             if not payload:
                 return json_response(rpc.error_body(None, rpc.INVALID_REQUEST, "Invalid Request: empty batch."), 400)
-            refusal = (f"batches are not part of protocol version {version}" if version in NO_BATCH_VERSIONS
+            refusal = (f"batches are not part of protocol version {version}"
+                       if version is not None and not revisions.has_batches(version)
                        else f"a batch holds at most {options.max_batch} messages"
                        if len(payload) > options.max_batch else None)
             if refusal:
                 return json_response(rpc.error_body(None, rpc.INVALID_REQUEST, f"Invalid Request: {refusal}."), 400)
-            answers = [a for a in (rpc.dispatch(m, run, failed) for m in payload) if a is not None]
+            answers = [a for a in (rpc.dispatch(m, read, failed) for m in payload) if a is not None]
             return respond(answers) if answers else Response(status=202)
-        reply = mcp_stream.dispatch(pipe, payload, lambda: rpc.dispatch(payload, run, failed))
+        reply = mcp_stream.dispatch(pipe, payload, lambda req: rpc.dispatch(
+            payload, read if req is None else lambda method, params: run(req), failed))  # read once, at the entry
         reply = subscriptions.listening(pipe, reply)  # subscriptions/listen: its stream
         if not isinstance(reply, dict):  # a notification (202), or the SSE stream of a call or of a listen
             return reply or Response(status=202)
         error = reply.get("error")
         code = error.get("code") if isinstance(error, dict) else None
-        status = 200 if code is None else MODERN_STATUS.get(code, 200) if is_modern(payload) \
+        status = 200 if code is None else STATELESS_STATUS.get(code, 200) if is_stateless(payload) \
             else 400 if code == rpc.INVALID_REQUEST else 200
         return respond(reply, status)
 

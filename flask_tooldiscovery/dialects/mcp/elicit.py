@@ -1,6 +1,6 @@
-"""A handshake-era MCP call asks its caller on its own SSE stream (2025-03-26 on; elicitation from
-2025-06-18): a tool's input requests (:class:`StreamAsker`: ``elicitation/create``,
-``sampling/createMessage``, ``roots/list``) and a person's approval (2025-06-18, 2025-11-25). The
+"""A handshake-era MCP call asks its caller on its own SSE stream (:func:`.revisions.streams_requests`;
+elicitation from :func:`.revisions.has_elicitation`): a tool's input requests (:class:`StreamAsker`:
+``elicitation/create``, ``sampling/createMessage``, ``roots/list``) and a person's approval. The
 ``tools/call`` is answered as an SSE stream (:mod:`.mcp_stream`) that carries each request with a
 fresh unguessable id; the client POSTs its answer to the endpoint as a separate request, which may
 reach any worker, and :func:`receive` hands it over through the rendezvous (:mod:`..rendezvous`:
@@ -9,7 +9,7 @@ with ``approve: true`` runs the tool with the sealed state (the core checks it) 
 follows on the same stream; anything else answers the not-approved result.
 
 A client is asked only what it declared at ``initialize``: the session id that answer gave
-(:mod:`.sessions`) names it, so a request it did not declare raises
+(:mod:`.sessions`) names it (:meth:`.request.McpRequest.may_ask` reads it), so a request it did not declare raises
 :class:`~...tools.questions.CannotAnswer` in the tool without being sent (the call ends with a tool
 error saying so, unless the tool catches it), and an approval is not asked of a client without
 elicitation (its call answers the ``isError`` result carrying the state in ``_meta``). A request
@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from flask import current_app as app
-from flask import g, request
+from flask import request
 
 from ...calls.approvals import APPROVAL_HEADER, Approval, ApprovalRequired, InvalidApproval, needs_approval
 from ...calls.rendezvous import Mailbox, RendezvousError, for_uri
@@ -37,28 +37,16 @@ from ...observe.logs import log
 from ...serving.pipeline import Pipeline
 from ...settings import Settings
 from ...tools.model import Identity, Tool, ToolContext
-from ...tools.questions import (
-    CannotAnswer,
-    CannotAsk,
-    InputRequest,
-    Question,
-    RootsRequest,
-    SamplingRequest,
-    kind,
-    reply_of,
-)
+from ...tools.questions import CannotAnswer, CannotAsk, InputRequest, Question, kind, reply_of
 from . import input_requests as mcp_input
-from . import sessions, sse
-from .content import call_result, client_version
+from . import sse
+from .content import call_result
+from .request import McpRequest
 from .settings import McpSettings
 
-#: Protocol versions whose clients can be asked (elicitation came with 2025-06-18; ``mode`` with 2025-11-25).
-ELICITING_VERSIONS = ("2025-06-18", "2025-11-25")
 ID_PREFIX = "tooldiscovery-approval-"
 #: The ids of a tool's own input requests.
 INPUT_PREFIX = "tooldiscovery-input-"
-#: Protocol versions from which a call's SSE stream carries requests (streamable HTTP).
-STREAMING_SINCE = "2025-03-26"
 NO_ANSWER = "The caller did not answer in time, so the tool stopped waiting."
 #: The form the client shows: one boolean the person ticks to approve.
 REQUESTED_SCHEMA: dict[str, Any] = {
@@ -75,24 +63,17 @@ def timeout(settings: Settings) -> float:
     return min(McpSettings.of(settings).elicitation_timeout, float(settings.approval_ttl))
 
 
-def can_ask(pipe: Pipeline, tool: Tool | None, params: Mapping[str, Any]) -> bool:
-    """Whether a ``tools/call`` of ``tool`` with ``params`` would ask its approval by elicitation
-    (the caller checked the client accepts ``text/event-stream``)."""
-    meta = params.get("_meta")
+def can_ask(pipe: Pipeline, tool: Tool | None, req: McpRequest) -> bool:
+    """Whether the ``tools/call`` ``req`` of ``tool`` would ask its approval by elicitation on its
+    stream (the caller checked the client accepts ``text/event-stream``)."""
     return (tool is not None and needs_approval(tool, destructive=pipe.settings.approve_destructive)
-            and client_version(meta if isinstance(meta, Mapping) else None) in ELICITING_VERSIONS
-            and sessions.may_ask("elicitation")
+            and not req.stateless and req.may_ask("elicitation")
             and timeout(pipe.settings) > 0 and bool(app.secret_key)
-            and params.get("requestState") is None and not request.headers.get(APPROVAL_HEADER))
+            and req.params.get("requestState") is None and not request.headers.get(APPROVAL_HEADER))
 
 
 def _subject(identity: Identity | None) -> str | None:
     return identity.subject if identity is not None else None
-
-
-def _form(prompt: str, version: str) -> dict[str, Any]:
-    params = {"message": prompt, "requestedSchema": REQUESTED_SCHEMA}
-    return {"mode": "form", **params} if version >= "2025-11-25" else params  # 2025-06-18 had no mode
 
 
 def _not_received(text: str = NOT_RECEIVED) -> dict[str, Any]:
@@ -143,21 +124,16 @@ def ask_on_stream(settings: Settings, plan: sse.Plan, context: ToolContext, requ
     return answer
 
 
-def can_stream(version: str, request: InputRequest) -> bool:
-    """Whether a handshake-era client of ``version`` knows ``request``'s method."""
-    return version >= (ELICITING_VERSIONS[0] if kind(request) == "elicitation" else STREAMING_SINCE)
-
-
 class StreamAsker:
     """Answers a handshake-era call's input requests by asking them on its SSE stream, one after
-    the other (a client that cannot answer one answers it with an error: :class:`CannotAsk`)."""
+    the other (a client that cannot answer one answers it with an error: :class:`CannotAsk`); a
+    kind of request not in ``abilities`` (:meth:`.request.McpRequest.abilities`: what the revision
+    has, and of that what the client declared at ``initialize``) is never sent."""
 
-    def __init__(self, settings: Settings, plan: sse.Plan, context: ToolContext) -> None:
+    def __init__(self, settings: Settings, plan: sse.Plan, context: ToolContext, abilities: frozenset[str]) -> None:
         self.settings, self.plan, self.context = settings, plan, context
         self.app = app._get_current_object()  # type: ignore[attr-defined]
-        # What the version has, and of that what the client declared at initialize (when its session says)
-        kinds: tuple[InputRequest, ...] = (Question(""), SamplingRequest(()), RootsRequest())
-        self.abilities = frozenset(kind(r) for r in kinds if can_stream(plan.version, r) and sessions.may_ask(kind(r)))
+        self.abilities = abilities
 
     def __call__(self, requests: Sequence[InputRequest]) -> list[Any]:
         return [self._one(r) for r in requests]
@@ -183,13 +159,12 @@ class StreamAsker:
 
 
 def ask(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, context: ToolContext,
-        exc: ApprovalRequired) -> dict[str, Any] | None:
-    """Ask the approval on the call's stream (a form question, as a tool asks its own) and run
-    the call as answered; ``None`` when this call cannot be asked (not streamed, or the client
-    answered the request with an error)."""
-    plan = g.get(sse.PLAN_KEY)
-    if not isinstance(plan, sse.Plan) or plan.context is not context or plan.version not in ELICITING_VERSIONS \
-            or not sessions.may_ask("elicitation"):
+        exc: ApprovalRequired, req: McpRequest) -> dict[str, Any] | None:
+    """Ask the approval of the call ``req`` on its stream (a form question, as a tool asks its own)
+    and run the call as answered; ``None`` when this call cannot be asked (not streamed, or the
+    client answered the request with an error)."""
+    plan = req.plan
+    if plan is None or plan.context is not context or req.stateless or not req.may_ask("elicitation"):
         return None
     try:
         answer = ask_on_stream(pipe.settings, plan, context, Question(exc.prompt, REQUESTED_SCHEMA), ID_PREFIX)
@@ -225,5 +200,5 @@ def receive(pipe: Pipeline, payload: Any) -> None:
                     "(with several workers, set TOOLDISCOVERY_STATE_STORAGE_URI) (trace_id=%s)", pipe.trace_id)
 
 
-__all__ = ["ELICITING_VERSIONS", "ID_PREFIX", "INPUT_PREFIX", "NOT_RECEIVED", "NO_ANSWER", "REQUESTED_SCHEMA",
-           "STREAMING_SINCE", "StreamAsker", "ask", "ask_on_stream", "can_ask", "can_stream", "receive", "timeout"]
+__all__ = ["ID_PREFIX", "INPUT_PREFIX", "NOT_RECEIVED", "NO_ANSWER", "REQUESTED_SCHEMA", "StreamAsker", "ask",
+           "ask_on_stream", "can_ask", "receive", "timeout"]

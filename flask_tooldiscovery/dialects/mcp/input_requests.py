@@ -1,9 +1,9 @@
-"""A tool asking its MCP caller (:mod:`...tools.questions`): the input requests on the wire, and
-the rounds of a 2026-07-28 call.
+"""A tool asking its MCP caller (:mod:`...tools.questions`): the input requests on the wire (the
+one place their shape is built), and the rounds of a stateless-era call.
 
 Each input request is one server-to-client request: a :class:`Question` is ``elicitation/create``
 (form mode), a :class:`SamplingRequest` ``sampling/createMessage``, a :class:`RootsRequest`
-``roots/list``. From 2026-07-28 they travel in an ``InputRequiredResult`` (multi-round-trip
+``roots/list``. In the stateless era they travel in an ``InputRequiredResult`` (multi-round-trip
 requests, SEP-2322): the call answers ``{"resultType": "input_required", "inputRequests": {key:
 request}, "requestState": ...}``, the client answers each request and sends the call again with
 ``inputResponses`` and the ``requestState``, and the tool runs again with the answers
@@ -30,7 +30,8 @@ from ...serving.pipeline import Pipeline
 from ...tools.model import Tool, ToolContext
 from ...tools.questions import InputRequest, Question, SamplingRequest, kind
 from . import jsonrpc as rpc
-from . import tasks as mcp_tasks
+from . import revisions
+from .request import McpRequest, missing
 
 #: The method of each kind of input request.
 METHODS = {"elicitation": "elicitation/create", "sampling": "sampling/createMessage", "roots": "roots/list"}
@@ -42,22 +43,17 @@ R = TypeVar("R")
 
 
 def wire_request(request: InputRequest, version: str) -> dict[str, Any]:
-    """``request`` as the JSON-RPC method and params the client answers (form elicitation has a
-    ``mode`` from 2025-11-25 on)."""
+    """``request`` as the JSON-RPC method and params a client of revision ``version`` answers (a
+    question is a form elicitation, which names its ``mode`` when the revision has one)."""
     if isinstance(request, Question):
         params: dict[str, Any] = {"message": request.message, "requestedSchema": dict(request.schema)}
-        if version >= "2025-11-25":
+        if revisions.has_elicitation_mode(version):
             params = {"mode": "form", **params}
     elif isinstance(request, SamplingRequest):
         params = request.to_params()
     else:
         params = {}
     return {"method": METHODS[kind(request)], "params": params}
-
-
-def abilities(params: Mapping[str, Any]) -> set[str]:
-    """What the 2026-07-28 request's ``_meta`` client capabilities let the server ask."""
-    return {k for k in METHODS if mcp_tasks.declares(params, k)}
 
 
 def input_required(requests: Sequence[InputRequest], state: str | None, version: str) -> dict[str, Any]:
@@ -89,16 +85,16 @@ def approval_again(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None,
 
 
 def in_rounds(pipe: Pipeline, target: Sealable, arguments: dict[str, Any] | None, context: ToolContext,
-              params: Mapping[str, Any], version: str, run: Callable[[Mapping[str, Any]], R],
-              ended: Callable[[R], bool], *, method: str = "tools/call", approval: bool = False,
-              renew: Callable[[], str | None] = lambda: None) -> R | dict[str, Any]:
-    """A 2026-07-28 request (``method``: ``tools/call``, ``prompts/get``) whose function may ask its
-    caller: ``run(params)`` runs it with ``context`` answering from the round's state and
+              req: McpRequest, run: Callable[[Mapping[str, Any]], R], ended: Callable[[R], bool], *,
+              approval: bool = False, renew: Callable[[], str | None] = lambda: None) -> R | dict[str, Any]:
+    """A stateless-era request ``req`` (``tools/call``, ``prompts/get``, ``resources/read``) whose
+    function may ask its caller: ``run(params)`` runs it with ``context`` answering from the round's state and
     ``inputResponses``, and ``ended(result)`` says whether it stopped because it asked; the complete
     result, or the ``InputRequiredResult`` of the requests still open. The state is sealed for
-    ``target`` (and ``method``), these arguments and this caller. For a call that needs approval
+    ``target`` (and the method), these arguments and this caller. For a call that needs approval
     (``approval``), an unsealed state is the approval's, and ``renew()`` seals the approval again
     for the next round."""
+    params, version, method = req.params, req.revision, req.method
     responses = params.get("inputResponses")
     if responses is not None and not isinstance(responses, Mapping):
         raise rpc.RpcError(rpc.INVALID_PARAMS, "params.inputResponses must be an object.")
@@ -120,13 +116,13 @@ def in_rounds(pipe: Pipeline, target: Sealable, arguments: dict[str, Any] | None
                 log.info("flask-tooldiscovery: mcp %s %s refused: %s (trace_id=%s)", method, target.name, exc.reason,
                          context.trace_id)
                 raise invalid_state() from None
-    asker = RoundAsker(given, responses, abilities(params))
+    asker = RoundAsker(given, responses, req.abilities())
     context.asker = asker
     result = run(params)
     if not ended(result):
         return result
     if asker.missing is not None:
-        raise mcp_tasks.missing({asker.missing: {}})
+        raise missing({asker.missing: {}})
     if asker.invalid is not None:
         raise rpc.RpcError(rpc.INVALID_PARAMS, f"Invalid inputResponses: {asker.invalid}.")
     if asker.pending:
@@ -139,14 +135,13 @@ def in_rounds(pipe: Pipeline, target: Sealable, arguments: dict[str, Any] | None
 
 
 def call_in_rounds(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, context: ToolContext,
-                   params: Mapping[str, Any], version: str,
-                   run: Callable[[Mapping[str, Any]], dict[str, Any]]) -> dict[str, Any]:
-    """A 2026-07-28 ``tools/call`` whose tool may ask its caller (:func:`in_rounds`): ``run(params)``
+                   req: McpRequest, run: Callable[[Mapping[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+    """A stateless-era ``tools/call`` whose tool may ask its caller (:func:`in_rounds`): ``run(params)``
     runs it (the approval path); a round ends with the tool's error result."""
-    return in_rounds(pipe, tool, arguments, context, params, version, run, lambda result: bool(result.get("isError")),
+    return in_rounds(pipe, tool, arguments, context, req, run, lambda result: bool(result.get("isError")),
                      approval=needs_approval(tool, destructive=pipe.settings.approve_destructive),
                      renew=lambda: approval_again(pipe, tool, arguments, context))
 
 
-__all__ = ["APPROVAL_KEY", "APPROVED", "INVALID_STATE", "METHODS", "abilities", "approval_again", "call_in_rounds",
+__all__ = ["APPROVAL_KEY", "APPROVED", "INVALID_STATE", "METHODS", "approval_again", "call_in_rounds",
            "in_rounds", "input_required", "invalid_state", "wire_request"]

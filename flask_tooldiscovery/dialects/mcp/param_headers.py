@@ -1,4 +1,4 @@
-"""MCP 2026-07-28 parameter headers (SEP-2243): a tool parameter whose input schema says
+"""MCP stateless-era (2026-07-28) parameter headers (SEP-2243): a tool parameter whose input schema says
 ``"x-mcp-header": "Region"`` travels in the ``tools/call`` body and, for proxies and gateways that
 route on it without reading the body, in the ``Mcp-Param-Region`` header too. The server checks
 that the two agree: a value sent in the body without its header, or a header (decoded from its

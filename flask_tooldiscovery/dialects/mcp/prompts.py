@@ -1,7 +1,7 @@
 """MCP prompts: the ``prompts`` capability and the ``prompts/list`` and ``prompts/get`` methods over
 the prompts the app registered with ``@discovery.prompt`` (:mod:`...catalog.prompts`), served as soon
 as one is. Lists are paged as ``tools/list`` is (``TOOLDISCOVERY_MCP_PAGE_SIZE``) and carry the
-same cache hints at 2026-07-28; each caller sees the prompts its scopes allow. Errors are the
+same cache hints in the stateless era; each caller sees the prompts its scopes allow. Errors are the
 spec's: an unknown prompt and arguments that do not fit it are -32602, a prompt's own
 :class:`~...tools.model.ToolError` is -32603 in its words."""
 
@@ -15,13 +15,12 @@ from ...serving.wire import page_cursor, read_cursor
 from ...tools.model import ToolError
 from ..content_blocks import content_block
 from . import jsonrpc as rpc
+from . import revisions
 from .asking import asking
-from .content import client_version
+from .request import Handler, McpRequest
 from .settings import McpSettings
 
 METHODS = ("prompts/list", "prompts/get")
-#: The version from which list results carry ``ttlMs`` and ``cacheScope``.
-CACHE_HINTS_SINCE = "2026-07-28"
 
 
 def capability(prompts: PromptRegistry) -> dict[str, Any]:
@@ -52,17 +51,17 @@ def message_block(content: Any, version: str) -> dict[str, Any]:
     return dict(content) if is_embedded(content) else content_block(content, version)
 
 
-def methods(pipe: Pipeline) -> dict[str, rpc.Method]:
+def methods(pipe: Pipeline) -> dict[str, Handler]:
     """The prompts methods for the MCP method table (-32601 while the app has no prompt)."""
     registry, size = pipe.core.prompts, McpSettings.of(pipe.settings).page_size
 
-    def served(meta: Any) -> str:
+    def served(req: McpRequest) -> dict[str, Any]:
         if not len(registry):
             raise rpc.RpcError(rpc.METHOD_NOT_FOUND, "Method not found: this server offers no prompts")
-        return client_version(meta if isinstance(meta, dict) else None)
+        return req.params
 
-    def list_prompts(params: dict[str, Any]) -> dict[str, Any]:
-        version = served(params.get("_meta"))
+    def list_prompts(req: McpRequest) -> dict[str, Any]:
+        params = served(req)
         prompts = registry.visible_to(pipe.identity)
         try:
             start = read_cursor(params["cursor"], len(prompts)) if params.get("cursor") is not None else 0
@@ -71,21 +70,20 @@ def methods(pipe: Pipeline) -> dict[str, rpc.Method]:
         result: dict[str, Any] = {"prompts": [listed(p) for p in prompts[start:start + size]]}
         if start + size < len(prompts):
             result["nextCursor"] = page_cursor(start + size)
-        if version >= CACHE_HINTS_SINCE:  # as tools/list: fresh for no time, for this caller only
+        if revisions.has_cache_hints(req.revision):  # as tools/list: fresh for no time, for this caller only
             result.update(ttlMs=0, cacheScope="private")
         return result
 
-    def get_prompt(params: dict[str, Any]) -> dict[str, Any]:
-        meta = params.get("_meta")
-        version = served(meta)
+    def get_prompt(req: McpRequest) -> dict[str, Any]:
+        params = served(req)
         name = params.get("name")
         if not isinstance(name, str) or not name:
             raise rpc.RpcError(rpc.INVALID_PARAMS, "prompts/get needs params.name (a string).")
         try:
             prompt = registry.find(name, pipe.identity)
             arguments = params.get("arguments")
-            rendered = asking(pipe, "prompts/get", prompt.name, arguments if isinstance(arguments, dict) else None,
-                              params, lambda context: prompt.render(arguments, context), f"Prompt {prompt.name!r}",
+            rendered = asking(pipe, req, prompt.name, arguments if isinstance(arguments, dict) else None,
+                              lambda context: prompt.render(arguments, context), f"Prompt {prompt.name!r}",
                               {"name": prompt.name})
         except NoSuchPrompt as exc:
             raise rpc.RpcError(rpc.INVALID_PARAMS, str(exc), {"name": name}) from None
@@ -96,7 +94,7 @@ def methods(pipe: Pipeline) -> dict[str, rpc.Method]:
         if isinstance(rendered, dict):  # the InputRequiredResult of a prompt that asks its caller
             return rendered
         result: dict[str, Any] = {"description": prompt.description} if prompt.description else {}
-        result["messages"] = [{"role": m["role"], "content": message_block(m["content"], version)}
+        result["messages"] = [{"role": m["role"], "content": message_block(m["content"], req.revision)}
                               for m in rendered.value]
         return result
 

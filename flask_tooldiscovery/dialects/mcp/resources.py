@@ -15,15 +15,21 @@ from ...settings import Settings
 from ...tools.model import ToolError
 from ...tools.results import File, RichResult
 from . import jsonrpc as rpc
+from . import revisions
 from .asking import asking
-from .content import client_version
+from .request import Handler, McpRequest
 from .settings import McpSettings
 
 METHODS = ("resources/list", "resources/templates/list", "resources/read")
-#: "Resource not found" through 2025-11-25; 2026-07-28 answers -32602 (SEP-2164), as the official
-#: SDK does. Both carry the URI in ``data``.
+#: "Resource not found" in the handshake era; the stateless era answers -32602 (SEP-2164), as the
+#: official SDK does. Both carry the URI in ``data``.
 RESOURCE_NOT_FOUND = -32002
-NOT_FOUND_AS_INVALID_PARAMS_SINCE = "2026-07-28"
+
+
+def not_found(req: McpRequest, uri: str) -> rpc.RpcError:
+    """The refusal of an unknown resource ``uri``, in the code ``req``'s revision uses."""
+    code = rpc.INVALID_PARAMS if revisions.not_found_is_invalid_params(req.revision) else RESOURCE_NOT_FOUND
+    return rpc.RpcError(code, "Resource not found", {"uri": uri})
 
 
 def capability(settings: Settings) -> dict[str, Any]:
@@ -56,33 +62,30 @@ def contents(uri: str, value: Any, mime_type: str | None) -> dict[str, Any]:
     return {"uri": uri, "mimeType": mime_type or "application/json", "text": json.dumps(value, ensure_ascii=False)}
 
 
-def methods(pipe: Pipeline) -> dict[str, rpc.Method]:
+def methods(pipe: Pipeline) -> dict[str, Handler]:
     """The resources methods for the MCP method table (none unless resources are on)."""
     if not McpSettings.of(pipe.settings).resources:
         return {}
     registry = pipe.core.resources
 
-    def list_resources(params: dict[str, Any]) -> dict[str, Any]:
+    def list_resources(req: McpRequest) -> dict[str, Any]:
         return {"resources": [_described(r, {"uri": r.uri, "name": r.name})
                               for r in registry.visible_to(pipe.identity) if not r.is_template]}
 
-    def list_templates(params: dict[str, Any]) -> dict[str, Any]:
+    def list_templates(req: McpRequest) -> dict[str, Any]:
         return {"resourceTemplates": [_described(r, {"uriTemplate": r.uri, "name": r.name})
                                       for r in registry.visible_to(pipe.identity) if r.is_template]}
 
-    def read(params: dict[str, Any]) -> dict[str, Any]:
-        uri = params.get("uri")
+    def read(req: McpRequest) -> dict[str, Any]:
+        uri = req.params.get("uri")
         if not isinstance(uri, str) or not uri:
             raise rpc.RpcError(rpc.INVALID_PARAMS, "resources/read needs params.uri (a string).")
-        meta: dict[str, Any] = params["_meta"] if isinstance(params.get("_meta"), dict) else {}
         try:
             resource, arguments = registry.find(uri, pipe.identity)
-            read = asking(pipe, "resources/read", resource.uri, {"uri": uri}, params,
+            read = asking(pipe, req, resource.uri, {"uri": uri},
                           lambda context: resource.read(uri, arguments, context), f"Resource {uri!r}", {"uri": uri})
         except NoSuchResource:
-            modern = client_version(meta) >= NOT_FOUND_AS_INVALID_PARAMS_SINCE
-            code = rpc.INVALID_PARAMS if modern else RESOURCE_NOT_FOUND
-            raise rpc.RpcError(code, "Resource not found", {"uri": uri}) from None
+            raise not_found(req, uri) from None
         except ToolError as exc:  # the app's own refusal, in its words
             raise rpc.RpcError(rpc.INTERNAL_ERROR, exc.message, {"uri": uri}) from None
         if isinstance(read, dict):  # the InputRequiredResult of a reader that asks its caller
@@ -92,4 +95,4 @@ def methods(pipe: Pipeline) -> dict[str, rpc.Method]:
     return {"resources/list": list_resources, "resources/templates/list": list_templates, "resources/read": read}
 
 
-__all__ = ["METHODS", "RESOURCE_NOT_FOUND", "capability", "methods"]
+__all__ = ["METHODS", "RESOURCE_NOT_FOUND", "capability", "methods", "not_found"]

@@ -5,10 +5,11 @@ in ``initialize``. So the ``Mcp-Session-Id`` an ``initialize`` answer gives (eve
 client keeps it and sends it with each request after) names, besides an unguessable part, the
 kinds of request the client declared it can answer: ``elicitation`` (form mode), ``sampling`` and
 ``roots``, as ``<token>.c<flags>``. A call then asks its caller only what it declared (else
-:class:`~...tools.questions.CannotAnswer`, as at 2026-07-28), and an approval is not put to a client
-without elicitation. A request without such an id (a client that does not keep it, or an id of
-another form) is asked as its protocol version allows, and a client that cannot answer refuses.
-The flags are the client's own words about itself: one that alters them only misleads itself.
+:class:`~...tools.questions.CannotAnswer`, as in the stateless era), and an approval is not put to a
+client without elicitation (:meth:`.request.McpRequest.may_ask` decides). A request without such an
+id (a client that does not keep it, or an id of another form) is asked as its protocol version
+allows, and a client that cannot answer refuses. The flags are the client's own words about
+itself: one that alters them only misleads itself.
 Subscriptions name a session's stream by the same id (:mod:`.subscriptions`).
 """
 
@@ -32,7 +33,7 @@ def _declares(capabilities: Mapping[str, Any], kind: str) -> bool:
     declared = capabilities.get(kind)
     if not isinstance(declared, Mapping):
         return False
-    # elicitation: an empty object is form mode (2025-06-18); from 2025-11-25 ``form`` names it
+    # elicitation: an empty object is form mode (2025-06-18); from 2025-11-25 on ``form`` names it
     return kind != "elicitation" or not declared or isinstance(declared.get("form"), Mapping)
 
 
@@ -53,20 +54,13 @@ def current() -> str | None:
     return value if value is not None and _SESSION.fullmatch(value) else None
 
 
-def declared() -> frozenset[str] | None:
-    """The kinds of request the request's session says its client can answer (``None``: not known)."""
-    session = current()
-    found = _DECLARED.search(session) if session is not None else None
+def declared_by(session: str) -> frozenset[str] | None:
+    """The kinds of request ``session`` (a well-formed session id) says its client can answer
+    (``None``: an id of another form, which says nothing)."""
+    found = _DECLARED.search(session)
     if found is None:
         return None
     return frozenset(kind for kind, flag in FLAGS.items() if flag in found.group(1))
 
 
-def may_ask(kind: str) -> bool:
-    """Whether the request's client may be asked a request of ``kind``: unless its session says it did
-    not declare it."""
-    found = declared()
-    return found is None or kind in found
-
-
-__all__ = ["FLAGS", "SESSION_HEADER", "current", "declared", "headers", "may_ask", "new_id"]
+__all__ = ["FLAGS", "SESSION_HEADER", "current", "declared_by", "headers", "new_id"]

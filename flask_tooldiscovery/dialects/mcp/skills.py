@@ -18,8 +18,9 @@ from ...catalog.skills import Skill, SkillFile
 from ...serving.pipeline import Pipeline
 from ...serving.wire import page_cursor, read_cursor
 from . import jsonrpc as rpc
-from .content import client_version
-from .resources import NOT_FOUND_AS_INVALID_PARAMS_SINCE, RESOURCE_NOT_FOUND
+from . import revisions
+from .request import Handler, McpRequest
+from .resources import not_found
 from .settings import McpSettings
 
 EXTENSION = "io.modelcontextprotocol/skills"
@@ -54,7 +55,7 @@ def contents(found: SkillFile) -> dict[str, Any]:
     return {"uri": found.uri, "mimeType": found.mime_type, "blob": base64.b64encode(found.data).decode()}
 
 
-def methods(pipe: Pipeline, resource_methods: Mapping[str, rpc.Method]) -> dict[str, rpc.Method]:
+def methods(pipe: Pipeline, resource_methods: Mapping[str, Handler]) -> dict[str, Handler]:
     """``resource_methods`` (the resources methods), with the skills methods and skill files read
     too when the app serves skills."""
     catalog = pipe.core.skills
@@ -62,15 +63,11 @@ def methods(pipe: Pipeline, resource_methods: Mapping[str, rpc.Method]) -> dict[
         return dict(resource_methods)
     page_size = McpSettings.of(pipe.settings).page_size
 
-    def modern(params: Mapping[str, Any]) -> bool:
-        meta = params.get("_meta")
-        return client_version(meta if isinstance(meta, Mapping) else None) >= NOT_FOUND_AS_INVALID_PARAMS_SINCE
+    def cacheable(result: dict[str, Any], req: McpRequest) -> dict[str, Any]:
+        return {**result, "ttlMs": 0, "cacheScope": "private"} if revisions.has_cache_hints(req.revision) else result
 
-    def cacheable(result: dict[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
-        return {**result, "ttlMs": 0, "cacheScope": "private"} if modern(params) else result
-
-    def list_skills(params: dict[str, Any]) -> dict[str, Any]:
-        skills = list(catalog)
+    def list_skills(req: McpRequest) -> dict[str, Any]:
+        params, skills = req.params, list(catalog)
         try:
             start = read_cursor(params["cursor"], len(skills)) if params.get("cursor") is not None else 0
         except ValueError:
@@ -78,42 +75,41 @@ def methods(pipe: Pipeline, resource_methods: Mapping[str, rpc.Method]) -> dict[
         result: dict[str, Any] = {"skills": [entry(s) for s in skills[start:start + page_size]]}
         if start + page_size < len(skills):
             result["nextCursor"] = page_cursor(start + page_size)
-        return cacheable(result, params)
+        return cacheable(result, req)
 
-    def get_skill(params: dict[str, Any]) -> dict[str, Any]:
-        uri = params.get("uri")
+    def get_skill(req: McpRequest) -> dict[str, Any]:
+        uri = req.params.get("uri")
         if not isinstance(uri, str) or not uri:
             raise rpc.RpcError(rpc.INVALID_PARAMS, "skills/get needs params.uri (the URI of a skill's SKILL.md).")
         skill = catalog.skill(uri)
         if skill is None:
             raise rpc.RpcError(rpc.INVALID_PARAMS, f"No skill is served at {uri}")
-        return cacheable({"skill": entry(skill)}, params)
+        return cacheable({"skill": entry(skill)}, req)
 
     read_other, list_other = resource_methods.get("resources/read"), resource_methods.get("resources/list")
 
-    def read(params: dict[str, Any]) -> rpc.Result:
-        uri = params.get("uri")
+    def read(req: McpRequest) -> rpc.Result:
+        uri = req.params.get("uri")
         found = catalog.file(uri) if isinstance(uri, str) else None
         if found is not None:
             return {"contents": [contents(found)]}
         if read_other is not None:
-            return read_other(params)
+            return read_other(req)
         if not isinstance(uri, str) or not uri:
             raise rpc.RpcError(rpc.INVALID_PARAMS, "resources/read needs params.uri (a string).")
-        raise rpc.RpcError(rpc.INVALID_PARAMS if modern(params) else RESOURCE_NOT_FOUND, "Resource not found",
-                           {"uri": uri})
+        raise not_found(req, uri)
 
-    def list_resources(params: dict[str, Any]) -> rpc.Result:
-        listed = list_other(params) if list_other is not None else {"resources": []}
+    def list_resources(req: McpRequest) -> rpc.Result:
+        listed = list_other(req) if list_other is not None else {"resources": []}
         assert isinstance(listed, dict)
         shown = [{"uri": s.uri, "name": s.name, "description": s.description, "mimeType": "text/markdown"}
                  for s in catalog]
         return {**listed, "resources": [*listed.get("resources", []), *shown]}
 
-    table: dict[str, rpc.Method] = {**resource_methods, "skills/list": list_skills, "skills/get": get_skill,
+    table: dict[str, Handler] = {**resource_methods, "skills/list": list_skills, "skills/get": get_skill,
                                     "resources/read": read, "resources/list": list_resources}
     if "resources/templates/list" not in resource_methods:
-        table["resources/templates/list"] = lambda params: {"resourceTemplates": []}
+        table["resources/templates/list"] = lambda req: {"resourceTemplates": []}
     return table
 
 

@@ -12,15 +12,9 @@ from typing import Any
 from flask import current_app
 
 from ...tools.model import LOG_LEVELS, LogEntry, Progress, ToolContext
+from . import revisions
 
 Reply = dict[str, Any] | None
-#: Protocol versions whose progress notifications have a ``message``.
-PROGRESS_MESSAGE_SINCE = "2025-03-26"
-#: Where ``flask.g`` holds the :class:`Plan` of the call the request streams (``None``: not streamed).
-PLAN_KEY = "_tooldiscovery_mcp_stream"
-#: From this version on a client closing a call's stream cancels the call (the spec's MUST); before
-#: it, a disconnection is no cancellation (the call runs on, its outcome kept in its task record).
-DISCONNECT_CANCELS_SINCE = "2026-07-28"
 
 
 @dataclass
@@ -40,6 +34,8 @@ class Plan:
     task_id: str | None = None
     #: Opened at the call's first event (else the reply goes out as JSON).
     lazy: bool = False
+    #: The keys of the task questions a ``tasks/result`` stream asked already (each asked once).
+    asked: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
@@ -74,7 +70,7 @@ def notification(plan: Plan, item: object) -> bytes | None:
         params: dict[str, Any] = {"progressToken": plan.token, "progress": _number(item.progress)}
         if item.total is not None:
             params["total"] = _number(item.total)
-        if item.message is not None and plan.version >= PROGRESS_MESSAGE_SINCE:
+        if item.message is not None and revisions.has_progress_message(plan.version):
             params["message"] = item.message
         return frame({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
     if isinstance(item, LogEntry) and plan.level and LOG_LEVELS.index(item.level) >= LOG_LEVELS.index(plan.level):
@@ -87,7 +83,7 @@ def events(plan: Plan, keepalive: float, first: object = None) -> Iterator[bytes
     """The stream: a comment at once (so the headers leave now), the notifications (``first``, the
     item that opened the stream, before the others), keep-alives, and the response, except to a call
     its client cancelled (the spec's SHOULD NOT). Closed early (the client went away), it cancels the
-    call from 2026-07-28 on; earlier, a call with a task record runs on (a disconnection is no
+    call in the stateless era; in the handshake era a call with a task record runs on (a disconnection is no
     cancellation there) and the record keeps its outcome."""
     done = False
     try:
@@ -112,8 +108,8 @@ def events(plan: Plan, keepalive: float, first: object = None) -> Iterator[bytes
     finally:
         plan.forget()
         if not done and plan.context is not None and (plan.task_id is None
-                                                      or plan.version >= DISCONNECT_CANCELS_SINCE):
+                                                      or revisions.disconnect_cancels(plan.version)):
             plan.context.cancel()
 
 
-__all__ = ["PLAN_KEY", "Done", "Plan", "Reply", "events", "frame", "notification", "wanted"]
+__all__ = ["Done", "Plan", "Reply", "events", "frame", "notification", "wanted"]

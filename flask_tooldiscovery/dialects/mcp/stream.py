@@ -8,10 +8,12 @@ level the call names, else ``info``: a stateless server keeps no ``logging/setLe
 caller (:class:`.elicit.StreamAsker`): until then it may still be answered as plain JSON. The
 dialect's own dispatch runs in a helper thread: its reply goes out as plain JSON if it ends before
 the stream starts (unknown tool, invalid params, a tool that said nothing), else the handler opens
-the stream with :func:`listen`. A 2025-11-25 ``tasks/result`` accepting SSE is streamed the same
-lazy way, once it asks the task's questions (:mod:`.task_questions`), and so is a handshake-era
-``prompts/get`` or ``resources/read`` whose function takes a ``ToolContext``, once it logs or asks
-its caller (:mod:`.asking`). Nothing outlives the request:
+the stream with :func:`listen`. The stream's :class:`~.sse.Plan` travels in the request's
+:class:`~.request.McpRequest`, given to each module that needs it. A handshake-era ``tasks/result``
+accepting SSE is streamed the same lazy way, once it asks the task's questions
+(:mod:`.task_questions`), and so is a handshake-era ``prompts/get`` or ``resources/read`` whose
+function takes a ``ToolContext``, once it logs or asks its caller (:mod:`.asking`). Nothing
+outlives the request:
 ``notifications/cancelled`` finds calls in this worker by (caller, request id); the client closing
 the stream cancels the call wherever it runs.
 """
@@ -21,9 +23,10 @@ from __future__ import annotations
 import contextvars
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
-from flask import Response, current_app, g, request, stream_with_context
+from flask import Response, current_app, request, stream_with_context
 
 from ...calls.streaming import InFlight
 from ...errors import CoreError
@@ -31,25 +34,19 @@ from ...observe.logs import log
 from ...serving.pipeline import Pipeline
 from ...serving.wire import accepts
 from ...tools.model import LOG_LEVELS, ToolContext
-from . import elicit, sse, task_questions
+from . import elicit, revisions, sse, task_questions
 from . import jsonrpc as rpc
-from .content import VERSION_META_KEY, client_version
+from .content import VERSION_META_KEY
+from .request import McpRequest
 from .sse import Done, Plan, Reply
 
 LOG_LEVEL_META_KEY = "io.modelcontextprotocol/logLevel"
 #: Lowest level sent to handshake-era calls that name none (a stateless server keeps no setLevel);
-#: from 2026-07-28 on only calls that name a level get log lines.
+#: in the stateless era only calls that name a level get log lines.
 DEFAULT_LOG_LEVEL = "info"
-#: The protocol version whose ``tasks/result`` carries a task's questions (2025-11-25 tasks).
-TASKS_ASK_SINCE = "2025-11-25"
 #: Reads whose function may ask its caller (:mod:`.asking`), streamed in the handshake era as a call is.
 ASKING_READS = ("prompts/get", "resources/read")
 IN_FLIGHT = InFlight()
-
-
-def _meta(params: Any) -> Mapping[str, Any]:
-    meta = params.get("_meta") if isinstance(params, Mapping) else None
-    return meta if isinstance(meta, Mapping) else {}
 
 
 def requested(meta: Mapping[str, Any]) -> tuple[str | int | None, str | None]:
@@ -72,68 +69,64 @@ def caller_key(pipe: Pipeline, request_id: object) -> tuple[object, ...]:
             req.remote_addr if subject is None else None, request_id)
 
 
-def set_level(params: dict[str, Any]) -> dict[str, Any]:
+def set_level(req: McpRequest) -> dict[str, Any]:
     """``logging/setLevel`` (handshake era only): checked and answered, but not kept."""
-    if VERSION_META_KEY in _meta(params):
+    if VERSION_META_KEY in req.meta:
         raise rpc.RpcError(rpc.METHOD_NOT_FOUND, "Method not found: logging/setLevel")
-    if params.get("level") not in LOG_LEVELS:
+    if req.params.get("level") not in LOG_LEVELS:
         raise rpc.RpcError(rpc.INVALID_PARAMS, f"logging/setLevel needs params.level, one of {', '.join(LOG_LEVELS)}.")
     return {}
 
 
-def _plan(pipe: Pipeline, message: Any) -> Plan | None:
-    """How to stream ``message``, or ``None`` to answer it with one JSON body."""
-    params = message.get("params") if isinstance(message, dict) and message.get("jsonrpc") == "2.0" else None
-    method = message.get("method") if isinstance(params, dict) else None
-    if not (isinstance(params, dict) and method in ("tools/call", *ASKING_READS, task_questions.METHOD)
-            and rpc.valid_id(message.get("id")) and accepts(request, "text/event-stream") > 0):
+def _plan(pipe: Pipeline, req: McpRequest, request_id: str | int) -> Plan | None:
+    """How to stream ``req`` (of id ``request_id``), or ``None`` to answer it with one JSON body."""
+    method, params, version = req.method, req.params, req.revision
+    if method not in ("tools/call", *ASKING_READS, task_questions.METHOD) or accepts(request, "text/event-stream") <= 0:
         return None
-    if method == task_questions.METHOD:  # a 2025-11-25 task's questions go out on it, if it has any
-        version = client_version(_meta(params))
-        return Plan(message["id"], None, None, version, method, lazy=True) if TASKS_ASK_SINCE <= version < \
-            "2026-07-28" else None
-    meta, name = _meta(params), params.get("name")
+    if method == task_questions.METHOD:  # a handshake-era task's questions go out on it, if it has any
+        return Plan(request_id, None, None, version, method, lazy=True) \
+            if revisions.has_handshake_tasks(version) else None
+    meta, name = req.meta, params.get("name")
     if method in ASKING_READS:  # a handshake-era prompt or resource reader taking a ToolContext may log or ask
-        return _asking_plan(pipe, message["id"], meta, str(method), params)
+        return _asking_plan(pipe, request_id, req)
     try:
         token, level = requested(meta)
         tool = pipe.tools().get(name) if isinstance(name, str) else None
     except (rpc.RpcError, CoreError):
         return None  # the handler answers it with a plain error
-    version = client_version(meta)
     # A handshake-era call of a tool that takes a ToolContext may log or ask its caller: streamed
     # once it does (lazy), else answered as JSON.
-    lazy = tool is not None and bool(tool.context_params) and elicit.STREAMING_SINCE <= version < "2026-07-28"
+    lazy = tool is not None and bool(tool.context_params) and revisions.streams_requests(version)
     eager = token is not None or level is not None or (tool is not None and bool(tool.metadata.get("long_running"))) \
-        or elicit.can_ask(pipe, tool, params)  # approval asked on the stream
+        or elicit.can_ask(pipe, tool, req)  # approval asked on the stream
     if not eager and not lazy:
         return None
-    level = level or (DEFAULT_LOG_LEVEL if version < "2026-07-28" else None)
-    return Plan(message["id"], token, level, version, str(name), lazy=not eager)
+    level = level or (DEFAULT_LOG_LEVEL if revisions.logs_by_default(version) else None)
+    return Plan(request_id, token, level, version, str(name), lazy=not eager)
 
 
-def _asking_plan(pipe: Pipeline, request_id: str | int, meta: Mapping[str, Any], method: str,
-                 params: Mapping[str, Any]) -> Plan | None:
+def _asking_plan(pipe: Pipeline, request_id: str | int, req: McpRequest) -> Plan | None:
     """The lazy stream of a handshake-era ``prompts/get`` or ``resources/read`` whose function
     takes a ``ToolContext``."""
-    version = client_version(meta)
-    name = params.get("name" if method == "prompts/get" else "uri")
-    if not isinstance(name, str) or not elicit.STREAMING_SINCE <= version < "2026-07-28":
+    name = req.params.get("name" if req.method == "prompts/get" else "uri")
+    if not isinstance(name, str) or not revisions.streams_requests(req.revision):
         return None
     try:
-        token, level = requested(meta)
-        found = pipe.core.prompts.find(name, pipe.identity) if method == "prompts/get" \
+        token, level = requested(req.meta)
+        found = pipe.core.prompts.find(name, pipe.identity) if req.method == "prompts/get" \
             else pipe.core.resources.find(name, pipe.identity)[0]
     except (rpc.RpcError, LookupError):
         return None  # the handler answers it with a plain error
     if not found.context_params:
         return None
-    return Plan(request_id, token, level or DEFAULT_LOG_LEVEL, version, name, lazy=True)
+    return Plan(request_id, token, level or DEFAULT_LOG_LEVEL, req.revision, name, lazy=True)
 
 
-def dispatch(pipe: Pipeline, payload: Any, run: Callable[[], Reply]) -> Reply | Response:
-    """The reply to ``payload`` (``run()`` dispatches it), or the SSE stream of the call it makes; a
-    ``notifications/cancelled`` cancels the caller's call it names, if that runs in this worker."""
+def dispatch(pipe: Pipeline, payload: Any, run: Callable[[McpRequest | None], Reply]) -> Reply | Response:
+    """The reply to ``payload`` (``run(req)`` dispatches it, given the :class:`McpRequest` it makes,
+    read here once, with the plan of its stream; ``None``: it makes none), or the SSE stream of the
+    call it makes; a ``notifications/cancelled`` cancels the caller's call it names, if that runs in
+    this worker."""
     notified = isinstance(payload, dict) and payload.get("method") == "notifications/cancelled" and "id" not in payload
     params = payload.get("params") if notified else None
     if isinstance(params, dict) and rpc.valid_id(params.get("requestId")):
@@ -142,16 +135,17 @@ def dispatch(pipe: Pipeline, payload: Any, run: Callable[[], Reply]) -> Reply | 
                  params["requestId"], str(params.get("reason"))[:200], "stopping it" if found
                  else "no such call in this worker", pipe.trace_id)
     elicit.receive(pipe, payload)  # an answer to an approval request: to the call waiting for it
-    plan = _plan(pipe, payload)
-    if plan is None:
-        return run()
-    setattr(g, sse.PLAN_KEY, plan)
+    req = McpRequest.of_message(payload)
+    plan = _plan(pipe, req, payload["id"]) if req is not None else None
+    if req is None or plan is None:
+        return run(req)
+    streamed = replace(req, plan=plan)
     copied = contextvars.copy_context()
 
     def work() -> None:
         reply: Reply = rpc.error_body(plan.request_id, rpc.INTERNAL_ERROR, "Internal error.")
         try:
-            reply = copied.run(run)
+            reply = copied.run(run, streamed)
         except BaseException as exc:  # never a view waiting for ever
             log.error("flask-tooldiscovery: mcp %s failed (trace_id=%s)", payload.get("method"), pipe.trace_id,
                       exc_info=(type(exc), exc, exc.__traceback__))
@@ -167,8 +161,8 @@ def dispatch(pipe: Pipeline, payload: Any, run: Callable[[], Reply]) -> Reply | 
                                       headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
 
-def listen(pipe: Pipeline, context: ToolContext) -> Callable[[], None]:
-    """Called by the ``tools/call`` handler just before it runs the tool: the call can now be
+def listen(pipe: Pipeline, context: ToolContext, req: McpRequest) -> Callable[[], None]:
+    """Called by the ``tools/call`` handler (``req``) just before it runs the tool: the call can now be
     cancelled by its caller's ``notifications/cancelled``, and a call to stream starts streaming.
     Returns the function that forgets the call (the handler calls it when the call is over; a
     stream also calls it when it closes)."""
@@ -177,13 +171,13 @@ def listen(pipe: Pipeline, context: ToolContext) -> Callable[[], None]:
     if not isinstance(body, dict):
         return _nothing  # in a batch, which call a cancellation means is not known
     forget = IN_FLIGHT.add(caller_key(pipe, body.get("id")), context)
-    plan: Plan | None = g.get(sse.PLAN_KEY)
+    plan = req.plan
     if plan is not None:
         plan.context, plan.forget = context, forget
         context.listener = plan.channel.put if not plan.lazy else lambda item: (
             plan.channel.put(item) if sse.wanted(plan, item) else None)
-        if plan.version < "2026-07-28":  # the tool's own input requests go out on the stream
-            context.asker = elicit.StreamAsker(pipe.settings, plan, context)
+        if not req.stateless:  # the tool's own input requests go out on the stream
+            context.asker = elicit.StreamAsker(pipe.settings, plan, context, req.abilities())
         if not plan.lazy:
             plan.channel.put(context)  # the stream starts (a lazy one: at the first event)
     return forget

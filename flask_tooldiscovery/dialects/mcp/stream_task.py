@@ -3,8 +3,8 @@
 When a call is answered as Server-Sent Events (:mod:`.stream`), a task record is kept for it
 (:meth:`~...serving.tasks.Tasks.here`: in the state store, leased while this worker runs it) and the
 stream's first event is ``notifications/tasks/status`` naming it (with the ``related-task`` key in
-its ``_meta``), for clients of a protocol version that has tasks (2025-11-25; from 2026-07-28 those
-declaring the tasks extension). The spec says a client's disconnection is not a cancellation: a
+its ``_meta``), for clients of a revision that has tasks (:func:`.revisions.has_tasks`; in the
+stateless era those declaring the tasks extension). The spec says a client's disconnection is not a cancellation: a
 recorded call whose stream closes runs on to its end, and its result (exactly the response the
 stream would have carried) is kept in the record, read with ``tasks/get`` (and ``tasks/result``)
 from any worker. A worker that dies mid-call stops renewing the lease, and the record then reads
@@ -18,36 +18,33 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from flask import current_app, g
+from flask import current_app
 
 from ...serving.pipeline import Pipeline
 from ...serving.tasks import tasks_of
 from ...tools.model import Tool, ToolContext
-from . import sse
+from . import revisions, sse
 from . import task_wire as wire
+from .request import McpRequest
 from .settings import McpSettings
-from .tasks import EXTENSION, RELATED_TASK, declares
+from .tasks import EXTENSION, RELATED_TASK
 
-#: The first protocol version with tasks (and ``notifications/tasks/status``).
-TASKS_SINCE = "2025-11-25"
 STOPPED = "The call ended without a result (an error on the server); whether it took effect is unknown."
 
 
 def open_record(pipe: Pipeline, tool: Tool, arguments: Mapping[str, Any] | None, context: ToolContext,
-                params: Mapping[str, Any]) -> str | None:
-    """Keep a task record for this call when it is streamed, and name it in the stream's first
-    event; its id (``None``: the call is answered as one JSON body, no record)."""
-    plan: sse.Plan | None = g.get(sse.PLAN_KEY)
+                req: McpRequest) -> str | None:
+    """Keep a task record for this call (``req``) when it is streamed, and name it in the stream's
+    first event; its id (``None``: the call is answered as one JSON body, no record)."""
+    plan = req.plan
     if plan is None or plan.context is not context or plan.lazy:  # lazy: maybe never streamed, no record
         return None
     tasks = tasks_of(current_app)
     task = tasks.here(pipe, tool, arguments, context, meta={"streamed": True, "trace_id": context.trace_id})
     plan.task_id = task.id
-    era = wire.MODERN if plan.version >= wire.MODERN else plan.version
-    if era >= TASKS_SINCE and (era != wire.MODERN or declares(params, EXTENSION)):
-        status = wire.created(pipe, task, wire.MODERN if era == wire.MODERN else TASKS_SINCE,
-                              McpSettings.of(pipe.settings).task_poll_interval)
-        fields = status if era == wire.MODERN else status["task"]
+    if revisions.has_tasks(plan.version) and (not req.stateless or req.declares(EXTENSION)):
+        status = wire.created(pipe, task, req.era, McpSettings.of(pipe.settings).task_poll_interval)
+        fields = status if req.stateless else status["task"]
         fields = {k: v for k, v in fields.items() if k != "resultType"}
         plan.channel.put(sse.frame({"jsonrpc": "2.0", "method": "notifications/tasks/status",
                                     "params": {**fields, "_meta": {RELATED_TASK: {"taskId": task.id}}}}))
@@ -70,4 +67,4 @@ def close_record(task_id: str | None, context: ToolContext, result: Mapping[str,
                     {"status": "failure" if failed else "success", "call_result": dict(result)})
 
 
-__all__ = ["STOPPED", "TASKS_SINCE", "close_record", "open_record"]
+__all__ = ["STOPPED", "close_record", "open_record"]

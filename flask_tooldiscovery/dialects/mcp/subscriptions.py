@@ -1,7 +1,7 @@
 """MCP subscriptions, when ``TOOLDISCOVERY_MCP_SUBSCRIPTIONS`` is on: clients hear that the tool,
 prompt or resource list changed, and that a resource they subscribed to changed, from any worker.
 
-- 2026-07-28: ``subscriptions/listen`` is answered as a stream of its own (SSE): first
+- Stateless era: ``subscriptions/listen`` is answered as a stream of its own (SSE): first
   ``notifications/subscriptions/acknowledged`` with the part of the request's ``notifications``
   filter this server honours, then each change it asked for, every message stamped with
   ``_meta["io.modelcontextprotocol/subscriptionId"]`` (the request's id); after
@@ -36,7 +36,7 @@ from ...serving.wire import accepts, json_response
 from ...settings import Settings
 from . import jsonrpc as rpc
 from . import sessions
-from .content import client_version
+from .request import Handler, McpRequest
 from .resources import RESOURCE_NOT_FOUND
 from .sessions import SESSION_HEADER
 from .settings import McpSettings
@@ -46,7 +46,6 @@ LISTEN = "subscriptions/listen"
 ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
 RESOURCE_UPDATED = "notifications/resources/updated"
 SUBSCRIPTION_ID_META_KEY = "io.modelcontextprotocol/subscriptionId"
-MODERN_SINCE = "2026-07-28"
 #: The filter's list flags, and the list each names.
 LIST_FLAGS = (("toolsListChanged", "tools"), ("promptsListChanged", "prompts"), ("resourcesListChanged", "resources"))
 LIST_CHANGED = {"tools": "notifications/tools/list_changed", "prompts": "notifications/prompts/list_changed",
@@ -81,9 +80,9 @@ def capabilities(settings: Settings, offered: Mapping[str, Any]) -> dict[str, An
 
 @dataclass(frozen=True)
 class Stream:
-    """What one stream carries: the lists it hears of, the resources it hears of (2026-07-28: the
+    """What one stream carries: the lists it hears of, the resources it hears of (stateless era: the
     honoured URIs; handshake era: ``key``, where the client's subscriptions are kept), the listen
-    request's id (2026-07-28; ``None`` for a handshake-era ``GET``)."""
+    request's id (stateless era; ``None`` for a handshake-era ``GET``)."""
 
     lists: frozenset[str]
     uris: frozenset[str] = frozenset()
@@ -112,20 +111,17 @@ def _key(pipe: Pipeline, session: str) -> str:
     return hashlib.sha256(f"{session}\0{subject}".encode()).hexdigest()
 
 
-def methods(pipe: Pipeline, offered: Callable[[], Mapping[str, Any]]) -> dict[str, rpc.Method]:
+def methods(pipe: Pipeline, offered: Callable[[], Mapping[str, Any]]) -> dict[str, Handler]:
     """The subscription methods for the MCP method table (none unless subscriptions are on);
     ``offered()``: the server's capabilities now."""
     if not enabled(pipe.settings):
         return {}
     store = pipe.core.resource_subscriptions
 
-    def modern(params: Mapping[str, Any]) -> bool:
-        meta = params.get("_meta")
-        return client_version(meta if isinstance(meta, Mapping) else None) >= MODERN_SINCE
-
-    def listen(params: dict[str, Any]) -> dict[str, Any]:
-        if not modern(params):
+    def listen(req: McpRequest) -> dict[str, Any]:
+        if not req.stateless:
             raise rpc.RpcError(rpc.METHOD_NOT_FOUND, f"Method not found: {LISTEN}")
+        params = req.params
         wanted = params.get("notifications")
         if not isinstance(wanted, dict):
             raise rpc.RpcError(rpc.INVALID_PARAMS, "subscriptions/listen needs params.notifications (an object).")
@@ -143,10 +139,11 @@ def methods(pipe: Pipeline, offered: Callable[[], Mapping[str, Any]]) -> dict[st
         setattr(g, _STREAM_KEY, Stream(lists, honoured, subscription_id=body["id"]))
         return {"_meta": {SUBSCRIPTION_ID_META_KEY: body["id"]}}
 
-    def subscription_of(params: dict[str, Any], method: str) -> tuple[str, str]:
-        if modern(params):
+    def subscription_of(req: McpRequest) -> tuple[str, str]:
+        method = req.method
+        if req.stateless:
             raise rpc.RpcError(rpc.METHOD_NOT_FOUND, f"Method not found: {method}")
-        uri, session = params.get("uri"), sessions.current()
+        uri, session = req.params.get("uri"), req.session
         if not isinstance(uri, str) or not uri:
             raise rpc.RpcError(rpc.INVALID_PARAMS, f"{method} needs params.uri (a string).")
         if session is None:
@@ -154,8 +151,8 @@ def methods(pipe: Pipeline, offered: Callable[[], Mapping[str, Any]]) -> dict[st
                                "sent with its initialize answer.")
         return _key(pipe, session), uri
 
-    def subscribe(params: dict[str, Any]) -> dict[str, Any]:
-        key, uri = subscription_of(params, "resources/subscribe")
+    def subscribe(req: McpRequest) -> dict[str, Any]:
+        key, uri = subscription_of(req)
         if not _readable(pipe, uri):
             raise rpc.RpcError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
         try:
@@ -166,8 +163,8 @@ def methods(pipe: Pipeline, offered: Callable[[], Mapping[str, Any]]) -> dict[st
             raise rpc.RpcError(rpc.INTERNAL_ERROR, "The subscription could not be kept; try again.") from None
         return {}
 
-    def unsubscribe(params: dict[str, Any]) -> dict[str, Any]:
-        key, uri = subscription_of(params, "resources/unsubscribe")
+    def unsubscribe(req: McpRequest) -> dict[str, Any]:
+        key, uri = subscription_of(req)
         try:
             store.remove(key, uri)
         except Exception as exc:
@@ -176,7 +173,7 @@ def methods(pipe: Pipeline, offered: Callable[[], Mapping[str, Any]]) -> dict[st
             raise rpc.RpcError(rpc.INTERNAL_ERROR, "The subscription could not be removed; try again.") from None
         return {}
 
-    table: dict[str, rpc.Method] = {LISTEN: listen}
+    table: dict[str, Handler] = {LISTEN: listen}
     if McpSettings.of(pipe.settings).resources:
         table.update({"resources/subscribe": subscribe, "resources/unsubscribe": unsubscribe})
     return table
@@ -225,7 +222,7 @@ def _notification(pipe: Pipeline, stream: Stream, change: Change) -> dict[str, A
 
 def _events(pipe: Pipeline, stream: Stream, final: dict[str, Any] | None) -> Iterator[bytes]:
     """Listening from before the first message, so nothing announced after it is missed; keep-alive
-    comments while nothing changes; the final reply (2026-07-28) when the stream's time is up."""
+    comments while nothing changes; the final reply (stateless era) when the stream's time is up."""
     keepalive = pipe.settings.stream_keepalive
     deadline = time.monotonic() + McpSettings.of(pipe.settings).subscription_seconds
     try:

@@ -1,6 +1,6 @@
-"""The questions of a 2025-11-25 task, asked on its ``tasks/result`` stream.
+"""The questions of a handshake-era task (2025-11-25), asked on its ``tasks/result`` stream.
 
-In 2025-11-25 a task that needs its caller's input turns ``input_required``, and the client then
+In the handshake era a task that needs its caller's input turns ``input_required``, and the client then
 calls ``tasks/result``: a client accepting ``text/event-stream`` gets that request answered as a
 stream, on which each open question of the task goes out as an ``elicitation/create`` request
 (with the ``related-task`` key in its ``_meta``). The client POSTs its answer as a request of its
@@ -13,7 +13,7 @@ task waits for another one, at most ``TOOLDISCOVERY_MCP_ELICITATION_TIMEOUT``.
 
 from __future__ import annotations
 
-from flask import current_app, g
+from flask import current_app
 
 from ...calls import task_input
 from ...calls.rendezvous import RendezvousError
@@ -21,23 +21,23 @@ from ...calls.tasks import Task
 from ...observe.logs import log
 from ...serving.pipeline import Pipeline
 from ...serving.tasks import tasks_of
-from . import elicit, sse
+from . import elicit
+from .request import McpRequest
 from .tasks import RELATED_TASK
 
 METHOD = "tasks/result"
-#: Where ``flask.g`` keeps the keys this request asked already (each is asked once per request).
-ASKED_KEY = "_tooldiscovery_mcp_task_asked"
 
 
-def relay(pipe: Pipeline, task: Task) -> bool:
-    """Ask ``task``'s open questions on this ``tasks/result``'s stream, if it is one, and put the
-    answers in its record; whether an answer was taken."""
-    plan = g.get(sse.PLAN_KEY)
-    if not isinstance(plan, sse.Plan) or plan.tool != METHOD:
+def relay(pipe: Pipeline, task: Task, req: McpRequest) -> bool:
+    """Ask ``task``'s open questions on the stream of ``req`` (a ``tasks/result``), if it is one,
+    and put the answers in its record; whether an answer was taken. Each question is asked once
+    per request."""
+    plan = req.plan
+    if plan is None or plan.tool != METHOD:
         return False
     if plan.context is None:  # what the stream cancels when the client goes away
         plan.context = pipe.context()
-    asked: set[str] = g.setdefault(ASKED_KEY, set())
+    asked = plan.asked
     taken = False
     for key, question in task_input.open_questions(task).items():
         if key in asked:
@@ -59,4 +59,4 @@ def relay(pipe: Pipeline, task: Task) -> bool:
     return taken
 
 
-__all__ = ["ASKED_KEY", "METHOD", "relay"]
+__all__ = ["METHOD", "relay"]

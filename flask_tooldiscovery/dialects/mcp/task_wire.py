@@ -1,12 +1,12 @@
 """A task record (:class:`~...calls.tasks.Task`) as MCP shows it, in each era's words.
 
-2026-07-28, the ``io.modelcontextprotocol/tasks`` extension (SEP-2663): a flat ``Task`` (``taskId``,
+The stateless era (2026-07-28), the ``io.modelcontextprotocol/tasks`` extension (SEP-2663): a flat ``Task`` (``taskId``,
 ``status``, ``createdAt``, ``lastUpdatedAt``, ``ttlMs``, ``pollIntervalMs``, ``statusMessage``);
 ``tasks/get`` inlines by status the open ``inputRequests``, the ``result`` (a ``CallToolResult``)
 or the ``error`` (a JSON-RPC error object). A tool's own error is ``completed`` with ``isError``;
 ``failed`` is kept for what is no tool result: a crash, an interrupted run.
 
-2025-11-25 (experimental tasks): the same fields named ``ttl`` and ``pollInterval``; a call that
+The handshake era (2025-11-25's experimental tasks): the same fields named ``ttl`` and ``pollInterval``; a call that
 ended with ``isError`` is ``failed``, and ``tasks/result`` answers what the call would have.
 
 A record's states map onto MCP's: working, input_required, completed, cancelled as they are;
@@ -28,9 +28,8 @@ from ...tools.results import RichBlock
 from ..content_blocks import content_blocks
 from . import jsonrpc as rpc
 from .content import call_result
-
-MODERN = "2026-07-28"
-ELICIT = "elicitation/create"
+from .input_requests import wire_request
+from .revisions import LATEST, STATELESS, Era
 
 
 def timestamp(seconds: float) -> str:
@@ -44,9 +43,9 @@ def crashed(task: Task) -> bool:
     return task.state == "interrupted" or (task.state == "failed" and bool(result.get("crashed")))
 
 
-def status(task: Task, era: str) -> str:
+def status(task: Task, era: Era) -> str:
     """MCP's status of the record in ``era``."""
-    if task.state == "interrupted" or (task.state == "failed" and (era != MODERN or crashed(task))):
+    if task.state == "interrupted" or (task.state == "failed" and (era != STATELESS or crashed(task))):
         return "failed"
     return "completed" if task.state == "failed" else task.state
 
@@ -94,7 +93,7 @@ def error_object(task: Task) -> dict[str, Any]:
     return {"code": rpc.INTERNAL_ERROR, "message": str(result.get("error") or "Internal error."), "data": data}
 
 
-def _common(pipe: Pipeline, task: Task, era: str, poll_ms: int) -> dict[str, Any]:
+def _common(pipe: Pipeline, task: Task, era: Era, poll_ms: int) -> dict[str, Any]:
     shown = status(task, era)
     fields: dict[str, Any] = {"taskId": task.id, "status": shown}
     message = task.message or ((task.result or {}).get("error") if task.terminal and shown != "completed" else None)
@@ -102,7 +101,7 @@ def _common(pipe: Pipeline, task: Task, era: str, poll_ms: int) -> dict[str, Any
         fields["statusMessage"] = str(message)
     fields["createdAt"], fields["lastUpdatedAt"] = timestamp(task.created), timestamp(task.updated)
     ttl = max(int(task.ttl * 1000), 1)
-    if era == MODERN:
+    if era == STATELESS:
         fields["ttlMs"], fields["pollIntervalMs"] = ttl, poll_ms
     else:
         fields["ttl"] = ttl
@@ -111,23 +110,22 @@ def _common(pipe: Pipeline, task: Task, era: str, poll_ms: int) -> dict[str, Any
     return fields
 
 
-def created(pipe: Pipeline, task: Task, era: str, poll_ms: int) -> dict[str, Any]:
-    """The ``CreateTaskResult`` of a new task: flat with ``resultType: "task"`` (2026-07-28), or
-    ``{"task": Task}`` (2025-11-25)."""
+def created(pipe: Pipeline, task: Task, era: Era, poll_ms: int) -> dict[str, Any]:
+    """The ``CreateTaskResult`` of a new task: flat with ``resultType: "task"`` (stateless era), or
+    ``{"task": Task}`` (handshake era)."""
     fields = _common(pipe, task, era, poll_ms)
-    return {"resultType": "task", **fields} if era == MODERN else {"task": fields}
+    return {"resultType": "task", **fields} if era == STATELESS else {"task": fields}
 
 
 def input_requests(task: Task) -> dict[str, Any]:
     """The task's open questions as MCP ``inputRequests`` (form elicitations)."""
-    return {key: {"method": ELICIT, "params": {"mode": "form", "message": q.message, "requestedSchema": dict(q.schema)}}
-            for key, q in open_questions(task).items()}
+    return {key: wire_request(q, LATEST) for key, q in open_questions(task).items()}
 
 
-def detailed(pipe: Pipeline, task: Task, era: str, poll_ms: int, version: str) -> dict[str, Any]:
-    """What ``tasks/get`` answers: the ``Task``, and from 2026-07-28 what its status carries."""
+def detailed(pipe: Pipeline, task: Task, era: Era, poll_ms: int, version: str) -> dict[str, Any]:
+    """What ``tasks/get`` answers: the ``Task``, and in the stateless era what its status carries."""
     fields = _common(pipe, task, era, poll_ms)
-    if era != MODERN:
+    if era != STATELESS:
         return fields
     shown = fields["status"]
     if shown == "input_required":
@@ -140,8 +138,6 @@ def detailed(pipe: Pipeline, task: Task, era: str, poll_ms: int, version: str) -
 
 
 __all__ = [
-    "ELICIT",
-    "MODERN",
     "crashed",
     "created",
     "detailed",

@@ -2,15 +2,16 @@
 (:mod:`~...serving.tasks`), its record read, answered and cancelled from any worker and host.
 
 Which calls become tasks: a tool's ``task_support`` (``"optional"`` or ``"required"``; a
-``long_running`` tool is ``"optional"``), asked for by the client: from 2026-07-28 by declaring the
-``io.modelcontextprotocol/tasks`` extension in the request's ``_meta`` client capabilities (the
-server then decides: it makes a task of every such call, SEP-2663); in 2025-11-25 by ``params.task``
-(``execution.taskSupport`` in ``tools/list``, the ``tasks`` capability). A ``"required"`` tool
-called without it is refused: -32021 naming the extension (2026-07-28), -32601 (2025-11-25). A
+``long_running`` tool is ``"optional"``), asked for by the client: in the stateless era by declaring
+the ``io.modelcontextprotocol/tasks`` extension in the request's ``_meta`` client capabilities (the
+server then decides: it makes a task of every such call, SEP-2663); in the handshake era (2025-11-25)
+by ``params.task`` (``execution.taskSupport`` in ``tools/list``, the ``tasks`` capability). A
+``"required"`` tool called without it is refused: -32021 naming the extension (stateless era),
+-32601 (handshake era). A
 call with invalid arguments, or needing a person's approval, is answered at once as before.
 
 The questions a tool declares (its ``questions`` option) are asked first, by a multi-round-trip
-``InputRequiredResult`` (2026-07-28), and the task created once they are answered; questions it
+``InputRequiredResult`` (stateless era), and the task created once they are answered; questions it
 asks while running (``ctx.ask``) park the task ``input_required`` until ``tasks/update`` answers.
 
 Who may read a task: its caller only, the subject the request's credentials established (a
@@ -39,19 +40,20 @@ from ...serving.wire import page_cursor, read_cursor
 from ...tools.model import Tool, ToolContext
 from ...tools.questions import NOBODY, Answer, answer_of, declared, from_answers
 from . import jsonrpc as rpc
+from . import revisions
 from . import task_wire as wire
-from .content import VERSION_META_KEY, client_version
+from .input_requests import wire_request
+from .request import Handler, McpRequest, missing
+from .revisions import HANDSHAKE, STATELESS
 from .settings import McpSettings
 
 EXTENSION = "io.modelcontextprotocol/tasks"
-CAPABILITIES_META_KEY = "io.modelcontextprotocol/clientCapabilities"
 RELATED_TASK = "io.modelcontextprotocol/related-task"
-MISSING_CAPABILITY = -32021
-#: 2025-11-25's server capability: tasks/list, tasks/cancel, task-augmented tools/call.
-LEGACY_CAPABILITY: dict[str, Any] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+#: The handshake era's server capability (2025-11-25): tasks/list, tasks/cancel, task-augmented tools/call.
+HANDSHAKE_CAPABILITY: dict[str, Any] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
 #: The methods of each era (the others' answer -32601).
-MODERN_METHODS = ("tasks/get", "tasks/update", "tasks/cancel")
-LEGACY_METHODS = ("tasks/get", "tasks/result", "tasks/list", "tasks/cancel")
+STATELESS_METHODS = ("tasks/get", "tasks/update", "tasks/cancel")
+HANDSHAKE_METHODS = ("tasks/get", "tasks/result", "tasks/list", "tasks/cancel")
 METHODS = ("tasks/get", "tasks/update", "tasks/cancel", "tasks/result", "tasks/list")
 CANCELLED = "The call was cancelled at its caller's request; a run under way was asked to stop."
 
@@ -62,27 +64,6 @@ def support(tool: Tool) -> str:
     return str(given) if given else "optional" if tool.metadata.get("long_running") else "forbidden"
 
 
-def _meta(params: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = params.get("_meta")
-    return meta if isinstance(meta, Mapping) else {}
-
-
-def declares(params: Mapping[str, Any], capability: str) -> bool:
-    """Whether the request's ``_meta`` client capabilities declare ``capability`` (``"elicitation"``,
-    or ``EXTENSION``: under ``extensions``)."""
-    caps = _meta(params).get(CAPABILITIES_META_KEY)
-    if not isinstance(caps, Mapping):
-        return False
-    found = caps.get("extensions", {}).get(capability) if capability == EXTENSION and isinstance(
-        caps.get("extensions"), Mapping) else caps.get(capability)
-    return isinstance(found, Mapping)
-
-
-def missing(required: dict[str, Any]) -> rpc.RpcError:
-    """-32021: processing the request needs a capability the client did not declare."""
-    return rpc.RpcError(MISSING_CAPABILITY, "Missing required client capability", {"requiredCapabilities": required})
-
-
 def _poll_ms(pipe: Pipeline) -> int:
     return McpSettings.of(pipe.settings).task_poll_interval
 
@@ -90,14 +71,13 @@ def _poll_ms(pipe: Pipeline) -> int:
 # -- tools/call -----------------------------------------------------------------------------------
 
 
-def questions_first(tool: Tool, params: Mapping[str, Any],
-                    modern: bool) -> tuple[dict[str, Answer], dict[str, Any] | None]:
+def questions_first(tool: Tool, req: McpRequest) -> tuple[dict[str, Answer], dict[str, Any] | None]:
     """The answers to the questions ``tool`` declares, sent with this call (``inputResponses``),
-    and, while some are missing from a 2026-07-28 call, the ``InputRequiredResult`` asking them."""
+    and, while some are missing from a stateless-era call, the ``InputRequiredResult`` asking them."""
     asked = declared(tool.metadata)
-    if not asked or not modern:
+    if not asked or not req.stateless:
         return {}, None
-    responses = params.get("inputResponses")
+    responses = req.params.get("inputResponses")
     if responses is not None and not isinstance(responses, Mapping):
         raise rpc.RpcError(rpc.INVALID_PARAMS, "params.inputResponses must be an object.")
     try:
@@ -106,15 +86,14 @@ def questions_first(tool: Tool, params: Mapping[str, Any],
         raise rpc.RpcError(rpc.INVALID_PARAMS, f"Invalid inputResponses: {exc}.") from None
     if len(given) == len(asked):
         return given, None
-    if not declares(params, "elicitation"):
+    if not req.declares("elicitation"):
         raise missing({"elicitation": {}})
     return given, {"resultType": "input_required", "inputRequests": {
-        k: {"method": wire.ELICIT, "params": {"mode": "form", "message": q.message, "requestedSchema": dict(q.schema)}}
-        for k, q in asked.items() if k not in given}}
+        k: wire_request(q, req.revision) for k, q in asked.items() if k not in given}}
 
 
 def requested_ttl(asked: Mapping[str, Any]) -> float | None:
-    """The seconds a 2025-11-25 ``params.task.ttl`` (milliseconds) asks the task to be kept
+    """The seconds a handshake-era ``params.task.ttl`` (milliseconds) asks the task to be kept
     (``None``: not asked; the server's own, ``TOOLDISCOVERY_TASK_TTL``, is the most it gets)."""
     ttl = asked.get("ttl")
     if ttl is None:
@@ -125,12 +104,12 @@ def requested_ttl(asked: Mapping[str, Any]) -> float | None:
 
 
 def as_task(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, context: ToolContext,
-            params: Mapping[str, Any], modern: bool) -> dict[str, Any] | None:
+            req: McpRequest) -> dict[str, Any] | None:
     """The answer to a ``tools/call`` that is not run in the request: the task it created (or the
     questions it asks first); ``None`` to run it now. Its answers to questions go to ``context``."""
-    how, ttl = support(tool), None
-    if modern:
-        wanted = declares(params, EXTENSION)
+    how, ttl, params = support(tool), None, req.params
+    if req.stateless:
+        wanted = req.declares(EXTENSION)
         if how == "required" and not wanted:
             raise missing({"extensions": {EXTENSION: {}}})
     else:
@@ -143,7 +122,7 @@ def as_task(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, contex
             raise rpc.RpcError(rpc.METHOD_NOT_FOUND, f"Tool {tool.name} cannot be run as a task.")
         if how == "required" and not wanted:
             raise rpc.RpcError(rpc.METHOD_NOT_FOUND, f"Tool {tool.name} must be called as a task (params.task).")
-    answers, first = questions_first(tool, params, modern)
+    answers, first = questions_first(tool, req)
     if first is not None:
         return first  # the InputRequiredResult: its questions first
     context.asker = from_answers(answers, NOBODY)
@@ -152,14 +131,14 @@ def as_task(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, contex
         return None  # run now: not a task, its approval asked on the call, or invalid (answered as such)
     wait = McpSettings.of(pipe.settings).elicitation_timeout
     meta = {"trace_id": context.trace_id, task_input.ASK_WAIT: wait,
-            # 2025-11-25: asked on the stream of a tasks/result (task_questions); 2026-07-28: tasks/update.
-            task_input.ASKABLE: wait > 0 and (declares(params, "elicitation") if modern
-                                              else client_version(_meta(params)) >= "2025-11-25"),
+            # Handshake era: asked on the stream of a tasks/result (task_questions); stateless era: tasks/update.
+            task_input.ASKABLE: wait > 0 and (req.declares("elicitation") if req.stateless
+                                              else revisions.has_tasks(req.revision)),
             task_input.ANSWERS: {k: a.to_json() for k, a in answers.items()}}
     task = tasks_of(current_app).start(pipe, tool, arguments or {}, context, meta=meta, ttl=ttl)
     log.info("flask-tooldiscovery: mcp tools/call %s runs as task %s (trace_id=%s)", tool.name, task.id,
              context.trace_id)
-    return wire.created(pipe, task, wire.MODERN if modern else "2025-11-25", _poll_ms(pipe))
+    return wire.created(pipe, task, req.era, _poll_ms(pipe))
 
 
 # -- tasks/* ----------------------------------------------------------------------------------------
@@ -199,25 +178,24 @@ def cancel(task: Task) -> Task:
     return store.get(task.id) or task
 
 
-def methods(pipe: Pipeline, relay: Callable[[Pipeline, Task], bool] | None = None) -> dict[str, rpc.Method]:
-    """The ``tasks/*`` methods, each answering as its request's era does; ``relay`` asks a 2025-11-25
-    task's open questions while ``tasks/result`` waits (true: an answer was taken)."""
+def methods(pipe: Pipeline, relay: Callable[[Pipeline, Task, McpRequest], bool] | None = None) -> dict[str, Handler]:
+    """The ``tasks/*`` methods, each answering as its request's era does; ``relay`` asks a
+    handshake-era task's open questions while ``tasks/result`` waits (true: an answer was taken)."""
 
-    def era_of(method: str, params: dict[str, Any]) -> str:
-        modern = VERSION_META_KEY in _meta(params)
-        if method not in (MODERN_METHODS if modern else LEGACY_METHODS):
-            raise rpc.RpcError(rpc.METHOD_NOT_FOUND, f"Method not found: {method}")
-        if modern and not declares(params, EXTENSION):
+    def era_of(req: McpRequest) -> revisions.Era:
+        if req.method not in (STATELESS_METHODS if req.stateless else HANDSHAKE_METHODS):
+            raise rpc.RpcError(rpc.METHOD_NOT_FOUND, f"Method not found: {req.method}")
+        if req.stateless and not req.declares(EXTENSION):
             raise missing({"extensions": {EXTENSION: {}}})
-        return wire.MODERN if modern else "2025-11-25"
+        return req.era
 
-    def get(params: dict[str, Any]) -> dict[str, Any]:
-        era = era_of("tasks/get", params)
-        return wire.detailed(pipe, lookup(pipe, params), era, _poll_ms(pipe), client_version(_meta(params)))
+    def get(req: McpRequest) -> dict[str, Any]:
+        era = era_of(req)
+        return wire.detailed(pipe, lookup(pipe, req.params), era, _poll_ms(pipe), req.revision)
 
-    def update(params: dict[str, Any]) -> dict[str, Any]:
-        era_of("tasks/update", params)
-        task, responses = lookup(pipe, params), params.get("inputResponses")
+    def update(req: McpRequest) -> dict[str, Any]:
+        era_of(req)
+        task, responses = lookup(pipe, req.params), req.params.get("inputResponses")
         if not isinstance(responses, Mapping):
             raise rpc.RpcError(rpc.INVALID_PARAMS, "params.inputResponses must be an object.")
         try:
@@ -226,49 +204,49 @@ def methods(pipe: Pipeline, relay: Callable[[Pipeline, Task], bool] | None = Non
             raise rpc.RpcError(rpc.INVALID_PARAMS, f"Invalid inputResponses: {exc}.") from None
         return {}
 
-    def cancel_task(params: dict[str, Any]) -> dict[str, Any]:
-        era = era_of("tasks/cancel", params)
-        task = lookup(pipe, params)
-        if era != wire.MODERN and task.terminal:
+    def cancel_task(req: McpRequest) -> dict[str, Any]:
+        era = era_of(req)
+        task = lookup(pipe, req.params)
+        if era != STATELESS and task.terminal:
             raise rpc.RpcError(rpc.INVALID_PARAMS, f"Cannot cancel task: already in terminal status "
                                                    f"'{wire.status(task, era)}'", {"taskId": task.id})
         ended = task if task.terminal else cancel(task)
-        return {} if era == wire.MODERN else wire.detailed(pipe, ended, era, _poll_ms(pipe), "2025-11-25")
+        return {} if era == STATELESS else wire.detailed(pipe, ended, era, _poll_ms(pipe), revisions.R2025_11_25)
 
-    def result(params: dict[str, Any]) -> dict[str, Any]:
-        era_of("tasks/result", params)
-        task = lookup(pipe, params)
+    def result(req: McpRequest) -> dict[str, Any]:
+        era_of(req)
+        task = lookup(pipe, req.params)
         deadline = time.monotonic() + McpSettings.of(pipe.settings).task_result_wait
         while task.state not in TERMINAL:
-            if relay is not None and task.state == "input_required" and relay(pipe, task):
+            if relay is not None and task.state == "input_required" and relay(pipe, task, req):
                 deadline = max(deadline, time.monotonic() + McpSettings.of(pipe.settings).task_result_wait)
             if time.monotonic() >= deadline:
                 raise rpc.RpcError(rpc.INTERNAL_ERROR, "The task is still running; call tasks/result again.",
-                                   {"taskId": task.id, "status": wire.status(task, "2025-11-25")})
+                                   {"taskId": task.id, "status": wire.status(task, HANDSHAKE)})
             time.sleep(0.2)
             task = tasks_of(current_app).read(task.id) or task
         if task.state == "interrupted":
             error = wire.error_object(task)
             raise rpc.RpcError(error["code"], error["message"], error["data"])
-        answer = wire.tool_result(pipe, task, client_version(_meta(params)))
+        answer = wire.tool_result(pipe, task, req.revision)
         return {**answer, "_meta": {**(answer.get("_meta") or {}), RELATED_TASK: {"taskId": task.id}}}
 
-    def list_tasks(params: dict[str, Any]) -> dict[str, Any]:
-        era_of("tasks/list", params)
-        who, size = caller(pipe), McpSettings.of(pipe.settings).page_size
+    def list_tasks(req: McpRequest) -> dict[str, Any]:
+        era_of(req)
+        params, who, size = req.params, caller(pipe), McpSettings.of(pipe.settings).page_size
         try:
             start = read_cursor(params["cursor"], 10_000) if params.get("cursor") is not None else 0
         except ValueError:
             raise rpc.RpcError(rpc.INVALID_PARAMS, "Invalid cursor.") from None
         kept = [] if who is None else tasks_of(current_app).of_caller(who, start + size + 1)
         found = [t for t in kept if t.dialect == pipe.name]
-        page = [wire.detailed(pipe, t, "2025-11-25", _poll_ms(pipe), "2025-11-25") for t in found[start:start + size]]
+        page = [wire.detailed(pipe, t, HANDSHAKE, _poll_ms(pipe), revisions.R2025_11_25)
+                for t in found[start:start + size]]
         return {"tasks": page, **({"nextCursor": page_cursor(start + size)} if len(found) > start + size else {})}
 
     return {"tasks/get": get, "tasks/update": update, "tasks/cancel": cancel_task, "tasks/result": result,
             "tasks/list": list_tasks}
 
 
-__all__ = ["CAPABILITIES_META_KEY", "EXTENSION", "LEGACY_CAPABILITY", "METHODS", "MISSING_CAPABILITY", "MODERN_METHODS",
-           "RELATED_TASK", "as_task", "caller", "declares", "lookup", "methods", "missing", "questions_first",
-           "support"]
+__all__ = ["EXTENSION", "HANDSHAKE_CAPABILITY", "HANDSHAKE_METHODS", "METHODS", "RELATED_TASK", "STATELESS_METHODS",
+           "as_task", "caller", "lookup", "methods", "questions_first", "support"]
