@@ -46,16 +46,6 @@ HANDSHAKE: Era = "handshake"
 STATELESS: Era = "stateless"
 
 
-def era(revision: str) -> Era:
-    """The era ``revision`` belongs to."""
-    return STATELESS if revision >= R2026_07_28 else HANDSHAKE
-
-
-def is_stateless(revision: str) -> bool:
-    """Whether ``revision`` is of the stateless era (no handshake; the ``_meta`` envelope)."""
-    return revision >= R2026_07_28
-
-
 def has_batches(revision: str) -> bool:
     """Whether ``revision`` has JSON-RPC batches (2025-03-26; gone from 2025-06-18 on)."""
     return revision < R2025_06_18
@@ -115,12 +105,6 @@ def not_found_is_invalid_params(revision: str) -> bool:
     return revision >= R2026_07_28
 
 
-def has_subscriptions_listen(revision: str) -> bool:
-    """Whether ``revision`` subscribes by ``subscriptions/listen`` (a stream of its own) rather than
-    ``resources/subscribe`` and the session's ``GET`` stream."""
-    return revision >= R2026_07_28
-
-
 __all__ = [
     "DEFAULT",
     "HANDSHAKE",
@@ -137,16 +121,13 @@ __all__ = [
     "SUPPORTED",
     "Era",
     "disconnect_cancels",
-    "era",
     "has_batches",
     "has_cache_hints",
     "has_elicitation",
     "has_elicitation_mode",
     "has_handshake_tasks",
     "has_progress_message",
-    "has_subscriptions_listen",
     "has_tasks",
-    "is_stateless",
     "logs_by_default",
     "not_found_is_invalid_params",
     "streams_requests",
