@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from importlib import metadata
 from typing import Any
 
 from flask import request
@@ -24,6 +25,14 @@ from ..tools.model import Tool, ToolContext
 
 INSTALL = 'pip install "flask-tooldiscovery[otel]"'
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")
+
+
+def _package_version() -> str:
+    """This package's version as installed (the span's instrumentation scope version)."""
+    try:
+        return metadata.version("flask-tooldiscovery")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "0+unknown"
 
 
 def require() -> None:
@@ -41,10 +50,8 @@ class Tracer:
     def __init__(self) -> None:
         from opentelemetry import trace
 
-        from .. import __version__
-
         self._trace = trace
-        self._version = __version__
+        self._version = _package_version()
 
     @contextmanager
     def span(self, tool: Tool, context: ToolContext, dialect: str) -> Iterator[Any]:
