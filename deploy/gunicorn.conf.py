@@ -1,5 +1,11 @@
 """gunicorn behind nginx (deploy/nginx-site.conf): ``gunicorn -c deploy/gunicorn.conf.py example_app.wsgi:app``."""
 
+# Tells flask-tooldiscovery, in each worker process, gunicorn's threads per worker and number of
+# workers as gunicorn resolved them (this file, the command line, GUNICORN_CMD_ARGS): the call
+# slots leave one thread free, and several workers without a shared state store are warned about.
+# A post_fork of your own calls it with the same two arguments.
+from flask_tooldiscovery.serving.worker_threads import post_fork  # noqa: F401
+
 # Only nginx connects: loopback, the address of nginx's upstream.
 bind = "127.0.0.1:8000"
 # Threads for tools that wait on I/O; at most threads - 1 tools run at once per worker

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import click
 from flask import Flask, current_app, has_app_context, has_request_context, request
-from flask.cli import FlaskGroup
+from flask.cli import FlaskGroup, run_command
 
 from . import settings as cfg
 from .calls import single_use
@@ -21,14 +20,12 @@ from .dialects import BUILTIN, Dialect, load
 from .identity.sources import Authenticator, AuthHook, AuthHookVerifier, HookVerifier, IdentityHook, Verifier
 from .identity.verifiers import ApiKeyVerifier, BearerVerifier, JwksVerifier, JwtVerifier, OAuthResourceVerifier
 from .observe.logs import log, show_call_log
-from .observe.operations import KEY as OPERATIONS_KEY
 from .registering import Registering
 from .runtime.invoke import HandOff, Outcome, invoke
 from .serving import fastpath, tasks
 from .serving.core import Core
 from .serving.epi_hmac import EpiHmacVerifier, decode_secret
 from .serving.pipeline import Pipeline
-from .serving.worker_threads import loading_worker
 from .settings import Settings, SettingsError
 from .tools.model import Tool, ToolContext
 from .tools.providers import ToolsProvider
@@ -132,7 +129,6 @@ class ToolDiscovery(Registering):
         app.extensions[STATE_KEY] = core
         app.extensions[PIPELINES_KEY] = pipelines
         app.extensions[tasks.EXTENSION_KEY] = tasks.Tasks(app, settings, pipelines)
-        app.extensions[OPERATIONS_KEY] = core.operations
         for name, pipeline in pipelines.items():
             dialect = self.dialect(name)
             app.register_blueprint(dialect.make_blueprint(pipeline), url_prefix=pipeline.prefix or None)
@@ -149,14 +145,6 @@ class ToolDiscovery(Registering):
                         and (w := check(settings, pipe.authenticator))]
             if warnings:
                 log.warning("flask-tooldiscovery: %s", "; ".join(warnings))
-        worker = loading_worker()
-        workers = worker.processes if worker is not None else None
-        if not settings.state_storage_uri and worker is not None and workers != 1:
-            log.warning("flask-tooldiscovery: gunicorn runs %s worker processes and TOOLDISCOVERY_STATE_STORAGE_URI "
-                        "is unset: each process keeps its own state, so a sealed approval can run once in each of "
-                        "them, an MCP approval answer reaching another worker is lost, and a task's record can only "
-                        "be read on the worker that accepted it; set it to a redis:// URL every worker shares",
-                        workers or "several")
         from .cli.commands import tools_cli
 
         if "tools" not in app.cli.commands:
@@ -294,13 +282,16 @@ def _check_jwks_keys(settings: Settings, authenticators: dict[str, Authenticator
 
 def _read_only_cli() -> bool:
     """True while a ``flask`` command other than ``run`` loads the app (``flask tools list``...):
-    nothing is served, so there is nothing to warn about."""
+    nothing is served, so there is nothing to warn about.
+
+    Flask's CLI loads the app inside click's current context: ``flask run`` in its own callback
+    (the context's command is Flask's ``run_command``); Flask's other commands in theirs; a
+    command the app adds (``flask tools ...``) while the root ``FlaskGroup`` looks it up. Only the
+    first serves requests."""
     ctx = click.get_current_context(silent=True)
     if ctx is None or not isinstance(ctx.find_root().command, FlaskGroup):
         return False
-    # The app loads while the command line is still being parsed, so read it as typed.
-    words = [w for w in sys.argv[1:] if not w.startswith("-")]
-    return "run" not in words
+    return ctx.command is not run_command
 
 
 __all__ = ["ToolDiscovery"]

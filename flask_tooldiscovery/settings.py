@@ -196,6 +196,14 @@ class Settings:
         "MAX_CONCURRENT_CALLS", None, optional(parse_int),
         "Tool calls running at once per worker process; 0 for no limit. Over it: busy, retry. "
         "Unset: gunicorn's threads per worker less one (at least 1), else 2; logged at start.")
+    server_threads: int | None = setting(
+        "SERVER_THREADS", None, optional(whole_number(1)),
+        "Requests one worker process of the server serves at once (its threads); sets the call slots' "
+        "default. Unset: what gunicorn's post_fork hook says (deploy/gunicorn.conf.py), else not known.")
+    server_workers: int | None = setting(
+        "SERVER_WORKERS", None, optional(whole_number(1)),
+        "Worker processes the server runs; over 1 without STATE_STORAGE_URI is warned about at start. "
+        "Unset: what gunicorn's post_fork hook says.")
     default_timeout: float = setting(
         "DEFAULT_TIMEOUT", 25, number(0.0),
         "Seconds a tool without its own timeout= may run before its call is answered as timed out; 0 for none.")

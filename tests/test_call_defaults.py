@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sys
+import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from flask import Flask
+from gunicorn.config import Config as GunicornConfig
+from gunicorn.workers.base import Worker as GunicornWorker
 
 from flask_tooldiscovery import ToolDiscovery
-from flask_tooldiscovery.serving.worker_threads import UNKNOWN_SERVER_SLOTS
+from flask_tooldiscovery.serving import worker_threads
+from flask_tooldiscovery.serving.worker_threads import UNKNOWN_SERVER_SLOTS, post_fork
 from flask_tooldiscovery.settings import SettingsError
 
 #: Set when a test is over, so the tools left running past their deadline end.
@@ -136,37 +139,32 @@ def slots(app: Flask) -> int:
     return ToolDiscovery.state(app).slots.limit
 
 
-@pytest.fixture(scope="module")
-def under_gunicorn() -> Iterator[Callable[..., Flask]]:
-    """``under_gunicorn(options, **config)``: the app built by gunicorn's own application object,
-    configured as a command line would, loading it as gunicorn's master does with ``--preload``
-    (its ``wsgi()``). gunicorn is imported here only, and forgotten after: a process that has
-    imported gunicorn looks served by it to the rest of the suite."""
-    before = set(sys.modules)
-    from gunicorn.app.base import BaseApplication
+class EventWorker(GunicornWorker):
+    """A gunicorn worker class that does not serve requests on threads (as gevent's does)."""
 
-    class Gunicorn(BaseApplication):
-        def __init__(self, options: dict[str, Any], **config: Any) -> None:
-            self.options = options
-            self.config = config
-            super().__init__()
 
-        def load_config(self) -> None:
-            for name, value in self.options.items():
-                self.cfg.set(name, value)
-
-        def load(self) -> Flask:
-            return create_app(**self.config)
+@pytest.fixture(params=["forked", "preload"])
+def under_gunicorn(request, monkeypatch) -> Callable[..., Flask]:
+    """``under_gunicorn(options, **config)``: the app as a gunicorn worker process has it when the
+    documented ``post_fork`` hook (deploy/gunicorn.conf.py) is called with a worker of gunicorn's
+    own classes, built from gunicorn's configuration set as a command line would: before the app
+    loads (``forked``, the default), or after (``preload``: loaded in the master before the fork)."""
+    monkeypatch.setattr(worker_threads, "_told", None)
+    monkeypatch.setattr(worker_threads, "_listeners", [])
 
     def build(options: dict[str, Any], **config: Any) -> Flask:
-        app = Gunicorn(options, **config).wsgi()
-        assert isinstance(app, Flask)
-        return app
+        cfg = GunicornConfig()
+        for name, value in options.items():
+            cfg.set(name, value)
+        worker = cfg.worker_class(0, os.getpid(), [], None, 30, cfg, None)
+        if request.param == "preload":
+            app = create_app(**config)
+            post_fork(None, worker)
+            return app
+        post_fork(None, worker)
+        return create_app(**config)
 
-    yield build
-    for name in set(sys.modules) - before:
-        if name.partition(".")[0] == "gunicorn":
-            del sys.modules[name]
+    return build
 
 
 @pytest.mark.parametrize("options, expected", [
@@ -183,14 +181,16 @@ def test_unset_the_slots_leave_one_of_gunicorns_threads_free(under_gunicorn, opt
         app = under_gunicorn(options)
     assert slots(app) == expected
     said = [r.getMessage() for r in caplog.records if "at once per worker process" in r.getMessage()]
-    assert len(said) == 1 and f"at most {expected} tool" in said[0] and "gunicorn" in said[0], said
+    # one line; with --preload a first one from the master, which loaded the app before the fork
+    assert len(said) == 1 or (len(said) == 2 and "the server did not say" in said[0]), said
+    assert f"at most {expected} tool" in said[-1] and "gunicorn" in said[-1], said
 
 
 def test_a_worker_without_threads_gets_the_conservative_default(under_gunicorn, caplog) -> None:
     with caplog.at_level(logging.INFO, "flask_tooldiscovery"):
-        app = under_gunicorn({"worker_class": "gevent"})
+        app = under_gunicorn({"worker_class": "tests.test_call_defaults.EventWorker"})
     assert slots(app) == UNKNOWN_SERVER_SLOTS == 2
-    assert "gevent worker has no thread count" in caplog.text
+    assert "gunicorn EventWorker worker has no thread count" in caplog.text
 
 
 def test_unset_outside_gunicorn_the_conservative_default(caplog) -> None:
@@ -217,6 +217,32 @@ def test_an_explicit_setting_that_leaves_no_thread_free_is_warned_about(under_gu
     with caplog.at_level(logging.WARNING, "flask_tooldiscovery"):
         under_gunicorn({"worker_class": "gthread", "threads": 4}, TOOLDISCOVERY_MAX_CONCURRENT_CALLS=3)
     assert "leaves none" not in caplog.text
+
+
+@pytest.mark.parametrize("threads, expected", [(4, 3), (1, 1)])
+def test_the_server_threads_setting_sets_the_default_slots(threads, expected, caplog) -> None:
+    """Any server: the app's config says how many threads a worker has."""
+    with caplog.at_level(logging.INFO, "flask_tooldiscovery"):
+        app = create_app(TOOLDISCOVERY_SERVER_THREADS=threads)
+    assert slots(app) == expected
+    assert f"TOOLDISCOVERY_SERVER_THREADS={threads}" in caplog.text
+
+
+def test_several_workers_without_a_shared_state_store_are_warned_about(under_gunicorn, caplog,
+                                                                      monkeypatch) -> None:
+    warning = "the server runs 3 worker processes and TOOLDISCOVERY_STATE_STORAGE_URI is unset"
+    with caplog.at_level(logging.WARNING, "flask_tooldiscovery"):
+        under_gunicorn({"worker_class": "gthread", "threads": 4, "workers": 3})
+        under_gunicorn({"worker_class": "gthread", "threads": 4, "workers": 3},
+                       TOOLDISCOVERY_STATE_STORAGE_URI="redis://127.0.0.1:1/0")
+    assert caplog.text.count(warning) == 1
+    caplog.clear()
+    monkeypatch.setattr(worker_threads, "_told", None)  # no gunicorn hook: the settings alone
+    with caplog.at_level(logging.WARNING, "flask_tooldiscovery"):
+        create_app(TOOLDISCOVERY_SERVER_WORKERS=3)
+        create_app(TOOLDISCOVERY_SERVER_WORKERS=1)
+        create_app()
+    assert caplog.text.count("worker processes and TOOLDISCOVERY_STATE_STORAGE_URI") == 1
 
 
 def test_the_busy_refusal_past_the_default_slots() -> None:

@@ -24,6 +24,10 @@ from flask_tooldiscovery.settings import SPECS
 from .conftest import free_port
 from .test_deploy import ROOT, stop, wait_until_up
 
+#: The shipped configuration, whose post_fork hook tells the app gunicorn's threads (its bind,
+#: workers and threads are overridden on the command line, as gunicorn lets a command line do).
+GUNICORN_CONF = ROOT / "deploy" / "gunicorn.conf.py"
+
 pytestmark = pytest.mark.slow
 
 DISCOVERY = ("/opal/discovery", "/oxp/health", "/oxp/tools", "/api/v1/tools", "/explorer/tools")
@@ -31,12 +35,13 @@ DISCOVERY = ("/opal/discovery", "/oxp/health", "/oxp/tools", "/api/v1/tools", "/
 
 @contextlib.contextmanager
 def gunicorn(app_spec: str, log: Path, *, worker_class: str = "gthread", threads: int = 4) -> Iterator[str]:
-    """``app_spec`` under one gunicorn worker on a free port (its output in ``log``): its base URL."""
+    """``app_spec`` under one gunicorn worker on a free port with the shipped configuration file
+    (its output in ``log``): its base URL."""
     port = free_port()
     with log.open("w") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "--workers", "1", "--worker-class", worker_class,
-             "--threads", str(threads), "--bind", f"127.0.0.1:{port}", app_spec],
+            [sys.executable, "-m", "gunicorn", "-c", str(GUNICORN_CONF), "--workers", "1",
+             "--worker-class", worker_class, "--threads", str(threads), "--bind", f"127.0.0.1:{port}", app_spec],
             cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=out, stderr=subprocess.STDOUT,
             start_new_session=True)
     base = f"http://127.0.0.1:{port}"

@@ -28,9 +28,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from .metrics import CallMetrics
     from .tracing import Tracer
 
-KEY = "tooldiscovery.operations"
-
-
 class Operations:
     """One app's rate limits, tracer and metrics (``None`` when their setting is off)."""
 
@@ -53,12 +50,6 @@ class Operations:
 
     def span(self, tool: Tool, context: ToolContext, dialect: str) -> AbstractContextManager[Any]:
         return self.tracer.span(tool, context, dialect) if self.tracer is not None else nullcontext()
-
-
-def operations(app: Flask) -> Operations:
-    """What ``init_app`` built for ``app``."""
-    ops: Operations = app.extensions[KEY]
-    return ops
 
 
 def _error_type(outcome: Outcome) -> str:
@@ -115,4 +106,4 @@ def observe_call(ops: Operations, dialect: str, identity: Identity | None, tool:
     return outcome
 
 
-__all__ = ["KEY", "Operations", "observe_call", "operations"]
+__all__ = ["Operations", "observe_call"]

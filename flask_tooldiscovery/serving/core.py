@@ -27,10 +27,10 @@ from ..runtime.invoke import HandOff, Outcome, invoke
 from ..settings import Settings
 from ..tools.model import Tool, ToolContext
 from ..tools.registry import ToolRegistry, ToolSet
-from . import request_state
+from . import request_state, worker_threads
 from .fastpath import Learnable
 from .guard import Guard
-from .worker_threads import call_slots, loading_worker
+from .worker_threads import Worker, call_slots
 
 
 class Translator(Protocol):
@@ -78,9 +78,15 @@ class Core:
         self.skills = skills if skills is not None else SkillCatalog()
         self.settings = settings
         self.call_handler = call_handler
+        #: What the server runs, as the settings or gunicorn's ``post_fork`` hook said (``None``: not said).
+        self.server = (worker_threads.from_settings(settings.server_threads, settings.server_workers)
+                       or worker_threads.told())
         #: Tool calls running at once in this worker (``TOOLDISCOVERY_MAX_CONCURRENT_CALLS``, else
         #: worked out from the server's threads per worker, so one stays free for discovery).
-        self.slots = Slots(call_slots(settings.max_concurrent_calls, loading_worker()), settings.busy_retry_after)
+        self.slots = Slots(call_slots(settings.max_concurrent_calls, self.server), settings.busy_retry_after)
+        worker_threads.warn_unshared_state(self.server, settings.state_storage_uri)
+        if self.server is None:  # loaded before gunicorn's worker forked (--preload): it may say so later
+            worker_threads.listen(self._server_said)
         #: Rate limits, tracing and metrics (checked here, so a bad setting fails at ``init_app``).
         self.operations = Operations(settings)
         self.guard = Guard(settings, trusted_hosts)
@@ -93,6 +99,12 @@ class Core:
         registry.watchers.watch(self._tools_changed)
         resources.watchers.watch(self._resources_changed)
         self.prompts.watchers.watch(self._prompts_changed)
+
+    def _server_said(self, worker: Worker) -> None:
+        """gunicorn's hook told this worker process what it runs, after the app was built."""
+        self.server = worker
+        self.slots.limit = call_slots(self.settings.max_concurrent_calls, worker)
+        worker_threads.warn_unshared_state(worker, self.settings.state_storage_uri)
 
     def announce(self, kind: Kind, uri: str | None = None) -> bool:
         """Tell every worker's subscribed clients that the ``kind`` list changed (``tools``,

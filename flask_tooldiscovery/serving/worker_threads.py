@@ -1,19 +1,25 @@
-"""How many requests the WSGI server's worker process serves at once, when the server says so, and
-the number of call slots (``TOOLDISCOVERY_MAX_CONCURRENT_CALLS``) that leaves one of them free.
+"""How many requests the WSGI server's worker process serves at once, and how many worker
+processes it runs, as the server or the app's config says so; and the number of call slots
+(``TOOLDISCOVERY_MAX_CONCURRENT_CALLS``) that leaves one of its threads free.
 
-gunicorn says so while it loads the app: the app is imported inside a method of gunicorn's worker
-(or of its application object, with ``--preload``), and that object holds gunicorn's configuration
-as gunicorn resolved it from every source (command line, ``GUNICORN_CMD_ARGS``, config file, a
-custom application's options). :func:`loading_worker` finds it on the call stack of ``init_app``.
-gunicorn has no other way to tell an application its settings, so an app set up anywhere else
-(another server, the development server, a test client) gets the conservative default.
+Two documented sources, the first that says wins:
+
+* the settings ``TOOLDISCOVERY_SERVER_THREADS`` and ``TOOLDISCOVERY_SERVER_WORKERS`` (any server);
+* gunicorn's ``post_fork`` server hook, :func:`post_fork` (``deploy/gunicorn.conf.py`` names it):
+  gunicorn calls it in each new worker process with the worker, whose ``cfg`` is gunicorn's
+  configuration as resolved from every source (command line, ``GUNICORN_CMD_ARGS``, config file).
+  It runs before the worker loads the app; with ``--preload`` the app was loaded before, in the
+  master, and the cores built then are told in the worker (:func:`listen`).
+
+Neither: the conservative default (:data:`UNKNOWN_SERVER_SLOTS`).
 """
 
 from __future__ import annotations
 
-import sys
+import threading
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
-from types import FrameType
 from typing import Any
 
 from ..observe.logs import log
@@ -25,11 +31,6 @@ UNKNOWN_SERVER_SLOTS = 2
 
 _SYNC = ("sync", "gunicorn.workers.sync.SyncWorker", "egg:gunicorn#sync")
 _THREADS = ("gthread", "gunicorn.workers.gthread.ThreadWorker", "egg:gunicorn#gthread")
-#: gunicorn's classes, by name (nothing of gunicorn is imported here): a worker, the objects that
-#: load the app (a worker, or with --preload the application and the arbiter) and the configuration.
-_WORKER = "gunicorn.workers.base.Worker"
-_OWNERS = frozenset((_WORKER, "gunicorn.app.base.BaseApplication", "gunicorn.arbiter.Arbiter"))
-_CONFIG = "gunicorn.config.Config"
 
 
 @dataclass(frozen=True)
@@ -49,16 +50,12 @@ def _names(kind: type) -> list[str]:
     return [f"{base.__module__}.{base.__qualname__}" for base in kind.__mro__]
 
 
-def _gunicorn_worker(owner: Any, cfg: Any) -> Worker:
-    names = _names(type(owner))
-    if _WORKER in names:  # loading in the worker process: its class is the one in use
-        # a subclass of gunicorn's own sync or threaded worker serves as its base does
-        name: Any = next((n for n in names if n in _SYNC + _THREADS), names[0])
-    else:  # --preload: loading in the master, from the configuration
-        name = cfg.worker_class_str
-        if isinstance(name, type):
-            name = next((n for n in _names(name) if n in _SYNC + _THREADS), _names(name)[0])
-    name = str(name)
+def gunicorn_worker(worker: Any) -> Worker:
+    """What a gunicorn worker object (as its server hooks receive it) says of itself: its class
+    (a subclass of gunicorn's sync or threaded worker serves as its base does) and its ``cfg``."""
+    cfg = worker.cfg
+    names = _names(type(worker))
+    name = next((n for n in names if n in _SYNC + _THREADS), names[0])
     threads = int(cfg.threads)
     processes = int(cfg.workers) if isinstance(getattr(cfg, "workers", None), int) else None
     if name in _SYNC and threads > 1:  # gunicorn runs sync with --threads above 1 as gthread
@@ -71,22 +68,59 @@ def _gunicorn_worker(owner: Any, cfg: Any) -> Worker:
     return Worker(f"gunicorn {name.rpartition('.')[2] or name} worker", None, processes)
 
 
-def loading_worker(frame: FrameType | None = None) -> Worker | None:
-    """The gunicorn worker (or master, with ``--preload``) loading the app, from the call stack
-    above ``frame`` (default: the caller's); ``None`` when gunicorn is not loading it."""
-    if "gunicorn" not in sys.modules:
+_lock = threading.Lock()
+#: What gunicorn's hook said in this process (``None``: nothing).
+_told: Worker | None = None
+#: Told again when the hook runs after they were built (``--preload``).
+_listeners: list[weakref.WeakMethod[Callable[[Worker], None]]] = []
+
+
+def post_fork(server: Any, worker: Any) -> None:
+    """gunicorn's ``post_fork`` server hook: tells this package how many threads the new worker
+    process has and how many workers gunicorn runs. Name it in the gunicorn config file
+    (``from flask_tooldiscovery.serving.worker_threads import post_fork``), or call it from a
+    ``post_fork`` of your own with the same arguments."""
+    global _told
+    said = gunicorn_worker(worker)
+    with _lock:  # each core built before is told once; later ones read told()
+        _told = said
+        listeners = [ref() for ref in _listeners]
+        _listeners.clear()
+    for listener in listeners:
+        if listener is not None:
+            listener(said)
+
+
+def told() -> Worker | None:
+    """What gunicorn's :func:`post_fork` hook said in this process, if it ran."""
+    return _told
+
+
+def listen(method: Callable[[Worker], None]) -> None:
+    """Call the bound ``method`` when gunicorn's hook runs later in this process (an app loaded
+    before the worker forked, with ``--preload``); held weakly."""
+    with _lock:
+        _listeners.append(weakref.WeakMethod(method))
+
+
+def from_settings(threads: int | None, processes: int | None) -> Worker | None:
+    """What the settings ``TOOLDISCOVERY_SERVER_THREADS`` and ``TOOLDISCOVERY_SERVER_WORKERS`` say
+    (``None`` when neither is set)."""
+    if threads is None and processes is None:
         return None
-    frame = frame or sys._getframe(1)
-    while frame is not None:
-        owner = frame.f_locals.get("self")
-        # type(), never the object's own attributes, until it is known to be gunicorn's (a proxy
-        # object on the stack must not be asked for anything)
-        if owner is not None and _OWNERS.intersection(_names(type(owner))):
-            cfg = vars(owner).get("cfg")
-            if cfg is not None and _CONFIG in _names(type(cfg)):
-                return _gunicorn_worker(owner, cfg)
-        frame = frame.f_back
-    return None
+    kind = f"server of TOOLDISCOVERY_SERVER_THREADS={threads}" if threads is not None else "server"
+    return Worker(kind, threads, processes)
+
+
+def warn_unshared_state(worker: Worker | None, state_storage_uri: str | None) -> None:
+    """Warn when the server runs several worker processes and they share no state store."""
+    if state_storage_uri or worker is None or worker.processes is None or worker.processes < 2:
+        return
+    log.warning("flask-tooldiscovery: the server runs %s worker processes and TOOLDISCOVERY_STATE_STORAGE_URI "
+                "is unset: each process keeps its own state, so a sealed approval can run once in each of "
+                "them, an MCP approval answer reaching another worker is lost, and a task's record can only "
+                "be read on the worker that accepted it; set it to a redis:// URL every worker shares",
+                worker.processes)
 
 
 def call_slots(configured: int | None, worker: Worker | None) -> int:
@@ -112,10 +146,12 @@ def call_slots(configured: int | None, worker: Worker | None) -> int:
         log.info("flask-tooldiscovery: at most %s tool%s at once per worker process (%s: %s); set %s to change it",
                  limit, " runs" if limit == 1 else "s run", worker.kind, why, key)
         return limit
-    told = f"the {worker.kind} has no thread count" if worker is not None else "the server did not say its threads"
+    why_not = (f"the {worker.kind} has no thread count" if worker is not None
+               else "the server did not say its threads")
     log.info("flask-tooldiscovery: at most %s tools run at once per worker process (%s); set %s to change it",
-             UNKNOWN_SERVER_SLOTS, told, key)
+             UNKNOWN_SERVER_SLOTS, why_not, key)
     return UNKNOWN_SERVER_SLOTS
 
 
-__all__ = ["UNKNOWN_SERVER_SLOTS", "Worker", "call_slots", "loading_worker"]
+__all__ = ["UNKNOWN_SERVER_SLOTS", "Worker", "call_slots", "from_settings", "gunicorn_worker", "listen",
+           "post_fork", "told", "warn_unshared_state"]
