@@ -9,12 +9,15 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 from flask import Flask
 
 from flask_tooldiscovery import ToolDiscovery
+
+from .conftest import free_port
 
 APP = textwrap.dedent('''
     import os
@@ -73,10 +76,34 @@ def flask_cli(folder: Path, *args: str, **env: str) -> subprocess.CompletedProce
                           env={**os.environ, "PYTHONPATH": root, **env})
 
 
-def test_read_only_commands_do_not_warn(quick) -> None:
-    result = flask_cli(quick, "tools", "list")
-    assert result.returncode == 0 and "add@1.0.0" in result.stdout
+@pytest.mark.parametrize("command", [("tools", "list"), ("routes",)])
+def test_read_only_commands_do_not_warn(quick, command) -> None:
+    result = flask_cli(quick, *command, TOOLDISCOVERY_ALLOW_EXECUTE="true")
+    assert result.returncode == 0 and ("add@1.0.0" in result.stdout or "/opal/tools" in result.stdout)
     assert "without authentication" not in result.stderr
+
+
+@pytest.mark.slow
+def test_flask_run_warns(quick) -> None:
+    """``flask run`` serves: the warning is logged once the app is loaded (read from click's
+    context, whatever the command line looks like)."""
+    root = str(Path(__file__).resolve().parent.parent)
+    proc = subprocess.Popen([sys.executable, "-m", "flask", "--app", "quick", "run", "--port", str(free_port())],
+                            cwd=quick, text=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env={**os.environ, "PYTHONPATH": root, "TOOLDISCOVERY_ALLOW_EXECUTE": "true"})
+    seen: list[str] = []
+    try:
+        assert proc.stderr is not None
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            line = proc.stderr.readline()
+            seen.append(line)
+            if not line or "without authentication" in line or "Running on" in line:
+                break
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert any("runs tools without authentication" in line for line in seen), seen
 
 
 @pytest.mark.parametrize("mode", ["text", "json"])
