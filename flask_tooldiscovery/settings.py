@@ -184,29 +184,21 @@ class Settings:
     coerce_arguments: bool = setting("COERCE_ARGUMENTS", False, parse_bool,
                                      "Turn string arguments into declared types, every dialect.")
     categories: tuple[Mapping[str, Any], ...] = setting("CATEGORIES", [], parse_categories, "TDP categories.")
-    allowed_hosts: tuple[str, ...] | None = setting(
-        "ALLOWED_HOSTS", None, optional(parse_list),
-        "Host names served (default: Flask's TRUSTED_HOSTS, else loopback only; '*' for any).")
-    allowed_origins: tuple[str, ...] = setting(
-        "ALLOWED_ORIGINS", [], parse_list,
-        "Browser origins (besides the page's own) allowed to call tools; '*' for any.")
+    allowed_hosts: tuple[str, ...] | None = setting("ALLOWED_HOSTS", None, optional(parse_list), "Host names "
+                                                    "served (default: TRUSTED_HOSTS, else loopback only; '*': any).")
+    allowed_origins: tuple[str, ...] = setting("ALLOWED_ORIGINS", [], parse_list, "Browser origins (besides "
+                                               "the page's own) allowed to call tools; '*' for any.")
     mcp_allowed_origins: tuple[str, ...] = setting(
         "MCP_ALLOWED_ORIGINS", [], parse_list, "Older name of ALLOWED_ORIGINS; its origins are added to that list.")
     max_concurrent_calls: int | None = setting(
-        "MAX_CONCURRENT_CALLS", None, optional(parse_int),
-        "Tool calls running at once per worker process; 0 for no limit. Over it: busy, retry. "
-        "Unset: gunicorn's threads per worker less one (at least 1), else 2; logged at start.")
-    server_threads: int | None = setting(
-        "SERVER_THREADS", None, optional(whole_number(1)),
-        "Requests one worker process of the server serves at once (its threads); sets the call slots' "
-        "default. Unset: what gunicorn's post_fork hook says (deploy/gunicorn.conf.py), else not known.")
-    server_workers: int | None = setting(
-        "SERVER_WORKERS", None, optional(whole_number(1)),
-        "Worker processes the server runs; over 1 without STATE_STORAGE_URI is warned about at start. "
-        "Unset: what gunicorn's post_fork hook says.")
-    default_timeout: float = setting(
-        "DEFAULT_TIMEOUT", 25, number(0.0),
-        "Seconds a tool without its own timeout= may run before its call is answered as timed out; 0 for none.")
+        "MAX_CONCURRENT_CALLS", None, optional(parse_int), "Tool calls running at once per worker process; 0 for "
+        "no limit. Over it: busy, retry. Unset: the server's threads less one (at least 1), else 2; logged.")
+    server_threads: int | None = setting("SERVER_THREADS", None, optional(whole_number(1)), "Threads per worker "
+                                         "process of the server (the call slots' default); unset: gunicorn's hook.")
+    server_workers: int | None = setting("SERVER_WORKERS", None, optional(whole_number(1)), "Worker processes "
+                                         "(several warn without STATE_STORAGE_URI); unset: gunicorn's hook.")
+    default_timeout: float = setting("DEFAULT_TIMEOUT", 25, number(0.0), "Seconds a tool without its own "
+                                     "timeout= may run before its call is answered as timed out; 0 for none.")
     busy_retry_after: float = setting("BUSY_RETRY_AFTER", 1, number(0.0), "Retry-After (s) sent when busy.")
     max_validation_errors: int = setting("MAX_VALIDATION_ERRORS", 50, whole_number(1),
                                          "Argument errors reported per call; the rest are counted.")

@@ -4,8 +4,8 @@
 keeps state there (the rendezvous of :mod:`.rendezvous`, the spent approvals of
 :mod:`.single_use`) goes through :func:`redis_client`: one client, with its connection pool, per
 URI and process. Unset, each worker process keeps its own state, which is only right when it is
-the only one (``init_app`` warns when gunicorn says it runs several:
-:func:`flask_tooldiscovery.serving.worker_threads.loading_worker`).
+the only one (``init_app`` warns when the server says it runs several:
+:func:`flask_tooldiscovery.serving.worker_threads.warn_unshared_state`).
 """
 
 from __future__ import annotations
