@@ -3,7 +3,7 @@
 from .catalog.prompts import EmbeddedResource, Message, Prompt
 from .catalog.ui import UI, UIError
 from .dialects import Dialect
-from .errors import CoreError, ToolDiscoveryError
+from .errors import CoreError, InsufficientScope, ToolDiscoveryError
 from .extension import ToolDiscovery
 from .identity.sources import AuthError
 from .runtime.invoke import Failure, Outcome
@@ -30,6 +30,7 @@ __all__ = [
     "File",
     "Identity",
     "Image",
+    "InsufficientScope",
     "Message",
     "Outcome",
     "Prompt",

@@ -9,7 +9,7 @@ client; nothing secret goes into them. ``reason`` (when given) is for the log on
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from werkzeug.exceptions import HTTPException
@@ -74,16 +74,25 @@ class Forbidden(CoreError):
 
 
 class InsufficientScope(Forbidden):
-    """A valid access token lacks a scope the resource requires (RFC 6750 ``insufficient_scope``):
-    ``challenge`` is the ``WWW-Authenticate`` value naming them, ``scopes`` the ones required."""
+    """The caller is known but lacks a scope the call requires (RFC 6750 ``insufficient_scope``):
+    ``scopes`` are the ones required, ``challenge`` the ``WWW-Authenticate`` value naming them.
+
+    Raise it from an identity hook (``@discovery.identity``) to refuse a signed-in caller with
+    ``403`` rather than ``401``, leaving ``challenge`` out: the identity layer writes
+    ``Bearer error="insufficient_scope", scope="..."``, with ``resource_metadata="..."`` where MCP
+    serves protected resource metadata (the scopes its tokens need are named too), in every
+    dialect's error shape. ``reason`` goes to the log; the client reads the standard message::
+
+        raise InsufficientScope(scopes=["reports:write"], reason=f"{user.id} is read-only")
+    """
 
     default_message = "Forbidden: the access token lacks a required scope."
 
-    def __init__(self, message: str | None = None, *, challenge: str, scopes: tuple[str, ...] = (),
+    def __init__(self, message: str | None = None, *, scopes: Iterable[str] = (), challenge: str | None = None,
                  reason: str | None = None) -> None:
-        super().__init__(message, headers={"WWW-Authenticate": challenge}, reason=reason)
+        super().__init__(message, headers={"WWW-Authenticate": challenge} if challenge else None, reason=reason)
         self.challenge = challenge
-        self.scopes = scopes
+        self.scopes = tuple(scopes)
 
 
 class NotFound(CoreError):

@@ -18,6 +18,7 @@ from .catalog.skills import SkillCatalog
 from .catalog.ui import check_templates
 from .dialects import BUILTIN, Dialect, load
 from .identity.sources import Authenticator, AuthHook, AuthHookVerifier, HookVerifier, IdentityHook, Verifier
+from .identity.tokens import check_required_claims
 from .identity.verifiers import ApiKeyVerifier, BearerVerifier, JwksVerifier, JwtVerifier, OAuthResourceVerifier
 from .observe.logs import log, show_call_log
 from .registering import Registering
@@ -164,11 +165,12 @@ class ToolDiscovery(Registering):
             shared.append(ApiKeyVerifier(settings.api_key, settings.api_key_header, "tools"))
         if settings.jwt_secret:
             shared.append(JwtVerifier(settings.jwt_secret, "tools", audience=settings.jwt_audience,
-                                      issuer=settings.jwt_issuer))
+                                      issuer=settings.jwt_issuer, required_claims=settings.jwt_required_claims))
         if settings.jwt_jwks_url:
             shared.append(JwksVerifier(settings.jwt_jwks_url, "tools", issuer=settings.jwt_issuer,
                                        audience=settings.jwt_audience, algorithms=settings.jwt_algorithms,
-                                       cooldown=settings.jwt_jwks_cooldown))
+                                       cooldown=settings.jwt_jwks_cooldown,
+                                       required_claims=settings.jwt_required_claims))
         if settings.epi_hmac_app_key and settings.epi_hmac_secret:
             shared.append(EpiHmacVerifier(settings.epi_hmac_app_key, decode_secret(settings.epi_hmac_secret), "tools",
                                           ledger=single_use.for_uri(settings.state_storage_uri),
@@ -187,6 +189,7 @@ class ToolDiscovery(Registering):
                 own = (own or Authenticator(())).including([AuthHookVerifier(self._auth_hook, name)])
             out[name] = own
         _check_jwks_keys(settings, out)
+        check_required_claims(settings, out.values())
         running = [n for n in out if self.dialect(n).runs_tools(settings)]
         protected = [n for n in running if out[n] is not None]
         open_ones = [n for n in running if n not in protected and n not in settings.open_dialects]

@@ -34,6 +34,7 @@ from .settings_parsers import (
     parse_int,
     parse_list,
     parse_mapping,
+    parse_names,
     parse_prefix,
     parse_redis_url,
     parse_str,
@@ -46,8 +47,6 @@ from .settings_parsers import (
 log = logging.getLogger("flask_tooldiscovery")
 
 PREFIX = "TOOLDISCOVERY_"
-
-#: Every dialect this package ships, in the order they are mounted by default.
 
 #: Host names a server answers for when neither TOOLDISCOVERY_ALLOWED_HOSTS nor Flask's
 #: TRUSTED_HOSTS is set: loopback only, so a DNS-rebinding page cannot reach it.
@@ -152,7 +151,6 @@ def _public_key_algorithms(name: str, value: Any) -> tuple[str, ...]:
     return algorithms
 
 
-
 @dataclass(frozen=True)
 class Settings:
     """One app's core ``TOOLDISCOVERY_*`` settings, parsed and checked, and the dialects' blocks. Read-only.
@@ -218,6 +216,8 @@ class Settings:
         "aud is refused.")
     jwt_algorithms: tuple[str, ...] = setting("JWT_ALGORITHMS", ["RS256", "ES256"], _public_key_algorithms,
                                               "Public-key algorithms accepted for JWKS-verified JWTs (no HS256).")
+    jwt_required_claims: tuple[str, ...] = setting("JWT_REQUIRED_CLAIMS", [], parse_names, "Claims every JWT any "
+                                                   "verifier accepts must carry, e.g. ['sub', 'jti']; else 401.")
     jwt_jwks_cooldown: float = setting(
         "JWT_JWKS_COOLDOWN", 30, number(0.0),
         "Seconds between fetches the JWKS for an unknown key id (rotation; bounds forged key ids).")

@@ -103,6 +103,14 @@ def parse_list(key: str, value: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
 
+def parse_names(key: str, value: Any) -> tuple[str, ...]:
+    """A list of names (no whitespace in one), or one comma-separated string."""
+    names = parse_list(key, value)
+    if wrong := [name for name in names if len(name.split()) != 1]:
+        raise SettingsError(f"{key} holds names (a list, or comma-separated), not {wrong[0]!r}")
+    return names
+
+
 def parse_prefix(key: str, value: Any) -> str:
     """A URL prefix: ``""`` or a path starting with ``/`` (a trailing ``/`` is dropped)."""
     text = parse_str(key, value) or ""
@@ -274,6 +282,6 @@ def parse_icons(key: str, value: Any) -> tuple[dict[str, Any], ...]:
 
 __all__ = [
     "Parser", "SettingsError", "choice", "icons", "matching", "number", "optional", "parse_base64", "parse_bool",
-    "parse_categories", "parse_float", "parse_icons", "parse_int", "parse_list", "parse_mapping", "parse_prefix",
-    "parse_str", "parse_url", "parse_url_with_query", "parse_urls", "whole_number",
+    "parse_categories", "parse_float", "parse_icons", "parse_int", "parse_list", "parse_mapping", "parse_names",
+    "parse_prefix", "parse_str", "parse_url", "parse_url_with_query", "parse_urls", "whole_number",
 ]

@@ -188,7 +188,8 @@ def authenticator(settings: Settings) -> Authenticator | None:
         verifiers.append(ApiKeyVerifier(options.api_key, "OXP-API-Key", "oxp"))
     if options.jwt_secret:
         verifiers.append(JwtVerifier(options.jwt_secret, "oxp", audience=options.jwt_audience,
-                                     require_exp=options.jwt_require_exp, claims=options.jwt_claims))
+                                     require_exp=options.jwt_require_exp, claims=options.jwt_claims,
+                                     required_claims=settings.jwt_required_claims))
     return Authenticator(tuple(verifiers), protect_discovery=True) if verifiers else None
 
 

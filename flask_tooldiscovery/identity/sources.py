@@ -35,9 +35,10 @@ class AuthError(ToolDiscoveryError):
 
 class ScopeError(AuthError):
     """A valid token that lacks a required scope: refused with 403, not 401. ``challenge`` is the
-    ``WWW-Authenticate`` value (``error="insufficient_scope"``), ``scopes`` the ones required."""
+    ``WWW-Authenticate`` value (``error="insufficient_scope"``; ``None``: the authenticator's
+    ``Authenticator.scope_challenge``), ``scopes`` the ones required."""
 
-    def __init__(self, reason: str, *, challenge: str, scopes: Iterable[str]) -> None:
+    def __init__(self, reason: str, *, challenge: str | None = None, scopes: Iterable[str]) -> None:
         super().__init__(reason)
         self.challenge = challenge
         self.scopes = tuple(scopes)
@@ -58,6 +59,9 @@ class Verifier:
     reads: tuple[str, ...] | None = None
     #: Asked around the call (:meth:`around`) rather than when the request arrives.
     around_call = False
+    #: Verifies JWTs by the rules of :mod:`~flask_tooldiscovery.identity.tokens` (access tokens
+    #: only, ``TOOLDISCOVERY_JWT_REQUIRED_CLAIMS``).
+    verifies_jwts = False
 
     def __init__(self, realm: str) -> None:
         self.realm = realm
@@ -73,13 +77,22 @@ class Verifier:
         """The ``WWW-Authenticate`` value to answer with when the request is refused."""
         return f'{self.scheme} realm="{self.realm}"'
 
+    def scope_challenge(self, request: Request, scopes: Iterable[str]) -> str:
+        """The ``WWW-Authenticate`` value of a ``403`` for a caller who lacks ``scopes`` (RFC 6750
+        section 3.1: a Bearer challenge, whatever this source's own scheme)."""
+        parts = [f'realm="{self.realm}"', 'error="insufficient_scope"']
+        if wanted := " ".join(scopes):
+            parts.append(f'scope="{wanted}"')
+        return "Bearer " + ", ".join(parts)
+
 
 IdentityHook = Callable[[Request], Any]
 
 
 class HookVerifier(Verifier):
     """The application's identity hook: ``hook(request)`` returns an :class:`Identity` (or a subject
-    string), sync or async; ``None`` or an exception refuses the request."""
+    string), sync or async; ``None`` or an exception refuses the request (``401``), and
+    :class:`~flask_tooldiscovery.errors.InsufficientScope` refuses a known caller with ``403``."""
 
     def __init__(self, hook: IdentityHook, realm: str) -> None:
         super().__init__(realm)
@@ -90,6 +103,9 @@ class HookVerifier(Verifier):
             result = self.hook(request)
             if inspect.isawaitable(result):
                 result = await_sync(result)
+        except InsufficientScope as exc:
+            raise ScopeError(exc.reason or f"identity hook: the caller lacks scope(s) {' '.join(exc.scopes)}",
+                             challenge=exc.challenge, scopes=exc.scopes) from None
         except Exception as exc:
             raise AuthError(f"identity hook refused the request ({type(exc).__name__})") from None
         if result is None or isinstance(result, Identity):
@@ -215,7 +231,8 @@ class Authenticator:
                 return identity
             reasons.append(f"no {verifier.scheme} credential")
         if short is not None:
-            raise InsufficientScope(challenge=short.challenge, scopes=short.scopes, reason="; ".join(reasons))
+            raise InsufficientScope(challenge=short.challenge or self.scope_challenge(request, short.scopes),
+                                    scopes=short.scopes, reason="; ".join(reasons))
         raise AuthError("; ".join(reasons) or "no credentials")
 
     @property
@@ -252,7 +269,16 @@ class Authenticator:
     def challenge(self, request: Request) -> str:
         """What to put in ``WWW-Authenticate``: the last verifier's (JWT before API key), unless one
         has a higher ``challenge_priority`` (the OAuth resource server's names its metadata)."""
-        return max(reversed(self.verifiers), key=lambda verifier: verifier.challenge_priority).challenge(request)
+        return self._challenger.challenge(request)
+
+    def scope_challenge(self, request: Request, scopes: Iterable[str]) -> str:
+        """What to put in ``WWW-Authenticate`` when a known caller lacks ``scopes`` (``403``): the
+        same verifier's as :meth:`challenge` (the OAuth resource server's names its metadata)."""
+        return self._challenger.scope_challenge(request, scopes)
+
+    @property
+    def _challenger(self) -> Verifier:
+        return max(reversed(self.verifiers), key=lambda verifier: verifier.challenge_priority)
 
 
 __all__ = ["AuthError", "AuthHook", "AuthHookVerifier", "Authenticator", "HookVerifier", "Identity", "IdentityHook",

@@ -23,6 +23,7 @@ from flask import Request
 from ..settings import PUBLIC_KEY_ALGORITHMS
 from ..tools.model import Identity
 from .sources import AuthError, ScopeError, Verifier
+from .tokens import refuse_other_kinds, required
 
 
 def secrets_equal(given: str | None, expected: str) -> bool:
@@ -49,23 +50,28 @@ def verify_jwt(
     issuer: str | None = None,
     require_exp: bool = True,
     claims: Mapping[str, Any] | None = None,
+    required_claims: Iterable[str] = (),
 ) -> dict[str, Any]:
     """Verify an HS256 JWT and return its claims; raise :class:`AuthError` otherwise.
 
     Only HS256 is accepted (``alg: none`` and every other algorithm are refused). ``exp`` is
-    required unless ``require_exp`` is false; ``iss`` must be ``issuer`` when given; ``aud`` must
-    match ``audience`` when given, and a token that names an audience is refused when no
-    ``audience`` is (RFC 7519 section 4.1.3: it was meant for someone else); each of ``claims``
-    must be present with exactly that value.
+    required unless ``require_exp`` is false, and each of ``required_claims`` always; ``iss`` must
+    be ``issuer`` when given; ``aud`` must match ``audience`` when given, and a token that names an
+    audience is refused when no ``audience`` is (RFC 7519 section 4.1.3: it was meant for someone
+    else); each of ``claims`` must be present with exactly that value; and the token must be an
+    access token (:func:`~.tokens.refuse_other_kinds`: a refresh token signed with the same secret
+    is refused).
     """
     jwt = require_jwt()
-    options: Any = {"require": ["exp"] if require_exp else []}
+    options: Any = {"require": required(required_claims, *(["exp"] if require_exp else []))}
     aud: Any = audience
     if audience is not None and not isinstance(audience, str):
         aud = list(audience)
     with refusing():
-        payload: dict[str, Any] = jwt.decode(token, secret, algorithms=["HS256"], audience=aud, issuer=issuer,
-                                             options=options)
+        complete = jwt.decode_complete(token, secret, algorithms=["HS256"], audience=aud, issuer=issuer,
+                                       options=options)
+        payload: dict[str, Any] = complete["payload"]
+        refuse_other_kinds(complete["header"], payload)
     for name, value in (claims or {}).items():
         if payload.get(name) != value:
             raise AuthError(f"claim {name} missing or not accepted")
@@ -151,10 +157,11 @@ class JwtVerifier(Verifier):
     """An HS256 JWT as a bearer token (see :func:`verify_jwt`)."""
 
     reads = AUTHORIZATION
+    verifies_jwts = True
 
     def __init__(self, secret: str, realm: str, *, audience: str | Iterable[str] | None = None,
                  issuer: str | None = None, require_exp: bool = True,
-                 claims: Mapping[str, Any] | None = None) -> None:
+                 claims: Mapping[str, Any] | None = None, required_claims: Iterable[str] = ()) -> None:
         super().__init__(realm)
         require_jwt()
         self._secret = secret
@@ -162,13 +169,15 @@ class JwtVerifier(Verifier):
         self.issuer = issuer
         self.require_exp = require_exp
         self.claims = dict(claims or {})
+        self.required_claims = tuple(required_claims)
 
     def verify(self, request: Request) -> Identity | None:
         token = bearer_token(request)
         if token is None:
             return None
         payload = verify_jwt(token, self._secret, audience=self.audience, issuer=self.issuer,
-                             require_exp=self.require_exp, claims=self.claims or None)
+                             require_exp=self.require_exp, claims=self.claims or None,
+                             required_claims=self.required_claims)
         return identity_from_claims(payload, "jwt")
 
     def challenge(self, request: Request) -> str:
@@ -182,15 +191,20 @@ class JwksVerifier(Verifier):
     algorithms are taken: an HMAC one would verify a token signed with a public key as its secret.
     Keys are fetched and cached by PyJWT's ``PyJWKClient``; a token with a key id not seen yet
     makes it fetch the set once more (key rotation). ``url`` may be a callable that finds the JWKS
-    URL when the first token arrives (an authorization server's metadata)."""
+    URL when the first token arrives (an authorization server's metadata). Each of
+    ``required_claims`` must be present, and the token must be an access token
+    (:func:`~.tokens.refuse_other_kinds`)."""
 
     reads = AUTHORIZATION
+    verifies_jwts = True
 
     def __init__(self, url: str | Callable[[], str], realm: str, *, issuer: str | None,
-                 audience: Iterable[str] | None, algorithms: Iterable[str], cooldown: float = 30.0) -> None:
+                 audience: Iterable[str] | None, algorithms: Iterable[str], cooldown: float = 30.0,
+                 required_claims: Iterable[str] = ()) -> None:
         super().__init__(realm)
         require_jwt()
         self._url = url
+        self.required_claims = tuple(required_claims)
         self._cooldown = cooldown
         self._client: Any = None
         self._lock = threading.Lock()
@@ -220,8 +234,11 @@ class JwksVerifier(Verifier):
         jwt = require_jwt()
         with refusing():
             key = self._keys().get_signing_key_from_jwt(token).key
-            payload: dict[str, Any] = jwt.decode(token, key, algorithms=self.algorithms, audience=audience,
-                                                 issuer=self.issuer, options={"require": ["exp"]})
+            complete = jwt.decode_complete(token, key, algorithms=self.algorithms, audience=audience,
+                                           issuer=self.issuer, options={"require": required(self.required_claims,
+                                                                                              "exp")})
+            payload: dict[str, Any] = complete["payload"]
+            refuse_other_kinds(complete["header"], payload)
         return payload
 
     def challenge(self, request: Request) -> str:
@@ -303,16 +320,19 @@ class OAuthResourceVerifier(Verifier):
 
     challenge_priority = 1
     reads = AUTHORIZATION
+    verifies_jwts = True
 
     def __init__(self, issuers: Iterable[str], realm: str, *, resource: Callable[[Request], str],
                  metadata_url: Callable[[Request], str], scopes: Iterable[str] = (), jwks_url: str | None = None,
-                 algorithms: Iterable[str] = ("RS256", "ES256"), cooldown: float = 30.0) -> None:
+                 algorithms: Iterable[str] = ("RS256", "ES256"), cooldown: float = 30.0,
+                 required_claims: Iterable[str] = ()) -> None:
         super().__init__(realm)
         self.resource = resource
         self.metadata_url = metadata_url
         self.scopes = tuple(scopes)
         self._issuers = {issuer: JwksVerifier(jwks_url or JwksDiscovery(issuer, cooldown), realm, issuer=issuer,
-                                              audience=None, algorithms=algorithms, cooldown=cooldown)
+                                              audience=None, algorithms=algorithms, cooldown=cooldown,
+                                              required_claims=required_claims)
                          for issuer in issuers}
 
     def verify(self, request: Request) -> Identity | None:
@@ -336,11 +356,15 @@ class OAuthResourceVerifier(Verifier):
     def challenge(self, request: Request) -> str:
         return self._challenge(request, "invalid_token" if bearer_token(request) is not None else None)
 
-    def _challenge(self, request: Request, error: str | None) -> str:
+    def scope_challenge(self, request: Request, scopes: Iterable[str]) -> str:
+        """Names the metadata, and the scopes its tokens need beside ``scopes`` (a client steps up to all)."""
+        return self._challenge(request, "insufficient_scope", scopes)
+
+    def _challenge(self, request: Request, error: str | None, scopes: Iterable[str] = ()) -> str:
         parts = [f'error="{error}"'] if error else []
         parts.append(f'resource_metadata="{self.metadata_url(request)}"')
-        if self.scopes:
-            parts.append(f'scope="{" ".join(self.scopes)}"')
+        if wanted := " ".join(dict.fromkeys((*self.scopes, *scopes))):
+            parts.append(f'scope="{wanted}"')
         return "Bearer " + ", ".join(parts)
 
 

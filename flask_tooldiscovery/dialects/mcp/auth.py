@@ -53,7 +53,8 @@ def authenticator(settings: Settings) -> Authenticator | None:
         verifiers.append(OAuthResourceVerifier(
             options.authorization_servers, NAME, resource=lambda req: resource_url(settings, req),
             metadata_url=lambda req: metadata_url(resource_url(settings, req)), scopes=options.scopes,
-            jwks_url=options.jwks_url, algorithms=settings.jwt_algorithms, cooldown=settings.jwt_jwks_cooldown))
+            jwks_url=options.jwks_url, algorithms=settings.jwt_algorithms, cooldown=settings.jwt_jwks_cooldown,
+            required_claims=settings.jwt_required_claims))
     else:
         stray = [key(k) for k, v in (("MCP_RESOURCE", options.resource), ("MCP_SCOPES", options.scopes),
                                      ("MCP_JWKS_URL", options.jwks_url)) if v]

@@ -1,0 +1,82 @@
+"""An identity hook refuses a signed-in caller who lacks a scope with ``403`` and
+``WWW-Authenticate: Bearer error="insufficient_scope", scope="..."`` (raising
+:class:`flask_tooldiscovery.InsufficientScope`), in every dialect's error shape; where MCP serves
+protected resource metadata the challenge names it, with the scopes its tokens need, so an OAuth
+client steps up. Any other exception of the hook stays a ``401``."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from flask_tooldiscovery import Identity, InsufficientScope, ToolDiscovery
+
+from .conformance.drivers import DRIVERS
+from .test_identity import KeyServer, build, issuer, whoami_tools  # noqa: F401 - the JWKS fixture
+from .test_identity_access_tokens import INITIALIZE, MCP_RESOURCE, bearer, mcp_oauth_config, signed
+
+DIALECTS = sorted(DRIVERS)
+
+
+def read_only_hook() -> ToolDiscovery:
+    d = ToolDiscovery()
+    whoami_tools(d)
+
+    @d.identity
+    def signed_in(request: Any) -> Identity | None:
+        user = request.headers.get("X-User")
+        if user == "reader":
+            raise InsufficientScope(scopes=["tools:call"], reason="reader is read-only: secret detail")
+        return Identity(subject=user) if user else None
+
+    return d
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_a_hook_refuses_a_known_caller_with_403_and_the_scope(dialect: str, caplog) -> None:
+    driver, client = DRIVERS[dialect], build(dialect, read_only_hook()).test_client()
+    with caplog.at_level(logging.INFO, logger="flask_tooldiscovery"):
+        r = driver.call(client, "whoami", {}, headers={"X-User": "reader"})
+    assert r.status_code == 403
+    assert r.headers["WWW-Authenticate"] == 'Bearer realm="tools", error="insufficient_scope", scope="tools:call"'
+    assert "secret detail" not in r.get_data(as_text=True)
+    assert "reader is read-only: secret detail" in caplog.text  # the log says why
+    assert driver.call(client, "whoami", {}).status_code == 401  # nobody signed in: still 401
+    ok = driver.result(driver.call(client, "whoami", {}, headers={"X-User": "writer"}))
+    assert ok.kind == "ok" and ok.value["user_id"] == "writer"
+
+
+def test_without_a_reason_the_log_names_the_missing_scopes(caplog) -> None:
+    d = ToolDiscovery()
+    whoami_tools(d)
+    d.identity(lambda request: (_ for _ in ()).throw(InsufficientScope(scopes=["a", "b"])))
+    r = build("tdp", d).test_client().post("/api/v1/tools/execute", json={"tool_name": "whoami"})
+    assert r.status_code == 403 and r.headers["WWW-Authenticate"].endswith('scope="a b"')
+    assert "identity hook: the caller lacks scope(s) a b" in caplog.text
+
+
+def test_where_mcp_serves_resource_metadata_the_403_names_it(issuer: KeyServer) -> None:  # noqa: F811
+    client = build("mcp", read_only_hook(), **mcp_oauth_config(issuer, TOOLDISCOVERY_MCP_SCOPES=["mcp:tools"])
+                   ).test_client()
+    r = client.post("/mcp", json=INITIALIZE, headers={"X-User": "reader"})
+    assert r.status_code == 403
+    assert r.headers["WWW-Authenticate"] == (
+        'Bearer error="insufficient_scope", '
+        'resource_metadata="http://localhost/.well-known/oauth-protected-resource/mcp", scope="mcp:tools tools:call"')
+    assert r.get_json()["error"]["message"] == "Forbidden: the access token lacks a required scope."
+    token = signed(issuer, {"typ": "at+jwt"}, aud=MCP_RESOURCE, scope="mcp:tools")
+    assert client.post("/mcp", json=INITIALIZE, headers=bearer(token)).status_code == 200  # the token still lets in
+
+
+def test_any_other_exception_of_the_hook_stays_a_401() -> None:
+    d = ToolDiscovery()
+    whoami_tools(d)
+
+    @d.identity
+    def broken(request: Any) -> Identity:
+        raise PermissionError("no")
+
+    r = build("tdp", d).test_client().post("/api/v1/tools/execute", json={"tool_name": "whoami"})
+    assert r.status_code == 401 and r.headers["WWW-Authenticate"] == 'Bearer realm="tools"'
