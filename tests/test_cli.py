@@ -130,9 +130,9 @@ def test_check_reports_problems() -> None:
     out = result.output
     assert "bad-name@1.0.0: [all] no description" in out
     assert "not a valid JSON Schema" in out
-    assert "[opal] name 'bad-name' is not letters, digits and underscores" in out
+    assert "[opal] name 'bad-name' does not match ^[A-Za-z0-9_]+$ (exported as 'bad_name')" in out
     assert "[oxp] name 'bad-name' appears in OXP ids as 'bad_name'" in out
-    assert "ok_name@1.0.0: [opal] parameter 'u' is a union" in out
+    assert "ok_name@1.0.0: [opal] parameter 'u': a union; Opal keeps one type ('string')" in out
     assert "ok_name@1.0.0: [tdp] parameter 'n': non-string enum values are sent as strings" in out
     assert "problem(s) found" in out
 

@@ -23,10 +23,10 @@ from flask_tooldiscovery import ToolContext, ToolDiscovery, ToolError
 from flask_tooldiscovery.dialects import Dialect, Protocol
 from flask_tooldiscovery.dialects.driver import Driver, Observation, WireRequest, failed_kind, status_kind
 from flask_tooldiscovery.errors import BadRequest, CoreError
+from flask_tooldiscovery.lint.targets import Target
 from flask_tooldiscovery.serving.pipeline import Pipeline
 from flask_tooldiscovery.settings import DialectSettings, Settings, SettingsError, parse_str, setting, whole_number
 from flask_tooldiscovery.tools.model import Tool
-from flask_tooldiscovery.tools.targets import Target
 
 from .conftest import live_server
 

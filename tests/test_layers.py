@@ -1,6 +1,6 @@
 """The package's imports run one way, top-down through its layers, with no circle (imports made
 only for type checking and imports inside functions included): extension and the CLI, then the
-dialects, the serving core, the call services and observability, the tool model, and the
+dialects, the serving core, the call services, observability and the lint rules, the tool model, and the
 foundation modules (errors, settings, signals) everyone may use."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ LAYERS = {
     "cli": 5,
     "dialects": 4,
     "serving": 3, "identity": 3,
-    "calls": 2, "observe": 2,
+    "calls": 2, "observe": 2, "lint": 2,
     "tools": 1, "schema": 1, "catalog": 1, "views": 1, "runtime": 1,
     "errors": 0, "settings": 0, "settings_parsers": 0, "signals": 0,
 }

@@ -13,8 +13,8 @@ from pydantic import BaseModel, RootModel
 
 from flask_tooldiscovery import ToolDiscovery
 from flask_tooldiscovery.cli.export import openapi_document
+from flask_tooldiscovery.lint.schema_rewrite import dangling_refs
 from flask_tooldiscovery.schema.json_schema import inline_refs
-from flask_tooldiscovery.tools.targets.schema_rewrite import dangling_refs
 
 from .conformance.drivers import DRIVERS, Driver
 

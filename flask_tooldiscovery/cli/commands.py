@@ -13,18 +13,16 @@ from flask.cli import AppGroup
 from ..calls.approvals import Approval, ApprovalRequired
 from ..dialects import Dialect
 from ..errors import CoreError, RetryLater
+from ..lint.check import lint, lint_targets
+from ..lint.check import targets as known_targets
+from ..lint.targets import Target
 from ..serving import request_state
 from ..serving.guard import new_call_id
 from ..serving.outside import call_as
 from ..serving.pipeline import Pipeline
 from ..serving.wire import parse_json
 from ..tools.model import Identity
-from ..tools.targets import Target
-from .export import lint, openai_tools
-from .targets import export as export_target
-from .targets import export_notes as target_export_notes
-from .targets import lint as lint_targets
-from .targets import targets as known_targets
+from .export import for_target, openai_tools, target_notes
 
 tools_cli = AppGroup("tools", help="List, inspect, call, export and lint the app's tools.")
 
@@ -169,8 +167,8 @@ def export(what: str | None, target: str | None, base_url: str | None) -> None:
     if target is not None:
         [chosen] = _targets(ext, (target,))
         with current_app.test_request_context(base_url=base_url):
-            _dump(export_target(ext, chosen))
-            for note in target_export_notes(ext, chosen):
+            _dump(for_target(ext, chosen))
+            for note in target_notes(ext, chosen):
                 click.echo(f"[{chosen.name}] not derived: {note}", err=True)
     elif what == "openai":
         _dump(openai_tools(ext))
@@ -200,7 +198,8 @@ def _targets(ext: Any, names: tuple[str, ...]) -> list[Target]:
 @click.option("--target", "targets", metavar="NAME", multiple=True,
               help="Lint against what this target model or platform refuses (repeat it) instead of the "
                    "mounted dialects' rules: openai-strict, anthropic, gemini, or a dialect's clients (mcp, "
-                   "opal, oxp, tdp...); export --target writes what it accepts.")
+                   "opal, oxp, tdp...), or a directory's review (claude-directory, chatgpt); export --target writes "
+                   "what it accepts.")
 @click.option("--replay", is_flag=True,
               help="Run each tool's declared examples through every mounted dialect in process and report "
                    "where the outcomes differ.")
@@ -212,13 +211,17 @@ def check(targets: tuple[str, ...], replay: bool, headers: tuple[str, ...], incl
     """Lint every tool against every mounted dialect's rules (or --target's); exit 1 when anything
     is found. With --replay, also run the examples through every dialect."""
     ext = _ext()
+    chosen = _targets(ext, targets)
     if targets:
-        found = lint_targets(ext, list(_tools()), _targets(ext, targets))
+        found = lint_targets(ext, list(_tools()), chosen)
         where = ", ".join(targets)
     else:
-        found, where = lint(ext), "every mounted dialect"
+        found, where = lint(ext, list(_tools())), "every mounted dialect"
     for tool, dialect, problem in found:
         click.echo(f"{tool}: [{dialect}] {problem}")
+    for target in chosen:
+        for item in target.not_checked:
+            click.echo(f"[{target.name}] not checked here, the review asks it too: {item}")
     differences = _replay(headers, include_destructive) if replay else 0
     if found or differences:
         click.echo(f"{len(found)} problem(s) found" + (f", {differences} replay difference(s)." if replay else "."),

@@ -1,6 +1,6 @@
 """Documents that are not a dialect's own: an OpenAI function-calling tool list, the OpenAPI 3.1
-document of one mounted dialect's call routes (as the ``openapi`` dialect serves it), and the lint
-behind ``flask tools check``."""
+document of one mounted dialect's call routes (as the ``openapi`` dialect serves it), and the tools
+as a target accepts them (``flask tools export --target NAME``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import re
 from typing import Any
 
 from ..dialects.openapi import NAME, describe
-from ..schema.check import InvalidSchemaError, check_schema
+from ..lint.check import dialect_of, mounted
+from ..lint.targets import Target
 from ..schema.json_schema import inline_refs
 
 _OPENAI_NAME = re.compile(r"[^A-Za-z0-9_-]+")
@@ -36,28 +37,20 @@ def openapi_document(ext: Any, server_url: str | None = None) -> dict[str, Any]:
     return describe(ext.pipeline(NAME), server_url)
 
 
-def lint(ext: Any) -> list[tuple[str, str, str]]:
-    """``(tool, dialect or "all", problem)`` for every tool and every mounted dialect."""
-    found: list[tuple[str, str, str]] = []
-    tools = list(ext.tools())
-    for tool in tools:
-        label = f"{tool.name}@{tool.version}"
-        if not (tool.description or "").strip():
-            found.append((label, "all", "no description"))
-        for what, schema in (("input schema", tool.input_schema), ("output schema", tool.output_schema)):
-            if schema is None:
-                continue
-            try:
-                check_schema(schema, what=what)
-            except InvalidSchemaError as exc:
-                found.append((label, "all", str(exc)))
-        props = (inline_refs(tool.input_schema or {}).get("properties") or {})
-        for pname, prop in props.items():
-            if isinstance(prop, dict) and not prop.get("description") and not any(
-                    isinstance(v, dict) and v.get("description") for v in prop.get("anyOf", [])):
-                found.append((label, "all", f"parameter {pname!r} has no description"))
-        for dialect in ext.settings.dialects:
-            check = ext.dialect(dialect).lint_tool
-            for problem in (check(tool) if check else []):
-                found.append((label, dialect, problem))
-    return found
+def target_notes(ext: Any, target: Target) -> list[str]:
+    """What ``export --target`` could not derive for ``target`` (to say on stderr)."""
+    if target.export_notes is None:
+        return []
+    return target.export_notes(ext.tools().latest(), ext.settings, mounted(ext))
+
+
+def for_target(ext: Any, target: Target) -> Any:
+    """The tool list (or discovery document) ``target`` accepts, its schemas simplified. A
+    dialect's target needs a request context (its document holds URLs)."""
+    tools = ext.tools().latest()
+    if target.tool_list is not None:
+        return target.tool_list(tools, target)
+    dialect = ext.dialect(str(dialect_of(ext, target)))
+    assert dialect.export_document is not None, f"{dialect.name} declares a target but no export_document"
+    document = dialect.export_document(ext.pipeline(dialect.name))
+    return target.rewrite(document, {t.name: t for t in tools}) if target.rewrite is not None else document

@@ -26,10 +26,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from flask import Blueprint
 
     from ..identity.sources import Authenticator
+    from ..lint.targets import Target
     from ..serving.pipeline import Pipeline
     from ..settings import DialectSettings, Settings
     from ..tools.model import Tool
-    from ..tools.targets import Target
     from .driver import Driver
 
 

@@ -16,14 +16,13 @@ from marshmallow import RAISE, Schema, ValidationError, fields, post_dump, valid
 from ..errors import BadRequest, CoreError, Unauthorized, Unavailable
 from ..identity.sources import Authenticator, Verifier
 from ..identity.verifiers import ApiKeyVerifier, JwtVerifier
+from ..lint.protocols import OXP
 from ..schema.json_schema import inline_refs
 from ..serving.openapi import body_required, one_of, openapi_post
 from ..serving.pipeline import Pipeline, UnknownTool
 from ..serving.wire import WireSchema, json_response, validation_messages
 from ..settings import DialectSettings, Settings, optional, parse_bool, parse_list, parse_mapping, parse_str, setting
 from ..tools.model import Tool, parse_version
-from ..tools.targets import Target
-from ..tools.targets.object_root import WORD_NAME, object_simplify, refs_lint, root_lint
 from . import Dialect, Protocol
 from .driver import Driver, Observation, WireRequest, failed_kind, message_of, status_kind
 
@@ -393,8 +392,7 @@ class OxpDriver(Driver):
 DIALECT = Dialect(
     name=NAME, make_blueprint=make_blueprint, default_prefix="/oxp", error_response=error_response,
     protocol=Protocol("Open eXecution Protocol", ("1.0",)), driver=OxpDriver(),
-    target=Target("oxp", "OXP clients", WORD_NAME, lambda s: root_lint(s) + refs_lint(s, "OXP clients"),
-                  object_simplify),
+    target=OXP,
     authenticator=authenticator, tool_key=id_parts, cors_headers=("OXP-API-Key",), export_document=export_document,
     security_warning=security_warning, lint_tool=lint_tool, openapi_paths=openapi_paths, settings=OxpSettings,
 )

@@ -19,6 +19,7 @@ from flask import Blueprint, Request, Response, request
 
 from ...identity.sources import Authenticator, Verifier
 from ...identity.verifiers import BearerVerifier, OAuthResourceVerifier
+from ...lint.targets import RemoteAuth
 from ...serving.pipeline import Pipeline
 from ...serving.wire import json_response
 from ...settings import Settings, SettingsError, key
@@ -40,6 +41,12 @@ def metadata_url(resource: str) -> str:
     the resource's own path."""
     parts = urlsplit(resource)
     return f"{parts.scheme}://{parts.netloc}{WELL_KNOWN}{parts.path.rstrip('/')}"
+
+
+def remote_auth(settings: Settings) -> RemoteAuth:
+    """How MCP authenticates, as the connector directories' checks read it: a static token, OAuth."""
+    options = McpSettings.of(settings)
+    return RemoteAuth(static_token=bool(options.bearer_token), oauth=bool(options.authorization_servers))
 
 
 def authenticator(settings: Settings) -> Authenticator | None:

@@ -14,6 +14,8 @@ from flask.json.provider import DefaultJSONProvider
 from marshmallow import fields
 
 from ...errors import CoreError, RetryLater, Unavailable
+from ...lint import chatgpt, claude_directory
+from ...lint.protocols import MCP
 from ...observe.logs import log
 from ...serving import wire
 from ...serving.fastpath import Learnable
@@ -40,15 +42,13 @@ from . import input_requests as mcp_input
 from . import jsonrpc as rpc
 from . import stream as mcp_stream
 from . import tasks as mcp_tasks
-from .auth import authenticator, authorization, root_blueprint, security_warning
-from .claude_directory import TARGET as CLAUDE_DIRECTORY
+from .auth import authenticator, authorization, remote_auth, root_blueprint, security_warning
 from .content import object_output_schema
 from .driver import McpDriver
 from .envelope import STATELESS_STATUS, header_refusal, is_stateless, stateless_refusal
 from .request import Handler, McpRequest
 from .sessions import headers as session_headers
 from .settings import McpSettings
-from .target import TARGET
 
 NAME = "mcp"
 #: Every revision served (:data:`.revisions.SUPPORTED`).
@@ -329,7 +329,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
 DIALECT = Dialect(
     name=NAME, make_blueprint=make_blueprint, default_prefix="/mcp", error_response=error_response,
     protocol=Protocol("Model Context Protocol, streamable HTTP", ALL_VERSIONS, transport=TRANSPORT),
-    driver=McpDriver(), target=TARGET, more_targets=(CLAUDE_DIRECTORY,), authenticator=authenticator,
+    driver=McpDriver(), target=MCP,
+    more_targets=(claude_directory.target(remote_auth), chatgpt.target(remote_auth)), authenticator=authenticator,
     cors_headers=("MCP-Protocol-Version", "Mcp-Session-Id", "Last-Event-ID", "Mcp-Method", "Mcp-Name", "Mcp-Param-*"),
     exposed_headers=("Mcp-Session-Id",), security_warning=security_warning, openapi_paths=openapi_paths,
     root_blueprint=root_blueprint, manifest_section=manifest_section, settings=McpSettings,

@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from flask import Blueprint, Response
@@ -14,13 +13,11 @@ from flask import Blueprint, Response
 from ...errors import CoreError, Unauthorized
 from ...identity.sources import Authenticator
 from ...identity.verifiers import BearerVerifier
-from ...schema.json_schema import inline_refs, primary_type, split_nullable
+from ...lint.protocols import OPAL
+from ...schema.json_schema import inline_refs
 from ...serving.openapi import arguments_body, body_required, openapi_post
 from ...serving.pipeline import Pipeline
 from ...settings import Settings
-from ...tools.model import Tool
-from ...tools.targets import Target
-from ...tools.targets.object_root import WORD_NAME, one_type_lint, one_type_simplify
 from .. import Dialect, Protocol
 from . import async_mode as opal_async
 from . import interactions, rollbacks
@@ -55,22 +52,6 @@ def security_warning(settings: Settings, authenticator: Authenticator | None) ->
     if authenticator is None:
         return "opal runs tools without authentication (set TOOLDISCOVERY_OPAL_BEARER_TOKEN or use the identity layer)"
     return None
-
-
-_OPAL_NAME = re.compile(r"^[A-Za-z0-9_]+$")
-
-
-def lint_tool(tool: Tool) -> list[str]:
-    """Problems Opal would have with ``tool``."""
-    problems = []
-    if not _OPAL_NAME.match(tool.name):
-        problems.append(f"name {tool.name!r} is not letters, digits and underscores")
-    schema = tool.resolved_input_schema
-    for name, prop in (schema.get("properties") or {}).items():
-        inner, _ = split_nullable(prop if isinstance(prop, dict) else {})
-        if isinstance(inner.get("anyOf") or inner.get("oneOf"), list):
-            problems.append(f"parameter {name!r} is a union; Opal sees it as {primary_type(inner)!r}")
-    return problems
 
 
 #: The body of every error answer: the message under both keys, and what a refusal adds.
@@ -139,9 +120,8 @@ __all__ = ["DIALECT", "OpalParameterSchema"]
 DIALECT = Dialect(
     name=NAME, make_blueprint=make_blueprint, default_prefix="/opal", error_response=error_response,
     protocol=Protocol("Optimizely Opal tools"), driver=OpalDriver(),
-    target=Target("opal", "Optimizely Opal", WORD_NAME, lambda s: one_type_lint(s, "Opal", nested=False),
-                  one_type_simplify), authenticator=authenticator, public_discovery=True,
+    target=OPAL, authenticator=authenticator, public_discovery=True,
     cors_headers=("x-opal-thread-id", "x-opal-workflow-execution-id", "x-opal-agent-execution-id"),
-    export_document=discovery_document, security_warning=security_warning, lint_tool=lint_tool,
+    export_document=discovery_document, security_warning=security_warning, lint_tool=OPAL.lint_tool,
     openapi_paths=openapi_paths, settings=OpalSettings,
 )

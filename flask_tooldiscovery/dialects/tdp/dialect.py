@@ -17,14 +17,13 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from ...errors import BadRequest, CoreError, PayloadTooLarge, Unavailable
 from ...identity.sources import Authenticator
+from ...lint.protocols import TDP
 from ...schema.json_schema import primary_type, split_nullable
 from ...serving.openapi import arguments_body, body_required, one_of, openapi_post
 from ...serving.pipeline import Pipeline, UnknownTool
 from ...serving.wire import WireSchema, json_response
 from ...settings import DialectSettings, Settings, choice, parse_str, setting
 from ...tools.model import Tool
-from ...tools.targets import Target
-from ...tools.targets.object_root import WORD_NAME, one_type_lint, one_type_simplify
 from .. import Dialect, Protocol, status_name
 from .driver import TdpDriver
 from .protojson import to_protojson
@@ -266,7 +265,6 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
 
 DIALECT = Dialect(name=NAME, make_blueprint=make_blueprint, default_prefix="", error_response=error_response,
                   protocol=Protocol("Tool Discovery Protocol", ("1.0",)), driver=TdpDriver(),
-                  target=Target("tdp", "TDP clients", WORD_NAME, lambda s: one_type_lint(s, "TDP", nested=True),
-                                one_type_simplify),
+                  target=TDP,
                   export_document=manifest_document, security_warning=security_warning, lint_tool=lint_tool,
                   openapi_paths=openapi_paths, settings=TdpSettings)

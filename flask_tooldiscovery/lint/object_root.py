@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 
-from ...schema.json_schema import primary_type, rebuild, split_nullable, walk
+from ..schema.json_schema import primary_type, rebuild, split_nullable, walk
 from .schema_rewrite import Schema, dangling_refs, enum_type, note, prepare, root_object, uses_refs, where
 
 ANTHROPIC_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 
-from ...schema.json_schema import walk
+from ..schema.json_schema import walk
 from .schema_rewrite import (
     ANY_SCALAR,
     Schema,

@@ -9,7 +9,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from ...schema.json_schema import inline_refs, primary_type, rebuild, walk
+from ..schema.json_schema import inline_refs, primary_type, rebuild, walk
 
 Schema = dict[str, Any]
 #: Any JSON scalar, as the branches of an ``anyOf`` (for a schema without a type).

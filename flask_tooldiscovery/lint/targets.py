@@ -10,9 +10,11 @@ constraints the target cannot express move into descriptions, and the tool still
 a rule cannot be met without changing the shape (a free-form object in OpenAI strict mode), the
 lint keeps saying so and the export falls back to the target's lenient form.
 
-This module holds :class:`Target` and the vendors' table; each vendor's rules are in a module of
-their own (:mod:`.openai_strict`, :mod:`.gemini`; Anthropic and the rules protocols' clients share
-in :mod:`.object_root`), the schema rewriting they share in :mod:`.schema_rewrite`.
+This module holds :class:`Target`, what a directory asks of a remote server's authentication
+(:class:`RemoteAuth`), and the vendors' table; each vendor's rules are in a module of their own
+(:mod:`.openai_strict`, :mod:`.gemini`; Anthropic and the rules protocols' clients share in
+:mod:`.object_root`), the protocols' targets in :mod:`.protocols`, the directories' in
+:mod:`.claude_directory` and :mod:`.chatgpt`, the schema rewriting they share in :mod:`.schema_rewrite`.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...settings import Settings
-from ..model import Tool
+from ..settings import Settings
+from ..tools.model import Tool
 from . import gemini, openai_strict
 from .object_root import ANTHROPIC_NAME, object_simplify, root_lint
 from .schema_rewrite import Schema, dangling_refs, prepare
@@ -54,6 +56,9 @@ class Target:
     #: What the export could not derive for it (said after ``export --target``), from the tools,
     #: the settings and the mounted dialects.
     export_notes: Callable[[list[Tool], Settings, Collection[str]], list[str]] | None = None
+    #: What its review asks that neither the registry nor the settings can show (said after
+    #: ``check --target``, so that a pass is not read as more than it is).
+    not_checked: tuple[str, ...] = ()
 
     def lint_name(self, name: str) -> list[str]:
         if self.name_pattern.match(name):
@@ -66,12 +71,27 @@ class Target:
         return self.lint_name(tool.name) + self.lint_schema(tool.input_schema or {"type": "object"}) + more
 
 
+@dataclass(frozen=True)
+class RemoteAuth:
+    """How a remote server authenticates its callers, as the dialect that serves it reads its
+    settings: what a directory of connectors asks of the server as a whole."""
+
+    #: A static bearer token is accepted: a credential only a private deployment can hand out.
+    static_token: bool = False
+    #: OAuth: the protected resource metadata names an authorization server a client signs in at.
+    oauth: bool = False
+
+
 def safe_name(target: Target, name: str) -> str:
-    """``name`` made to match the target's rule (others replaced by ``_``, cut to 64)."""
+    """``name`` made to match the target's rule (other characters replaced by ``_``, cut to 64)."""
     if target.name_pattern.match(name):
         return name
-    cleaned = re.sub(r"[^A-Za-z0-9_-]+", "_", name)[:64] or "tool"
-    return cleaned if target.name_pattern.match(cleaned) else f"_{cleaned}"[:64]
+    for others in (r"[^A-Za-z0-9_-]+", r"[^A-Za-z0-9_]+"):  # word names (Opal, TDP) take no "-" either
+        cleaned = re.sub(others, "_", name)[:64] or "tool"
+        for candidate in (cleaned, f"_{cleaned}"[:64]):
+            if target.name_pattern.match(candidate):
+                return candidate
+    return cleaned
 
 
 def _openai(tools: list[Tool], target: Target) -> list[dict[str, Any]]:
@@ -110,4 +130,4 @@ VENDORS: dict[str, Target] = {t.name: t for t in (
 )}
 
 
-__all__ = ["VENDORS", "Target", "safe_name"]
+__all__ = ["VENDORS", "RemoteAuth", "Target", "safe_name"]
