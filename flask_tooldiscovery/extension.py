@@ -22,7 +22,7 @@ from .identity.tokens import check_required_claims
 from .identity.verifiers import ApiKeyVerifier, BearerVerifier, JwksVerifier, JwtVerifier, OAuthResourceVerifier
 from .observe.logs import log, show_call_log
 from .registering import Registering
-from .runtime.invoke import HandOff, Outcome, invoke
+from .runtime.invoke import Outcome, invoke
 from .serving import fastpath, tasks
 from .serving.core import Core
 from .serving.epi_hmac import EpiHmacVerifier, decode_secret
@@ -261,12 +261,12 @@ class ToolDiscovery(Registering):
         return ToolContext(dialect=dialect, request=current, **fields)
 
     def call(self, tool: Tool, arguments: Any, context: ToolContext, *, coerce: bool | None = None,
-             hand_off: HandOff | None = None, max_errors: int | None = None) -> Outcome:
+             max_errors: int | None = None) -> Outcome:
         """Run ``tool`` through the one invocation path (validation, coercion, timing, logging)."""
         if has_app_context() and STATE_KEY in current_app.extensions:
-            return self.state().call(tool, arguments, context, coerce=coerce, hand_off=hand_off, max_errors=max_errors)
+            return self.state().call(tool, arguments, context, coerce=coerce, max_errors=max_errors)
         return invoke(tool, arguments, context, coerce=bool(coerce), call_handler=self.call_handler, logger=log,
-                      hand_off=hand_off, max_errors=max_errors)
+                      max_errors=max_errors)
 
 
 def _check_jwks_keys(settings: Settings, authenticators: dict[str, Authenticator | None]) -> None:

@@ -195,8 +195,8 @@ class Settings:
                                          "process of the server (the call slots' default); unset: gunicorn's hook.")
     server_workers: int | None = setting("SERVER_WORKERS", None, optional(whole_number(1)), "Worker processes "
                                          "(several warn without STATE_STORAGE_URI); unset: gunicorn's hook.")
-    default_timeout: float = setting("DEFAULT_TIMEOUT", 25, number(0.0), "Seconds a tool without its own "
-                                     "timeout= may run before its call is answered as timed out; 0 for none.")
+    default_timeout: float = setting("DEFAULT_TIMEOUT", 25, number(0.0), "Seconds before an async tool without "
+                                     "its own timeout= is cancelled (sync tools are waited for); 0 for none.")
     busy_retry_after: float = setting("BUSY_RETRY_AFTER", 1, number(0.0), "Retry-After (s) sent when busy.")
     max_validation_errors: int = setting("MAX_VALIDATION_ERRORS", 50, whole_number(1),
                                          "Argument errors reported per call; the rest are counted.")

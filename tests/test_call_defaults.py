@@ -7,10 +7,14 @@ Under a real gunicorn worker: tests/test_call_slots_server.py."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+import sqlite3
 import threading
+import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -55,10 +59,34 @@ def create_app(**config: Any) -> Flask:
         return "late"
 
     @discovery.tool(timeout=0.2)
-    def own_deadline() -> str:
+    async def own_deadline() -> str:
         """A tool with a timeout of its own."""
-        RELEASE.wait(30)
+        await asyncio.sleep(30)
         return "late"
+
+    @discovery.tool
+    async def quick_async(seconds: float) -> str:
+        """Sleep a little (cancellable), then answer.
+
+        Args:
+            seconds: How long.
+        """
+        await asyncio.sleep(seconds)
+        return "done"
+
+    @discovery.tool
+    def commit(path: str, seconds: float) -> str:
+        """Take ``seconds``, then commit a row to the SQLite database at ``path``.
+
+        Args:
+            path: The database file.
+            seconds: How long the work takes before the commit.
+        """
+        time.sleep(seconds)
+        with contextlib.closing(sqlite3.connect(path)) as db:
+            db.execute("INSERT INTO done VALUES ('committed')")
+            db.commit()
+        return "committed"
 
     @discovery.tool
     def quick(seconds: float) -> str:
@@ -89,23 +117,53 @@ def call(app: Flask, tool: str, **arguments: Any) -> tuple[int, dict[str, Any]]:
 # -- the default deadline ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("tool", ["stuck", "stuck_async"])
-def test_a_tool_without_a_timeout_is_answered_at_the_default_deadline(tool) -> None:
+def test_an_async_tool_without_a_timeout_is_cancelled_at_the_default_deadline() -> None:
     app = create_app(TOOLDISCOVERY_DEFAULT_TIMEOUT=0.3)
-    status, body = call(app, tool)
+    status, body = call(app, "stuck_async")
     assert status == 500
     assert body["error"] == "The tool did not finish within 0.3 seconds."
     assert body["can_retry"] is True
+
+
+def database(tmp_path: Path) -> str:
+    path = str(tmp_path / "done.db")
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.execute("CREATE TABLE done (what TEXT)")
+        db.commit()
+    return path
+
+
+def rows(path: str) -> list[str]:
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        return [what for (what,) in db.execute("SELECT what FROM done")]
+
+
+def test_a_sync_tool_past_its_deadline_is_waited_for_and_its_answer_is_what_it_did(tmp_path, caplog) -> None:
+    """A sync tool cannot be stopped: its caller is never told it failed while it goes on. Past
+    the deadline the call waits for it and answers its outcome (here: committed, and the row is
+    there when the answer comes), and a warning names the overrun."""
+    path = database(tmp_path)
+    app = create_app(TOOLDISCOVERY_DEFAULT_TIMEOUT=0.1)
+    with caplog.at_level(logging.WARNING, "flask_tooldiscovery"):
+        status, body = call(app, "commit", path=path, seconds=0.4)
+        assert (status, body) == (200, "committed")
+        assert rows(path) == ["committed"]
+        mcp = app.test_client().post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "commit", "arguments": {"path": path, "seconds": 0.4}}}).get_json()
+    assert mcp["result"]["isError"] is False and mcp["result"]["structuredContent"] == {"result": "committed"}
+    assert rows(path) == ["committed", "committed"]
+    overran = [r.getMessage() for r in caplog.records if "past its deadline" in r.getMessage()]
+    assert len(overran) == 2 and "tool commit ran" in overran[0] and "deadline of 0.1" in overran[0], overran
 
 
 def test_the_default_deadline_answers_in_every_dialect_as_a_timeout_does() -> None:
     app = create_app(TOOLDISCOVERY_DEFAULT_TIMEOUT=0.2)
     client = app.test_client()
     mcp = client.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                                    "params": {"name": "stuck", "arguments": {}}}).get_json()
+                                    "params": {"name": "stuck_async", "arguments": {}}}).get_json()
     assert mcp["result"]["isError"] is True
     assert mcp["result"]["content"][0]["text"] == "The tool did not finish within 0.2 seconds."
-    oxp = client.post("/oxp/tools/call", json={"request": {"tool_id": "Defaults.stuck", "input": {}}})
+    oxp = client.post("/oxp/tools/call", json={"request": {"tool_id": "Defaults.stuck_async", "input": {}}})
     assert "did not finish within 0.2 seconds" in oxp.get_data(as_text=True)
 
 
@@ -115,8 +173,8 @@ def test_a_tool_of_its_own_timeout_keeps_it() -> None:
 
 
 def test_zero_means_no_default_deadline() -> None:
-    assert call(create_app(TOOLDISCOVERY_DEFAULT_TIMEOUT=0.1), "quick", seconds=0.5)[0] == 500
-    assert call(create_app(TOOLDISCOVERY_DEFAULT_TIMEOUT=0), "quick", seconds=0.5) == (200, "done")
+    assert call(create_app(TOOLDISCOVERY_DEFAULT_TIMEOUT=0.1), "quick_async", seconds=0.5)[0] == 500
+    assert call(create_app(TOOLDISCOVERY_DEFAULT_TIMEOUT=0), "quick_async", seconds=0.5) == (200, "done")
 
 
 def test_a_timeout_error_the_tool_raises_is_its_failure_not_the_deadline(caplog) -> None:

@@ -1,6 +1,6 @@
 """Defaults that hold under slow tools, under a real gunicorn with nothing about call slots or
 deadlines set: the call slots leave a thread of every worker for discovery and health, whatever
-``--threads`` is, and a tool that would run forever is answered at the default deadline.
+``--threads`` is, and a sync tool past the default deadline is answered with what it did.
 
 Outcomes only (answered, refused, how); every wait is bounded, so a regression fails instead of
 hanging."""
@@ -13,13 +13,13 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import requests
-
-from flask_tooldiscovery.settings import SPECS
 
 from .conftest import free_port
 from .test_deploy import ROOT, stop, wait_until_up
@@ -98,34 +98,48 @@ def test_slow_calls_leave_discovery_answering_and_the_excess_is_refused_as_busy(
     assert len(said) == 1 and f"at most {running} tool" in said[0] and f"{threads} threads" in said[0], said
 
 
-def test_eleven_calls_that_would_run_forever_leave_the_server_answering(tmp_path) -> None:
-    """The issue's attack: 11 calls of a tool that would run for hours, on one gthread worker with
-    4 threads. Each running call is answered at the deadline; the others are refused as busy."""
-    spec = "tests.apps.slots_app:create_app(default_timeout=1)"
-    with gunicorn(spec, tmp_path / "gunicorn.log", threads=4) as base, \
-            concurrent.futures.ThreadPoolExecutor(11) as pool:
-        answers = list(pool.map(lambda _: opal(base, "forever", timeout=30), range(11)))
-        timed_out = [a for a in answers if a.status_code == 500]
-        assert len(timed_out) == 3 and all("did not finish within 1 seconds" in a.json()["error"] for a in timed_out)
-        for answer in answers:
-            if answer.status_code != 500:
-                assert_busy(answer)
-        # The three tools still run (Python cannot stop a thread) and keep their slots: calls
-        # are refused, discovery and health answer.
-        assert_busy(opal(base, "forever", timeout=10))
-        assert_discovery_answers(base)
+def test_eleven_calls_past_their_deadline_leave_the_server_answering_and_are_told_the_truth(tmp_path) -> None:
+    """The issue's attack, 11 calls of a slow sync tool on one gthread worker with 4 threads and a
+    default deadline of 1 s: three run and the rest are refused as busy at once; discovery and
+    health answer. A sync tool cannot be stopped, so nobody is told a running call failed: the three
+    callers wait, and once the tools end each is answered with what its tool did; the log says
+    each overran its deadline."""
+    gate, log = tmp_path / "gate", tmp_path / "gunicorn.log"
+    spec = f"tests.apps.slots_app:create_app(gate={str(gate)!r}, default_timeout=1)"
+    with gunicorn(spec, log, threads=4) as base, concurrent.futures.ThreadPoolExecutor(11) as pool:
+        try:
+            futures = [pool.submit(opal, base, "past_deadline") for _ in range(11)]
+            refused = []
+            for future in concurrent.futures.as_completed(futures, timeout=30):
+                refused.append(future)
+                if len(refused) == 8:
+                    break
+            for future in refused:
+                assert_busy(future.result())
+            time.sleep(1.5)  # past the deadline: still running, and no caller was answered
+            running = [f for f in futures if f not in refused]
+            assert len(running) == 3 and not any(f.done() for f in running)
+            assert_busy(opal(base, "past_deadline", timeout=10))
+            assert_discovery_answers(base)
+        finally:
+            gate.touch()
+        answers = [f.result() for f in running]
+    assert [(a.status_code, a.json()) for a in answers] == [(200, "finished")] * 3
+    overran = [line for line in log.read_text().splitlines() if "past its deadline of 1" in line]
+    assert len(overran) == 3, overran
 
 
-def test_unset_a_sync_worker_answers_a_tool_that_would_run_forever_at_the_default_deadline(tmp_path) -> None:
-    """Nothing set, the sync worker (one request at a time): the call is answered at the shipped
-    default deadline, then the worker answers discovery while the tool still runs, and refuses the
-    next call as busy (the tool holds the worker's one call slot)."""
-    default = next(spec.default for spec in SPECS if spec.name == "DEFAULT_TIMEOUT")
-    with gunicorn("tests.apps.slots_app:create_app()", tmp_path / "gunicorn.log", worker_class="sync",
-                  threads=1) as base:
-        answer = opal(base, "forever", timeout=default + 30)
-        assert answer.status_code == 500
-        assert answer.json()["error"] == f"The tool did not finish within {default:g} seconds."
-        assert answer.json()["can_retry"] is True
+def test_a_sync_worker_answers_a_call_past_the_default_deadline_with_what_the_tool_did(tmp_path) -> None:
+    """The sync worker (one request at a time), a deadline of 1 s and a tool that takes longer:
+    the answer is the tool's own, then the worker answers discovery again."""
+    gate = tmp_path / "gate"
+    with gunicorn(f"tests.apps.slots_app:create_app(gate={str(gate)!r}, default_timeout=1)",
+                  tmp_path / "gunicorn.log", worker_class="sync", threads=1) as base:
+        opener = threading.Timer(2.0, gate.touch)
+        opener.start()
+        try:
+            answer = opal(base, "past_deadline", timeout=60)
+        finally:
+            opener.cancel()
+        assert (answer.status_code, answer.json()) == (200, "finished")
         assert_discovery_answers(base)
-        assert_busy(opal(base, "forever", timeout=10))

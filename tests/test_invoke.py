@@ -259,39 +259,34 @@ def test_bytes_travel_as_base64(make_app) -> None:
     assert bad.status_code == 400 and bad.get_json()["parameter_errors"] == {"data": "not valid base64 text"}
 
 
-def test_sync_tools_with_a_deadline_reuse_helper_threads_and_an_overrunning_one_blocks_nobody() -> None:
-    """A sync tool with a deadline runs in a helper thread: taken from the idle ones (not a new
-    thread per call), and one still running past its deadline does not hold the next call."""
-    import threading
+def test_a_sync_tool_runs_on_the_callers_thread_and_past_its_deadline_answers_what_it_did(caplog) -> None:
+    """No thread hop: a sync tool runs on the thread that calls (a request's, in a server), with
+    or without a deadline. It cannot be stopped, so past its deadline the call waits for it and
+    answers its outcome, with a warning; an async tool is cancelled at its deadline."""
+    import time
 
     from flask_tooldiscovery.runtime.invoke import invoke
     from flask_tooldiscovery.tools.function_tools import tool_from_function
     from flask_tooldiscovery.tools.model import ToolContext
 
-    release, ended = threading.Event(), threading.Event()
+    ran_on: list[int] = []
 
     def quick(n: int) -> int:
         """Quick."""
+        ran_on.append(threading.get_ident())
         return n
 
-    def stuck() -> str:
-        """Stuck until released."""
-        release.wait(10)
-        ended.set()
-        return "late"
+    def slow() -> str:
+        """Past its deadline."""
+        time.sleep(0.3)
+        return "finished"
 
-    fast, slow = tool_from_function(quick, {"timeout": 5}), tool_from_function(stuck, {"timeout": 0.2})
-
-    def helpers() -> int:
-        return sum(1 for t in threading.enumerate() if t.name == "tooldiscovery-tool")
-
-    invoke(fast, {"n": 0}, ToolContext(call_id="warm"))
-    before = helpers()
-    for i in range(30):
-        assert invoke(fast, {"n": i}, ToolContext(call_id=f"c{i}")).value == i
-    assert helpers() == before  # no thread per call
-    timed_out = invoke(slow, {}, ToolContext(call_id="stuck"))
-    assert timed_out.status == "failure" and "did not finish within" in timed_out.error_message
-    assert invoke(fast, {"n": 7}, ToolContext(call_id="next")).value == 7
-    assert not ended.is_set()  # answered while the overrunning tool still held its own helper
-    release.set()
+    for timeout in (5, None):
+        tool = tool_from_function(quick, {"timeout": timeout} if timeout else {})
+        assert invoke(tool, {"n": 3}, ToolContext(call_id="c"), default_timeout=25).value == 3
+    assert ran_on == [threading.get_ident()] * 2
+    with caplog.at_level(logging.WARNING, "flask_tooldiscovery"):
+        late = invoke(tool_from_function(slow, {"timeout": 0.05}), {}, ToolContext(call_id="late"))
+    assert (late.status, late.value) == ("success", "finished")
+    assert "tool slow ran" in caplog.text and "past its deadline of 0.05" in caplog.text
+    assert "call_id=late" in caplog.text

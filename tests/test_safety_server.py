@@ -103,21 +103,12 @@ def test_slow_tools_never_starve_discovery(server) -> None:
     assert requests.post(f"{base}/opal/tools/slow", json={"parameters": {"seconds": 0}}, timeout=5).status_code == 200
 
 
-def test_a_sync_deadline_answers_on_time_and_keeps_the_slot_until_the_tool_ends(server) -> None:
+def test_a_sync_tool_past_its_deadline_is_answered_with_what_it_did(server) -> None:
+    """A sync tool cannot be stopped, so its caller is never told it failed while it goes on: the
+    call waits for it, and the answer is its outcome (its work is done when the answer comes)."""
     base, marker = server
-    started = time.monotonic()
-    r = requests.post(f"{base}/opal/tools/overrun", json={"parameters": {"seconds": 3}}, timeout=10)
-    assert r.status_code == 500 and "did not finish within 1 seconds" in r.json()["error"]
-    assert time.monotonic() - started < 2.9  # the answer did not wait for the tool
-    assert not Path(marker).exists()
-    # The overrunning tool still holds its slot: one slot is left, so one call runs and one is refused.
-    with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        first = pool.submit(requests.post, f"{base}/opal/tools/slow", json={"parameters": {"seconds": 1}}, timeout=10)
-        time.sleep(0.3)
-        second = requests.post(f"{base}/opal/tools/slow", json={"parameters": {"seconds": 1}}, timeout=10)
-        assert first.result().status_code == 200
-    assert second.status_code == 503
-    time.sleep(2.5)
+    r = requests.post(f"{base}/opal/tools/overrun", json={"parameters": {"seconds": 2}}, timeout=10)
+    assert (r.status_code, r.json()) == (200, "late")
     assert Path(marker).read_text().startswith("overrun finished")
     answers = [requests.post(f"{base}/opal/tools/slow", json={"parameters": {"seconds": 0}}, timeout=5).status_code
                for _ in range(2)]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 
 from ..errors import Busy
 
@@ -22,8 +21,7 @@ class Slots:
         self._held = 0
 
     def hold(self) -> Held:
-        """Hold one slot for the ``with`` block. Its value is a hand-off: a call that leaves a
-        timed-out tool running calls it and gets the function that frees the slot later."""
+        """Hold one slot for the ``with`` block."""
         return Held(self)
 
     def take(self) -> None:
@@ -42,33 +40,18 @@ class Slots:
 
 
 class Held:
-    """One held call slot (:meth:`Slots.hold`): taken on entry, freed on exit unless handed off
-    (then by the function the hand-off returned, once)."""
+    """One held call slot (:meth:`Slots.hold`): taken on entry, freed on exit."""
 
-    __slots__ = ("_handed_off", "_slots")
+    __slots__ = ("_slots",)
 
     def __init__(self, slots: Slots) -> None:
         self._slots = slots
-        self._handed_off = False
 
-    def __enter__(self) -> Callable[[], Callable[[], None]]:
+    def __enter__(self) -> None:
         self._slots.take()
-        return self._hand_off
-
-    def _hand_off(self) -> Callable[[], None]:
-        self._handed_off = True
-        freed = threading.Lock()
-        slots = self._slots
-
-        def free() -> None:
-            if freed.acquire(blocking=False):
-                slots.free()
-
-        return free
 
     def __exit__(self, *exc: object) -> None:
-        if not self._handed_off:
-            self._slots.free()
+        self._slots.free()
 
 
 __all__ = ["Held", "Slots"]

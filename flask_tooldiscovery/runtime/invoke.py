@@ -7,11 +7,8 @@
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import inspect
 import logging
-import queue
-import threading
 import time
 import weakref
 from collections.abc import Callable
@@ -36,13 +33,10 @@ CANCELLED = "The call was cancelled."
 #: the resolved schema it was compiled from.
 _COERCIONS: weakref.WeakKeyDictionary[Tool, tuple[dict[str, Any], Coercion]] = weakref.WeakKeyDictionary()
 
-#: ``hand_off()`` is called when a timed-out sync tool is left running; it returns the function
-#: to call once that tool really ends (the caller's concurrency slot stays taken until then).
-HandOff = Callable[[], Callable[[], None]]
 
 
 class DeadlinePassed(ToolDiscoveryError):
-    """The call's deadline passed before the tool ended (not a ``TimeoutError`` the tool raised itself)."""
+    """An async tool was cancelled at its call's deadline (not a ``TimeoutError`` the tool raised itself)."""
 
 
 @dataclass(frozen=True)
@@ -112,97 +106,36 @@ class Outcome:
         return ""
 
 
-class _Helpers:
-    """Helper threads for sync tools with a deadline, kept for reuse (a thread started per call
-    costs about 100 us; handing a call to an idle one, a few): daemon threads, so a tool that
-    overruns never keeps the process from exiting; one idle for a minute ends."""
-
-    IDLE = 60.0
-
-    def __init__(self) -> None:
-        self._idle: list[queue.SimpleQueue[Callable[[], None]]] = []
-        self._lock = threading.Lock()
-
-    def run(self, work: Callable[[], None]) -> None:
-        with self._lock:
-            inbox = self._idle.pop() if self._idle else None
-        if inbox is None:
-            inbox = queue.SimpleQueue()
-            threading.Thread(target=self._serve, args=(inbox,), name="tooldiscovery-tool", daemon=True).start()
-        inbox.put(work)
-
-    def _serve(self, inbox: queue.SimpleQueue[Callable[[], None]]) -> None:
-        while True:
-            try:
-                work = inbox.get(timeout=self.IDLE)
-            except queue.Empty:
-                with self._lock:
-                    if inbox in self._idle:  # nobody is handing it work: end
-                        self._idle.remove(inbox)
-                        return
-                continue  # taken just now: its work is on the way
-            work()
-            with self._lock:
-                self._idle.append(inbox)
+def _overran(tool: Tool, context: ToolContext, deadline: float, spent: float, logger: logging.Logger) -> None:
+    logger.warning("tool %s ran %.3g seconds, past its deadline of %g: a sync tool cannot be stopped, so its "
+                   "call waited for it and answers what it did (call_id=%s trace_id=%s)", tool.name, spent,
+                   deadline, context.call_id, context.trace_id,
+                   extra={"tool": tool.name, "call_id": context.call_id, "trace_id": context.trace_id})
 
 
-_HELPERS = _Helpers()
-
-
-def _run_sync_with_deadline(func: Callable[[], Any], timeout: float, hand_off: HandOff | None) -> Any:
-    """Run a sync tool in a helper thread and stop waiting after ``timeout`` seconds.
-
-    Python cannot stop a thread: a tool that overruns keeps running, and its call slot stays
-    taken until it ends (``hand_off``), so overrunning tools cannot pile up without bound.
-    """
-    outcome: dict[str, Any] = {}
-    finished = threading.Event()
-    release: list[Callable[[], None]] = []
-    lock = threading.Lock()
-    context = contextvars.copy_context()
-
-    def target() -> None:
-        try:
-            outcome["value"] = context.run(func)
-        except BaseException as exc:
-            outcome["error"] = exc
-        finally:
-            with lock:
-                finished.set()
-                for free in release:
-                    free()
-
-    _HELPERS.run(target)
-    if not finished.wait(timeout):
-        with lock:
-            if not finished.is_set():
-                if hand_off is not None:
-                    release.append(hand_off())
-                raise DeadlinePassed
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome.get("value")
-
-
-def _call(
-    tool: Tool, arguments: dict[str, Any], context: ToolContext,
-    call_handler: Callable[..., Any] | None, hand_off: HandOff | None, deadline: float | None,
-) -> Any:
-    def start() -> Any:
+def _call(tool: Tool, arguments: dict[str, Any], context: ToolContext, call_handler: Callable[..., Any] | None,
+          deadline: float | None, logger: logging.Logger) -> Any:
+    """Run the tool on this thread. A sync tool is never stopped: the call waits for it and answers
+    what it did (past ``deadline``, a warning says so); an awaitable it returns (async tools, async
+    call handlers) is cancelled at ``deadline``."""
+    started = time.perf_counter()
+    try:
         if tool.func is not None:
-            kwargs = dict(arguments)
-            for name in tool.context_params:
-                kwargs[name] = context
-            return tool.func(**kwargs)
-        if call_handler is not None:
-            return call_handler(tool.name, dict(arguments))
-        raise ToolError(
-            f"Tool {tool.name!r} cannot be run here.",
-            developer_message="the tool comes from a provider and the extension has no call_handler",
-        )
-
-    sync_deadline = deadline if not tool.is_async else None
-    result = _run_sync_with_deadline(start, sync_deadline, hand_off) if sync_deadline else start()
+            if tool.context_params:
+                arguments = dict(arguments)
+                for name in tool.context_params:
+                    arguments[name] = context
+            result = tool.func(**arguments)
+        elif call_handler is not None:
+            result = call_handler(tool.name, dict(arguments))
+        else:
+            raise ToolError(
+                f"Tool {tool.name!r} cannot be run here.",
+                developer_message="the tool comes from a provider and the extension has no call_handler",
+            )
+    finally:
+        if deadline and (spent := time.perf_counter() - started) > deadline:
+            _overran(tool, context, deadline, spent, logger)
     if inspect.isawaitable(result):  # async tools and async call handlers; timeout enforced here
         awaitable = result
 
@@ -294,20 +227,23 @@ def invoke(
     coerce: bool = False,
     call_handler: Callable[..., Any] | None = None,
     logger: logging.Logger | None = None,
-    hand_off: HandOff | None = None,
     max_errors: int | None = None,
     default_timeout: float | None = None,
 ) -> Outcome:
     """Validate ``arguments`` against ``tool``'s input schema and run it.
 
     ``coerce`` first turns string values into the declared types where they parse (for clients
-    that send everything as strings). The call is answered as failed (retryable) at the tool's
-    ``timeout``, else at ``default_timeout`` seconds (``None`` or 0: no deadline). Never raises for
+    that send everything as strings). The deadline is the tool's ``timeout``, else
+    ``default_timeout`` seconds (``None`` or 0: none): an async tool is cancelled there and its
+    call answered as failed (retryable); a sync tool runs on this thread and cannot be stopped, so
+    its call waits for it and answers what it did, and a warning says it overran. Never raises for
     bad input or a failing tool. Every log line names the call id and trace id.
     """
     base = logger or log
     started = time.perf_counter()
-    call_log = logging.LoggerAdapter(base, {"tool": tool.name, "call_id": context.call_id,
+
+    def call_log() -> logging.LoggerAdapter[logging.Logger]:  # made only when there is more to say
+        return logging.LoggerAdapter(base, {"tool": tool.name, "call_id": context.call_id,
                                             "trace_id": context.trace_id})
 
     def ids() -> str:  # written only when there is more to say than the call log line
@@ -322,18 +258,18 @@ def invoke(
         return outcome
 
     def unexpected(exc: BaseException) -> Outcome:
-        call_log.error("tool %s failed with an unexpected error (%s)", tool.name, ids(),
+        call_log().error("tool %s failed with an unexpected error (%s)", tool.name, ids(),
                        exc_info=(type(exc), exc, exc.__traceback__))
         return done("failure", failure=Failure(message=GENERIC_FAILURE, expected=False))
 
     deadline = tool.timeout or default_timeout or None
-    arguments, errors = prepare(tool, arguments, coerce=coerce, logger=call_log, max_errors=max_errors)
+    arguments, errors = prepare(tool, arguments, coerce=coerce, logger=base, max_errors=max_errors)
     if errors:
         return done("invalid", errors=errors)
     try:
-        value = _call(tool, arguments, context, call_handler, hand_off, deadline)
+        value = _call(tool, arguments, context, call_handler, deadline, base)
     except asyncio.CancelledError:
-        call_log.info("tool %s was cancelled (%s)", tool.name, ids())
+        call_log().info("tool %s was cancelled (%s)", tool.name, ids())
         return done("failure", failure=Failure(message=CANCELLED, cancelled=True))
     except InputRequired as exc:  # the round ends: the caller answers, and the call runs again
         return done("failure", failure=Failure(message=str(exc)))
@@ -341,7 +277,7 @@ def invoke(
         return done("failure", failure=Failure(message=str(exc)))
     except ToolError as exc:
         if exc.developer_message:
-            call_log.info("tool %s raised ToolError (%s): %s", tool.name, ids(), exc.developer_message)
+            call_log().info("tool %s raised ToolError (%s): %s", tool.name, ids(), exc.developer_message)
         return done("failure", failure=Failure.from_tool_error(exc))
     except DeadlinePassed:
         return done("failure", failure=Failure(

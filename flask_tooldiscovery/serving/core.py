@@ -23,7 +23,7 @@ from ..catalog.skills import SkillCatalog
 from ..errors import CoreError
 from ..observe.logs import log
 from ..observe.operations import Operations
-from ..runtime.invoke import HandOff, Outcome, invoke
+from ..runtime.invoke import Outcome, invoke
 from ..settings import Settings
 from ..tools.model import Tool, ToolContext
 from ..tools.registry import ToolRegistry, ToolSet
@@ -142,14 +142,14 @@ class Core:
         return merge_categories(self.registry.categories, self.settings.categories)
 
     def call(self, tool: Tool, arguments: Any, context: ToolContext, *, coerce: bool | None = None,
-             hand_off: HandOff | None = None, max_errors: int | None = None) -> Outcome:
+             max_errors: int | None = None) -> Outcome:
         """Run ``tool`` through the one invocation path (validation, coercion, timing, logging,
         ``TOOLDISCOVERY_DEFAULT_TIMEOUT`` for a tool without its own ``timeout``), with no guard,
         limit or slot: :meth:`.pipeline.Pipeline.invoke` adds those."""
         if coerce is None:
             coerce = self.settings.coerce_arguments
         return invoke(tool, arguments, context, coerce=coerce, call_handler=self.call_handler, logger=log,
-                      hand_off=hand_off, max_errors=max_errors, default_timeout=self.settings.default_timeout)
+                      max_errors=max_errors, default_timeout=self.settings.default_timeout)
 
 
 __all__ = ["Core", "Translator", "merge_categories"]

@@ -238,11 +238,10 @@ class Pipeline:
                                failure=Failure(message="The call was not approved, so the tool did not run."))
 
         def call() -> Outcome:
-            with core.slots.hold() as hand_off:
+            with core.slots.hold():
                 if checked is not None:
                     checked.spend()  # about to run: once, whoever sends it again
-                return core.call(tool, arguments, context, coerce=coerce, hand_off=hand_off,
-                                 max_errors=settings.max_validation_errors)
+                return core.call(tool, arguments, context, coerce=coerce, max_errors=settings.max_validation_errors)
 
         return observe_call(core.operations, self.name, self.identity, tool, context, call, check_limits=not charged)
 

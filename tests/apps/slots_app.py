@@ -1,5 +1,5 @@
-"""An app for the call slot and deadline tests under gunicorn: a tool that waits behind a gate (a
-file the test creates) and a tool that would run forever. Nothing about call slots or deadlines is
+"""An app for the call slot and deadline tests under gunicorn: tools that wait behind a gate (a
+file the test creates), one with a timeout of its own and one without. Nothing about call slots or deadlines is
 set unless asked, so the defaults are what runs. Start it as ``tests.apps.slots_app:create_app(...)``."""
 
 from __future__ import annotations
@@ -25,10 +25,13 @@ def create_app(gate: str = "", limit: int | None = None, default_timeout: float 
         return "passed"
 
     @discovery.tool
-    def forever() -> str:
-        """Run until the process ends (no timeout of its own)."""
-        while True:
-            time.sleep(0.1)
+    def past_deadline() -> str:
+        """Wait for the gate with no timeout of its own (past any short default deadline), at most
+        two minutes, then answer."""
+        deadline = time.monotonic() + 120
+        while not Path(gate).exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return "finished"
 
     app = Flask("slots")
     if limit is not None:

@@ -1,0 +1,65 @@
+"""A plain call: a sync tool runs on the request's own thread in every dialect (no thread hop,
+whatever its deadline), and what one MCP ``tools/call`` walks through in this package, counted
+with ``sys.setprofile`` (how many modules, how many function calls): the budget of issue #39.
+Not timed: bench/ times it (bench/RESULTS.rst)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from flask import Flask
+
+from flask_tooldiscovery import ToolDiscovery
+
+CALL = {"city": "Oslo", "days": 2}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
+
+
+def create_app() -> tuple[Flask, list[tuple[str, int]]]:
+    ran: list[tuple[str, int]] = []
+    discovery = ToolDiscovery()
+
+    @discovery.tool
+    def forecast(city: str, days: int = 1) -> dict[str, Any]:
+        """Fetch a forecast.
+
+        Args:
+            city: City name.
+            days: How many days.
+        """
+        ran.append(("tool", threading.get_ident()))
+        return {"city": city, "days": days}
+
+    app = Flask("plain")
+    app.config.update(TOOLDISCOVERY_ALLOW_EXECUTE=True, TOOLDISCOVERY_WARN_UNAUTHENTICATED=False,
+                      TOOLDISCOVERY_DIALECTS=["explorer", "opal", "oxp", "tdp", "mcp", "utcp"])
+    discovery.init_app(app)
+    return app, ran
+
+
+REQUESTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "opal": ("/opal/tools/forecast", {"parameters": CALL}),
+    "oxp": ("/oxp/tools/call", {"request": {"tool_id": "Plain.forecast", "input": CALL}}),
+    "tdp": ("/api/v1/tools/execute", {"tool_name": "forecast", "arguments": CALL}),
+    "explorer": ("/explorer/tools/forecast/call", CALL),
+    "utcp": ("/utcp/tools/forecast", CALL),
+    "mcp": ("/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                     "params": {"name": "forecast", "arguments": CALL}}),
+}
+
+
+@pytest.mark.parametrize("dialect", sorted(REQUESTS))
+def test_a_plain_sync_call_runs_on_the_requests_thread(dialect) -> None:
+    app, ran = create_app()
+
+    @app.before_request
+    def request_thread() -> None:
+        ran.append(("request", threading.get_ident()))
+
+    path, body = REQUESTS[dialect]
+    answer = app.test_client().post(path, json=body, headers=MCP_HEADERS if dialect == "mcp" else {})
+    assert answer.status_code == 200, answer.get_data(as_text=True)
+    assert [kind for kind, _ in ran] == ["request", "tool"]
+    assert ran[0][1] == ran[1][1]  # the tool ran on the very thread that serves the request
