@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import math
-import re
 import threading
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
@@ -38,9 +37,6 @@ METADATA_OPTIONS = (
     "questions",  # what it asks its caller before it runs (questions.py)
     "icons", "ui", "visibility",  # its icons ({src, mimeType, sizes, theme}: MCP); its UI, who calls it (ui.py)
 )
-
-_SEMVER = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
-
 
 def _parse_version(version: Any) -> tuple[int, int, int]:
     parts = str(version).split(".")
@@ -116,8 +112,7 @@ class _Done:
     __slots__ = ()
 
     def __await__(self) -> Generator[Any, None, None]:
-        return
-        yield  # pragma: no cover
+        yield from ()
 
     def __bool__(self) -> bool:
         return False
