@@ -47,15 +47,15 @@ nitpick_ignore_regex = [
     # The package's own plumbing named in signatures, not part of what a user programs against: a
     # decorator's type variable, what report_progress returns (None, awaitable), a ToolContext's
     # listener and asker fields.
-    (r"py:class", r"(flask_tooldiscovery\.registering\.F|flask_tooldiscovery\.tools\.model\._Done|ToolEvent|Asker)"),
+    (r"py:class", r"(flask_tooldiscovery\.extension\.[FS]|flask_tooldiscovery\.tools\.model\._Done|ToolEvent|Asker)"),
     (r"py:.*", r"(Any|Callable|Iterable|Iterator|Mapping|Sequence|Awaitable|Coroutine|Literal|Self|TypeVar|"
                r"Flask|Blueprint|Response|Request|Schema|Path|Enum|Logger)"),
 ]
 
 
 def public_bases(app: object, name: str, obj: object, options: object, bases: list[type]) -> None:
-    """Show a class's bases as the names a user imports: an internal base (a private helper class,
-    the extension's registering half) is replaced by its own bases."""
+    """Show a class's bases as the names a user imports: an internal base (a private helper
+    class) is replaced by its own bases."""
     public = set(flask_tooldiscovery.__all__)
 
     def shown(base: type) -> list[type]:

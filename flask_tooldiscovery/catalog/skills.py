@@ -16,12 +16,13 @@ import hashlib
 import json
 import mimetypes
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..schema.docstrings import parse_docstring
+from ..settings import SettingsError
 from ..tools.function_tools import RegistrationError
 
 SCHEME = "skill://"
@@ -210,5 +211,32 @@ class SkillCatalog:
         return None
 
 
-__all__ = ["MAX_BYTES", "MAX_FILES", "SCHEME", "SKILL_FILE", "Skill", "SkillCatalog", "SkillFile",
-           "read_frontmatter", "skill_from_function", "skills_from_directory"]
+def serve_skills(registered: Iterable[Skill], skills_dir: str | None) -> SkillCatalog:
+    """The skills an app serves: those registered in code, then those of TOOLDISCOVERY_SKILLS_DIR
+    (``skills_dir``, read now; a broken one is a :class:`~flask_tooldiscovery.SettingsError`)."""
+    if not skills_dir:
+        return SkillCatalog(list(registered))
+    try:
+        import yaml  # noqa: F401
+    except ImportError:
+        raise SettingsError("TOOLDISCOVERY_SKILLS_DIR needs PyYAML to read SKILL.md frontmatter: "
+                            "pip install 'flask-tooldiscovery[skills]'") from None
+    try:
+        return SkillCatalog([*registered, *skills_from_directory(skills_dir)])
+    except (RegistrationError, OSError) as exc:
+        raise SettingsError(f"TOOLDISCOVERY_SKILLS_DIR: {exc}") from None
+
+
+__all__ = [
+    "MAX_BYTES",
+    "MAX_FILES",
+    "SCHEME",
+    "SKILL_FILE",
+    "Skill",
+    "SkillCatalog",
+    "SkillFile",
+    "read_frontmatter",
+    "serve_skills",
+    "skill_from_function",
+    "skills_from_directory",
+]
