@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from flask import Flask
 
+import flask_tooldiscovery
 from flask_tooldiscovery import RegistrationError, SettingsError, ToolDiscovery, ToolError, signals
 
 TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
@@ -309,6 +310,8 @@ def test_one_span_per_call_child_of_the_incoming_traceparent(spans) -> None:
     assert call(app, "opal", "echo", {"text": "hi"}, headers={"traceparent": TRACEPARENT}).status_code == 200
     (span,) = spans()
     assert span.name == "execute_tool echo" and span.kind == SpanKind.INTERNAL
+    assert (span.instrumentation_scope.name, span.instrumentation_scope.version) == (
+        "flask_tooldiscovery", flask_tooldiscovery.__version__)
     assert span.context.trace_id == int(TRACE_ID, 16)
     assert span.parent is not None and span.parent.span_id == int(PARENT_ID, 16) and span.parent.is_remote
     attributes = dict(span.attributes)
