@@ -12,6 +12,8 @@ a line, so that it is seen and the list can only shrink: a listed import that is
 from __future__ import annotations
 
 import ast
+import importlib
+import re
 from pathlib import Path
 
 import pytest
@@ -297,3 +299,30 @@ def test_every_package_says_what_it_holds() -> None:
 def test_no_module_is_over_the_line_cap(cap: int) -> None:
     long = {short(module_name(p)): n for p in PACKAGE.rglob("*.py") if (n := len(p.read_text().splitlines())) > cap}
     assert long == {}
+
+
+def test_the_architecture_page_names_what_exists() -> None:
+    """Every module (and name in it) docs/architecture.rst names, as ``serving.pipeline`` or
+    ``dialects.opal.async_mode.deliver_result``, is in the package: the page follows the moves."""
+    page = (PACKAGE.parent / "docs" / "architecture.rst").read_text()
+    packages = {layer(m) for m in modules()} - {"__init__"}
+    pattern = r"``((?:" + "|".join(sorted(packages)) + r")(?:\.\w+)+)``"
+    named = set(re.findall(pattern, page))
+    assert len(named) > 20
+    missing = []
+    for name in sorted(named):
+        parts = name.split(".")
+        for cut in range(len(parts), 0, -1):
+            try:
+                found: object = importlib.import_module(".".join([NAME, *parts[:cut]]))
+            except ModuleNotFoundError:
+                continue
+            for attribute in parts[cut:]:
+                found = getattr(found, attribute, None)
+            if found is None:
+                missing.append(name)
+            break
+        else:
+            missing.append(name)
+    assert missing == [], f"docs/architecture.rst names what the package does not have: {missing}"
+
