@@ -51,6 +51,8 @@ ALLOWED: dict[str, set[str]] = {
     # What else can be registered, views as tools, and the call runtime: above the tool model.
     "catalog": {"runtime", "schema", "tools", *FOUNDATION},
     "views": {"schema", "tools", *FOUNDATION},
+    # The tool-search index: over the tool model only (the serving core asks it, per visible set).
+    "search": {"tools", *FOUNDATION},
     "runtime": {"schema", "tools", *FOUNDATION},
     # The tool model is made of schemas; the schema engine knows no tool.
     "tools": {"schema", *FOUNDATION},

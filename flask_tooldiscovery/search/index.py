@@ -1,0 +1,162 @@
+"""A search index of one tool set: BM25F ranks tools by what they are for, over their name, title,
+description, parameters and tags, each field weighted by how much it says of that; the best
+candidates are then ranked again by what term counts cannot see: whether the tool does the kind of
+action the query asks for (create, delete, list...), whether its read-only and destructive hints
+agree, and how many of the query's ideas it covers.
+
+Every term's contribution to every tool's score is worked out when the index is built and kept in
+compact arrays, so a search is a few additions per matching tool: SQLite's FTS5 (tried first: it is
+in the standard library) computes BM25 for every matching row at query time, 20-120 ms at 10,000
+tools here, where the goal is 5 ms. An index is built once per tool set (by the set's content
+fingerprint) and is read-only after that; searches from several threads share it."""
+
+from __future__ import annotations
+
+import heapq
+import math
+from array import array
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from ..tools.model import Tool
+from .vocabulary import DESTROYING, READING, action_of, expand, identifier_words, words
+
+#: Field weights (name, title, description, parameters, tags) and BM25's constants.
+_WEIGHTS = (4.0, 5.0, 1.5, 0.6, 2.0)
+_K1 = 1.2
+_B = 0.75
+#: How many of BM25's best are ranked again.
+_CANDIDATES = 60
+#: The longest query read, in characters and in words (the rest is ignored).
+MAX_QUERY_CHARS = 500
+MAX_QUERY_WORDS = 32
+
+
+class SearchError(ValueError):
+    """A query that cannot be searched (empty once read, or not text)."""
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One tool a search found, and how well it matched (higher is better)."""
+
+    name: str
+    score: float
+
+
+@dataclass(frozen=True)
+class _Entry:
+    name: str
+    action: str | None
+    read_only: bool
+    destructive: bool
+    words: frozenset[str]
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    """A light stem, so that ``requests`` meets ``request`` and ``merging`` meets ``merge`` in the
+    re-ranking (FTS5's own porter stemmer does this for the BM25 part)."""
+    for suffix, keep in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: len(word) - len(suffix)] + keep
+    return word
+
+
+def _param_text(schema: dict[str, Any] | None) -> str:
+    if not isinstance(schema, dict):
+        return ""
+    parts: list[str] = []
+    for name, spec in (schema.get("properties") or {}).items():
+        parts.append(" ".join(identifier_words(str(name))))
+        if isinstance(spec, dict) and isinstance(spec.get("description"), str):
+            parts.append(spec["description"][:200])
+    return " ".join(parts)
+
+
+class SearchIndex:
+    """The search index of one tool set. Build it with :meth:`build`; :meth:`search` is safe from
+    any thread (nothing is written after the build)."""
+
+    def __init__(self, entries: list[_Entry], postings: dict[str, tuple[array[int], array[float]]]) -> None:
+        self._entries = entries
+        self._postings = postings
+
+    @classmethod
+    def build(cls, tools: Iterable[Tool]) -> SearchIndex:
+        entries: list[_Entry] = []
+        fields: list[list[list[str]]] = []
+        for tool in tools:
+            name_words = identifier_words(tool.name)
+            annotations = tool.annotations or {}
+            title = tool.title or annotations.get("title") or ""
+            title_words = words(title)
+            description = words(tool.description or "")[:80]
+            entries.append(_Entry(
+                name=tool.name,
+                action=action_of(title_words[:1] or name_words[1:2] or name_words[:1]) or action_of(name_words),
+                read_only=bool(annotations.get("readOnlyHint")),
+                destructive=bool(annotations.get("destructiveHint")),
+                words=frozenset(_stem(w) for w in name_words + title_words + description[:40]),
+            ))
+            fields.append([[_stem(w) for w in field] for field in (
+                name_words, title_words, description, words(_param_text(tool.input_schema))[:120],
+                words(" ".join([*tool.tags, tool.category or "", tool.toolkit or ""])))])
+        count = len(entries) or 1
+        average = [max(sum(len(f[i]) for f in fields) / count, 1.0) for i in range(len(_WEIGHTS))]
+        weighted: dict[str, dict[int, float]] = {}
+        for doc, doc_fields in enumerate(fields):
+            tf: dict[str, float] = {}
+            for i, field in enumerate(doc_fields):
+                norm = _WEIGHTS[i] / (1 - _B + _B * len(field) / average[i])
+                for term, n in Counter(field).items():
+                    tf[term] = tf.get(term, 0.0) + n * norm
+            for term, value in tf.items():
+                weighted.setdefault(term, {})[doc] = value
+        postings: dict[str, tuple[array[int], array[float]]] = {}
+        for term, docs in weighted.items():
+            idf = math.log(1 + (count - len(docs) + 0.5) / (len(docs) + 0.5))
+            postings[term] = (array("i", docs.keys()),
+                              array("f", (idf * v * (_K1 + 1) / (v + _K1) for v in docs.values())))
+        return cls(entries, postings)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def search(self, query: str, limit: int = 5) -> list[Hit]:
+        """The ``limit`` tools that best match ``query``, best first (fewer when fewer match)."""
+        if not isinstance(query, str):
+            raise SearchError("The query must be text.")
+        said = words(query[:MAX_QUERY_CHARS])[:MAX_QUERY_WORDS]
+        terms = list(dict.fromkeys(_stem(t) for t in expand(said)))
+        if not terms:
+            raise SearchError("The query has no word to search for.")
+        scores: dict[int, float] = {}
+        get = scores.get
+        for term in terms:
+            found = self._postings.get(term)
+            if found is not None:
+                for doc, value in zip(*found, strict=True):
+                    scores[doc] = get(doc, 0.0) + value
+        wanted = action_of(said)
+        ideas = {_stem(w) for w in said} & set(terms)
+        hits = []
+        for doc, score in heapq.nlargest(_CANDIDATES, scores.items(), key=lambda item: item[1]):
+            entry = self._entries[doc]
+            if wanted is not None:
+                if entry.action == wanted:
+                    score *= 1.6
+                elif entry.action is not None:
+                    score *= 0.8
+                if entry.read_only and wanted not in READING:
+                    score *= 0.85
+                if entry.destructive and wanted not in DESTROYING:
+                    score *= 0.85
+            if ideas:
+                score *= 0.6 + 0.8 * len(ideas & entry.words) / len(ideas)
+            hits.append(Hit(entry.name, score))
+        hits.sort(key=lambda h: -h.score)
+        return hits[:max(limit, 0)]
