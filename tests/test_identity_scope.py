@@ -80,3 +80,50 @@ def test_any_other_exception_of_the_hook_stays_a_401() -> None:
 
     r = build("tdp", d).test_client().post("/api/v1/tools/execute", json={"tool_name": "whoami"})
     assert r.status_code == 401 and r.headers["WWW-Authenticate"] == 'Bearer realm="tools"'
+
+
+def test_authlibs_own_insufficient_scope_error_is_a_403_too(issuer: KeyServer, caplog) -> None:  # noqa: F811
+    """A hook that leaves Authlib's ``InsufficientScopeError`` uncaught: 403 ``insufficient_scope``
+    (without a scope: Authlib's error names none), MCP's resource metadata named where served."""
+    from authlib.integrations.flask_oauth2 import ResourceProtector
+    from authlib.oauth2.rfc6749 import TokenMixin
+    from authlib.oauth2.rfc6750 import BearerTokenValidator
+
+    class Token(TokenMixin):
+        def get_scope(self) -> str:
+            return "profile"
+
+        def get_expires_in(self) -> int:
+            return 60
+
+        def is_expired(self) -> bool:
+            return False
+
+        def is_revoked(self) -> bool:
+            return False
+
+        def check_client(self, client: Any) -> bool:
+            return True
+
+    class Validator(BearerTokenValidator):
+        def authenticate_token(self, token_string: str) -> Token | None:
+            return Token() if token_string == "tok-profile" else None
+
+    protector = ResourceProtector()
+    protector.register_token_validator(Validator())
+
+    def discovery() -> ToolDiscovery:
+        d = ToolDiscovery()
+        whoami_tools(d)
+        d.identity(lambda request: Identity(subject=str(protector.acquire_token(["tools"]))))
+        return d
+
+    r = DRIVERS["opal"].call(build("opal", discovery()).test_client(), "whoami", {}, headers=bearer("tok-profile"))
+    assert r.status_code == 403 and r.headers["WWW-Authenticate"] == 'Bearer realm="tools", error="insufficient_scope"'
+    assert "identity hook: InsufficientScopeError (insufficient_scope)" in caplog.text
+    mcp = build("mcp", discovery(), **mcp_oauth_config(issuer)).test_client()
+    r = mcp.post("/mcp", json=INITIALIZE, headers=bearer("tok-profile"))
+    assert r.status_code == 403 and r.headers["WWW-Authenticate"] == (
+        'Bearer error="insufficient_scope", '
+        'resource_metadata="http://localhost/.well-known/oauth-protected-resource/mcp"')
+    assert mcp.post("/mcp", json=INITIALIZE, headers=bearer("tok-none")).status_code == 401

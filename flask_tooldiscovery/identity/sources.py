@@ -92,7 +92,9 @@ IdentityHook = Callable[[Request], Any]
 class HookVerifier(Verifier):
     """The application's identity hook: ``hook(request)`` returns an :class:`Identity` (or a subject
     string), sync or async; ``None`` or an exception refuses the request (``401``), and
-    :class:`~flask_tooldiscovery.errors.InsufficientScope` refuses a known caller with ``403``."""
+    :class:`~flask_tooldiscovery.errors.InsufficientScope` refuses a known caller with ``403``, as
+    does an OAuth library's RFC 6750 error whose ``error`` is ``insufficient_scope`` (Authlib's
+    ``InsufficientScopeError``), which names no scope."""
 
     def __init__(self, hook: IdentityHook, realm: str) -> None:
         super().__init__(realm)
@@ -107,6 +109,8 @@ class HookVerifier(Verifier):
             raise ScopeError(exc.reason or f"identity hook: the caller lacks scope(s) {' '.join(exc.scopes)}",
                              challenge=exc.challenge, scopes=exc.scopes) from None
         except Exception as exc:
+            if getattr(exc, "error", None) == "insufficient_scope":
+                raise ScopeError(f"identity hook: {type(exc).__name__} (insufficient_scope)", scopes=()) from None
             raise AuthError(f"identity hook refused the request ({type(exc).__name__})") from None
         if result is None or isinstance(result, Identity):
             return result
