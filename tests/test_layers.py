@@ -247,6 +247,27 @@ def test_the_allowed_edges_run_one_way() -> None:
     assert circles == [], f"packages that may import themselves through others: {sorted(circles)}"
 
 
+#: What the dialects share: the Dialect contract (``dialects`` itself), the content blocks and the
+#: call drivers. Every other module of ``dialects/`` belongs to one dialect.
+DIALECTS_SHARED = {"content_blocks", "driver"}
+
+
+def dialect_of(module: str) -> str | None:
+    """The dialect ``module`` belongs to (``None``: not a dialect's, or shared by all of them)."""
+    parts = module.split(".")
+    if len(parts) < 3 or parts[1] != "dialects" or parts[2] in DIALECTS_SHARED:
+        return None
+    return parts[2]
+
+
+def test_no_dialect_knows_another() -> None:
+    """A dialect imports the contract and what the dialects share, never another dialect."""
+    against = sorted(f"{short(a)} -> {short(b)}" for a, targets in graph().items() for b in targets
+                     if dialect_of(a) and dialect_of(b) and dialect_of(a) != dialect_of(b))
+    assert against == [], "a dialect importing another:\n" + "\n".join(against)
+    assert {dialect_of(m) for m in modules()} >= {"mcp", "opal", "explorer", "tdp", "oxp", "utcp", None}
+
+
 def test_no_import_circle() -> None:
     found = graph()
     circles: list[list[str]] = []
