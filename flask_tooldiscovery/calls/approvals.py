@@ -10,6 +10,11 @@ answer. Any worker on any host can then check it: only spent seals are stored. A
 is only good for the same tool, the same arguments and the same caller, until it expires;
 tampered, expired or mismatched state is refused with :class:`InvalidApproval`.
 
+Whether a call needs approval is decided once per call, by the app's one approvals service
+(:class:`Approvals`, the pipeline's ``approvals``): its :class:`ApprovalGate` travels with the call
+to every step that asks, checks or seals (the pipeline's invoke, MCP's streams and rounds of input
+requests, Opal's async accept), so none of them decides again.
+
 A sealed request runs its call once. When the call is about to run (the seal checked, the caller
 within its rate limit, a call slot taken) or the person declined, the seal is spent
 (:mod:`.single_use`): in the state store (``TOOLDISCOVERY_STATE_STORAGE_URI``) for every worker
@@ -34,8 +39,10 @@ from flask import current_app, has_request_context, request
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 
 from ..errors import BadRequest, CoreError, Unavailable
+from ..runtime.invoke import prepare
 from ..schema.coerce import to_jsonable
-from ..tools.model import Tool
+from ..settings import Settings
+from ..tools.model import Tool, ToolContext
 from . import single_use
 
 SALT = "flask-tooldiscovery.approval"
@@ -265,6 +272,70 @@ def check_approval(tool: Tool, arguments: Any, subject: str | None, call_id: str
     return CheckedApproval(approval.approved, seal.open(approval.state, tool, arguments, subject), seal, storage)
 
 
-__all__ = ["APPROVAL_HEADER", "Approval", "ApprovalRequired", "CheckedApproval", "InvalidApproval", "Opened",
-           "Sealable", "Sealer", "UnsealedState", "carried_approval", "check_approval", "digest", "needs_approval",
-           "plain", "prompt_for", "sealer"]
+def _subject(context: ToolContext) -> str | None:
+    """Whose approval it is: the identity's subject, else the user the call names."""
+    return context.user_id if context.identity is None else context.identity.subject
+
+
+@dataclass(frozen=True)
+class ApprovalGate:
+    """The approval of one call of ``tool``, decided once (:meth:`Approvals.gate`): whether it
+    ``required`` a person's approval and, when it does, the checks and seals every way of asking
+    shares. Hand it to each step of the call instead of deciding again."""
+
+    tool: Tool
+    required: bool
+    settings: Settings
+
+    def _ready(self, arguments: Any, coerce: bool | None) -> tuple[Any, bool]:
+        """``arguments`` as the tool will receive them (the approval is for those), and whether
+        they fit (those that do not are answered unrun, as invalid, by the call)."""
+        settings = self.settings
+        ready, errors = prepare(self.tool, arguments, coerce=settings.coerce_arguments if coerce is None else coerce,
+                                max_errors=settings.max_validation_errors)
+        return ready, not errors
+
+    def check(self, arguments: Any, context: ToolContext, approval: Approval | None, *,
+              coerce: bool | None = None) -> CheckedApproval | None:
+        """The approval this call carries (``approval``; without one, the request's
+        ``X-Tool-Approval``), checked (:func:`check_approval`: none at all is
+        :class:`ApprovalRequired` with the sealed request). ``None`` when the call needs none, or its
+        arguments do not fit."""
+        if not self.required:
+            return None
+        ready, fits = self._ready(arguments, coerce)
+        if not fits:
+            return None
+        settings = self.settings
+        return check_approval(self.tool, ready, _subject(context), context.call_id, approval or carried_approval(),
+                              max_age=settings.approval_ttl, audience=settings.server_name,
+                              storage=settings.state_storage_uri)
+
+    def seal_again(self, arguments: Any, context: ToolContext) -> str | None:
+        """For a call that needs approval, which ran (so it was approved) and must come back (it
+        asked its caller): a fresh sealed approval of this very call, for its next request
+        (``None``: it needs none, or its arguments do not fit)."""
+        if not self.required:
+            return None
+        ready, fits = self._ready(arguments, None)
+        settings = self.settings
+        return sealer(settings.approval_ttl, settings.server_name).seal(
+            self.tool, ready, _subject(context), context.call_id) if fits else None
+
+
+class Approvals:
+    """The approvals service of one app: :meth:`gate` decides, once per call, whether the call
+    needs a person's approval (``requires_approval``; ``destructiveHint`` too when
+    ``TOOLDISCOVERY_APPROVE_DESTRUCTIVE`` is on)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def gate(self, tool: Tool) -> ApprovalGate:
+        """The approval of a call of ``tool``: the one place the decision is made."""
+        return ApprovalGate(tool, needs_approval(tool, destructive=self.settings.approve_destructive), self.settings)
+
+
+__all__ = ["APPROVAL_HEADER", "Approval", "ApprovalGate", "ApprovalRequired", "Approvals", "CheckedApproval",
+           "InvalidApproval", "Opened", "Sealable", "Sealer", "UnsealedState", "carried_approval", "check_approval",
+           "digest", "needs_approval", "plain", "prompt_for", "sealer"]

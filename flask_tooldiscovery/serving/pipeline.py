@@ -19,13 +19,13 @@ from typing import Any
 from flask import Blueprint, Response, current_app, has_request_context, request
 from werkzeug.exceptions import HTTPException
 
-from ..calls.approvals import Approval, CheckedApproval, carried_approval, check_approval, needs_approval
+from ..calls.approvals import Approval, ApprovalGate, Approvals
 from ..errors import CoreError, Forbidden, MisdirectedRequest, Unauthorized, Unavailable, from_http
 from ..errors import UnknownTool as UnknownTool
 from ..identity.sources import Authenticator, Identity
 from ..observe.logs import log
 from ..observe.operations import observe_call
-from ..runtime.invoke import Failure, Outcome, prepare
+from ..runtime.invoke import Failure, Outcome
 from ..tools.model import CLAIMED_USER_ID, Tool, ToolContext
 from ..tools.providers import ProviderError
 from ..tools.registry import ToolSet
@@ -64,6 +64,8 @@ class Pipeline:
                                public_discovery=dialect.public_discovery,
                                max_content_length=core.settings.max_content_length)
         self.routes = Routes(self.prefix)
+        #: Whether a call needs a person's approval, decided once per call (:meth:`Approvals.gate`).
+        self.approvals = Approvals(core.settings)
         #: Every dialect mounted on the app, by name (this one included): one table they share.
         self.mounted: dict[str, Pipeline] = mounted if mounted is not None else {}
         self.mounted.setdefault(self.name, self)
@@ -210,12 +212,13 @@ class Pipeline:
                            identity=identity, **fields)
 
     def invoke(self, tool: Tool, arguments: Any, context: ToolContext, *, coerce: bool | None = None,
-               approval: Approval | None = None, charged: bool = False) -> Outcome:
+               approval: Approval | None = None, gate: ApprovalGate | None = None, charged: bool = False) -> Outcome:
         """Run ``tool`` within the caller's rate limit (unless ``charged``: counted already), in one
         of the worker's call slots, between the call signals, inside its span and counted in the
         metrics.
 
-        A tool that needs a person's approval runs only with an ``approval`` of this very call
+        A tool that needs a person's approval (``gate``: the call's approval as decided already,
+        else :attr:`approvals` decides now) runs only with an ``approval`` of this very call
         (:mod:`~flask_tooldiscovery.calls.approvals`; without ``approval``, the one the request
         carries in ``X-Tool-Approval``): without one,
         :class:`~flask_tooldiscovery.calls.approvals.ApprovalRequired` carries the sealed request
@@ -223,19 +226,13 @@ class Pipeline:
         once the call holds its slot: refused before (rate limit, busy), it stays good."""
         settings, core = self.settings, self.core
         self.admission.refuse_unadmitted()
-        checked: CheckedApproval | None = None
-        if needs_approval(tool, destructive=settings.approve_destructive):
-            # Approved as the tool will receive them (coerced, loaded); invalid ones are answered unrun.
-            ready, errors = prepare(tool, arguments, coerce=settings.coerce_arguments if coerce is None else coerce,
-                                    max_errors=settings.max_validation_errors)
-            subject = context.user_id if context.identity is None else context.identity.subject
-            checked = None if errors else check_approval(
-                tool, ready, subject, context.call_id, approval or carried_approval(), max_age=settings.approval_ttl,
-                audience=settings.server_name, storage=settings.state_storage_uri)
-            if checked is not None and not checked.approved:
-                checked.spend()  # declined: it cannot come back approved
-                return Outcome(tool=tool, call_id=context.call_id, status="failure",
-                               failure=Failure(message="The call was not approved, so the tool did not run."))
+        gate = gate if gate is not None and gate.tool is tool else self.approvals.gate(tool)
+        # Approved as the tool will receive them (coerced, loaded); invalid ones are answered unrun.
+        checked = gate.check(arguments, context, approval, coerce=coerce)
+        if checked is not None and not checked.approved:
+            checked.spend()  # declined: it cannot come back approved
+            return Outcome(tool=tool, call_id=context.call_id, status="failure",
+                           failure=Failure(message="The call was not approved, so the tool did not run."))
 
         def call() -> Outcome:
             with core.slots.hold():

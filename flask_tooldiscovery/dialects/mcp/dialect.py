@@ -229,7 +229,9 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         meta: dict[str, Any] = params["_meta"] if isinstance(params.get("_meta"), dict) else {}
         traceparent = meta.get("traceparent")
         context = pipe.context(extra={"meta": meta}, trace_id=traceparent if isinstance(traceparent, str) else None)
-        deferred = mcp_tasks.as_task(pipe, tool, arguments, context, req)
+        # Whether the call needs a person's approval: decided once (while its stream was planned, or now).
+        gate = req.gate if req.gate is not None and req.gate.tool is tool else pipe.approvals.gate(tool)
+        deferred = mcp_tasks.as_task(pipe, gate, arguments, context, req)
         if deferred is not None:  # a task, or the questions it asks first
             return deferred
         forget = mcp_stream.listen(pipe, context, req)  # cancellable from now on; streamed calls start their stream
@@ -237,10 +239,10 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         result: dict[str, Any] | None = None
         try:
             if req.stateless:  # the tool's own input requests: rounds of InputRequiredResults
-                result = mcp_input.call_in_rounds(pipe, tool, arguments, context, req, lambda sent: (
-                    mcp_approval.call(pipe, tool, arguments, context, req, sent)))
+                result = mcp_input.call_in_rounds(pipe, gate, arguments, context, req, lambda sent: (
+                    mcp_approval.call(pipe, gate, arguments, context, req, sent)))
             else:
-                result = mcp_approval.call(pipe, tool, arguments, context, req)
+                result = mcp_approval.call(pipe, gate, arguments, context, req)
         except RetryLater as exc:  # busy, rate limited: a result the model can act on, and Retry-After
             pipe.add_headers(exc.headers)
             result = {"content": [{"type": "text", "text": f"{exc.message} Retry in {exc.retry_after} s."}],

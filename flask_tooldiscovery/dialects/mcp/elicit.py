@@ -4,9 +4,8 @@ elicitation from :func:`.revisions.has_elicitation`): a tool's input requests (:
 ``tools/call`` is answered as an SSE stream (:mod:`.mcp_stream`) that carries each request with a
 fresh unguessable id; the client POSTs its answer to the endpoint as a separate request, which may
 reach any worker, and :func:`receive` hands it over through the rendezvous (:mod:`..rendezvous`:
-this process, or Redis with ``TOOLDISCOVERY_STATE_STORAGE_URI``). For an approval, an ``accept``
-with ``approve: true`` runs the tool with the sealed state (the core checks it) and the result
-follows on the same stream; anything else answers the not-approved result.
+this process, or Redis with ``TOOLDISCOVERY_STATE_STORAGE_URI``). An approval is asked the same way
+(:func:`.approval.ask_on_stream`).
 
 A client is asked only what it declared at ``initialize``: the session id that answer gave
 (:mod:`.sessions`) names it (:meth:`.request.McpRequest.may_ask` reads it), so a request it did not declare raises
@@ -29,55 +28,28 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from flask import current_app as app
-from flask import request
 
-from ...calls.approvals import APPROVAL_HEADER, Approval, ApprovalRequired, InvalidApproval, needs_approval
 from ...calls.rendezvous import Mailbox, RendezvousError, for_uri
 from ...observe.logs import log
 from ...serving.pipeline import Pipeline
 from ...settings import Settings
-from ...tools.model import Identity, Tool, ToolContext
-from ...tools.questions import CannotAnswer, CannotAsk, InputRequest, Question, kind, reply_of
+from ...tools.model import Identity, ToolContext
+from ...tools.questions import CannotAnswer, CannotAsk, InputRequest, kind, reply_of
 from . import input_requests as mcp_input
 from . import sse
-from .content import call_result
-from .request import McpRequest
 from .settings import McpSettings
 
 ID_PREFIX = "tooldiscovery-approval-"
 #: The ids of a tool's own input requests.
 INPUT_PREFIX = "tooldiscovery-input-"
 NO_ANSWER = "The caller did not answer in time, so the tool stopped waiting."
-#: The form the client shows: one boolean the person ticks to approve.
-REQUESTED_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"approve": {"type": "boolean", "title": "Approve",
-                               "description": "Allow the tool to run with these arguments."}},
-    "required": ["approve"],
-}
-NOT_RECEIVED = "The approval was not received in time, so the tool did not run."
-
-
 def timeout(settings: Settings) -> float:
     """How long a call waits for its answer (0: it is never asked)."""
     return min(McpSettings.of(settings).elicitation_timeout, float(settings.approval_ttl))
 
 
-def can_ask(pipe: Pipeline, tool: Tool | None, req: McpRequest) -> bool:
-    """Whether the ``tools/call`` ``req`` of ``tool`` would ask its approval by elicitation on its
-    stream (the caller checked the client accepts ``text/event-stream``)."""
-    return (tool is not None and needs_approval(tool, destructive=pipe.settings.approve_destructive)
-            and not req.stateless and req.may_ask("elicitation")
-            and timeout(pipe.settings) > 0 and bool(app.secret_key)
-            and req.params.get("requestState") is None and not request.headers.get(APPROVAL_HEADER))
-
-
 def _subject(identity: Identity | None) -> str | None:
     return identity.subject if identity is not None else None
-
-
-def _not_received(text: str = NOT_RECEIVED) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": text}], "isError": True}
 
 
 def _await(mailbox: Mailbox, subject: str | None, wait: float, context: ToolContext) -> dict[str, Any] | None:
@@ -158,33 +130,6 @@ class StreamAsker:
             raise CannotAsk(f"The caller's answer does not fit: {exc}.") from None
 
 
-def ask(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, context: ToolContext,
-        exc: ApprovalRequired, req: McpRequest) -> dict[str, Any] | None:
-    """Ask the approval of the call ``req`` on its stream (a form question, as a tool asks its own)
-    and run the call as answered; ``None`` when this call cannot be asked (not streamed, or the
-    client answered the request with an error)."""
-    plan = req.plan
-    if plan is None or plan.context is not context or req.stateless or not req.may_ask("elicitation"):
-        return None
-    try:
-        answer = ask_on_stream(pipe.settings, plan, context, Question(exc.prompt, REQUESTED_SCHEMA), ID_PREFIX)
-    except RendezvousError as error:
-        log.error("flask-tooldiscovery: mcp approval of %s not received: %s (call_id=%s)", tool.name, error,
-                  context.call_id)
-        return _not_received("The approval could not be received, so the tool did not run.")
-    if answer is None:
-        return _not_received()
-    outcome = answer.get("result")
-    if not isinstance(outcome, dict):
-        return None  # the client cannot elicit: the state goes back in _meta
-    content = outcome.get("content")
-    approved = outcome.get("action") == "accept" and isinstance(content, dict) and content.get("approve") is True
-    try:
-        return call_result(pipe.invoke(tool, arguments or {}, context, approval=Approval(exc.state, approved)))
-    except InvalidApproval:  # expired while the person read the prompt
-        return _not_received()
-
-
 def receive(pipe: Pipeline, payload: Any) -> None:
     """A client's answer to one of these requests, POSTed to the endpoint: handed to the call
     that waits for it, in this process or through the storage, with the sender's identity."""
@@ -200,5 +145,4 @@ def receive(pipe: Pipeline, payload: Any) -> None:
                     "(with several workers, set TOOLDISCOVERY_STATE_STORAGE_URI) (trace_id=%s)", pipe.trace_id)
 
 
-__all__ = ["ID_PREFIX", "INPUT_PREFIX", "NOT_RECEIVED", "NO_ANSWER", "REQUESTED_SCHEMA", "StreamAsker", "ask",
-           "ask_on_stream", "can_ask", "receive", "timeout"]
+__all__ = ["ID_PREFIX", "INPUT_PREFIX", "NO_ANSWER", "StreamAsker", "ask_on_stream", "receive", "timeout"]

@@ -22,12 +22,11 @@ from typing import Any, TypeVar
 
 from flask import current_app
 
-from ...calls.approvals import InvalidApproval, Sealable, UnsealedState, needs_approval, sealer
+from ...calls.approvals import ApprovalGate, InvalidApproval, Sealable, UnsealedState
 from ...calls.input_rounds import RoundAsker, open_round, round_sealer, seal_round
 from ...observe.logs import log
-from ...runtime.invoke import prepare
 from ...serving.pipeline import Pipeline
-from ...tools.model import Tool, ToolContext
+from ...tools.model import ToolContext
 from ...tools.questions import InputRequest, Question, SamplingRequest, kind
 from . import jsonrpc as rpc
 from . import revisions
@@ -70,18 +69,6 @@ def invalid_state() -> rpc.RpcError:
 
 def _subject(context: ToolContext) -> str | None:
     return context.user_id if context.identity is None else context.identity.subject
-
-
-def approval_again(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, context: ToolContext) -> str | None:
-    """For a tool that needs approval, which ran (so it was approved) and asked: a fresh sealed
-    approval of this very call, for its next round (``None``: it needs none)."""
-    settings = pipe.settings
-    if not needs_approval(tool, destructive=settings.approve_destructive):
-        return None
-    ready, errors = prepare(tool, arguments or {}, coerce=settings.coerce_arguments,
-                            max_errors=settings.max_validation_errors)
-    return None if errors else sealer(settings.approval_ttl, settings.server_name).seal(
-        tool, ready, _subject(context), context.call_id)
 
 
 def in_rounds(pipe: Pipeline, target: Sealable, arguments: dict[str, Any] | None, context: ToolContext,
@@ -134,14 +121,15 @@ def in_rounds(pipe: Pipeline, target: Sealable, arguments: dict[str, Any] | None
     return result
 
 
-def call_in_rounds(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, context: ToolContext,
+def call_in_rounds(pipe: Pipeline, gate: ApprovalGate, arguments: dict[str, Any] | None, context: ToolContext,
                    req: McpRequest, run: Callable[[Mapping[str, Any]], dict[str, Any]]) -> dict[str, Any]:
     """A stateless-era ``tools/call`` whose tool may ask its caller (:func:`in_rounds`): ``run(params)``
-    runs it (the approval path); a round ends with the tool's error result."""
-    return in_rounds(pipe, tool, arguments, context, req, run, lambda result: bool(result.get("isError")),
-                     approval=needs_approval(tool, destructive=pipe.settings.approve_destructive),
-                     renew=lambda: approval_again(pipe, tool, arguments, context))
+    runs it (the approval path); a round ends with the tool's error result. A tool that needs
+    approval (``gate``: the call's approval, decided once) carries it into its next round, sealed
+    again."""
+    return in_rounds(pipe, gate.tool, arguments, context, req, run, lambda result: bool(result.get("isError")),
+                     approval=gate.required, renew=lambda: gate.seal_again(arguments or {}, context))
 
 
-__all__ = ["APPROVAL_KEY", "APPROVED", "INVALID_STATE", "METHODS", "approval_again", "call_in_rounds",
+__all__ = ["APPROVAL_KEY", "APPROVED", "INVALID_STATE", "METHODS", "call_in_rounds",
            "in_rounds", "input_required", "invalid_state", "wire_request"]

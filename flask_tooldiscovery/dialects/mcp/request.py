@@ -14,6 +14,7 @@ from typing import Any
 
 from flask import request
 
+from ...calls.approvals import ApprovalGate
 from . import jsonrpc as rpc
 from . import revisions, sessions
 from .content import VERSION_META_KEY, client_version
@@ -32,8 +33,10 @@ class McpRequest:
     """One JSON-RPC request to the MCP endpoint: ``method`` and ``params``; the ``revision`` it
     speaks and its era; the client capabilities its stateless-era ``_meta`` envelope declares
     (``capabilities``); the handshake-era session id it sent and the kinds of request that id says
-    its client declared at ``initialize`` (``session_declares``, ``None``: not known); and the
-    ``plan`` of the SSE stream it is answered on (``None``: one JSON body)."""
+    its client declared at ``initialize`` (``session_declares``, ``None``: not known); the
+    ``plan`` of the SSE stream it is answered on (``None``: one JSON body); and, for a
+    ``tools/call`` whose approval was decided while its stream was planned, that decision
+    (``gate``, the call's :class:`~...calls.approvals.ApprovalGate`: it is never decided twice)."""
 
     method: str
     params: dict[str, Any]
@@ -43,6 +46,7 @@ class McpRequest:
     session: str | None = None
     session_declares: frozenset[str] | None = None
     plan: Plan | None = None
+    gate: ApprovalGate | None = None
 
     @classmethod
     def of(cls, method: str, params: Mapping[str, Any], plan: Plan | None = None) -> McpRequest:

@@ -28,13 +28,14 @@ from typing import Any
 
 from flask import Response, current_app, request, stream_with_context
 
+from ...calls.approvals import ApprovalGate
 from ...calls.streaming import InFlight
 from ...errors import CoreError
 from ...observe.logs import log
 from ...serving.pipeline import Pipeline
 from ...serving.wire import accepts
 from ...tools.model import LOG_LEVELS, ToolContext
-from . import elicit, revisions, sse, task_questions
+from . import approval, elicit, revisions, sse, task_questions
 from . import jsonrpc as rpc
 from .content import VERSION_META_KEY
 from .request import McpRequest
@@ -78,31 +79,34 @@ def set_level(req: McpRequest) -> dict[str, Any]:
     return {}
 
 
-def _plan(pipe: Pipeline, req: McpRequest, request_id: str | int) -> Plan | None:
-    """How to stream ``req`` (of id ``request_id``), or ``None`` to answer it with one JSON body."""
+def _plan(pipe: Pipeline, req: McpRequest, request_id: str | int) -> tuple[Plan | None, ApprovalGate | None]:
+    """How to stream ``req`` (of id ``request_id``; ``None`` to answer it with one JSON body), and,
+    for a ``tools/call`` whose tool was found, the call's approval as decided on the way (the call
+    takes it from the request instead of deciding again)."""
     method, params, version = req.method, req.params, req.revision
     if method not in ("tools/call", *ASKING_READS, task_questions.METHOD) or accepts(request, "text/event-stream") <= 0:
-        return None
+        return None, None
     if method == task_questions.METHOD:  # a handshake-era task's questions go out on it, if it has any
-        return Plan(request_id, None, None, version, method, lazy=True) \
-            if revisions.has_handshake_tasks(version) else None
+        return (Plan(request_id, None, None, version, method, lazy=True)
+                if revisions.has_handshake_tasks(version) else None), None
     meta, name = req.meta, params.get("name")
     if method in ASKING_READS:  # a handshake-era prompt or resource reader taking a ToolContext may log or ask
-        return _asking_plan(pipe, request_id, req)
+        return _asking_plan(pipe, request_id, req), None
     try:
         token, level = requested(meta)
         tool = pipe.tools().get(name) if isinstance(name, str) else None
     except (rpc.RpcError, CoreError):
-        return None  # the handler answers it with a plain error
+        return None, None  # the handler answers it with a plain error
+    gate = pipe.approvals.gate(tool) if tool is not None else None
     # A handshake-era call of a tool that takes a ToolContext may log or ask its caller: streamed
     # once it does (lazy), else answered as JSON.
     lazy = tool is not None and bool(tool.context_params) and revisions.streams_requests(version)
     eager = token is not None or level is not None or (tool is not None and bool(tool.metadata.get("long_running"))) \
-        or elicit.can_ask(pipe, tool, req)  # approval asked on the stream
+        or approval.asks_on_stream(pipe, gate, req)  # approval asked on the stream
     if not eager and not lazy:
-        return None
+        return None, gate
     level = level or (DEFAULT_LOG_LEVEL if revisions.logs_by_default(version) else None)
-    return Plan(request_id, token, level, version, str(name), lazy=not eager)
+    return Plan(request_id, token, level, version, str(name), lazy=not eager), gate
 
 
 def _asking_plan(pipe: Pipeline, request_id: str | int, req: McpRequest) -> Plan | None:
@@ -136,7 +140,9 @@ def dispatch(pipe: Pipeline, payload: Any, run: Callable[[McpRequest | None], Re
                  else "no such call in this worker", pipe.trace_id)
     elicit.receive(pipe, payload)  # an answer to an approval request: to the call waiting for it
     req = McpRequest.of_message(payload)
-    plan = _plan(pipe, req, payload["id"]) if req is not None else None
+    plan, gate = _plan(pipe, req, payload["id"]) if req is not None else (None, None)
+    if req is not None and gate is not None:
+        req = replace(req, gate=gate)
     if req is None or plan is None:
         return run(req)
     streamed = replace(req, plan=plan)

@@ -30,7 +30,7 @@ from typing import Any
 from flask import current_app
 
 from ...calls import task_input
-from ...calls.approvals import needs_approval
+from ...calls.approvals import ApprovalGate
 from ...calls.tasks import TERMINAL, Task, TaskStore
 from ...observe.logs import log
 from ...runtime.invoke import prepare
@@ -103,10 +103,12 @@ def requested_ttl(asked: Mapping[str, Any]) -> float | None:
     return float(ttl) / 1000
 
 
-def as_task(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, context: ToolContext,
+def as_task(pipe: Pipeline, gate: ApprovalGate, arguments: dict[str, Any] | None, context: ToolContext,
             req: McpRequest) -> dict[str, Any] | None:
-    """The answer to a ``tools/call`` that is not run in the request: the task it created (or the
-    questions it asks first); ``None`` to run it now. Its answers to questions go to ``context``."""
+    """The answer to a ``tools/call`` of the tool whose approval ``gate`` decided, when it is not run
+    in the request: the task it created (or the questions it asks first); ``None`` to run it now.
+    Its answers to questions go to ``context``."""
+    tool = gate.tool
     how, ttl, params = support(tool), None, req.params
     if req.stateless:
         wanted = req.declares(EXTENSION)
@@ -126,8 +128,7 @@ def as_task(pipe: Pipeline, tool: Tool, arguments: dict[str, Any] | None, contex
     if first is not None:
         return first  # the InputRequiredResult: its questions first
     context.asker = from_answers(answers, NOBODY)
-    if not wanted or how == "forbidden" or needs_approval(tool, destructive=pipe.settings.approve_destructive) \
-            or prepare(tool, arguments, coerce=True, max_errors=1)[1]:
+    if not wanted or how == "forbidden" or gate.required or prepare(tool, arguments, coerce=True, max_errors=1)[1]:
         return None  # run now: not a task, its approval asked on the call, or invalid (answered as such)
     wait = McpSettings.of(pipe.settings).elicitation_timeout
     meta = {"trace_id": context.trace_id, task_input.ASK_WAIT: wait,

@@ -28,7 +28,7 @@ from typing import Any
 from flask import Response, current_app
 
 from ...calls import callbacks
-from ...calls.approvals import needs_approval
+from ...calls.approvals import ApprovalGate
 from ...calls.tasks import Task
 from ...errors import BadRequest
 from ...runtime.invoke import prepare
@@ -77,14 +77,14 @@ def _valid(tool: Tool, parameters: dict[str, Any]) -> bool:
     return not prepare(tool, parameters, coerce=True, max_errors=1)[1]
 
 
-def accept(pipe: Pipeline, tool: Tool, parameters: dict[str, Any], context: ToolContext,
+def accept(pipe: Pipeline, gate: ApprovalGate, parameters: dict[str, Any], context: ToolContext,
            body: dict[str, Any]) -> Response | None:
-    """``202`` when ``tool`` runs in the background for this call; ``None``: answer synchronously
-    (not long-running, no callback, needs approval, or invalid arguments, which the synchronous
-    path refuses)."""
-    callback = body.get("async_callback")
-    if not mode(tool) or callback is None or needs_approval(tool, destructive=pipe.settings.approve_destructive):
-        return None  # a person's approval is asked for (and checked) on the call itself
+    """``202`` when the tool whose approval ``gate`` decided for this call runs in the background;
+    ``None``: answer synchronously (not long-running, no callback, needs approval, or invalid
+    arguments, which the synchronous path refuses)."""
+    tool, callback = gate.tool, body.get("async_callback")
+    if not mode(tool) or callback is None or gate.required:
+        return None  # a person's approval is asked for (and checked) on the call itself, by the same gate
     if not isinstance(callback, dict) or not isinstance(callback.get("url"), str):
         raise BadRequest("'async_callback' must be an object with a 'url' string.")
     url, token = callback["url"], callback.get("callback_token")

@@ -101,10 +101,11 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         body = body_object(pipe.body(), "parameters")
         parameters = arguments_of(body, "parameters")
         context = context_of(pipe, body)
-        accepted = opal_async.accept(pipe, tool, parameters, context, body)  # async_callback: 202
+        gate = pipe.approvals.gate(tool)  # whether it needs a person's approval, decided once for the call
+        accepted = opal_async.accept(pipe, gate, parameters, context, body)  # async_callback: 202
         if accepted is not None:
             return accepted
-        return answer(pipe.invoke(tool, parameters, context, coerce=True))
+        return answer(pipe.invoke(tool, parameters, context, coerce=True, gate=gate))
 
     for rule in ("/tools/<path:name>", "/discovery/tools/<path:name>"):
         endpoint = "call" if rule.startswith("/tools") else "call_under_discovery"
