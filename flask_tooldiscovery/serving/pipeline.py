@@ -19,7 +19,8 @@ from typing import Any
 from flask import Blueprint, Response, current_app, has_request_context, request
 from werkzeug.exceptions import HTTPException
 
-from ..calls.approvals import Approval, ApprovalGate, Approvals
+from ..calls.approvals import Approval, Approvals
+from ..calls.approvals import ApprovalGate as ApprovalGate
 from ..errors import CoreError, Forbidden, MisdirectedRequest, Unauthorized, Unavailable, from_http
 from ..errors import UnknownTool as UnknownTool
 from ..identity.sources import Authenticator, Identity
@@ -320,4 +321,4 @@ class Pipeline:
         return self.cors.finish(response, req, request_state.peek(), kind, public, methods)
 
 
-__all__ = ["MalformedBody", "Pipeline", "UnknownTool"]
+__all__ = ["ApprovalGate", "MalformedBody", "Pipeline", "UnknownTool"]

@@ -26,10 +26,9 @@ from typing import Any
 
 from flask import current_app, request
 
-from ...calls.approvals import APPROVAL_HEADER, Approval, ApprovalGate, ApprovalRequired, InvalidApproval
-from ...calls.rendezvous import RendezvousError
+from ...calls.approvals import APPROVAL_HEADER, Approval, ApprovalRequired, InvalidApproval
 from ...observe.logs import log
-from ...serving.pipeline import Pipeline
+from ...serving.pipeline import ApprovalGate, Pipeline
 from ...tools.model import ToolContext
 from ...tools.questions import Question
 from . import elicit as mcp_elicit
@@ -114,11 +113,9 @@ def ask_on_stream(pipe: Pipeline, gate: ApprovalGate, arguments: dict[str, Any] 
     plan, tool = req.plan, gate.tool
     if plan is None or plan.context is not context or req.stateless or not req.may_ask("elicitation"):
         return None
-    try:
-        answer = mcp_elicit.ask_on_stream(pipe.settings, plan, context, Question(exc.prompt, REQUESTED_SCHEMA),
-                                          mcp_elicit.ID_PREFIX)
-    except RendezvousError as error:
-        log.error("flask-tooldiscovery: mcp approval of %s not received: %s (call_id=%s)", tool.name, error,
+    answer = mcp_elicit.ask_approval(pipe.settings, plan, context, Question(exc.prompt, REQUESTED_SCHEMA))
+    if isinstance(answer, str):  # the storage the answer travels through is unreachable
+        log.error("flask-tooldiscovery: mcp approval of %s not received: %s (call_id=%s)", tool.name, answer,
                   context.call_id)
         return _not_received("The approval could not be received, so the tool did not run.")
     if answer is None:

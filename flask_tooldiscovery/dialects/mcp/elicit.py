@@ -130,6 +130,17 @@ class StreamAsker:
             raise CannotAsk(f"The caller's answer does not fit: {exc}.") from None
 
 
+def ask_approval(settings: Settings, plan: sse.Plan, context: ToolContext,
+                 question: InputRequest) -> dict[str, Any] | str | None:
+    """Ask a person's approval (``question``, its form) on the call's stream: the client's answer
+    (as :func:`ask_on_stream`), ``None`` when none came in time, or why it could not be received
+    (the storage it travels through is unreachable)."""
+    try:
+        return ask_on_stream(settings, plan, context, question, ID_PREFIX)
+    except RendezvousError as error:
+        return str(error)
+
+
 def receive(pipe: Pipeline, payload: Any) -> None:
     """A client's answer to one of these requests, POSTed to the endpoint: handed to the call
     that waits for it, in this process or through the storage, with the sender's identity."""
@@ -145,4 +156,5 @@ def receive(pipe: Pipeline, payload: Any) -> None:
                     "(with several workers, set TOOLDISCOVERY_STATE_STORAGE_URI) (trace_id=%s)", pipe.trace_id)
 
 
-__all__ = ["ID_PREFIX", "INPUT_PREFIX", "NO_ANSWER", "StreamAsker", "ask_on_stream", "receive", "timeout"]
+__all__ = ["ID_PREFIX", "INPUT_PREFIX", "NO_ANSWER", "StreamAsker", "ask_approval", "ask_on_stream", "receive",
+           "timeout"]

@@ -22,10 +22,10 @@ from typing import Any, TypeVar
 
 from flask import current_app
 
-from ...calls.approvals import ApprovalGate, InvalidApproval, Sealable, UnsealedState
+from ...calls.approvals import InvalidApproval, Sealable, UnsealedState
 from ...calls.input_rounds import RoundAsker, open_round, round_sealer, seal_round
 from ...observe.logs import log
-from ...serving.pipeline import Pipeline
+from ...serving.pipeline import ApprovalGate, Pipeline
 from ...tools.model import ToolContext
 from ...tools.questions import InputRequest, Question, SamplingRequest, kind
 from . import jsonrpc as rpc

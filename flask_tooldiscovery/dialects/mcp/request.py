@@ -14,7 +14,7 @@ from typing import Any
 
 from flask import request
 
-from ...calls.approvals import ApprovalGate
+from ...serving.pipeline import ApprovalGate
 from . import jsonrpc as rpc
 from . import revisions, sessions
 from .content import VERSION_META_KEY, client_version

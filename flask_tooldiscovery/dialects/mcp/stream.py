@@ -28,11 +28,10 @@ from typing import Any
 
 from flask import Response, current_app, request, stream_with_context
 
-from ...calls.approvals import ApprovalGate
 from ...calls.streaming import InFlight
 from ...errors import CoreError
 from ...observe.logs import log
-from ...serving.pipeline import Pipeline
+from ...serving.pipeline import ApprovalGate, Pipeline
 from ...serving.wire import accepts
 from ...tools.model import LOG_LEVELS, ToolContext
 from . import approval, elicit, revisions, sse, task_questions

@@ -30,11 +30,10 @@ from typing import Any
 from flask import current_app
 
 from ...calls import task_input
-from ...calls.approvals import ApprovalGate
 from ...calls.tasks import TERMINAL, Task, TaskStore
 from ...observe.logs import log
 from ...runtime.invoke import prepare
-from ...serving.pipeline import Pipeline
+from ...serving.pipeline import ApprovalGate, Pipeline
 from ...serving.tasks import tasks_of
 from ...serving.wire import page_cursor, read_cursor
 from ...tools.model import Tool, ToolContext

@@ -28,11 +28,10 @@ from typing import Any
 from flask import Response, current_app
 
 from ...calls import callbacks
-from ...calls.approvals import ApprovalGate
 from ...calls.tasks import Task
 from ...errors import BadRequest
 from ...runtime.invoke import prepare
-from ...serving.pipeline import Pipeline
+from ...serving.pipeline import ApprovalGate, Pipeline
 from ...serving.tasks import INTERRUPTED, finisher, tasks_of
 from ...serving.wire import json_response
 from ...tools.model import Tool, ToolContext
