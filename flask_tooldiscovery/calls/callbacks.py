@@ -130,6 +130,28 @@ def _post(parts: SplitResult, addresses: Sequence[Address], data: bytes, headers
         conn.close()
 
 
+def checked(url: str, hosts: tuple[str, ...], setting: str) -> tuple[str | None, list[Address] | None]:
+    """Why nothing may be fetched from ``url`` (``None``: it may), and the checked addresses to connect
+    to (``None`` for a listed host: resolve it with :func:`resolve`). The callback rules, for other
+    fetches a client's word starts (an OAuth client's metadata document)."""
+    return _check(url, hosts, setting)
+
+
+def resolve(url: str) -> list[Address]:
+    """Every address the host of ``url`` has (one lookup)."""
+    return _resolve(*_endpoint(urlsplit(url)))
+
+
+def pinned(url: str, addresses: Sequence[Address], timeout: float) -> http.client.HTTPConnection:
+    """An HTTP(S) connection for ``url`` that connects to ``addresses`` only (see :func:`checked`)."""
+    parts = urlsplit(url)
+    host, port = _endpoint(parts)
+    conn = (_PinnedHTTPS(host, port, timeout=timeout, context=ssl.create_default_context())
+            if parts.scheme == "https" else _PinnedHTTP(host, port, timeout=timeout))
+    conn.addresses = addresses
+    return conn
+
+
 def attempt(url: str, body: Any, headers: Mapping[str, str], *, timeout: float, hosts: tuple[str, ...],
             setting: str, ids: str, number: int, of: int | None = None) -> tuple[bool, bool]:
     """One attempt to POST ``body`` as JSON to ``url``: (delivered, worth another attempt). A
@@ -182,4 +204,5 @@ def deliver(url: str, body: Any, headers: Mapping[str, str], *, attempts: int, t
     return False
 
 
-__all__ = ["MAX_BACKOFF", "attempt", "backoff_for", "deliver", "gave_up", "refused"]
+__all__ = ["MAX_BACKOFF", "Address", "attempt", "backoff_for", "checked", "deliver", "gave_up", "pinned", "refused",
+           "resolve"]
