@@ -20,6 +20,9 @@ from .catalog.resources import ResourceRegistry, resource_from_function
 from .catalog.skills import SkillCatalog, serve_skills, skill_from_function
 from .catalog.ui import check_templates
 from .dialects import BUILTIN, Dialect, load
+from .identity import authorization_server
+from .identity.authorization_server.settings import OAuthServerSettings
+from .identity.authorization_server.verifier import ServerTokenVerifier
 from .identity.sources import Authenticator, AuthHook, AuthHookVerifier, HookVerifier, IdentityHook, Verifier
 from .identity.tokens import check_required_claims
 from .identity.verifiers import ApiKeyVerifier, BearerVerifier, JwksVerifier, JwtVerifier, OAuthResourceVerifier
@@ -71,6 +74,7 @@ class ToolDiscovery:
         self.call_handler = call_handler
         self._auth_hook = auth_hook
         self._identity_hook = identity
+        self._oauth_user: Callable[[], str | None] | None = None
         self._dialects: dict[str, Dialect | str] = dict(BUILTIN)
         self._views = ViewTools(self.registry)
         for dialect in dialects:
@@ -287,7 +291,7 @@ class ToolDiscovery:
                 "or use the ToolDiscovery instance in app.extensions['tooldiscovery']."
             )
         table = {name: self.dialect(name) for name in self._dialects}
-        blocks = [d.settings for d in table.values() if d.settings is not None]
+        blocks = [*(d.settings for d in table.values() if d.settings is not None), OAuthServerSettings]
         cfg.apply_defaults(app.config, blocks)
         defaults = {name: d.default_prefix for name, d in table.items()}
         settings = cfg.build_settings(app.config, app_name=app.name, default_prefixes=defaults, blocks=blocks,
@@ -316,6 +320,7 @@ class ToolDiscovery:
             root = dialect.root_blueprint(pipeline) if dialect.root_blueprint else None
             if root is not None:
                 app.register_blueprint(root)
+        authorization_server.install(app, settings, core.guard, self._oauth_user)
         app.extensions["tooldiscovery.fast"] = fastpath.install(app)
         if settings.metrics and settings.metrics_path:
             from .observe import metrics
@@ -357,12 +362,17 @@ class ToolDiscovery:
                                           max_body=settings.max_content_length))
             log.info("flask-tooldiscovery: epi-hmac signed requests accepted; each nonce once, remembered %s",
                      "in the state store" if settings.state_storage_uri else "in this process only")
+        if OAuthServerSettings.of(settings).enabled:
+            shared.append(ServerTokenVerifier(OAuthServerSettings.of(settings), settings.state_storage_uri, "tools"))
         out: dict[str, Authenticator | None] = {}
         for name in settings.dialects:
             dialect = self.dialect(name)
             own = dialect.authenticator(settings) if dialect.authenticator is not None else None
             if shared and name not in settings.open_dialects:
-                own = (own or Authenticator(())).including(shared, protect_discovery=settings.auth_discovery)
+                # a dialect that verifies a kind of credential its own way (MCP: its resource) keeps its way
+                kinds = {type(v) for v in own.verifiers} if own is not None else set()
+                own = (own or Authenticator(())).including([v for v in shared if type(v) not in kinds],
+                                                           protect_discovery=settings.auth_discovery)
             elif own is not None and settings.auth_discovery:
                 own = own.including((), protect_discovery=True)
             if self._auth_hook is not None and dialect.takes_auth_hook:  # calls only: discovery stays as it was
@@ -383,6 +393,12 @@ class ToolDiscovery:
         """Decorator: set the identity hook (before ``init_app``), ``hook(request) -> Identity | None``
         (sync or async). Every dialect's tool calls then need an identity; ``None`` or raising refuses."""
         self._identity_hook = hook
+        return hook
+
+    def oauth_user(self, hook: Callable[[], str | None]) -> Callable[[], str | None]:
+        """Decorator: who is signed in, for the OAuth authorization server of an app without
+        Flask-Login (before ``init_app``): ``hook()`` returns the user id string, or ``None``."""
+        self._oauth_user = hook
         return hook
 
     @staticmethod

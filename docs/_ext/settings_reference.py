@@ -43,7 +43,8 @@ def core_groups() -> dict[str, str]:
 
 
 def entries() -> list[tuple[str, str, list[tuple[str, Any, str]]]]:
-    """``(section title, label, [(key, default, doc)])``: the core's keys, then each dialect's."""
+    """``(section title, label, [(key, default, doc)])``: the core's keys, then each dialect's, then
+    the authorization server's."""
     from flask_tooldiscovery import ToolDiscovery
     from flask_tooldiscovery.settings import SPECS, key, specs, url_prefix_key
 
@@ -56,6 +57,10 @@ def entries() -> list[tuple[str, str, list[tuple[str, Any, str]]]]:
         if dialect.settings is not None:
             rows.extend((key(s.name), s.default, s.doc) for s in specs(dialect.settings))
         sections.append((name, f"settings-{name.replace('_', '-')}", rows))
+    from flask_tooldiscovery.identity.authorization_server.settings import OAuthServerSettings
+
+    sections.append(("OAuth authorization server", "settings-oauth",
+                     [(key(s.name), s.default, s.doc) for s in specs(OAuthServerSettings)]))
     return sections
 
 

@@ -17,6 +17,8 @@ from urllib.parse import urlsplit
 
 from flask import Blueprint, Request, Response, request
 
+from ...identity.authorization_server.settings import OAuthServerSettings
+from ...identity.authorization_server.verifier import ServerTokenVerifier, issuer_of
 from ...identity.sources import Authenticator, Verifier
 from ...identity.verifiers import BearerVerifier, OAuthResourceVerifier
 from ...lint.targets import RemoteAuth
@@ -46,23 +48,47 @@ def metadata_url(resource: str) -> str:
 def remote_auth(settings: Settings) -> RemoteAuth:
     """How MCP authenticates, as the connector directories' checks read it: a static token, OAuth."""
     options = McpSettings.of(settings)
-    return RemoteAuth(static_token=bool(options.bearer_token), oauth=bool(options.authorization_servers))
+    return RemoteAuth(static_token=bool(options.bearer_token),
+                      oauth=bool(options.authorization_servers) or own_server(settings))
+
+
+def own_server(settings: Settings) -> bool:
+    """The app is its own authorization server (``TOOLDISCOVERY_OAUTH_SERVER``)."""
+    return OAuthServerSettings.of(settings).enabled
+
+
+def authorization_servers(settings: Settings, req: Request) -> list[str]:
+    """The issuers the protected resource metadata names: the configured ones, and the app's own."""
+    found = list(McpSettings.of(settings).authorization_servers)
+    if own_server(settings):
+        found.append(issuer_of(OAuthServerSettings.of(settings), req))
+    return list(dict.fromkeys(found))
 
 
 def authenticator(settings: Settings) -> Authenticator | None:
     """A static bearer token (``TOOLDISCOVERY_MCP_BEARER_TOKEN``) and/or the authorization servers'
-    access tokens; ``None`` (open) when neither is configured."""
+    access tokens (the app's own, with ``TOOLDISCOVERY_OAUTH_SERVER``: issued for this endpoint or
+    the whole app, RFC 8707); ``None`` (open) when none is configured."""
     verifiers: list[Verifier] = []
     options = McpSettings.of(settings)
     if options.bearer_token:
         verifiers.append(BearerVerifier(options.bearer_token, NAME))
+    if own_server(settings):
+        server = OAuthServerSettings.of(settings)
+
+        def accepts(resource: str, req: Request) -> bool:
+            return resource.rstrip("/") in {resource_url(settings, req).rstrip("/"), issuer_of(server, req)}
+
+        verifiers.append(ServerTokenVerifier(
+            server, settings.state_storage_uri, NAME, accepts=accepts, scopes=options.scopes,
+            metadata_url=lambda req: metadata_url(resource_url(settings, req))))
     if options.authorization_servers:
         verifiers.append(OAuthResourceVerifier(
             options.authorization_servers, NAME, resource=lambda req: resource_url(settings, req),
             metadata_url=lambda req: metadata_url(resource_url(settings, req)), scopes=options.scopes,
             jwks_url=options.jwks_url, algorithms=settings.jwt_algorithms, cooldown=settings.jwt_jwks_cooldown,
             required_claims=settings.jwt_required_claims))
-    else:
+    elif not own_server(settings):
         stray = [key(k) for k, v in (("MCP_RESOURCE", options.resource), ("MCP_SCOPES", options.scopes),
                                      ("MCP_JWKS_URL", options.jwks_url)) if v]
         if stray:
@@ -73,7 +99,8 @@ def authenticator(settings: Settings) -> Authenticator | None:
 def security_warning(settings: Settings, authenticator: Authenticator | None) -> str | None:
     """Why this dialect would run tools for anyone (or take tokens meant for another host), or ``None``."""
     options = McpSettings.of(settings)
-    if options.authorization_servers and not options.resource and "*" in (settings.allowed_hosts or ()):
+    if (options.authorization_servers or own_server(settings)) and not options.resource \
+            and "*" in (settings.allowed_hosts or ()):
         return ("mcp checks access tokens against a resource URL built from the Host header, and any host is "
                 "served (set TOOLDISCOVERY_MCP_RESOURCE)")
     if authenticator is None:
@@ -86,26 +113,34 @@ def authorization(settings: Settings, req: Request) -> dict[str, Any] | None:
     """How a client gets an access token for the endpoint, for the discovery manifest: the protected
     resource metadata URL, the authorization servers and the scopes (``None``: no OAuth)."""
     options = McpSettings.of(settings)
-    if not options.authorization_servers:
+    if not options.authorization_servers and not own_server(settings):
         return None
     return {"resourceMetadataUrl": metadata_url(resource_url(settings, req)),
-            "authorizationServers": list(options.authorization_servers), "scopes": list(options.scopes)}
+            "authorizationServers": authorization_servers(settings, req), "scopes": list(scopes_supported(settings))}
+
+
+def scopes_supported(settings: Settings) -> tuple[str, ...]:
+    """The scopes the metadata advertises: ``MCP_SCOPES``, else the app's own server's."""
+    options = McpSettings.of(settings)
+    if options.scopes or not own_server(settings):
+        return options.scopes
+    return tuple(OAuthServerSettings.of(settings).scopes)
 
 
 def root_blueprint(pipe: Pipeline) -> Blueprint | None:
     """The protected resource metadata, at the app's root, when authorization servers are set."""
     settings, options = pipe.settings, McpSettings.of(pipe.settings)
-    if not options.authorization_servers:
+    if not options.authorization_servers and not own_server(settings):
         return None
     bp = pipe.blueprint(__name__, suffix="_oauth")
 
     def protected_resource_metadata() -> Response:
         document: dict[str, Any] = {
             "resource": resource_url(settings, request),
-            "authorization_servers": list(options.authorization_servers),
+            "authorization_servers": authorization_servers(settings, request),
             "bearer_methods_supported": ["header"], "resource_name": settings.server_name}
-        if options.scopes:
-            document["scopes_supported"] = list(options.scopes)
+        if scopes := scopes_supported(settings):
+            document["scopes_supported"] = list(scopes)
         return json_response(document)
 
     paths = [WELL_KNOWN, WELL_KNOWN + pipe.prefix]
