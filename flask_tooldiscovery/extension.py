@@ -320,7 +320,7 @@ class ToolDiscovery:
             root = dialect.root_blueprint(pipeline) if dialect.root_blueprint else None
             if root is not None:
                 app.register_blueprint(root)
-        authorization_server.install(app, settings, core.guard, self._oauth_user)
+        authorization_server.install(app, settings, core.guard.check, self._oauth_user)
         app.extensions["tooldiscovery.fast"] = fastpath.install(app)
         if settings.metrics and settings.metrics_path:
             from .observe import metrics

@@ -41,7 +41,9 @@ ALLOWED: dict[str, set[str]] = {
     "dialects": {"serving", "identity", "lint", "tools", "observe.logs", *FOUNDATION},
     # The serving core: the pipeline orchestrates identity, the call services, the runtime.
     "serving": {"identity", "calls", "observe", "catalog", "runtime", "tools", *FOUNDATION},
-    "identity": {"runtime", "tools", *FOUNDATION},
+    # Identity; its authorization server keeps records in the state store, fetches client metadata
+    # documents by the callback rules, and logs on the library's logger.
+    "identity": {"runtime", "tools", "calls.state_store", "calls.callbacks", "observe.logs", *FOUNDATION},
     # The call services (approvals, limits, slots, streaming, task records and engines).
     "calls": {"observe", "runtime", "schema", "tools", *FOUNDATION},
     # Logs, metrics, tracing: told of calls, never calling into the services.

@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from flask import Flask
 
-    from ...serving.guard import Guard
     from ...settings import Settings
 
 INSTALL_LINE = 'pip install "flask-tooldiscovery[oauth]"'
 
 
-def install(app: Flask, settings: Settings, guard: Guard, user_hook: Any) -> None:
-    """Mount the authorization server on ``app`` (when ``TOOLDISCOVERY_OAUTH_SERVER`` is on)."""
+def install(app: Flask, settings: Settings, guard: Any, user_hook: Any) -> None:
+    """Mount the authorization server on ``app`` (when ``TOOLDISCOVERY_OAUTH_SERVER`` is on);
+    ``guard(request)`` is the core's check of every request (its host, its size)."""
     from .settings import OAuthServerSettings
 
     if not OAuthServerSettings.of(settings).enabled:

@@ -18,12 +18,11 @@ from urllib.parse import urlsplit
 
 from authlib.common.urls import add_params_to_uri
 from authlib.oauth2.rfc6749.errors import OAuth2Error
-from flask import Blueprint, Flask, Response, jsonify, redirect, render_template, request
+from flask import Blueprint, Flask, Request, Response, jsonify, redirect, render_template, request
 from werkzeug.wrappers import Response as BaseResponse
 
 from ...errors import CoreError
 from ...observe.logs import log
-from ...serving.guard import Guard
 from ...settings import Settings, SettingsError
 from . import metadata
 from .cimd import Documents
@@ -35,6 +34,8 @@ from .server import Server
 from .settings import OAuthServerSettings
 from .storage import StoreError, for_uri
 
+#: The core's check of every request (its host allowed, its size): raises a CoreError.
+HostCheck = Callable[[Request], object]
 #: Headers of every page a person sees: never framed (clickjacking), never cached, no referrer.
 PAGE_HEADERS = {"X-Frame-Options": "DENY", "Content-Security-Policy": "frame-ancestors 'none'",
                 "Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
@@ -65,7 +66,7 @@ def error_page(error: str, description: str, status: int = 400) -> Response:
     return response
 
 
-def mount(app: Flask, settings: Settings, guard: Guard, user_hook: UserHook | None) -> Server:
+def mount(app: Flask, settings: Settings, guard: HostCheck, user_hook: UserHook | None) -> Server:
     """Build the server and register its blueprint on ``app``."""
     options = OAuthServerSettings.of(settings)
     if not can_tell_users(app, user_hook):
@@ -89,14 +90,14 @@ def mount(app: Flask, settings: Settings, guard: Guard, user_hook: UserHook | No
     return server
 
 
-def blueprint(server: Server, settings: Settings, guard: Guard, user_hook: UserHook | None) -> Blueprint:
+def blueprint(server: Server, settings: Settings, guard: HostCheck, user_hook: UserHook | None) -> Blueprint:
     options = server.options
     bp = Blueprint("tooldiscovery_oauth", __name__, template_folder="../../templates")
 
     @bp.before_request
     def check_host() -> Response | None:
         try:
-            guard.check(request._get_current_object())  # type: ignore[attr-defined]
+            guard(request._get_current_object())  # type: ignore[attr-defined]
         except CoreError as exc:
             log.warning("flask-tooldiscovery: oauth: %s refused: %s", request.path, exc.reason or exc.message)
             return oauth_error("invalid_request", exc.message, exc.status)
