@@ -5,12 +5,18 @@ Not timed: bench/ times it (bench/RESULTS.rst)."""
 
 from __future__ import annotations
 
+import collections
+import os
+import sys
 import threading
+from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import pytest
 from flask import Flask
 
+import flask_tooldiscovery
 from flask_tooldiscovery import ToolDiscovery
 
 CALL = {"city": "Oslo", "days": 2}
@@ -63,3 +69,43 @@ def test_a_plain_sync_call_runs_on_the_requests_thread(dialect) -> None:
     assert answer.status_code == 200, answer.get_data(as_text=True)
     assert [kind for kind, _ in ran] == ["request", "tool"]
     assert ran[0][1] == ran[1][1]  # the tool ran on the very thread that serves the request
+
+
+#: What one warm MCP ``tools/call`` of a plain sync tool may walk through in this package. Issue
+#: #39's goal is at most 20 modules and about 80 function calls; it started at 39 modules and 156
+#: calls (36 and 154 as first counted, before some modules were split), and stands at the numbers
+#: below (bench/RESULTS.rst, "A plain call, part 6"). Lower them as the path gets shorter.
+MODULE_BUDGET = 37
+CALL_BUDGET = 139
+
+
+def walk_of_one_mcp_call() -> tuple[collections.Counter[str], int]:
+    """The package modules one warm MCP ``tools/call`` runs code of (with how many of its
+    function calls each), and the answer's status."""
+    app, _ = create_app()
+    client = app.test_client()
+    body = REQUESTS["mcp"][1]
+    assert client.post("/mcp", json=body, headers=MCP_HEADERS).status_code == 200  # warm: caches, validators
+    package = str(Path(flask_tooldiscovery.__file__).resolve().parent) + os.sep
+    modules: collections.Counter[str] = collections.Counter()
+
+    def count(frame: FrameType, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code.co_filename.startswith(package):
+            modules[frame.f_code.co_filename[len(package):]] += 1
+
+    sys.setprofile(count)
+    threading.setprofile(count)  # type: ignore[arg-type]
+    try:
+        answer = client.post("/mcp", json=body, headers=MCP_HEADERS)
+    finally:
+        sys.setprofile(None)
+        threading.setprofile(None)  # type: ignore[arg-type]
+    return modules, answer.status_code
+
+
+def test_one_mcp_call_walks_through_few_modules_and_function_calls() -> None:
+    modules, status = walk_of_one_mcp_call()
+    assert status == 200
+    assert "runtime/invoke.py" in modules  # the count sees the call path (and the tool ran)
+    assert len(modules) <= MODULE_BUDGET, sorted(modules)
+    assert sum(modules.values()) <= CALL_BUDGET, modules.most_common()

@@ -33,6 +33,8 @@ class Operations:
 
     def __init__(self, settings: Settings) -> None:
         self.limits = RateLimits(settings)
+        #: False when no setting limits any call (a tool's own ``rate_limit_per_minute`` still does).
+        self.any_limits = bool(self.limits.default or self.limits.dialects or self.limits.tools)
         self.tracer: Tracer | None = None
         self.metrics: CallMetrics | None = None
         if settings.metrics_path and not settings.metrics:
@@ -74,10 +76,12 @@ def observe_call(ops: Operations, dialect: str, identity: Identity | None, tool:
     if metrics is not None:
         metrics.started(tool.name, dialect)
     ran, label = False, "error"
+    tracer = ops.tracer
     try:
-        with ops.span(tool, context, dialect) as span:
+        with tracer.span(tool, context, dialect) if tracer is not None else nullcontext() as span:
             try:
-                limits = ops.limits.limits_for(tool, dialect) if check_limits else None
+                limits = (ops.limits.limits_for(tool, dialect) if check_limits and (
+                    ops.any_limits or "rate_limit_per_minute" in tool.metadata) else None)
                 if limits:  # whom to count only when something counts
                     ops.limits.check(tool, limits, RateLimits.caller(identity, request.remote_addr))
                 ran = True
@@ -85,8 +89,8 @@ def observe_call(ops: Operations, dialect: str, identity: Identity | None, tool:
             except CoreError as exc:
                 ran, label = False, "refused"
                 duration_ms = (time.perf_counter() - started) * 1000.0
-                if span is not None and ops.tracer is not None:
-                    ops.tracer.failed(span, type(exc).__name__, exc.message)
+                if span is not None and tracer is not None:
+                    tracer.failed(span, type(exc).__name__, exc.message)
                 log_call(tool, context, "refused", duration_ms, status=exc.status)
                 signals.tool_refused.send(app, duration_ms=duration_ms, error=exc, **fields)
                 raise
@@ -95,12 +99,12 @@ def observe_call(ops: Operations, dialect: str, identity: Identity | None, tool:
                                          outcome=None, error=exc, **fields)
                 raise
             label = outcome.status
-            if not outcome.ok and span is not None and ops.tracer is not None:
-                ops.tracer.failed(span, _error_type(outcome), outcome.error_message)
+            if span is not None and tracer is not None and label != "success":
+                tracer.failed(span, _error_type(outcome), outcome.error_message)
     finally:
         if metrics is not None:
             metrics.finished(tool.name, dialect, label, time.perf_counter() - started if ran else None)
-    sent = signals.tool_succeeded if outcome.ok else signals.tool_failed
+    sent = signals.tool_succeeded if label == "success" else signals.tool_failed
     if sent.receivers:
         sent.send(app, duration_ms=outcome.duration_ms, outcome=outcome, **fields)
     return outcome

@@ -35,7 +35,7 @@ _COERCIONS: weakref.WeakKeyDictionary[Tool, tuple[dict[str, Any], Coercion]] = w
 
 
 
-class DeadlinePassed(ToolDiscoveryError):
+class _DeadlinePassed(ToolDiscoveryError):
     """An async tool was cancelled at its call's deadline (not a ``TimeoutError`` the tool raised itself)."""
 
 
@@ -151,7 +151,7 @@ def _call(tool: Tool, arguments: dict[str, Any], context: ToolContext, call_hand
                 return await (asyncio.wait_for(task, deadline) if deadline else task)
             except TimeoutError:
                 if task.cancelled():  # cancelled by wait_for at the deadline, not the tool's own TimeoutError
-                    raise DeadlinePassed from None
+                    raise _DeadlinePassed from None
                 raise
             finally:
                 forget()
@@ -208,7 +208,11 @@ def prepare(
         if compiled is None or compiled[0] is not schema:  # new, or its schema was assigned anew
             compiled = _COERCIONS[tool] = (schema, coercion({"type": "object", **schema}))
         arguments = compiled[1](arguments)
-    errors = check_arguments(tool, arguments, logger, max_errors=max_errors)
+    try:
+        errors = validate_arguments(tool.input_schema, arguments, limit=max_errors)
+    except SchemaError as exc:
+        (logger or log).error("tool %s has an invalid input schema: %s", tool.name, exc.message)
+        errors = [ArgumentError("", None, "The tool's input schema is not a valid JSON Schema.", "schema")]
     if errors:
         return arguments, tuple(errors)
     if tool.func is not None and tool.load_arguments is not None:
@@ -254,7 +258,8 @@ def invoke(
             tool=tool, call_id=context.call_id, status=status,  # type: ignore[arg-type]
             duration_ms=(time.perf_counter() - started) * 1000.0, **fields,
         )
-        log_call(tool, context, status, outcome.duration_ms, logger=base)
+        if base.isEnabledFor(logging.INFO):
+            log_call(tool, context, status, outcome.duration_ms, logger=base)
         return outcome
 
     def unexpected(exc: BaseException) -> Outcome:
@@ -279,7 +284,7 @@ def invoke(
         if exc.developer_message:
             call_log().info("tool %s raised ToolError (%s): %s", tool.name, ids(), exc.developer_message)
         return done("failure", failure=Failure.from_tool_error(exc))
-    except DeadlinePassed:
+    except _DeadlinePassed:
         return done("failure", failure=Failure(
             message=f"The tool did not finish within {deadline:g} seconds.",
             can_retry=True, expected=False,

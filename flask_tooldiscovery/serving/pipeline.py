@@ -144,8 +144,17 @@ class Pipeline:
 
     def tools(self) -> ToolSet:
         """The tools in force for this request, as the caller may see them in this dialect's lists;
-        a failing provider is logged and answered as :class:`~flask_tooldiscovery.errors.Unavailable`."""
-        return self._listed(self._visible())
+        a failing provider is logged and answered as :class:`~flask_tooldiscovery.errors.Unavailable`.
+        Worked out once per request and caller."""
+        state = request_state.peek()
+        if state is None:
+            return self._listed(self._visible())
+        listed, identity = state.listed, state.identity
+        if listed is not None and listed[0] is self and listed[1] is identity:
+            return listed[2]
+        toolset = self._listed(self._visible())
+        state.listed = (self, identity, toolset)
+        return toolset
 
     def anonymous_tools(self) -> ToolSet | None:
         """The tools this dialect's lists show a caller without credentials, whoever this request's
@@ -235,11 +244,16 @@ class Pipeline:
             return Outcome(tool=tool, call_id=context.call_id, status="failure",
                            failure=Failure(message="The call was not approved, so the tool did not run."))
 
+        slots = core.slots
+
         def call() -> Outcome:
-            with core.slots.hold():
+            slots.take()
+            try:
                 if checked is not None:
                     checked.spend()  # about to run: once, whoever sends it again
                 return core.call(tool, arguments, context, coerce=coerce, max_errors=settings.max_validation_errors)
+            finally:
+                slots.free()
 
         return observe_call(core.operations, self.name, self.identity, tool, context, call, check_limits=not charged)
 

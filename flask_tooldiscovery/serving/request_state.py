@@ -26,7 +26,7 @@ UNREAD: Any = object()
 class RequestState:
     """One request's state (see the module's text)."""
 
-    __slots__ = ("body", "document", "headers", "identity", "raw", "toolsets", "trace_id", "unadmitted")
+    __slots__ = ("body", "document", "headers", "identity", "listed", "raw", "toolsets", "trace_id", "unadmitted")
 
     def __init__(self) -> None:
         self.trace_id = ""
@@ -42,6 +42,9 @@ class RequestState:
         self.document: tuple[Document, ToolSet] | None = None
         #: Tool sets resolved for this request, by the core that resolved them.
         self.toolsets: dict[int, ToolSet] | None = None
+        #: The tool set a dialect's lists show this request's caller: (the pipeline, the identity
+        #: it was worked out for, the set), the last one asked.
+        self.listed: tuple[object, Identity | None, ToolSet] | None = None
 
 
 def current() -> RequestState:
