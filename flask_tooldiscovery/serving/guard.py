@@ -96,7 +96,11 @@ class Guard:
         if self.hosts is not None:
             host = req.host
             if not self.host_allowed(host):
-                raise MisdirectedRequest(reason=f"host {host!r} is not allowed")
+                # The answer names the setting, never the host; the log names both (repr: one line).
+                raise MisdirectedRequest(
+                    "Misdirected request: this host name is not in TOOLDISCOVERY_ALLOWED_HOSTS.",
+                    reason=f"host {host[:200]!r} is not in TOOLDISCOVERY_ALLOWED_HOSTS; add it there to serve it "
+                           "(the public name of a tunnel or a proxy)")
         if (content_length(req.environ) or 0) > limit:
             raise PayloadTooLarge()
         return trace_id
