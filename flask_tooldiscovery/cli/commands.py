@@ -22,9 +22,11 @@ from ..serving.outside import call_as
 from ..serving.pipeline import Pipeline
 from ..serving.wire import parse_json
 from ..tools.model import Identity
+from .connect import connect
 from .export import for_target, openai_tools, target_notes
 
-tools_cli = AppGroup("tools", help="List, inspect, call, export and lint the app's tools.")
+tools_cli = AppGroup("tools", help="List, inspect, call, export and lint the app's tools; connect a client.")
+tools_cli.add_command(connect)
 
 
 def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
