@@ -127,9 +127,7 @@ KNOWN_EXCEPTIONS = {
     "dialects.utcp -> schema.json_schema",
     # Observability calling into a call service (the rate limit in the operations around a call):
     "observe.operations -> calls.limits",
-    # The schema engine knowing the tool model (the injected ToolContext, the rich result types) and
-    # its quick check (tools.quick_check, bound for lint/):
-    "schema.argument_validation -> tools.quick_check",
+    # The schema engine knowing the tool model (the injected ToolContext, the rich result types):
     "schema.coerce -> tools.results",
     "schema.signature -> tools.model",
     "schema.signature -> tools.results",

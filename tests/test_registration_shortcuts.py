@@ -26,9 +26,9 @@ from flask_tooldiscovery import ToolContext, ToolDiscovery
 from flask_tooldiscovery.schema.argument_validation import validate_arguments, validator_for_schema
 from flask_tooldiscovery.schema.check import check_schema, plainly_valid
 from flask_tooldiscovery.schema.docstrings import _parse_doc, parse_docstring
+from flask_tooldiscovery.schema.quick_check import quick_check
 from flask_tooldiscovery.schema.signature import _type_hints
 from flask_tooldiscovery.tools.function_tools import RegistrationError
-from flask_tooldiscovery.tools.quick_check import quick_check
 
 
 def meta_valid(schema: Any) -> bool:

@@ -1,3 +1,4 @@
 """The JSON-Schema engine: a function's signature, type hints and docstring turned into JSON Schema,
 explicit schemas (dicts, marshmallow, pydantic) checked and read, string arguments coerced to
-their declared types, and a call's arguments validated against its tool's input schema."""
+their declared types, and a call's arguments validated against its tool's input schema (a check
+compiled once per schema, :mod:`.quick_check`, says quickly that most are valid)."""

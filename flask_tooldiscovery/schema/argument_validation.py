@@ -14,8 +14,8 @@ from typing import Any
 import jsonschema
 from jsonschema.protocols import Validator
 
-from ..tools.quick_check import Check, quick_check
 from .check import canonical_json, compile_validator
+from .quick_check import Check, quick_check
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..schema.check import without_draft
+from .check import without_draft
 
 #: ``check(value) -> True`` only when ``value`` is valid (``False``: not valid, or not sure).
 Check = Callable[[Any], bool]
