@@ -121,6 +121,29 @@ def test_a_shared_secrets_tokens_of_another_issuer_or_audience_run_nothing(serve
             assert refused(r), (name, dialect, r.status_code, r.text)
 
 
+def test_refresh_tokens_signed_with_the_shared_secret_run_nothing(serve: Any) -> None:
+    """The app's Flask-JWT-Extended key is the identity layer's secret: its access tokens call, its
+    refresh tokens (and a token typed as another kind) are refused by every dialect, on every worker."""
+    from flask import Flask
+    from flask_jwt_extended import JWTManager, create_access_token, create_refresh_token
+
+    issuer = Flask("issuer")
+    issuer.config.update(JWT_SECRET_KEY=SECRET, JWT_ENCODE_ISSUER=ISSUER)
+    JWTManager(issuer)
+    with issuer.app_context():
+        access, refresh = create_access_token("alice"), create_refresh_token("alice")
+    base = serve(secret=SECRET, issuer=ISSUER)
+    others = {"Flask-JWT-Extended refresh token": refresh,
+              "RFC 9068-style refresh+jwt": jwt.encode({"sub": "alice", "iss": ISSUER, "exp": int(time.time()) + 60},
+                                                       SECRET, algorithm="HS256", headers={"typ": "refresh+jwt"})}
+    for dialect, (url, body) in calls(base).items():
+        for _ in range(2):  # both workers, most likely
+            assert requests.post(url, json=body, headers=bearer(access), timeout=10).status_code == 200, dialect
+        for name, token in others.items():
+            r = requests.post(url, json=body, headers=bearer(token), timeout=10)
+            assert refused(r), (name, dialect, r.status_code, r.text)
+
+
 @pytest.fixture
 def keys() -> Iterator[KeyServer]:
     """A real JWKS server (werkzeug, threaded) holding an RSA key k1 and an EC key k2."""
