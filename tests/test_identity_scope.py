@@ -127,3 +127,35 @@ def test_authlibs_own_insufficient_scope_error_is_a_403_too(issuer: KeyServer, c
         'Bearer error="insufficient_scope", '
         'resource_metadata="http://localhost/.well-known/oauth-protected-resource/mcp"')
     assert mcp.post("/mcp", json=INITIALIZE, headers=bearer("tok-none")).status_code == 401
+
+
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+def test_the_explorers_auth_hook_may_answer_403_too(flavour: str, caplog) -> None:
+    """The auth hook (asked around the call) refuses a known caller with 403 as the identity hook does."""
+    import contextlib
+
+    d = ToolDiscovery()
+    whoami_tools(d)
+
+    def refuse(request: Any) -> None:
+        if request.headers.get("X-Staff") != "yes":
+            raise InsufficientScope(scopes=["staff"], reason="not staff")
+
+    @contextlib.contextmanager
+    def sync_hook(request: Any) -> Any:
+        refuse(request)
+        yield
+
+    @contextlib.asynccontextmanager
+    async def async_hook(request: Any) -> Any:
+        refuse(request)
+        yield
+
+    d.auth_hook(sync_hook if flavour == "sync" else async_hook)
+    client = build("explorer", d).test_client()
+    driver = DRIVERS["explorer"]
+    r = driver.call(client, "whoami", {})
+    assert r.status_code == 403
+    assert r.headers["WWW-Authenticate"] == 'Bearer realm="explorer", error="insufficient_scope", scope="staff"'
+    assert "not staff" in caplog.text and "not staff" not in r.get_data(as_text=True)
+    assert driver.result(driver.call(client, "whoami", {}, headers={"X-Staff": "yes"})).kind == "ok"

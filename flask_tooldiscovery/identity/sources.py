@@ -89,6 +89,19 @@ class Verifier:
 IdentityHook = Callable[[Request], Any]
 
 
+def refusal(exc: Exception, source: str, verb: str = "refused") -> AuthError:
+    """What an application's hook (``source``) raising ``exc`` means: a known caller who lacks a
+    scope (:class:`ScopeError`, a ``403``) for :class:`~flask_tooldiscovery.errors.InsufficientScope`
+    or an OAuth library's RFC 6750 ``insufficient_scope`` error (Authlib's, naming no scope), else a
+    refusal (``401``) whose reason names the exception's type, never its text."""
+    if isinstance(exc, InsufficientScope):
+        return ScopeError(exc.reason or f"{source}: the caller lacks scope(s) {' '.join(exc.scopes)}",
+                          challenge=exc.challenge, scopes=exc.scopes)
+    if getattr(exc, "error", None) == "insufficient_scope":
+        return ScopeError(f"{source}: {type(exc).__name__} (insufficient_scope)", scopes=())
+    return AuthError(f"{source} {verb} the request ({type(exc).__name__})")
+
+
 class HookVerifier(Verifier):
     """The application's identity hook: ``hook(request)`` returns an :class:`Identity` (or a subject
     string), sync or async; ``None`` or an exception refuses the request (``401``), and
@@ -105,13 +118,8 @@ class HookVerifier(Verifier):
             result = self.hook(request)
             if inspect.isawaitable(result):
                 result = await_sync(result)
-        except InsufficientScope as exc:
-            raise ScopeError(exc.reason or f"identity hook: the caller lacks scope(s) {' '.join(exc.scopes)}",
-                             challenge=exc.challenge, scopes=exc.scopes) from None
         except Exception as exc:
-            if getattr(exc, "error", None) == "insufficient_scope":
-                raise ScopeError(f"identity hook: {type(exc).__name__} (insufficient_scope)", scopes=()) from None
-            raise AuthError(f"identity hook refused the request ({type(exc).__name__})") from None
+            raise refusal(exc, "identity hook") from None
         if result is None or isinstance(result, Identity):
             return result
         if isinstance(result, str):
@@ -134,7 +142,8 @@ class _Raised:
 class AuthHookVerifier(Verifier):
     """The explorer's auth hook (F4): ``hook(request)`` returns a context manager (sync or async, or
     an awaitable of one) that the call runs inside; raising, in the hook or on entering, refuses
-    the request. It is asked around the call (after the dialect found the tool, before the body is
+    the request (``401``; :class:`~flask_tooldiscovery.errors.InsufficientScope`: ``403``, as for the
+    identity hook). It is asked around the call (after the dialect found the tool, before the body is
     read), so it reads nothing when a request arrives, and it says nothing about who calls."""
 
     around_call = True
@@ -170,7 +179,7 @@ class AuthHookVerifier(Verifier):
             if inspect.isawaitable(manager):
                 manager = await_sync(manager)
         except Exception as exc:
-            raise AuthError(f"auth hook rejected the request ({type(exc).__name__})") from None
+            raise refusal(exc, "auth hook", "rejected") from None
         if isinstance(manager, AbstractAsyncContextManager) or hasattr(manager, "__aenter__"):
             # One event loop for enter, call and exit; the call itself runs back in this thread
             # (asgiref's thread-sensitive sync_to_async), so Flask's request context holds.
@@ -186,13 +195,13 @@ class AuthHookVerifier(Verifier):
                 return run_sync_serving_this_thread(guarded)
             except Exception as exc:
                 if not entered:
-                    raise AuthError(f"auth hook rejected the request ({type(exc).__name__})") from None
+                    raise refusal(exc, "auth hook", "rejected") from None
                 raise
         if isinstance(manager, AbstractContextManager) or hasattr(manager, "__enter__"):
             try:
                 manager.__enter__()
             except Exception as exc:
-                raise AuthError(f"auth hook rejected the request ({type(exc).__name__})") from None
+                raise refusal(exc, "auth hook", "rejected") from None
             try:
                 result = call()
             except BaseException as exc:
@@ -246,14 +255,19 @@ class Authenticator:
 
     def around(self, request: Request, call: Callable[[], T]) -> T:
         """``call()`` inside the first source asked around the call that admits it;
-        :class:`AuthError` with every reason when none does."""
+        :class:`AuthError` with every reason when none does (:class:`ScopeError` when one refused
+        a known caller for a scope)."""
         reasons = []
+        short: ScopeError | None = None
         for verifier in self.verifiers:
             if verifier.around_call:
                 try:
                     return verifier.around(request, call)
                 except AuthError as exc:
                     reasons.append(exc.reason)
+                    short = short or (exc if isinstance(exc, ScopeError) else None)
+        if short is not None:
+            raise ScopeError("; ".join(reasons), challenge=short.challenge, scopes=short.scopes)
         raise AuthError("; ".join(reasons) or "no credentials")
 
     @property

@@ -17,8 +17,8 @@ from typing import TypeVar
 
 from flask import Request, request
 
-from ..errors import Unauthorized
-from ..identity.sources import Authenticator, AuthError
+from ..errors import InsufficientScope, Unauthorized
+from ..identity.sources import Authenticator, AuthError, ScopeError
 from ..tools.model import Identity
 from . import request_state
 from .guard import Guard, RouteKind
@@ -79,6 +79,9 @@ class Admission:
 
         try:
             return self.authenticator.around(req, inside)
+        except ScopeError as exc:
+            raise InsufficientScope(challenge=exc.challenge or self.authenticator.scope_challenge(req, exc.scopes),
+                                    scopes=exc.scopes, reason="; ".join(r for r in (reason, exc.reason) if r)) from None
         except AuthError as exc:
             raise Unauthorized(challenge=self.authenticator.challenge(req),
                                reason="; ".join(r for r in (reason, exc.reason) if r)) from None
