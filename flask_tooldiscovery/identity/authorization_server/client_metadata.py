@@ -24,6 +24,8 @@ RESPONSE_TYPES = ("code",)
 #: Schemes a browser runs or reads locally: never a redirect target.
 UNSAFE_SCHEMES = frozenset({"javascript", "data", "vbscript", "file", "blob", "about", "filesystem", "ws", "wss"})
 MAX_REDIRECT_URIS = 20
+#: ASCII characters RFC 3986 never allows in a URI (written percent-encoded when meant).
+NOT_IN_URIS = frozenset('"<>\\^`{|}')
 MAX_TEXT = 500
 
 
@@ -37,8 +39,8 @@ def redirect_uri_problem(uri: Any) -> str | None:
     """Why ``uri`` may not be a redirect URI (``None``: it may)."""
     if not isinstance(uri, str) or not uri or len(uri) > 2000:
         return "a redirect URI must be a non-empty string of at most 2000 characters"
-    if any(ord(c) < 0x21 or ord(c) == 0x7F for c in uri):
-        return "a redirect URI may not hold spaces or control characters"
+    if any(ord(c) < 0x21 or ord(c) >= 0x7F or c in NOT_IN_URIS for c in uri):
+        return "a redirect URI may hold only the characters of a URI (RFC 3986): no spaces, quotes or brackets"
     try:
         parts = urlsplit(uri)
         parts.port  # noqa: B018 - a bad port raises here

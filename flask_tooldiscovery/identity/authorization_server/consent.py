@@ -55,7 +55,9 @@ def can_tell_users(app: Any, hook: UserHook | None) -> bool:
 
 
 def login_url(login_view: str | None, next_url: str) -> str | None:
-    """Where to sign in, with ``next=`` ``next_url`` (``None``: nowhere is known)."""
+    """Where to sign in, with ``next=`` ``next_url`` (``None``: nowhere is known): as Flask-Login
+    sends it, a path of this site when the login page is on this site (a login view that follows
+    only local paths, as it should, then sends the person back), else the whole URL."""
     view = login_view
     if not view:
         manager = getattr(current_app, "login_manager", None)
@@ -71,6 +73,9 @@ def login_url(login_view: str | None, next_url: str) -> str | None:
             log.error("flask-tooldiscovery: oauth: the login view %r is not an endpoint of this app", view)
             return None
     parts = urlsplit(base)
+    target = urlsplit(next_url)
+    if not parts.netloc or parts.netloc == target.netloc:
+        next_url = urlunsplit(("", "", target.path, target.query, ""))
     query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "next"]
     query.append(("next", next_url))
     return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query), ""))

@@ -33,9 +33,9 @@ class Registration(ClientRegistrationEndpoint):  # type: ignore[misc]
     def extract_client_metadata(self, request: Any) -> dict[str, Any]:
         if not isinstance(request.payload.data, dict):
             raise InvalidClientMetadataError("The client metadata must be a JSON object.")
-        metadata: dict[str, Any] = super().extract_client_metadata(request)
-        # checked here too, beyond Authlib's claims: the redirect URIs, the grants, the method
+        # this server's rules first (their errors name what is wrong), then Authlib's claims
         client_from_metadata("-", request.payload.data, supported_scopes=self.server.options.scopes, document=False)
+        metadata: dict[str, Any] = super().extract_client_metadata(request)
         return metadata
 
     def generate_client_info(self, request: Any) -> dict[str, Any]:
