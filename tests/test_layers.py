@@ -40,7 +40,7 @@ ALLOWED: dict[str, set[str]] = {
     # its lint target (the Dialect contract's lint_tool), and logs on the library's logger.
     "dialects": {"serving", "identity", "lint", "tools", "observe.logs", *FOUNDATION},
     # The serving core: the pipeline orchestrates identity, the call services, the runtime.
-    "serving": {"identity", "calls", "observe", "catalog", "runtime", "tools", *FOUNDATION},
+    "serving": {"identity", "calls", "observe", "catalog", "runtime", "search", "tools", *FOUNDATION},
     # Identity; its authorization server keeps records in the state store, fetches client metadata
     # documents by the callback rules, and logs on the library's logger.
     "identity": {"runtime", "tools", "calls.state_store", "calls.callbacks", "observe.logs", *FOUNDATION},

@@ -24,6 +24,7 @@ from ..errors import CoreError
 from ..observe.logs import log
 from ..observe.operations import Operations
 from ..runtime.invoke import Outcome, invoke
+from ..search.indexes import SearchIndexes
 from ..settings import Settings
 from ..tools.model import Tool, ToolContext
 from ..tools.registry import ToolRegistry, ToolSet
@@ -90,6 +91,8 @@ class Core:
         #: Rate limits, tracing and metrics (checked here, so a bad setting fails at ``init_app``).
         self.operations = Operations(settings)
         self.guard = Guard(settings, trusted_hosts)
+        #: Tool-search indexes, one per tool set searched (a caller's visible set is one).
+        self.search_indexes = SearchIndexes()
         #: Every dialect of the extension's table, by name, mounted or not (the manifest lists them).
         self.dialects: Mapping[str, Translator] = dict(dialects or {})
         #: Where changes are announced to every worker, and where clients' resource subscriptions are

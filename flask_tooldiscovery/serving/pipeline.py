@@ -27,6 +27,7 @@ from ..identity.sources import Authenticator, Identity
 from ..observe.logs import log
 from ..observe.operations import observe_call
 from ..runtime.invoke import Failure, Outcome
+from ..search.indexes import DEFAULT_LIMIT
 from ..tools.model import CLAIMED_USER_ID, Tool, ToolContext
 from ..tools.providers import ProviderError
 from ..tools.registry import ToolSet
@@ -186,6 +187,15 @@ class Pipeline:
         if tool is None:
             raise UnknownTool(name)
         return tool
+
+    def search(self, query: object, limit: object = None) -> list[Tool]:
+        """The tools of this request's set (what the caller may see) that best match ``query``,
+        best first, at most ``limit`` (``None``: five); :class:`~flask_tooldiscovery.errors.BadRequest`
+        saying why when the query or limit cannot be searched."""
+        toolset = self.tools()
+        limit = DEFAULT_LIMIT if limit is None else limit
+        return [tool for name in self.core.search_indexes.search(toolset, query, limit)
+                if (tool := toolset.get(name)) is not None]
 
     def index(self, what: str, key: Callable[[Tool], Hashable]) -> dict[Hashable, list[Tool]]:
         """Tools by a dialect's own id (``key``), every version lowest first; built once per tool set."""

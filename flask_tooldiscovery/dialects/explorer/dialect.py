@@ -182,6 +182,14 @@ def _result(outcome: Outcome, trace_id: str | None) -> Response:
         "errors": [e.as_dict() for e in outcome.errors] if invalid else None}), 400 if invalid else 500)
 
 
+def _limit(given: str | None) -> object:
+    """A search's ``limit`` query parameter: its integer (the core checks its range), ``None`` (the
+    default) when absent, else the text as given (refused by the core as not an integer)."""
+    if given is None:
+        return None
+    return int(given) if given.lstrip("-").isdigit() and len(given) < 10 else given
+
+
 def make_blueprint(pipe: Pipeline) -> Blueprint:
     """The explorer blueprint: the page, its static files and the F2/F3/F7 API."""
     bp = pipe.blueprint(__name__, template_folder="../../templates", static_folder="../../static",
@@ -206,6 +214,9 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
 
     @pipe.route("/tools", "discovery", ["GET"], endpoint="list_tools", guard_methods=False)
     def list_tools() -> Response:
+        if "q" in request.args:  # a search: the best first (never cached as the list, nor learned)
+            found = pipe.search(request.args["q"], _limit(request.args.get("limit")))
+            return json_response([pipe.dump("summary", t, _SUMMARY.dump) for t in found])
         return pipe.send(pipe.document("list", lambda toolset: [
             pipe.dump("summary", t, _SUMMARY.dump) for t in toolset.latest()]))
 
