@@ -35,10 +35,6 @@ MAX_QUERY_CHARS = 500
 MAX_QUERY_WORDS = 32
 
 
-class SearchError(ValueError):
-    """A query that cannot be searched (empty once read, or not text)."""
-
-
 @dataclass(frozen=True)
 class Hit:
     """One tool a search found, and how well it matched (higher is better)."""
@@ -75,6 +71,11 @@ def _param_text(schema: dict[str, Any] | None) -> str:
         if isinstance(spec, dict) and isinstance(spec.get("description"), str):
             parts.append(spec["description"][:200])
     return " ".join(parts)
+
+
+def searchable(query: str) -> bool:
+    """Whether ``query`` has a word to search for (not only punctuation and words like "the")."""
+    return bool(expand(words(query[:MAX_QUERY_CHARS])[:MAX_QUERY_WORDS]))
 
 
 class SearchIndex:
@@ -127,13 +128,10 @@ class SearchIndex:
         return len(self._entries)
 
     def search(self, query: str, limit: int = 5) -> list[Hit]:
-        """The ``limit`` tools that best match ``query``, best first (fewer when fewer match)."""
-        if not isinstance(query, str):
-            raise SearchError("The query must be text.")
+        """The ``limit`` tools that best match ``query``, best first (fewer when fewer match; none
+        when the query has no word to search for: :func:`searchable` tells)."""
         said = words(query[:MAX_QUERY_CHARS])[:MAX_QUERY_WORDS]
         terms = list(dict.fromkeys(_stem(t) for t in expand(said)))
-        if not terms:
-            raise SearchError("The query has no word to search for.")
         scores: dict[int, float] = {}
         get = scores.get
         for term in terms:

@@ -10,7 +10,7 @@ from collections.abc import Hashable
 
 from ..errors import BadRequest
 from ..tools.registry import ToolSet
-from .index import MAX_QUERY_CHARS, SearchError, SearchIndex
+from .index import MAX_QUERY_CHARS, SearchIndex, searchable
 
 #: The most tools one search answers.
 MAX_LIMIT = 50
@@ -20,13 +20,16 @@ DEFAULT_LIMIT = 5
 
 def check(query: object, limit: object) -> tuple[str, int]:
     """``(query, limit)`` when they can be searched, else :class:`~flask_tooldiscovery.errors.BadRequest`
-    saying what is wrong (an empty, too long or binary query; a limit that is not 1 to 50)."""
+    saying what is wrong (an empty, too long or binary query, one with no word to search for; a
+    limit that is not 1 to 50)."""
     if not isinstance(query, str) or not query.strip():
         raise BadRequest("The query must be a non-empty string.")
     if len(query) > MAX_QUERY_CHARS:
         raise BadRequest(f"The query is longer than {MAX_QUERY_CHARS} characters.")
     if any(ord(c) < 32 and c not in "\t\n\r" for c in query) or "\ufffd" in query:
         raise BadRequest("The query must be text, without control characters.")
+    if not searchable(query):
+        raise BadRequest("The query has no word to search for.")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise BadRequest(f"The limit must be an integer from 1 to {MAX_LIMIT}.")
     return query, limit
@@ -67,7 +70,4 @@ class SearchIndexes:
         """The names of the ``limit`` tools of ``toolset`` that best match ``query``, best first;
         :class:`~flask_tooldiscovery.errors.BadRequest` for what cannot be searched."""
         text, count = check(query, limit)
-        try:
-            return [hit.name for hit in self.of(toolset).search(text, count)]
-        except SearchError as exc:
-            raise BadRequest(str(exc)) from None
+        return [hit.name for hit in self.of(toolset).search(text, count)]
