@@ -1,6 +1,7 @@
 """An app that is its own users' OAuth authorization server, for the gunicorn tests: users sign in
 at ``/login?user=NAME`` (a session cookie), the server's records live in the Redis named by
-``OAUTH_STATE_URI`` (unset: in the process), and ``whoami`` answers who called and on which worker."""
+``OAUTH_STATE_URI`` (unset: in the process), ``OAUTH_PUBLIC_URL`` is the name several servers
+answer for (the issuer), and ``whoami`` answers who called and on which worker."""
 
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ def create_app() -> Flask:
     app.config.update(TOOLDISCOVERY_OAUTH_SERVER=True, TOOLDISCOVERY_ALLOW_EXECUTE=True,
                       TOOLDISCOVERY_OAUTH_LOGIN_VIEW="login",
                       TOOLDISCOVERY_STATE_STORAGE_URI=os.environ.get("OAUTH_STATE_URI") or None)
+    if public := os.environ.get("OAUTH_PUBLIC_URL"):  # several servers behind one name
+        app.config.update(TOOLDISCOVERY_OAUTH_ISSUER=public, TOOLDISCOVERY_MCP_RESOURCE=public + "/mcp")
 
     @app.route("/login")
     def login() -> str:
