@@ -6,7 +6,7 @@ requests; any protocol with rounds may use it).
 
 A tool therefore runs once per round up to the point where it asks: what it does before asking is
 done again each round (ask first, act once the answers are in). Several requests asked together
-(:meth:`~..tools.questions.Asking.ask_all`) are one round; requests asked one after another take a
+(:meth:`~..tools.model.ToolContext.ask_all`) are one round; requests asked one after another take a
 round each.
 
 The round's state carries the answers of the earlier rounds to the next request, sealed like an

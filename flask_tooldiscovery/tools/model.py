@@ -9,13 +9,25 @@ import asyncio
 import functools
 import math
 import threading
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolDiscoveryError
-from .questions import Asker, Asking
+from .questions import (
+    EMPTY_FORM,
+    Answer,
+    Asker,
+    InputRequest,
+    Question,
+    Root,
+    RootsRequest,
+    Sampled,
+    SamplingRequest,
+    keyed,
+    refuse,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from flask import Request
@@ -145,8 +157,8 @@ CLAIMED_USER_ID = "claimed_user_id"
 
 
 @dataclass
-class ToolContext(Asking):
-    """What a tool may know about the call it serves.
+class ToolContext:
+    """What a tool may know about the call it serves, and how it reports to and asks its caller.
 
     Annotate a parameter with ``ToolContext`` and it is filled in at call time; it never appears
     in an input schema.
@@ -176,6 +188,8 @@ class ToolContext(Asking):
     _cancelled: bool = field(default=False, repr=False, compare=False)
     _cancel_callbacks: list[Callable[[], None]] = field(default_factory=list, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    #: How many requests without a key the call asked so far (they are keyed ``input-1``, ``input-2``...).
+    _unkeyed: int = field(default=0, init=False, repr=False, compare=False)
 
     # -- while the tool runs ---------------------------------------------------------------------
 
@@ -196,6 +210,50 @@ class ToolContext(Asking):
         if self.listener is not None:
             self.listener(LogEntry(level, str(message)))
         return _DONE
+
+    # -- asking the caller (tools/questions.py): CannotAsk where nobody can answer ends the call as a
+    # tool error saying so, unless the tool catches it ------------------------------------------------
+
+    def ask(self, message: str, schema: Mapping[str, Any] | None = None, *, key: str | None = None) -> Answer:
+        """Ask the caller to fill a form (``schema``; none: accept or decline) and wait for the answer."""
+        answer: Answer = self.ask_all(Question(message, schema or dict(EMPTY_FORM), key))[0]
+        return answer
+
+    def elicit(self, message: str, schema: Mapping[str, Any] | None = None, *, key: str | None = None) -> Answer:
+        """Ask the person to fill a form (MCP elicitation, form mode): the same as :meth:`ask`."""
+        return self.ask(message, schema, key=key)
+
+    def sample(self, prompt: str | Sequence[Mapping[str, Any]], *, max_tokens: int = 1000,
+               system_prompt: str | None = None, temperature: float | None = None,
+               model_preferences: Mapping[str, Any] | None = None, key: str | None = None) -> Sampled:
+        """Ask the caller's model for a message: ``prompt`` (a user message) or MCP ``messages``."""
+        messages = ({"role": "user", "content": {"type": "text", "text": prompt}},) if isinstance(prompt, str) \
+            else tuple(prompt)
+        sampled: Sampled = self.ask_all(SamplingRequest(messages, max_tokens, system_prompt, temperature,
+                                                        model_preferences=model_preferences, key=key))[0]
+        return sampled
+
+    def list_roots(self, *, key: str | None = None) -> list[Root]:
+        """The caller's roots (the folders or files it lets tools see)."""
+        roots: list[Root] = self.ask_all(RootsRequest(key))[0]
+        return roots
+
+    def ask_all(self, *requests: InputRequest) -> list[Any]:
+        """Ask several things at once (questions, sampling and roots requests: one round where the
+        protocol has rounds); their answers, in order. Requests without a key are keyed
+        ``input-1``, ``input-2``... in the order the call asks them."""
+        start = self._unkeyed
+        requests_ = keyed(requests, start)
+        self._unkeyed = start + sum(r.key is None for r in requests)
+        return (self.asker or refuse)(requests_)
+
+    def can_ask(self, capability: str) -> bool:
+        """Whether the caller can be asked this kind of request (``"elicitation"``, ``"sampling"``
+        or ``"roots"``) as far as the call knows: ``False`` when asking surely fails."""
+        if self.asker is None:
+            return False
+        known = getattr(self.asker, "abilities", None)
+        return True if known is None else capability in known
 
     @property
     def cancelled(self) -> bool:

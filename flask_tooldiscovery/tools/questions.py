@@ -1,8 +1,9 @@
 """A tool asking its caller for input while it runs, and the questions a tool declares it asks first.
 
-A tool asks with :meth:`~Asking.elicit` (alias :meth:`~Asking.ask`: a form the person fills),
-:meth:`~Asking.sample` (a message from the caller's model), :meth:`~Asking.list_roots` (the
-caller's roots), or :meth:`~Asking.ask_all` (several at once, one round). Each :class:`Question`
+A tool asks with :meth:`~.model.ToolContext.elicit` (alias :meth:`~.model.ToolContext.ask`: a form
+the person fills), :meth:`~.model.ToolContext.sample` (a message from the caller's model),
+:meth:`~.model.ToolContext.list_roots` (the caller's roots), or :meth:`~.model.ToolContext.ask_all`
+(several at once, one round). Each :class:`Question`
 is a message and the JSON schema of a flat form (MCP's ``requestedSchema``), and each
 :class:`Answer` says what the person did (``accept`` with the form's ``content``, ``decline`` or
 ``cancel``); a :class:`SamplingRequest` is answered by a :class:`Sampled` message, a
@@ -253,7 +254,7 @@ def answer_of(raw: Any, question: Question) -> Answer:
 class FromAnswers:
     """An asker that only knows ``answers`` (sent along with the call): a question without one
     raises :class:`CannotAsk` with ``nobody`` (why nobody can answer it now). It can answer form
-    questions when it has answers (:meth:`Asking.can_ask`), nothing else."""
+    questions when it has answers (:meth:`.model.ToolContext.can_ask`), nothing else."""
 
     def __init__(self, answers: Mapping[str, Answer], nobody: str) -> None:
         self.answers, self.nobody = dict(answers), nobody
@@ -279,55 +280,7 @@ def refuse(questions: Sequence[InputRequest]) -> list[Any]:
     raise CannotAsk(NOBODY)
 
 
-class Asking:
-    """What :class:`~.model.ToolContext` asks its caller with. :class:`CannotAsk` (where nobody can
-    answer) ends the call as a tool error saying so, unless the tool catches it."""
-
-    asker: Asker | None
-
-    def ask(self, message: str, schema: Mapping[str, Any] | None = None, *, key: str | None = None) -> Answer:
-        """Ask the caller to fill a form (``schema``; none: accept or decline) and wait for the answer."""
-        answer: Answer = self.ask_all(Question(message, schema or dict(EMPTY_FORM), key))[0]
-        return answer
-
-    def elicit(self, message: str, schema: Mapping[str, Any] | None = None, *, key: str | None = None) -> Answer:
-        """Ask the person to fill a form (MCP elicitation, form mode): the same as :meth:`ask`."""
-        return self.ask(message, schema, key=key)
-
-    def sample(self, prompt: str | Sequence[Mapping[str, Any]], *, max_tokens: int = 1000,
-               system_prompt: str | None = None, temperature: float | None = None,
-               model_preferences: Mapping[str, Any] | None = None, key: str | None = None) -> Sampled:
-        """Ask the caller's model for a message: ``prompt`` (a user message) or MCP ``messages``."""
-        messages = ({"role": "user", "content": {"type": "text", "text": prompt}},) if isinstance(prompt, str) \
-            else tuple(prompt)
-        sampled: Sampled = self.ask_all(SamplingRequest(messages, max_tokens, system_prompt, temperature,
-                                                        model_preferences=model_preferences, key=key))[0]
-        return sampled
-
-    def list_roots(self, *, key: str | None = None) -> list[Root]:
-        """The caller's roots (the folders or files it lets tools see)."""
-        roots: list[Root] = self.ask_all(RootsRequest(key))[0]
-        return roots
-
-    def ask_all(self, *requests: InputRequest) -> list[Any]:
-        """Ask several things at once (questions, sampling and roots requests: one round where the
-        protocol has rounds); their answers, in order. Requests without a key are keyed
-        ``input-1``, ``input-2``... in the order the call asks them."""
-        start = self.__dict__.get("_unkeyed", 0)
-        requests_ = keyed(requests, start)
-        self.__dict__["_unkeyed"] = start + sum(r.key is None for r in requests)
-        return (self.asker or refuse)(requests_)
-
-    def can_ask(self, capability: str) -> bool:
-        """Whether the caller can be asked this kind of request (``"elicitation"``, ``"sampling"``
-        or ``"roots"``) as far as the call knows: ``False`` when asking surely fails."""
-        if self.asker is None:
-            return False
-        known = getattr(self.asker, "abilities", None)
-        return True if known is None else capability in known
-
-
-__all__ = ["ACTIONS", "EMPTY_FORM", "KINDS", "NOBODY", "OPTION", "Answer", "Asker", "Asking", "CannotAnswer",
+__all__ = ["ACTIONS", "EMPTY_FORM", "KINDS", "NOBODY", "OPTION", "Answer", "Asker", "CannotAnswer",
            "CannotAsk", "FromAnswers", "InputRequest", "InputRequired", "Question", "Root", "RootsRequest", "Sampled",
            "SamplingRequest", "answer_of", "declared", "form_error", "from_answers", "keyed", "kind", "options_error",
            "refuse", "reply_of", "roots_of", "sampled_of", "with_key"]
