@@ -44,9 +44,18 @@ def test_lists_filters_fills_validates_executes(page, artifacts) -> None:
         names = page.locator("#td-list [data-tool]")
         assert names.count() == total
         page.fill("#td-filter", "weather")
-        assert page.locator("#td-list [data-tool]").count() == 1
-        assert page.inner_text("#td-count") == f"1 of {total} tools"
+        page.wait_for_selector("body[data-searched='weather']")  # the server's search has answered
+        shown = page.locator("#td-list [data-tool]")
+        # get_weather first; temperature_chart is in the weather category (the search reads categories)
+        assert [shown.nth(i).get_attribute("data-tool") for i in range(shown.count())][:2] == \
+            ["get_weather", "temperature_chart"]
+        assert page.inner_text("#td-count") == f"{shown.count()} of {total} tools"
+        # words in another order than any description has them: the server's search finds the tool
+        page.fill("#td-filter", "order place")
+        page.wait_for_selector("body[data-searched='order place']")
+        assert page.locator("#td-list [data-tool]").first.get_attribute("data-tool") == "create_order"
         page.fill("#td-filter", "")
+        assert page.locator("#td-list [data-tool]").count() == total
         page.click("[data-tool='mean']")
         page.wait_for_selector("#td-name:has-text('mean')")
         assert "read-only" in page.inner_text("#td-badges")

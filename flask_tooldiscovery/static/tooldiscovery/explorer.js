@@ -169,14 +169,39 @@
     return out.map(function (b) { return el("span", { className: "badge " + b[1], text: b[0] }); });
   }
 
+  // The filter: the server's search (GET tools?q=..., best first, in the words people use) when
+  // its answer for the current text has come, then every tool whose name or description holds the
+  // text; a text the server cannot search (only punctuation...) filters by the text alone.
+  var ranked = { query: null, names: [] };
+  var searchTimer = null, searches = 0;
+  function searchTools() {
+    var query = $("td-filter").value.trim();
+    clearTimeout(searchTimer);
+    if (!query) { ranked = { query: null, names: [] }; renderList(); return; }
+    renderList();
+    searchTimer = setTimeout(function () {
+      var mine = ++searches;
+      request("GET", base + "tools?limit=50&q=" + encodeURIComponent(query)).then(function (r) {
+        if (mine !== searches) return;  // a later search answers instead
+        ranked = { query: query, names: r.ok ? (r.data || []).map(function (t) { return t.name; }) : [] };
+        renderList();
+        document.body.setAttribute("data-searched", query);
+      });
+    }, 200);
+  }
+
   function renderList() {
-    var query = $("td-filter").value.trim().toLowerCase();
+    var text = $("td-filter").value.trim();
+    var query = text.toLowerCase();
     var list = $("td-list");
     clear(list);
-    var shown = state.tools.filter(function (tool) {
-      return !query || tool.name.toLowerCase().indexOf(query) >= 0 ||
-        (tool.description || "").toLowerCase().indexOf(query) >= 0;
-    });
+    var byName = {};
+    state.tools.forEach(function (tool) { byName[tool.name] = tool; });
+    var best = ranked.query === text ? ranked.names.filter(function (n) { return byName[n]; }) : [];
+    var shown = best.map(function (n) { return byName[n]; }).concat(state.tools.filter(function (tool) {
+      return best.indexOf(tool.name) < 0 && (!query || tool.name.toLowerCase().indexOf(query) >= 0 ||
+        (tool.description || "").toLowerCase().indexOf(query) >= 0);
+    }));
     shown.forEach(function (tool) {
       var button = el("button", {
         type: "button", "data-tool": tool.name,
@@ -748,7 +773,7 @@
     });
   }
 
-  $("td-filter").addEventListener("input", renderList);
+  $("td-filter").addEventListener("input", searchTools);
   setExecute(!!config.allow_execute);
 
   function fromHash() {
