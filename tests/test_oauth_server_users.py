@@ -222,3 +222,35 @@ def test_scopes_must_be_a_mapping_of_scope_tokens(scopes: Any) -> None:
     app.config.update(TOOLDISCOVERY_OAUTH_SERVER=True, TOOLDISCOVERY_OAUTH_SCOPES=scopes)
     with pytest.raises(SettingsError, match="TOOLDISCOVERY_OAUTH_SCOPES"):
         ToolDiscovery().init_app(app)
+
+
+def test_several_workers_without_a_shared_store_are_warned_of(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    with caplog.at_level(logging.WARNING, logger="flask_tooldiscovery"):
+        oauth_app(TOOLDISCOVERY_SERVER_WORKERS=2, TOOLDISCOVERY_SERVER_THREADS=4)
+    assert "an OAuth code or token issued by one worker is unknown to the others" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="flask_tooldiscovery"):
+        oauth_app(TOOLDISCOVERY_SERVER_WORKERS=1, TOOLDISCOVERY_SERVER_THREADS=4)
+    assert "OAuth code" not in caplog.text
+
+
+def test_an_app_may_ship_its_own_consent_page(tmp_path: Any) -> None:
+    folder = tmp_path / "tooldiscovery"
+    folder.mkdir()
+    (folder / "oauth_consent.html").write_text(
+        '<h1>Our own page for {{ client_name }}</h1><form method="post" action="{{ action }}">'
+        '{% for name, value in params.items() %}<input type="hidden" name="{{ name }}" value="{{ value }}">'
+        '{% endfor %}<input type="hidden" name="csrf_token" value="{{ csrf_token }}">'
+        '<button name="decision" value="allow">Allow</button></form>')
+    app = oauth_app()
+    app.template_folder = str(tmp_path)
+    client = app.test_client()
+    registered = register(client, client_name="<i>x</i>")
+    sign_in(client)
+    verifier, challenge = pkce()
+    form = consent(client, authorize_params(registered["client_id"], challenge))
+    assert "<h1>Our own page for &lt;i&gt;x&lt;/i&gt;</h1>" in form.html  # autoescaped
+    code = decide(client, form)["code"]
+    assert exchange(client, registered["client_id"], code, verifier).status_code == 200

@@ -21,6 +21,7 @@ from ..catalog.prompts import PromptRegistry
 from ..catalog.resources import ResourceRegistry
 from ..catalog.skills import SkillCatalog
 from ..errors import CoreError
+from ..identity.authorization_server.settings import OAuthServerSettings
 from ..observe.logs import log
 from ..observe.operations import Operations
 from ..runtime.invoke import Outcome, invoke
@@ -85,7 +86,7 @@ class Core:
         #: Tool calls running at once in this worker (``TOOLDISCOVERY_MAX_CONCURRENT_CALLS``, else
         #: worked out from the server's threads per worker, so one stays free for discovery).
         self.slots = Slots(call_slots(settings.max_concurrent_calls, self.server), settings.busy_retry_after)
-        worker_threads.warn_unshared_state(self.server, settings.state_storage_uri)
+        worker_threads.warn_unshared_state(self.server, settings.state_storage_uri, oauth=self._oauth_server)
         if self.server is None:  # loaded before gunicorn's worker forked (--preload): it may say so later
             worker_threads.listen(self._server_said)
         #: Rate limits, tracing and metrics (checked here, so a bad setting fails at ``init_app``).
@@ -107,7 +108,13 @@ class Core:
         """gunicorn's hook told this worker process what it runs, after the app was built."""
         self.server = worker
         self.slots.limit = call_slots(self.settings.max_concurrent_calls, worker)
-        worker_threads.warn_unshared_state(worker, self.settings.state_storage_uri)
+        worker_threads.warn_unshared_state(worker, self.settings.state_storage_uri, oauth=self._oauth_server)
+
+    @property
+    def _oauth_server(self) -> bool:
+        """The app is its own OAuth authorization server (its records are state the workers must share)."""
+        block = self.settings.blocks.get(OAuthServerSettings)
+        return isinstance(block, OAuthServerSettings) and block.enabled
 
     def announce(self, kind: Kind, uri: str | None = None) -> bool:
         """Tell every worker's subscribed clients that the ``kind`` list changed (``tools``,

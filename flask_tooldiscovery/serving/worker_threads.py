@@ -112,15 +112,17 @@ def from_settings(threads: int | None, processes: int | None) -> Worker | None:
     return Worker(kind, threads, processes)
 
 
-def warn_unshared_state(worker: Worker | None, state_storage_uri: str | None) -> None:
-    """Warn when the server runs several worker processes and they share no state store."""
+def warn_unshared_state(worker: Worker | None, state_storage_uri: str | None, *, oauth: bool = False) -> None:
+    """Warn when the server runs several worker processes and they share no state store
+    (``oauth``: the app is its own OAuth authorization server, whose records are state too)."""
     if state_storage_uri or worker is None or worker.processes is None or worker.processes < 2:
         return
     log.warning("flask-tooldiscovery: the server runs %s worker processes and TOOLDISCOVERY_STATE_STORAGE_URI "
                 "is unset: each process keeps its own state, so a sealed approval can run once in each of "
-                "them, an MCP approval answer reaching another worker is lost, and a task's record can only "
+                "them, an MCP approval answer reaching another worker is lost, %sand a task's record can only "
                 "be read on the worker that accepted it; set it to a redis:// URL every worker shares",
-                worker.processes)
+                worker.processes, "an OAuth code or token issued by one worker is unknown to the others, "
+                if oauth else "")
 
 
 def call_slots(configured: int | None, worker: Worker | None) -> int:
