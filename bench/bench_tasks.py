@@ -54,9 +54,9 @@ from celery import Celery  # noqa: E402
 from flask import Flask  # noqa: E402
 
 from flask_tooldiscovery import ToolDiscovery  # noqa: E402
-from flask_tooldiscovery.calls.outbox import OUTBOX, Outbox  # noqa: E402
-from flask_tooldiscovery.calls.tasks import RedisTaskStore, Task  # noqa: E402
-from flask_tooldiscovery.serving.tasks import EXTENSION_KEY  # noqa: E402
+from flask_tooldiscovery.tasks.outbox import OUTBOX, Outbox  # noqa: E402
+from flask_tooldiscovery.tasks.records import RedisTaskStore, Task  # noqa: E402
+from flask_tooldiscovery.tasks.runner import EXTENSION_KEY  # noqa: E402
 
 ROUNDS, PER_ROUND = 9, 200
 

@@ -13,8 +13,6 @@ from flask import Flask, current_app, has_app_context, has_request_context, requ
 from flask.cli import FlaskGroup, run_command
 
 from . import settings as cfg
-from .calls import single_use
-from .calls.changes import Kind
 from .catalog.prompts import Prompt, PromptRegistry, prompt_from_function
 from .catalog.resources import ResourceRegistry, resource_from_function
 from .catalog.skills import SkillCatalog, serve_skills, skill_from_function
@@ -28,11 +26,14 @@ from .identity.tokens import check_required_claims
 from .identity.verifiers import ApiKeyVerifier, BearerVerifier, JwksVerifier, JwtVerifier, OAuthResourceVerifier
 from .observe.logs import log, show_call_log
 from .runtime.invoke import Outcome, invoke
-from .serving import fastpath, tasks
+from .serving import fastpath
 from .serving.core import Core, merge_categories
 from .serving.epi_hmac import EpiHmacVerifier, decode_secret
 from .serving.pipeline import Pipeline
 from .settings import Settings, SettingsError
+from .state import single_use
+from .state.changes import Kind
+from .tasks import runner
 from .tools.function_tools import tool_from_function
 from .tools.model import Tool, ToolContext
 from .tools.providers import ToolsProvider
@@ -313,7 +314,7 @@ class ToolDiscovery:
         app.extensions["tooldiscovery"] = self
         app.extensions[STATE_KEY] = core
         app.extensions[PIPELINES_KEY] = pipelines
-        app.extensions[tasks.EXTENSION_KEY] = tasks.Tasks(app, settings, pipelines)
+        app.extensions[runner.EXTENSION_KEY] = runner.Tasks(app, settings, pipelines)
         for name, pipeline in pipelines.items():
             dialect = self.dialect(name)
             app.register_blueprint(dialect.make_blueprint(pipeline), url_prefix=pipeline.prefix or None)

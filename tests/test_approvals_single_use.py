@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import requests
 
-from flask_tooldiscovery.calls.single_use import LocalLedger, SpendError
+from flask_tooldiscovery.state.single_use import LocalLedger, SpendError
 
 from .apps.approval_app import wiping_app
 from .conftest import free_port, live_server

@@ -55,7 +55,7 @@ def test_every_exception_of_the_package_derives_from_the_one_base() -> None:
     ("schema.check.InvalidSchemaError", ValueError), ("schema.signature.SignatureError", TypeError),
     ("schema.sources.SchemaSourceError", TypeError), ("catalog.resources.NoSuchResource", LookupError),
     ("tools.providers.ProviderError", RuntimeError), ("views.calls.ViewFailed", RuntimeError),
-    ("calls.rendezvous.RendezvousError", RuntimeError),
+    ("state.rendezvous.RendezvousError", RuntimeError),
 ])
 def test_each_keeps_its_built_in_base(cls: str, builtin: type[Exception]) -> None:
     assert issubclass(package_exceptions()[f"flask_tooldiscovery.{cls}"], builtin)

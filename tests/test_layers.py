@@ -32,20 +32,25 @@ FOUNDATION = {"errors", "settings", "settings_parsers", "signals"}
 ALLOWED: dict[str, set[str]] = {
     # The public face puts the public names together; the extension builds everything at init_app.
     "__init__": {"extension", "dialects", "identity", "catalog", "runtime", "schema", "tools", *FOUNDATION},
-    "extension": {"cli", "dialects", "serving", "identity", "calls", "observe", "catalog", "views", "runtime",
-                  "tools", *FOUNDATION},
+    "extension": {"cli", "dialects", "serving", "identity", "tasks", "calls", "state", "observe", "catalog", "views",
+                  "runtime", "tools", *FOUNDATION},
     # ``flask tools``: runs calls through the dialects' pipelines, outside a request.
     "cli": {"dialects", "serving", "calls", "lint", "schema", "tools", *FOUNDATION},
     # A dialect reaches serving (identity was part of it) and the tool model's public face, names
     # its lint target (the Dialect contract's lint_tool), and logs on the library's logger.
-    "dialects": {"serving", "identity", "lint", "tools", "observe.logs", *FOUNDATION},
+    # The tasks service (tasks.runner: start, read, answer and cancel a task) is reached as serving is.
+    "dialects": {"serving", "identity", "tasks.runner", "lint", "tools", "observe.logs", *FOUNDATION},
     # The serving core: the pipeline orchestrates identity, the call services, the runtime.
-    "serving": {"identity", "calls", "observe", "catalog", "runtime", "search", "tools", *FOUNDATION},
+    "serving": {"identity", "calls", "state", "observe", "catalog", "runtime", "search", "tools", *FOUNDATION},
+    # Calls that outlive their request: run through the serving core's pipelines, kept in the state store.
+    "tasks": {"serving", "calls", "state", "observe", "runtime", "tools", *FOUNDATION},
     # Identity; its authorization server keeps records in the state store, fetches client metadata
     # documents by the callback rules, and logs on the library's logger.
-    "identity": {"runtime", "tools", "calls.state_store", "calls.callbacks", "observe.logs", *FOUNDATION},
-    # The call services (approvals, limits, slots, streaming, task records and engines).
-    "calls": {"observe", "runtime", "schema", "tools", *FOUNDATION},
+    "identity": {"runtime", "tools", "state.store", "calls.callbacks", "observe.logs", *FOUNDATION},
+    # The call services (approvals, limits, slots, streaming, input rounds, callbacks).
+    "calls": {"state", "observe", "runtime", "schema", "tools", *FOUNDATION},
+    # The state store's interface and the records kept in it (once, single use, rendezvous, changes).
+    "state": {"observe.logs", *FOUNDATION},
     # Logs, metrics, tracing: told of calls, never calling into the services.
     "observe": {"runtime", "tools", *FOUNDATION},
     # The tool-quality rules of flask tools check: targets and each protocol's rules, on the tool model.
@@ -85,25 +90,25 @@ KNOWN_EXCEPTIONS = {
     # The call services (approvals, tasks, task input, rounds, streaming, rendezvous, callbacks)
     # should be reached through the pipeline, or declared on the Dialect contract:
     "dialects.explorer.stream -> calls.streaming",
-    "dialects.explorer.tasks -> calls.tasks",
+    "dialects.explorer.tasks -> tasks.records",
     "dialects.explorer.ui_preview -> calls.approvals",
     "dialects.mcp.approval -> calls.approvals",
     "dialects.mcp.asking -> calls.input_rounds",
-    "dialects.mcp.elicit -> calls.rendezvous",
+    "dialects.mcp.elicit -> state.rendezvous",
     "dialects.mcp.input_requests -> calls.approvals",
     "dialects.mcp.input_requests -> calls.input_rounds",
     "dialects.mcp.stream -> calls.streaming",
-    "dialects.mcp.subscriptions -> calls.changes",
-    "dialects.mcp.task_questions -> calls.rendezvous",
-    "dialects.mcp.task_questions -> calls.task_input",
-    "dialects.mcp.task_questions -> calls.tasks",
-    "dialects.mcp.task_wire -> calls.task_input",
-    "dialects.mcp.task_wire -> calls.tasks",
-    "dialects.mcp.tasks -> calls.task_input",
-    "dialects.mcp.tasks -> calls.tasks",
+    "dialects.mcp.subscriptions -> state.changes",
+    "dialects.mcp.task_questions -> state.rendezvous",
+    "dialects.mcp.task_questions -> tasks.task_input",
+    "dialects.mcp.task_questions -> tasks.records",
+    "dialects.mcp.task_wire -> tasks.task_input",
+    "dialects.mcp.task_wire -> tasks.records",
+    "dialects.mcp.tasks -> tasks.task_input",
+    "dialects.mcp.tasks -> tasks.records",
     "dialects.opal.async_mode -> calls.callbacks",
-    "dialects.opal.async_mode -> calls.tasks",
-    "dialects.opal.rollbacks -> calls.once",
+    "dialects.opal.async_mode -> tasks.records",
+    "dialects.opal.rollbacks -> state.once",
     # Prompts, resources, skills, completion and tool UIs should be handed to a dialect by serving:
     "dialects.explorer.prompts -> catalog.completion",
     "dialects.explorer.prompts -> catalog.prompts",
@@ -300,7 +305,7 @@ def test_the_checker_sees_what_it_must(tmp_path: Path) -> None:
     assert found == {f"{NAME}.serving.pipeline", NAME}
     assert not allowed(f"{NAME}.tools.probe", f"{NAME}.serving.pipeline")
     assert not allowed(f"{NAME}.tools.probe", NAME)
-    assert not allowed(f"{NAME}.dialects.oxp", f"{NAME}.calls.tasks")
+    assert not allowed(f"{NAME}.dialects.oxp", f"{NAME}.tasks.records")
     assert allowed(f"{NAME}.dialects.oxp", f"{NAME}.serving.pipeline")
     assert allowed(f"{NAME}.dialects.oxp", f"{NAME}.observe.logs")
     assert not allowed(f"{NAME}.dialects.oxp", f"{NAME}.observe.metrics")

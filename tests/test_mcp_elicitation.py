@@ -28,8 +28,8 @@ from mcp_types import ElicitResult
 from werkzeug.wrappers import Request, Response
 
 from flask_tooldiscovery import ToolDiscovery
-from flask_tooldiscovery.calls.rendezvous import LOCAL, RedisRendezvous, RendezvousError, for_uri
 from flask_tooldiscovery.settings import SettingsError
+from flask_tooldiscovery.state.rendezvous import LOCAL, RedisRendezvous, RendezvousError, for_uri
 
 from .conftest import free_port, live_server
 from .test_mcp_stream import SSE, WAIT, Stream, call_body

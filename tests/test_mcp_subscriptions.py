@@ -14,7 +14,7 @@ import pytest
 from flask import Flask
 
 from flask_tooldiscovery import Identity, ToolDiscovery
-from flask_tooldiscovery.calls import changes
+from flask_tooldiscovery.state import changes
 
 MODERN = "2026-07-28"
 SSE = "application/json, text/event-stream"

@@ -15,8 +15,8 @@ from flask import Flask
 from mcp_types import _v2025_11_25 as v2025
 
 from flask_tooldiscovery import ToolDiscovery
-from flask_tooldiscovery.calls.tasks import Task
-from flask_tooldiscovery.serving.tasks import INTERRUPTED, tasks_of
+from flask_tooldiscovery.tasks.records import Task
+from flask_tooldiscovery.tasks.runner import INTERRUPTED, tasks_of
 from tests.apps.mcp_everything_app import create_app
 
 MODERN = "2026-07-28"

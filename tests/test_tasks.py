@@ -21,8 +21,8 @@ import pytest
 from flask import Flask
 
 from flask_tooldiscovery import ToolDiscovery
-from flask_tooldiscovery.calls.tasks import LocalTaskStore, RedisTaskStore, Task, TaskStore
-from flask_tooldiscovery.serving.tasks import INTERRUPTED, tasks_of
+from flask_tooldiscovery.tasks.records import LocalTaskStore, RedisTaskStore, Task, TaskStore
+from flask_tooldiscovery.tasks.runner import INTERRUPTED, tasks_of
 
 from .test_deploy import ROOT
 from .test_opal_async import Receiver
@@ -222,7 +222,7 @@ def test_an_accept_the_broker_never_heard_of_is_sent_later_and_runs_once(
     pytest.importorskip("celery")
     import redis
 
-    from flask_tooldiscovery.calls.outbox import JOBS, OUTBOX
+    from flask_tooldiscovery.tasks.outbox import JOBS, OUTBOX
 
     monkeypatch.setenv("TD_REDIS_URL", redis_url)
     monkeypatch.setenv("TD_EFFECTS", str(tmp_path))

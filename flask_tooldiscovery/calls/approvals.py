@@ -17,7 +17,7 @@ requests, Opal's async accept), so none of them decides again.
 
 A sealed request runs its call once. When the call is about to run (the seal checked, the caller
 within its rate limit, a call slot taken) or the person declined, the seal is spent
-(:mod:`.single_use`): in the state store (``TOOLDISCOVERY_STATE_STORAGE_URI``) for every worker
+(:mod:`..state.single_use`): in the state store (``TOOLDISCOVERY_STATE_STORAGE_URI``) for every worker
 and host at once, else in this process only. Sent again, on any dialect, or declined and then
 sent as approved, it is :class:`InvalidApproval`. The digest is over the arguments as the tool
 receives them (coerced, validated, loaded: ``5`` and ``5.0`` for an ``int`` are one call).
@@ -42,8 +42,8 @@ from ..errors import BadRequest, CoreError, Unavailable
 from ..runtime.invoke import prepare
 from ..schema.coerce import to_jsonable
 from ..settings import Settings
+from ..state import single_use
 from ..tools.model import Tool, ToolContext
-from . import single_use
 
 SALT = "flask-tooldiscovery.approval"
 #: The request header a JSON dialect's client sends the sealed state back in, once the person approved.

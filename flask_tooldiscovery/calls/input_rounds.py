@@ -12,7 +12,7 @@ round each.
 The round's state carries the answers of the earlier rounds to the next request, sealed like an
 approval (:mod:`.approvals`: signed with the app's ``SECRET_KEY``, for this tool, these arguments
 and this caller, expiring with ``TOOLDISCOVERY_APPROVAL_TTL``) under a purpose of its own (an
-approval's state opens no round and a round's none approval), and spent once (:mod:`.single_use`):
+approval's state opens no round and a round's none approval), and spent once (:mod:`..state.single_use`):
 sent again, on any worker, it is refused. Nothing is stored while the caller answers. A call that
 needs a person's approval is approved once: a round that ends after the approved run carries a
 fresh sealed approval of the same call (spent in its turn when the next round runs).

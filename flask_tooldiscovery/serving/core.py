@@ -14,8 +14,6 @@ from typing import Any, Protocol
 
 from flask import has_app_context
 
-from ..calls import changes, resource_subscriptions
-from ..calls.changes import Change, Kind
 from ..calls.slots import Slots
 from ..catalog.prompts import PromptRegistry
 from ..catalog.resources import ResourceRegistry
@@ -27,6 +25,8 @@ from ..observe.operations import Operations
 from ..runtime.invoke import Outcome, invoke
 from ..search.indexes import SearchIndexes
 from ..settings import Settings
+from ..state import changes, resource_subscriptions
+from ..state.changes import Change, Kind
 from ..tools.model import Tool, ToolContext
 from ..tools.registry import ToolRegistry, ToolSet
 from . import request_state, worker_threads

@@ -11,7 +11,7 @@ signs and checks it::
 
 accepted from 5 minutes in the past to 1 minute in the future. Beyond the SDK, which tracks no
 nonce (a captured request replays for 5 minutes), each nonce is accepted once within that window:
-it is spent in the state store's ledger (:mod:`~flask_tooldiscovery.calls.single_use`: Redis
+it is spent in the state store's ledger (:mod:`~flask_tooldiscovery.state.single_use`: Redis
 when ``TOOLDISCOVERY_STATE_STORAGE_URI`` is set, every worker and host; else this process's).
 A ledger that cannot decide refuses the request as unavailable (503), never lets it in.
 """
@@ -27,9 +27,9 @@ from urllib.parse import quote
 
 from flask import Request
 
-from ..calls.single_use import Ledger, SpendError
 from ..errors import Unavailable
 from ..identity.sources import AuthError, Verifier
+from ..state.single_use import Ledger, SpendError
 from ..tools.model import Identity
 from . import request_state
 from .body import read_body

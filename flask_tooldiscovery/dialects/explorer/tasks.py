@@ -1,6 +1,6 @@
 """The explorer's live calls as tasks: a call streamed to the page outlives the page.
 
-A call answered as events (:mod:`.stream`) keeps a task record (:meth:`~...serving.tasks.Tasks.here`:
+A call answered as events (:mod:`.stream`) keeps a task record (:meth:`~...tasks.runner.Tasks.here`:
 the state store, leased while this worker runs it) named by the stream's first event, ``task``
 ``{id, state}``. The page going away (a reload, a closed tab) leaves the call running; its outcome,
 exactly the plain call's answer (status and JSON body), is kept in the record. Stopping it is
@@ -21,12 +21,12 @@ from typing import Any
 
 from flask import Response, current_app
 
-from ...calls.tasks import Task, TaskState
 from ...errors import CoreError, NotFound
 from ...runtime.invoke import CANCELLED, Outcome
 from ...serving.pipeline import Pipeline
-from ...serving.tasks import tasks_of
 from ...serving.wire import json_response
+from ...tasks.records import Task, TaskState
+from ...tasks.runner import tasks_of
 from ...tools.model import Tool, ToolContext
 
 Invoke = Callable[[Tool, Any, ToolContext], Outcome]

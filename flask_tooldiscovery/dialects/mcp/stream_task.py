@@ -1,7 +1,7 @@
 """A streamed ``tools/call`` is a task: its outcome stays readable after the stream broke.
 
 When a call is answered as Server-Sent Events (:mod:`.stream`), a task record is kept for it
-(:meth:`~...serving.tasks.Tasks.here`: in the state store, leased while this worker runs it) and the
+(:meth:`~...tasks.runner.Tasks.here`: in the state store, leased while this worker runs it) and the
 stream's first event is ``notifications/tasks/status`` naming it (with the ``related-task`` key in
 its ``_meta``), for clients of a revision that has tasks (:func:`.revisions.has_tasks`; in the
 stateless era those declaring the tasks extension). The spec says a client's disconnection is not a cancellation: a
@@ -21,7 +21,7 @@ from typing import Any
 from flask import current_app
 
 from ...serving.pipeline import Pipeline
-from ...serving.tasks import tasks_of
+from ...tasks.runner import tasks_of
 from ...tools.model import Tool, ToolContext
 from . import revisions, sse
 from . import task_wire as wire

@@ -12,7 +12,7 @@ prompt or resource list changed, and that a resource they subscribed to changed,
   ``resources/unsubscribe`` keep the caller's URIs under that name in the state store; the client's
   ``GET`` with that header is the stream of list changes and ``notifications/resources/updated`` for its URIs.
 
-Changes travel on the core's change bus (:mod:`...calls.changes`: in process, or Redis pub/sub with
+Changes travel on the core's change bus (:mod:`...state.changes`: in process, or Redis pub/sub with
 ``TOOLDISCOVERY_STATE_STORAGE_URI``), so the worker a client listens on hears what another announced:
 ``discovery.resource_changed(uri)``, ``discovery.list_changed(...)``, or a registration after start.
 Each open stream holds one server thread.
@@ -28,12 +28,12 @@ from typing import Any
 
 from flask import Response, current_app, g, request, stream_with_context
 
-from ...calls.changes import Change
 from ...catalog.resources import NoSuchResource
 from ...observe.logs import log
 from ...serving.pipeline import Pipeline
 from ...serving.wire import accepts, json_response
 from ...settings import Settings
+from ...state.changes import Change
 from . import jsonrpc as rpc
 from . import sessions
 from .request import Handler, McpRequest

@@ -5,7 +5,7 @@ calls ``tasks/result``: a client accepting ``text/event-stream`` gets that reque
 stream, on which each open question of the task goes out as an ``elicitation/create`` request
 (with the ``related-task`` key in its ``_meta``). The client POSTs its answer as a request of its
 own, which may reach any worker; the rendezvous hands it to the ``tasks/result`` that asked
-(:func:`.elicit.ask_on_stream`), which puts it in the task's record (:mod:`...calls.task_input`),
+(:func:`.elicit.ask_on_stream`), which puts it in the task's record (:mod:`...tasks.task_input`),
 where the task's run, wherever it is, finds it and carries on. The stream then ends with the task's
 result, as ``tasks/result`` always does. A ``tasks/result`` answered as JSON asks nothing: the
 task waits for another one, at most ``TOOLDISCOVERY_MCP_ELICITATION_TIMEOUT``.
@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from flask import current_app
 
-from ...calls import task_input
-from ...calls.rendezvous import RendezvousError
-from ...calls.tasks import Task
 from ...observe.logs import log
 from ...serving.pipeline import Pipeline
-from ...serving.tasks import tasks_of
+from ...state.rendezvous import RendezvousError
+from ...tasks import task_input
+from ...tasks.records import Task
+from ...tasks.runner import tasks_of
 from . import elicit
 from .request import McpRequest
 from .tasks import RELATED_TASK

@@ -1,4 +1,4 @@
-"""A task record (:class:`~...calls.tasks.Task`) as MCP shows it, in each era's words.
+"""A task record (:class:`~...tasks.records.Task`) as MCP shows it, in each era's words.
 
 The stateless era (2026-07-28), the ``io.modelcontextprotocol/tasks`` extension (SEP-2663): a flat ``Task`` (``taskId``,
 ``status``, ``createdAt``, ``lastUpdatedAt``, ``ttlMs``, ``pollIntervalMs``, ``statusMessage``);
@@ -20,10 +20,10 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
-from ...calls.task_input import open_questions
-from ...calls.tasks import Task
 from ...runtime.invoke import Outcome
 from ...serving.pipeline import Pipeline
+from ...tasks.records import Task
+from ...tasks.task_input import open_questions
 from ...tools.results import RichBlock
 from ..content_blocks import content_blocks
 from . import jsonrpc as rpc

@@ -1,5 +1,5 @@
 """MCP tasks: a ``tools/call`` answered with a task handle, run by the app's task engine
-(:mod:`~...serving.tasks`), its record read, answered and cancelled from any worker and host.
+(:mod:`~...tasks.runner`), its record read, answered and cancelled from any worker and host.
 
 Which calls become tasks: a tool's ``task_support`` (``"optional"`` or ``"required"``; a
 ``long_running`` tool is ``"optional"``), asked for by the client: in the stateless era by declaring
@@ -29,13 +29,13 @@ from typing import Any
 
 from flask import current_app
 
-from ...calls import task_input
-from ...calls.tasks import TERMINAL, Task, TaskStore
 from ...observe.logs import log
 from ...runtime.invoke import prepare
 from ...serving.pipeline import ApprovalGate, Pipeline
-from ...serving.tasks import tasks_of
 from ...serving.wire import page_cursor, read_cursor
+from ...tasks import task_input
+from ...tasks.records import TERMINAL, Task, TaskStore
+from ...tasks.runner import tasks_of
 from ...tools.model import Tool, ToolContext
 from ...tools.questions import NOBODY, Answer, answer_of, declared, from_answers
 from . import jsonrpc as rpc

@@ -1,5 +1,5 @@
 """Opal's asynchronous execution of ``long_running`` tools: ``202`` at once, the call run as a
-task (:mod:`~flask_tooldiscovery.serving.tasks`: a record readable from any worker, run by the
+task (:mod:`~flask_tooldiscovery.tasks.runner`: a record readable from any worker, run by the
 app's task engine through the pipeline), its result POSTed to the callback URL the request names
 when the task ends. The ``202`` body names the task (``task_id``, the call id).
 
@@ -28,12 +28,12 @@ from typing import Any
 from flask import Response, current_app
 
 from ...calls import callbacks
-from ...calls.tasks import Task
 from ...errors import BadRequest
 from ...runtime.invoke import prepare
 from ...serving.pipeline import ApprovalGate, Pipeline
-from ...serving.tasks import INTERRUPTED, finisher, tasks_of
 from ...serving.wire import json_response
+from ...tasks.records import Task
+from ...tasks.runner import INTERRUPTED, finisher, tasks_of
 from ...tools.model import Tool, ToolContext
 from .settings import OpalSettings
 

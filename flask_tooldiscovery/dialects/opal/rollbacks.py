@@ -7,7 +7,7 @@ unlisted tool, or the name of another tool); discovery lists each rollback of th
 the whole body less those keys, is the arguments). It runs through the same pipeline as a tool
 call (identity, limits, approvals, signals), once per ``operation_id`` and caller (the identity's
 subject, when a credential named one): the first success is kept in the state store
-(:mod:`~flask_tooldiscovery.calls.once`, ``TOOLDISCOVERY_STATE_STORAGE_URI`` when set) for
+(:mod:`~flask_tooldiscovery.state.once`, ``TOOLDISCOVERY_STATE_STORAGE_URI`` when set) for
 ``TOOLDISCOVERY_TASK_TTL`` seconds and answered again to every later call with that id; a second
 call while the first runs is a 409; a failed or refused run is forgotten, so Opal's retry runs it
 again. Without an ``operation_id`` (the SDK accepts that) it runs each time it is called.
@@ -21,11 +21,11 @@ from typing import Any
 
 from flask import Response
 
-from ...calls import once
 from ...errors import BadRequest, CoreError, NotFound, Unavailable
 from ...schema.json_schema import inline_refs
 from ...serving.openapi import arguments_body, openapi_post
 from ...serving.pipeline import Pipeline
+from ...state import once
 from ...tools.model import Tool
 from .requests import (
     CONTEXT_PROPERTIES,

@@ -17,8 +17,8 @@ import threading
 import time
 from typing import Any, Protocol
 
-from ...calls.state_store import redis_client
 from ...errors import ToolDiscoveryError
+from ...state.store import redis_client
 
 PREFIX = "flask-tooldiscovery:oauth:"
 #: Records the in-process store holds at most (live ones; expired ones are dropped first).

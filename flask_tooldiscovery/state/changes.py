@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from ..observe.logs import log
-from .state_store import redis_client
+from .store import redis_client
 
 REDIS_CHANNEL = "flask-tooldiscovery:changes"
 #: Changes a listener of this process holds before dropping the oldest.

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from ..errors import ToolDiscoveryError
 from ..observe.logs import log
-from .state_store import redis_client
+from .store import redis_client
 
 REDIS_PREFIX = "flask-tooldiscovery:rendezvous:"
 

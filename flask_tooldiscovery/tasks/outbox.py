@@ -11,7 +11,7 @@ worker killed between its answer and the publish) stays in the outbox; once due,
 any process that runs tasks (a web worker, a Celery worker) takes it and sends it. Taking a job
 moves its due time ``grace`` seconds on, in one script call, so two publishers never take it
 together; a job is sent twice only when a publisher stalls for ``grace`` seconds between sending
-it and taking it out (and a redelivered task is never run twice: see :mod:`.tasks`).
+it and taking it out (and a redelivered task is never run twice: see :mod:`.runner`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 
 from ..observe.logs import log
 from .engines import Engine, Job
-from .tasks import PUT_LINES, REDIS_PREFIX, Task
+from .records import PUT_LINES, REDIS_PREFIX, Task
 
 OUTBOX = f"{REDIS_PREFIX}outbox"
 JOBS = f"{REDIS_PREFIX}outbox:jobs"

@@ -18,7 +18,7 @@ import weakref
 from typing import Any, Protocol
 
 from ..errors import ToolDiscoveryError
-from .state_store import redis_client
+from .store import redis_client
 
 REDIS_PREFIX = "flask-tooldiscovery:once:"
 RUNNING = {"state": "running"}

@@ -1,7 +1,7 @@
 """Calls that outlive their request, run as tasks through the same pipeline as every call.
 
-:meth:`Tasks.start` keeps a :class:`~flask_tooldiscovery.calls.tasks.Task` record for the call
-and hands it to the app's engine (:mod:`~flask_tooldiscovery.calls.engines`); :meth:`Tasks.run`
+:meth:`Tasks.start` keeps a :class:`~flask_tooldiscovery.tasks.records.Task` record for the call
+and hands it to the app's engine (:mod:`~flask_tooldiscovery.tasks.engines`); :meth:`Tasks.run`
 is what the engine calls, in whatever process and host: it reads the record, runs the call for the
 caller through the dialect's pipeline (rate limits, call slots, signals, traces and metrics
 apply), keeps the outcome in the record, and hands the ended task to the dialect's finisher (a
@@ -22,20 +22,20 @@ from typing import Any, cast
 
 from flask import Flask
 
-from ..calls import task_input
 from ..calls.approvals import digest
-from ..calls.engines import CELERY_INSTALL, CeleryEngine, Engine, Job, ThreadEngine
-from ..calls.outbox import Outbox
-from ..calls.tasks import COMPACT, RedisTaskStore, Task, TaskState, TaskStore, store_for
 from ..errors import CoreError, RetryLater
 from ..observe.logs import log
 from ..runtime.invoke import CANCELLED, Outcome
+from ..serving.outside import call_as, charge
+from ..serving.pipeline import Pipeline
 from ..settings import Settings, SettingsError, key
 from ..tools.model import Identity, Tool, ToolContext
 from ..tools.results import is_rich
+from . import task_input
 from .cancel_watch import CancelWatcher
-from .outside import call_as, charge
-from .pipeline import Pipeline
+from .engines import CELERY_INSTALL, CeleryEngine, Engine, Job, ThreadEngine
+from .outbox import Outbox
+from .records import COMPACT, RedisTaskStore, Task, TaskState, TaskStore, store_for
 
 #: What a dialect does with a task once it ended (deliver its result somewhere), by name: called
 #: with the attempt's number, it answers ``None`` when done, or the seconds to wait before another.

@@ -13,7 +13,7 @@ import time
 from contextlib import suppress
 from typing import Any, Protocol
 
-from .state_store import redis_client
+from .store import redis_client
 
 REDIS_PREFIX = "flask-tooldiscovery:subscriptions:"
 

@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..tools.questions import NOBODY, Answer, Asker, CannotAsk, InputRequest, Question, answer_of
-from .tasks import Task, TaskStore
+from .records import Task, TaskStore
 
 QUESTIONS, ANSWERS, ASKABLE = "questions", "answers", "askable"
 #: Seconds the task waits for an answer, when its dialect says (else as long as the task is kept).

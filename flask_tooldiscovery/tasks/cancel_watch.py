@@ -1,6 +1,6 @@
 """Cancellation that reaches a running task wherever it runs.
 
-A stop request is a mark in the task store (:meth:`~flask_tooldiscovery.calls.tasks.TaskStore.cancel`),
+A stop request is a mark in the task store (:meth:`~flask_tooldiscovery.tasks.records.TaskStore.cancel`),
 made by whichever worker received it. Each process that runs tasks watches the marks of the ones it
 runs, with one thread for all of them (none while nothing runs), and cancels the call's
 :class:`~flask_tooldiscovery.tools.model.ToolContext` when its mark appears: an async tool is
@@ -16,9 +16,9 @@ from __future__ import annotations
 import threading
 import time
 
-from ..calls.tasks import TaskStore
 from ..observe.logs import log
 from ..tools.model import ToolContext
+from .records import TaskStore
 
 #: Seconds between two looks at the store while tasks run here.
 INTERVAL = 0.5

@@ -18,7 +18,7 @@ import time
 from typing import Protocol
 
 from ..errors import ToolDiscoveryError
-from .state_store import redis_client
+from .store import redis_client
 
 REDIS_PREFIX = "flask-tooldiscovery:spent:"
 #: Keys the in-process ledger holds at most (live ones: expired keys are dropped first).

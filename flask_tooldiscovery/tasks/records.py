@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal, Protocol
 
-from .state_store import redis_client
+from ..state.store import redis_client
 
 TaskState = Literal["working", "input_required", "completed", "failed", "cancelled", "interrupted"]
 #: The states a task never leaves.

@@ -1,0 +1,4 @@
+"""Calls that outlive their request: the task records (:mod:`.records`), the engines that run them
+(:mod:`.engines`: a bounded pool of threads, or Celery) and the Celery engine's outbox (:mod:`.outbox`),
+the runner and its finishers (:mod:`.runner`), the cancel watch (:mod:`.cancel_watch`) and the
+questions a running task asks its caller (:mod:`.task_input`)."""
