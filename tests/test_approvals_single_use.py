@@ -23,7 +23,8 @@ from typing import Any
 import pytest
 import requests
 
-from flask_tooldiscovery.state.single_use import LocalLedger, SpendError
+from flask_tooldiscovery.state.memory import MemoryStore
+from flask_tooldiscovery.state.single_use import Ledger, SpendError
 
 from .apps.approval_app import wiping_app
 from .conftest import free_port, live_server
@@ -268,7 +269,7 @@ def test_invalid_arguments_are_answered_without_asking_for_approval(one_process:
 
 
 def test_the_in_process_ledger_forgets_expired_keys_and_refuses_when_full() -> None:
-    ledger = LocalLedger(capacity=2)
+    ledger = Ledger(MemoryStore(capacity=2))
     assert ledger.spend("a", 600) and not ledger.spend("a", 600)
     assert ledger.spend("gone", 0) and len(ledger) == 1  # expired at once: forgotten
     assert ledger.spend("b", 600)

@@ -29,7 +29,8 @@ from werkzeug.wrappers import Request, Response
 
 from flask_tooldiscovery import ToolDiscovery
 from flask_tooldiscovery.settings import SettingsError
-from flask_tooldiscovery.state.rendezvous import LOCAL, RedisRendezvous, RendezvousError, for_uri
+from flask_tooldiscovery.state.redis_store import RedisStore
+from flask_tooldiscovery.state.rendezvous import LOCAL, Rendezvous, RendezvousError, for_uri
 
 from .conftest import free_port, live_server
 from .test_mcp_stream import SSE, WAIT, Stream, call_body
@@ -241,7 +242,7 @@ def test_redis_rendezvous_between_two_clients(redis_url: str) -> None:  # noqa: 
     import redis
 
     url = redis_url + "/3"
-    waiter, receiver, raw = RedisRendezvous(url), RedisRendezvous(url), redis.Redis.from_url(url)
+    waiter, receiver, raw = Rendezvous(RedisStore(url)), Rendezvous(RedisStore(url)), redis.Redis.from_url(url)
     assert for_uri(url) is for_uri(url) and for_uri(None) is LOCAL
     assert receiver.deliver("early", b"kept", 30) is True  # stored before anyone waits, for a while
     assert 0 < raw.ttl("flask-tooldiscovery:rendezvous:early") <= 31
@@ -254,7 +255,7 @@ def test_redis_rendezvous_between_two_clients(redis_url: str) -> None:  # noqa: 
 
 
 def test_unreachable_redis() -> None:
-    down = RedisRendezvous(f"redis://127.0.0.1:{free_port()}/0")
+    down = Rendezvous(RedisStore(f"redis://127.0.0.1:{free_port()}/0"))
     assert down.deliver("k", b"x", 5) is False
     with down.expect("k") as box, pytest.raises(RendezvousError):
         box.get(0.1)

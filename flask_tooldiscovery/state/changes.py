@@ -1,8 +1,9 @@
 """Changes every worker hears of: a list (tools, prompts, resources) changed, or one resource did.
 
 A :class:`Change` published in one worker reaches every open listener of every worker that shares
-the state store: in process (:data:`LOCAL`, the default: the listeners of this process) or through
-Redis pub/sub (``TOOLDISCOVERY_STATE_STORAGE_URI``, one channel per database). A change is a level trigger ("this
+the state store (:mod:`.store`, one channel): in process (:data:`LOCAL`, the default: the listeners
+of this process) or through Redis pub/sub (``TOOLDISCOVERY_STATE_STORAGE_URI``, one channel per
+database). A change is a level trigger ("this
 changed, read it again if you care"): nothing is kept for a listener that is not listening, and a
 listener that falls behind loses the oldest changes first. What a change means to a client is the
 dialect's business.
@@ -10,21 +11,21 @@ dialect's business.
 
 from __future__ import annotations
 
+import functools
 import json
-import queue
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from ..observe.logs import log
-from .store import redis_client
+from .memory import MemoryStore
+from .redis_store import shared
+from .store import Inbox, StateStore
 
 REDIS_CHANNEL = "flask-tooldiscovery:changes"
-#: Changes a listener of this process holds before dropping the oldest.
-BACKLOG = 1024
 Kind = Literal["tools", "prompts", "resources", "resource"]
 KINDS: tuple[Kind, ...] = ("tools", "prompts", "resources", "resource")
 
@@ -58,101 +59,46 @@ class Listener(Protocol):
         """The next change, or ``None`` after ``timeout`` seconds without one."""
 
 
-class ChangeBus(Protocol):
-    def publish(self, change: Change) -> bool:
-        """Tell every listener; False when the change surely reached nobody (storage unreachable)."""
-
-    def listen(self) -> AbstractContextManager[Listener]:
-        """Hear every change published while the ``with`` block runs (from the moment it starts)."""
-
-
-class _Queue:
-    def __init__(self) -> None:
-        self.items: queue.Queue[Change] = queue.Queue(BACKLOG)
-
-    def put(self, change: Change) -> None:
-        while True:
-            try:
-                self.items.put_nowait(change)
-                return
-            except queue.Full:
-                with suppress(queue.Empty):
-                    self.items.get_nowait()
+class _Heard:
+    def __init__(self, inbox: Inbox) -> None:
+        self.inbox = inbox
 
     def get(self, timeout: float) -> Change | None:
-        try:
-            return self.items.get(timeout=max(timeout, 0.0))
-        except queue.Empty:
-            return None
+        deadline = time.monotonic() + max(timeout, 0.0)
+        while True:
+            left = max(deadline - time.monotonic(), 0.0)
+            try:
+                data = self.inbox.get(left)
+            except Exception as exc:  # redis.RedisError: unreachable
+                log.warning("flask-tooldiscovery: state storage unreachable while listening for changes: %s",
+                            type(exc).__name__)
+                time.sleep(min(left, 1.0))
+                return None
+            change = None if data is None else Change.from_bytes(data)
+            if change is not None:
+                return change
+            if data is None or time.monotonic() >= deadline:
+                return None
 
 
-class LocalBus:
-    """The listeners of this process."""
+class ChangeBus:
+    """The listeners of every worker sharing ``store`` (its channel)."""
 
-    def __init__(self) -> None:
-        self._listeners: set[_Queue] = set()
+    def __init__(self, store: StateStore) -> None:
+        self.store = store
+        self._listening = 0
         self._lock = threading.Lock()
 
     @property
     def listening(self) -> int:
         """How many listen in this process now."""
         with self._lock:
-            return len(self._listeners)
+            return self._listening
 
     def publish(self, change: Change) -> bool:
-        with self._lock:
-            listeners = list(self._listeners)
-        for listener in listeners:
-            listener.put(change)
-        return True
-
-    @contextmanager
-    def listen(self) -> Iterator[Listener]:
-        box = _Queue()
-        with self._lock:
-            self._listeners.add(box)
+        """Tell every listener; False when the change surely reached nobody (storage unreachable)."""
         try:
-            yield box
-        finally:
-            with self._lock:
-                self._listeners.discard(box)
-
-
-class _Subscribed:
-    def __init__(self, pubsub: Any) -> None:
-        self.pubsub = pubsub
-
-    def get(self, timeout: float) -> Change | None:
-        deadline = time.monotonic() + max(timeout, 0.0)
-        while True:
-            left = deadline - time.monotonic()
-            try:
-                message = self.pubsub.get_message(ignore_subscribe_messages=True, timeout=max(left, 0.0))
-            except Exception as exc:  # redis.RedisError: unreachable
-                log.warning("flask-tooldiscovery: state storage unreachable while listening for changes: %s",
-                            type(exc).__name__)
-                time.sleep(min(max(left, 0.0), 1.0))
-                return None
-            if message is not None and message.get("type") == "message":
-                change = Change.from_bytes(message["data"])
-                if change is not None:
-                    return change
-            if time.monotonic() >= deadline:
-                return None
-
-
-class RedisBus:
-    """The listeners of every worker and host sharing one Redis (its pub/sub)."""
-
-    def __init__(self, uri: str) -> None:
-        self.client = redis_client(uri)
-        # pub/sub channels ignore the database number: the channel names it, so apps on one Redis
-        # with different databases hear only their own changes
-        self.channel = f"{REDIS_CHANNEL}:{self.client.connection_pool.connection_kwargs.get('db', 0)}"
-
-    def publish(self, change: Change) -> bool:
-        try:
-            self.client.publish(self.channel, change.to_bytes())
+            self.store.publish(REDIS_CHANNEL, change.to_bytes())
         except Exception as exc:
             log.warning("flask-tooldiscovery: state storage unreachable, change not announced: %s",
                         type(exc).__name__)
@@ -161,31 +107,29 @@ class RedisBus:
 
     @contextmanager
     def listen(self) -> Iterator[Listener]:
-        pubsub = self.client.pubsub()
-        try:
-            pubsub.subscribe(self.channel)
-            deadline = time.monotonic() + 5  # listening from now on: Redis confirmed the subscription
-            while time.monotonic() < deadline:
-                message = pubsub.get_message(timeout=0.5)
-                if message is not None and message.get("type") == "subscribe":
-                    break
-            yield _Subscribed(pubsub)
-        finally:
-            with suppress(Exception):
-                pubsub.close()
+        """Hear every change published while the ``with`` block runs (from the moment it starts)."""
+        with self.store.listen(REDIS_CHANNEL) as inbox:
+            with self._lock:
+                self._listening += 1
+            try:
+                yield _Heard(inbox)
+            finally:
+                with self._lock:
+                    self._listening -= 1
 
 
-LOCAL = LocalBus()
-_SHARED: dict[str, RedisBus] = {}
-_SHARED_LOCK = threading.Lock()
+#: The listeners of this process.
+LOCAL = ChangeBus(MemoryStore())
+
+
+@functools.cache
+def _shared(uri: str) -> ChangeBus:
+    return ChangeBus(shared(uri))
 
 
 def for_uri(uri: str | None) -> ChangeBus:
     """The bus of a ``TOOLDISCOVERY_STATE_STORAGE_URI`` (unset: :data:`LOCAL`), one per URI and process."""
-    if not uri:
-        return LOCAL
-    with _SHARED_LOCK:
-        return _SHARED.get(uri) or _SHARED.setdefault(uri, RedisBus(uri))
+    return _shared(uri) if uri else LOCAL
 
 
-__all__ = ["KINDS", "LOCAL", "Change", "ChangeBus", "Kind", "Listener", "LocalBus", "RedisBus", "for_uri"]
+__all__ = ["KINDS", "LOCAL", "Change", "ChangeBus", "Kind", "Listener", "for_uri"]

@@ -1,20 +1,105 @@
-"""The state store every worker and host shares.
+"""The state store every worker and host shares: one interface, :class:`StateStore`, and two
+implementations.
 
-``TOOLDISCOVERY_STATE_STORAGE_URI`` (``redis://host:6379/0``, needs redis-py) names it. Whatever
-keeps state there (the rendezvous of :mod:`.rendezvous`, the spent approvals of
-:mod:`.single_use`) goes through :func:`redis_client`: one client, with its connection pool, per
-URI and process. Unset, each worker process keeps its own state, which is only right when it is
-the only one (``init_app`` warns when the server says it runs several:
-:func:`flask_tooldiscovery.serving.worker_threads.warn_unshared_state`).
+``TOOLDISCOVERY_STATE_STORAGE_URI`` (``redis://host:6379/0``, needs redis-py) names a Redis that
+every worker and host shares (:class:`~.redis_store.RedisStore`); unset, each worker process keeps
+its state in its own memory (:class:`~.memory.MemoryStore`), which is only right when it is the only
+one (``init_app`` warns when the server says it runs several:
+:func:`flask_tooldiscovery.serving.worker_threads.warn_unshared_state`). Every record kept there (the
+claims of :mod:`.once`, the spent keys of :mod:`.single_use`, the messages of :mod:`.rendezvous`,
+the changes of :mod:`.changes`, the subscriptions of :mod:`.resource_subscriptions`) is written
+through this interface only, so it behaves the same in both. A Redis that cannot be reached raises
+whatever redis-py raises; each record decides what that means for it (refuse, or go on).
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+from ..errors import ToolDiscoveryError
 
 _CLIENTS: dict[str, Any] = {}
 _LOCK = threading.Lock()
+
+
+class StoreFull(ToolDiscoveryError, RuntimeError):
+    """A store in process memory holds as many live keys as it may: it refuses a new one rather
+    than forget one still live."""
+
+
+class Inbox(Protocol):
+    def get(self, timeout: float) -> bytes | None:
+        """The next value, or ``None`` after ``timeout`` seconds without one."""
+
+
+class StateStore(Protocol):
+    """What the records need of a store: values with a lifetime (``ttl``, seconds), counters, sets,
+    a time-ordered index, mailboxes a request waits on, and channels every listener hears."""
+
+    def get(self, key: str) -> bytes | None:
+        """The value of ``key`` (``None``: none, or expired)."""
+
+    def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        """The values of ``keys``, in their order."""
+
+    def put(self, key: str, value: bytes, ttl: float, *, only_new: bool = False) -> bool:
+        """Keep ``value`` under ``key`` for ``ttl`` seconds; ``only_new``: only when ``key`` holds
+        nothing live (atomically). True when it was kept."""
+
+    def put_many(self, keys: Iterable[str], value: bytes, ttl: float) -> None:
+        """Keep ``value`` under each of ``keys`` for ``ttl`` seconds."""
+
+    def delete(self, key: str) -> None:
+        """Forget ``key`` (whatever it holds)."""
+
+    def exists(self, key: str) -> bool:
+        """True when ``key`` holds something live."""
+
+    def count(self, key: str, ttl: float) -> int:
+        """Add one to the counter ``key`` (kept ``ttl`` seconds from now); its new value."""
+
+    def update(self, key: str, change: Callable[[bytes | None], tuple[bytes, float] | None]) -> bytes | None:
+        """Replace ``key``'s value with ``change(value)`` (the new value and its ttl) unless another
+        writer changed it meanwhile (``change`` is then called again with the newer one); the new
+        value, or ``None`` when ``change`` returned ``None`` (nothing written)."""
+
+    def add_member(self, key: str, member: str, ttl: float) -> None:
+        """Add ``member`` to the set ``key``, which lives ``ttl`` seconds from now."""
+
+    def remove_member(self, key: str, member: str) -> None:
+        """Take ``member`` out of the set ``key``."""
+
+    def has_member(self, key: str, member: str) -> bool:
+        """True when ``member`` is in the set ``key``."""
+
+    def expire(self, key: str, ttl: float) -> None:
+        """``key`` lives ``ttl`` seconds from now (nothing when it holds nothing)."""
+
+    def index(self, key: str, member: str, score: float, ttl: float, *, drop_below: float) -> None:
+        """Add ``member`` with ``score`` to the ordered index ``key`` (living ``ttl`` seconds from
+        now), dropping the members scored below ``drop_below``."""
+
+    def newest(self, key: str, limit: int) -> list[str]:
+        """The index ``key``'s ``limit`` members of the highest score, highest first."""
+
+    def inbox(self, key: str) -> AbstractContextManager[Inbox]:
+        """Receive the values :meth:`post`-ed under ``key`` while the ``with`` block runs (values
+        posted before and still live included, where the store keeps them); ``key`` is forgotten
+        at the end."""
+
+    def post(self, key: str, value: bytes, ttl: float) -> bool:
+        """Hand ``value`` to the inbox ``key`` (kept ``ttl`` seconds where the store keeps values
+        for an inbox not open yet: Redis); False when it surely reached nobody (in process memory:
+        no inbox open under ``key``)."""
+
+    def publish(self, channel: str, data: bytes) -> None:
+        """Tell every listener of ``channel`` now listening (nothing is kept for a later one)."""
+
+    def listen(self, channel: str) -> AbstractContextManager[Inbox]:
+        """Hear what is published on ``channel`` while the ``with`` block runs, from its start."""
 
 
 def redis_client(uri: str) -> Any:
@@ -29,4 +114,4 @@ def redis_client(uri: str) -> Any:
         return client
 
 
-__all__ = ["redis_client"]
+__all__ = ["Inbox", "StateStore", "StoreFull", "redis_client"]
