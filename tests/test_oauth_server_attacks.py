@@ -235,6 +235,17 @@ def test_a_token_request_for_another_resource_than_authorized_is_refused(client:
     assert response.status_code == 400 and response.get_json()["error"] == "invalid_target"
 
 
+def test_a_token_request_may_narrow_a_grant_for_the_whole_app(client: FlaskClient, public: str) -> None:
+    verifier, challenge = pkce()
+    code = code_for(client, public, challenge)  # no resource: the whole app
+    response = exchange(client, public, code, verifier, resource="http://localhost/mcp")
+    assert response.status_code == 200
+    assert call(client, response.get_json()["access_token"]).status_code == 200
+    code = code_for(client, public, challenge)
+    elsewhere = exchange(client, public, code, verifier, resource="https://elsewhere.example/mcp")
+    assert elsewhere.status_code == 400 and elsewhere.get_json()["error"] == "invalid_target"
+
+
 # -- refresh token replay (section 4.14) and confidential clients --------------------------------
 
 def test_a_refresh_token_of_another_client_is_refused(client: FlaskClient) -> None:

@@ -90,8 +90,13 @@ class CodeGrant(grants.AuthorizationCodeGrant):  # type: ignore[misc]
     def validate_token_request(self) -> None:
         super().validate_token_request()
         asked = requested_resource(self.request)
-        if asked is not None and asked != self.request.authorization_code.resource:
-            raise InvalidTargetError("The resource differs from the one authorized.")
+        code: Code = self.request.authorization_code
+        if asked is None or asked == code.resource:
+            return
+        if code.resource == self.server.issuer():  # authorized for the whole app: a part of it may be asked
+            code.resource = self.server.check_resource(asked)
+            return
+        raise InvalidTargetError("The resource differs from the one authorized.")
 
 
 class RefreshGrant(grants.RefreshTokenGrant):  # type: ignore[misc]
