@@ -142,6 +142,17 @@ def test_with_oauth_no_header_and_the_public_address_is_the_resource() -> None:
     assert "--header" not in code.stdout and "OAuth" in code.stderr
 
 
+def test_the_apps_own_authorization_server_is_oauth_too() -> None:
+    from .oauth_helpers import oauth_app
+
+    app = oauth_app(TOOLDISCOVERY_MCP_RESOURCE="https://tools.example.com/mcp")
+    [entry] = _json(app, "cursor")["mcpServers"].values()
+    assert entry == {"url": "https://tools.example.com/mcp"}
+    assert "OAuth" in _connect(app, "cursor").stderr
+    checked = app.test_cli_runner().invoke(args=["tools", "check", "--target", "claude-directory"])
+    assert "(server)" not in checked.output
+
+
 def test_the_address_comes_from_flask_server_name_and_the_name_from_the_setting() -> None:
     app = _app(SERVER_NAME="tools.example.com", PREFERRED_URL_SCHEME="https", TOOLDISCOVERY_MCP_URL_PREFIX="/ai",
                TOOLDISCOVERY_SERVER_NAME="Orders API")

@@ -88,7 +88,8 @@ def test_the_server_is_over_streamable_http_with_oauth_or_none(target: str) -> N
     code, lines = _check(target, [_tool()], TOOLDISCOVERY_MCP_BEARER_TOKEN="s3cret")
     assert code == 1 and [line for line in lines if line.startswith("(server)")] == [
         f"(server): [{target}] a static bearer token (TOOLDISCOVERY_MCP_BEARER_TOKEN) is for private deployments: "
-        f"{who} takes OAuth (TOOLDISCOVERY_MCP_AUTHORIZATION_SERVERS) or no authentication"]
+        f"{who} takes OAuth (TOOLDISCOVERY_MCP_AUTHORIZATION_SERVERS, or the app's own: TOOLDISCOVERY_OAUTH_SERVER) "
+        "or no authentication"]
     code, lines = _check(target, [_tool()], TOOLDISCOVERY_DIALECTS=["opal"])
     assert code == 1 and any(line.startswith(f"(server): [{target}] {who} lists remote MCP servers") for line in lines)
     code, lines = _check(target, [_tool()], TOOLDISCOVERY_MCP_BEARER_TOKEN="s3cret",

@@ -20,6 +20,7 @@ import click
 from flask import current_app
 from flask.cli import with_appcontext
 
+from ..dialects.mcp.auth import remote_auth
 from ..dialects.mcp.settings import McpSettings
 from ..dialects.server_card import shorten
 
@@ -225,10 +226,11 @@ def default_url(prefix: str) -> str:
 
 def credential(settings: Any) -> tuple[Header | None, bool]:
     """The static header a call of the MCP endpoint needs (``None``: none), and whether clients
-    sign in by OAuth, from the settings that give the endpoint its credentials: MCP's own, then the
-    identity layer's (unless ``mcp`` is in ``OPEN_DIALECTS``)."""
+    sign in by OAuth (an authorization server of ``MCP_AUTHORIZATION_SERVERS``, or the app itself
+    with ``OAUTH_SERVER``), from the settings that give the endpoint its credentials: MCP's own,
+    then the identity layer's (unless ``mcp`` is in ``OPEN_DIALECTS``)."""
     options = McpSettings.of(settings)
-    oauth = bool(options.authorization_servers)
+    oauth = remote_auth(settings).oauth  # MCP_AUTHORIZATION_SERVERS, or the app's own (OAUTH_SERVER)
     if options.bearer_token:
         return Header("Authorization", "Bearer ", "TOOLDISCOVERY_MCP_BEARER_TOKEN"), oauth
     if "mcp" in settings.open_dialects:

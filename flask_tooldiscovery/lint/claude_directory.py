@@ -77,7 +77,8 @@ def server_lint(auth: Callable[[Settings], RemoteAuth], *, who: str) -> ServerLi
         found = auth(settings)
         if found.static_token and not found.oauth:
             problems.append(f"a static bearer token (TOOLDISCOVERY_MCP_BEARER_TOKEN) is for private deployments: "
-                            f"{who} takes OAuth (TOOLDISCOVERY_MCP_AUTHORIZATION_SERVERS) or no authentication")
+                            f"{who} takes OAuth (TOOLDISCOVERY_MCP_AUTHORIZATION_SERVERS, or the app's own: "
+                            "TOOLDISCOVERY_OAUTH_SERVER) or no authentication")
         return problems
 
     return lint_server
