@@ -345,3 +345,24 @@ def test_bad_token_requests_get_the_rfc_error(client: FlaskClient, data: dict[st
     response = client.post("/oauth/token", data=data)
     assert response.status_code in (400, 401) and response.get_json()["error"] == error
     assert response.headers["Cache-Control"] == "no-store"
+
+
+@pytest.mark.parametrize("method, path, kwargs", [
+    ("post", "/oauth/register", {"json": {"redirect_uris": ["https://a.example/cb"], "jwks": "not a key set"}}),
+    ("post", "/oauth/register", {"json": {"redirect_uris": ["https://a.example:99999/cb"]}}),
+    ("post", "/oauth/register", {"json": {"redirect_uris": ["https://[::1/cb"]}}),
+    ("post", "/oauth/register", {"data": b"\xff\xfe", "content_type": "application/json"}),
+    ("post", "/oauth/token", {"data": {"grant_type": "authorization_code", "code": "x"},
+                              "headers": {"Authorization": "Basic !!!"}}),
+    ("post", "/oauth/token", {"data": {"grant_type": ["authorization_code", "refresh_token"]}}),
+    ("post", "/oauth/token", {"data": {"grant_type": "authorization_code", "code": "\u2603" * 5000,
+                                       "client_id": "https://[::1/c.json"}}),
+    ("post", "/oauth/revoke", {"data": {"token": "x", "token_type_hint": "weird"}}),
+    ("get", "/oauth/authorize", {"query_string": {"response_type": "code", "client_id": "https://a.example:99999/c"}}),
+    ("get", "/oauth/authorize", {"query_string": "client_id=a&client_id=b&response_type=code"}),
+])
+def test_odd_input_is_a_client_error_never_a_500(client: FlaskClient, method: str, path: str,
+                                                 kwargs: dict[str, Any]) -> None:
+    response = getattr(client, method)(path, **kwargs)
+    assert 400 <= response.status_code < 500, response.get_data(as_text=True)
+    assert response.get_json()["error"]

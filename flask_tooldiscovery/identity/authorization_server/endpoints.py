@@ -33,6 +33,8 @@ class Registration(ClientRegistrationEndpoint):  # type: ignore[misc]
     def extract_client_metadata(self, request: Any) -> dict[str, Any]:
         if not isinstance(request.payload.data, dict):
             raise InvalidClientMetadataError("The client metadata must be a JSON object.")
+        if keys := [k for k in ("jwks", "jwks_uri", "software_statement") if k in request.payload.data]:
+            raise InvalidClientMetadataError(f"This server takes no client keys nor software statements: {keys[0]}.")
         # this server's rules first (their errors name what is wrong), then Authlib's claims
         client_from_metadata("-", request.payload.data, supported_scopes=self.server.options.scopes, document=False)
         metadata: dict[str, Any] = super().extract_client_metadata(request)

@@ -113,7 +113,7 @@ def blueprint(server: Server, settings: Settings, guard: HostCheck, user_hook: U
             except StoreError as exc:
                 log.error("flask-tooldiscovery: oauth: %s failed: %s", request.path, exc)
                 return oauth_error("temporarily_unavailable", "The server cannot decide this now; try again.", 503)
-            except ValueError as exc:
+            except (ValueError, TypeError, KeyError) as exc:  # Authlib's, on values of the wrong type
                 log.warning("flask-tooldiscovery: oauth: %s refused: malformed request, a parameter holds what an "
                             "OAuth error cannot carry (%s; not redirected)", request.path, type(exc).__name__)
                 return error_page("invalid_request", "The request is malformed.")
