@@ -1,0 +1,227 @@
+"""A tool call with one of the app's own OAuth access tokens against the same call with an RS256 JWT
+of an outside issuer, verified against its JWKS (the identity layer's ``JwksVerifier``, keys fetched
+once and cached): what a team pays for being its users' authorization server instead of trusting
+an outside one. Target (issue #38): no more than the JWT's cost.
+
+The app is ``tests/apps/oauth_login_app.py`` (Flask-Login, one tool ``whoami`` that returns
+``ctx.user_id``), MCP ``tools/call`` in process (requests straight into the WSGI callable, no
+sockets, as ``bench_calls.py``), three ways:
+
+* ``JWT (JWKS)``: the app with the authorization server off and ``TOOLDISCOVERY_JWT_JWKS_URL`` set
+  to a JWKS served on loopback; an RS256 token (2048-bit key) with ``iss``, ``aud``, ``exp``;
+* ``own token, in process``: the authorization server on, its records in the process
+  (``STATE_STORAGE_URI`` unset: one worker);
+* ``own token, Redis``: the same with its records in a redis-server of its own (started here on a
+  free port; every worker and host reads them: each call reads the token's and its grant's record).
+
+Each own token is obtained as a client would: registered (RFC 7591), alice signed in on the app's
+login form, the consent form posted with Allow, the code redeemed with its PKCE verifier.
+
+Run: ``python bench/bench_oauth_tokens.py [ROUNDS]``. Rounds interleave the cases; each case's figure
+is the median over rounds of its microseconds per call, and the ratio is the median of (case / the
+JWT case measured just before it) over rounds. bench/RESULTS.rst ("OAuth tokens") records runs.
+"""
+
+from __future__ import annotations
+
+import base64
+import gc
+import hashlib
+import html
+import io
+import json
+import logging
+import re
+import secrets
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+logging.disable(logging.CRITICAL)
+
+import jwt  # noqa: E402
+from cryptography.hazmat.primitives.asymmetric import rsa  # noqa: E402
+from flask import Flask, jsonify  # noqa: E402
+from werkzeug.serving import make_server  # noqa: E402
+
+from tests.apps.oauth_login_app import create_app  # noqa: E402
+
+ISSUER, AUDIENCE, KID = "https://login.example.test", "http://127.0.0.1/mcp", "bench-1"
+CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "whoami", "arguments": {}}}
+HEADERS = {"HTTP_ACCEPT": "application/json, text/event-stream", "HTTP_MCP_PROTOCOL_VERSION": "2025-11-25"}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def jwks_server(key: rsa.RSAPrivateKey) -> Iterator[str]:
+    """A JWKS with ``key``'s public half on loopback; its URL."""
+    issuer = Flask("jwks")
+    jwk = {**json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key())), "kid": KID, "use": "sig", "alg": "RS256"}
+    issuer.get("/jwks.json")(lambda: jsonify({"keys": [jwk]}))
+    server = make_server("127.0.0.1", 0, issuer, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/jwks.json"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@contextmanager
+def redis_server() -> Iterator[str | None]:
+    """A redis-server of our own on a free port (``None`` when there is none)."""
+    binary = shutil.which("redis-server") or shutil.which("/usr/bin/redis-server")
+    if binary is None:
+        yield None
+        return
+    port = free_port()
+    folder = tempfile.mkdtemp()
+    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                             "--dir", folder], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        import redis
+
+        client = redis.Redis(port=port)
+        for _ in range(100):
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def hidden_inputs(page: str) -> dict[str, str]:
+    """The consent form's fields: its inputs with a name and a value."""
+    fields: dict[str, str] = {}
+    for tag in re.findall(r"<input\b[^>]*>", page):
+        name, value = re.search(r'name="([^"]*)"', tag), re.search(r'value="([^"]*)"', tag)
+        if name:
+            fields[html.unescape(name.group(1))] = html.unescape(value.group(1) if value else "")
+    return fields
+
+
+def own_token(app: Flask) -> str:
+    """An access token of ``app``'s authorization server, obtained as a client and a person would."""
+    client = app.test_client()
+    here = {"base_url": "http://127.0.0.1"}  # the host the calls name, so the resource is this server's
+    redirect_uri = "http://127.0.0.1:9/callback"
+    registered = client.post("/oauth/register", **here, json={"client_name": "bench", "redirect_uris": [redirect_uri],
+                                                      "token_endpoint_auth_method": "none"})
+    assert registered.status_code == 201, registered.get_data(as_text=True)
+    client_id = registered.get_json()["client_id"]
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    query = urlencode({"response_type": "code", "client_id": client_id, "redirect_uri": redirect_uri, "scope": "tools",
+                       "state": "s", "code_challenge": challenge, "code_challenge_method": "S256",
+                       "resource": AUDIENCE})
+    signed_in = client.post("/login", **here, data={"username": "alice", "password": "wonderland"})
+    assert signed_in.status_code == 302, signed_in.status_code
+    consent = client.get(f"/oauth/authorize?{query}", **here)
+    assert consent.status_code == 200, consent.get_data(as_text=True)[:500]
+    page = consent.get_data(as_text=True)
+    allow = re.search(r'<button[^>]*name="([^"]+)"[^>]*value="([^"]+)"[^>]*>\s*Allow\s*</button>', page)
+    form = {**hidden_inputs(page), **({allow.group(1): allow.group(2)} if allow else {})}
+    decided = client.post("/oauth/authorize", **here, data=form)
+    assert decided.status_code in (302, 303), decided.get_data(as_text=True)[:500]
+    code = parse_qs(urlsplit(decided.headers["Location"]).query)["code"][0]
+    tokens = client.post("/oauth/token", **here, data={"grant_type": "authorization_code", "code": code,
+                                               "redirect_uri": redirect_uri, "client_id": client_id,
+                                               "code_verifier": verifier, "resource": AUDIENCE})
+    assert tokens.status_code == 200, tokens.get_data(as_text=True)
+    token: str = tokens.get_json()["access_token"]
+    return token
+
+
+def mcp_call(app: Flask, token: str) -> Callable[[], bytes]:
+    data = json.dumps(CALL).encode()
+    environ = {"REQUEST_METHOD": "POST", "PATH_INFO": "/mcp", "SERVER_NAME": "127.0.0.1", "SERVER_PORT": "80",
+               "HTTP_HOST": "127.0.0.1", "wsgi.url_scheme": "http", "CONTENT_TYPE": "application/json",
+               "CONTENT_LENGTH": str(len(data)), "wsgi.errors": sys.stderr, "HTTP_AUTHORIZATION": f"Bearer {token}",
+               **HEADERS}
+
+    def run() -> bytes:
+        statuses: list[str] = []
+        out = b"".join(app({**environ, "wsgi.input": io.BytesIO(data)}, lambda s, h: statuses.append(s)))
+        assert statuses[0].startswith("200") and b'"user_id": "' in out and b'"isError": true' not in out, \
+            (statuses, out[:300])
+        return out
+
+    return run
+
+
+def us_per(fn: Callable[[], object], n: int) -> float:
+    gc.collect()
+    start = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter() - start) / n * 1e6
+
+
+def main() -> None:
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 9
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    with jwks_server(key) as jwks_url, redis_server() as redis_url:
+        now = int(time.time())
+        signed = jwt.encode({"iss": ISSUER, "aud": AUDIENCE, "sub": "u-1001", "iat": now, "exp": now + 3600,
+                             "scope": "tools"}, key, algorithm="RS256", headers={"kid": KID, "typ": "at+jwt"})
+        jwt_settings = {"JWT_JWKS_URL": jwks_url, "JWT_ISSUER": ISSUER, "JWT_AUDIENCE": AUDIENCE}
+        # (label, the call, its reference: the JWT call of an app with the same state store)
+        cases: list[tuple[str, Callable[[], bytes], str]] = [
+            ("JWT (JWKS), in process", mcp_call(create_app(oauth=False, settings=jwt_settings), signed), ""),
+            ("own token, in process", mcp_call(memory := create_app(), own_token(memory)), "JWT (JWKS), in process")]
+        if redis_url:  # with a state store, MCP does more per call (its shared state): the JWT app gets it too
+            cases += [("JWT (JWKS), Redis", mcp_call(create_app(redis_url, jwt_settings, oauth=False), signed), ""),
+                      ("own token, Redis", mcp_call(shared := create_app(redis_url), own_token(shared)),
+                       "JWT (JWKS), Redis")]
+        calls = dict((label, fn) for label, fn, _ in cases)
+        for fn in calls.values():
+            fn()  # the JWKS is fetched once, then cached
+        n = 0
+        start = time.perf_counter()
+        while time.perf_counter() - start < 0.3:
+            calls["JWT (JWKS), in process"]()
+            n += 1
+        times: dict[str, list[float]] = {label: [] for label in calls}
+        ratios: dict[str, list[float]] = {}
+        for _ in range(rounds):
+            for label, fn, reference in cases:
+                if not reference:
+                    continue
+                for _ in range(max(n // 10, 50)):
+                    fn()
+                ref = us_per(calls[reference], n)
+                mine = us_per(fn, n)
+                times[reference].append(ref)
+                times[label].append(mine)
+                ratios.setdefault(label, []).append(mine / ref)
+    print(f"Python {sys.version.split()[0]}, {rounds} rounds of {n} calls, in-process WSGI, MCP tools/call")
+    print(f"{'case':28} {'us/call':>8} {'vs JWT':>8}")
+    for label, values in times.items():
+        ratio = f"{statistics.median(ratios[label]):.2f}" if label in ratios else ""
+        print(f"{label:28} {statistics.median(values):8.1f} {ratio:>8}")
+
+
+if __name__ == "__main__":
+    main()
