@@ -1,6 +1,10 @@
-"""The package's exceptions: :class:`ToolDiscoveryError`, the base of every exception this package
-raises on purpose, and the core's request errors (:class:`CoreError` and its family): what can go
-wrong with a request before or around a tool call.
+"""Every exception a user's code may catch, in one place: :class:`ToolDiscoveryError`, the base of
+every exception this package raises on purpose; the core's request errors (:class:`CoreError` and
+its family: what can go wrong with a request before or around a tool call); and what registration,
+``init_app``, tools, prompts and resources raise to the app (:class:`SettingsError`,
+:class:`ToolError`, :class:`RegistrationError`...). The modules that raise them import them from
+here (their old import paths still work); exceptions raised and caught inside one module stay
+private to it (a leading underscore).
 
 The pipeline raises the core errors; each dialect maps them to its own wire error shape in one function
 (its ``error_response``), which is the only error code a dialect has. Messages are written for the
@@ -209,8 +213,136 @@ def from_http(exc: HTTPException) -> CoreError:
 
 _BY_STATUS: dict[int, type[CoreError]] = {400: BadRequest, 403: Forbidden, 404: NotFound, 503: Unavailable}
 
+
+# -- what a user's code may catch (raised by registration, init_app, tools, prompts...) --
+
+
+class SettingsError(ToolDiscoveryError, ValueError):
+    """A ``TOOLDISCOVERY_*`` value cannot be used; the message names the key."""
+
+
+class ToolError(ToolDiscoveryError):
+    """The error a tool raises on purpose.
+
+    Its ``message`` is shown to the user or the model; ``developer_message`` is logged and sent
+    only by dialects whose wire format has a field for it (OXP). Any other exception a tool
+    raises is reported with a generic message and its traceback goes to the app logger only.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        developer_message: str | None = None,
+        can_retry: bool = False,
+        retry_after_ms: int | None = None,
+        additional_prompt_content: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = str(message)
+        self.developer_message = developer_message
+        self.can_retry = bool(can_retry)
+        self.retry_after_ms = retry_after_ms
+        self.additional_prompt_content = additional_prompt_content
+
+
+class RegistrationError(ToolDiscoveryError, ValueError):
+    """A tool cannot be registered (bad option, duplicate name and version, bad schema)."""
+
+
+class SignatureError(ToolDiscoveryError, TypeError):
+    """A function cannot be offered as a tool; the message names the function and parameter."""
+
+
+class ProviderError(ToolDiscoveryError, RuntimeError):
+    """A tools provider raised or returned something that is not a list of tools."""
+
+
+class UIError(ToolDiscoveryError):
+    """A UI that cannot be served: a template missing at ``init_app``, or failing at read time."""
+
+
+class CannotAsk(ToolDiscoveryError, RuntimeError):
+    """The call cannot ask its caller (nobody can answer where it runs)."""
+
+
+class NoSuchPrompt(ToolDiscoveryError, LookupError):
+    """No prompt of this name for this caller."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"Unknown prompt: {name}")
+        self.name = name
+
+
+class InvalidPromptArguments(ToolDiscoveryError, ValueError):
+    """The arguments do not fit the prompt (a required one missing, an unknown one, a bad value)."""
+
+
+class NoSuchResource(ToolDiscoveryError, LookupError):
+    """No resource answers this URI for this caller (or its function returned ``None``)."""
+
+    def __init__(self, uri: str) -> None:
+        super().__init__(uri)
+        self.uri = uri
+
+
+class UnknownArgument(ToolDiscoveryError, LookupError):
+    """What is completed has no argument (or template variable) of that name."""
+
+
+class SchemaSourceError(ToolDiscoveryError, TypeError):
+    """``input_schema=`` was given something that is not a schema this library can read."""
+
+
+class InvalidSchemaError(ToolDiscoveryError, ValueError):
+    """A tool's input or output schema is not a valid JSON Schema."""
+
+
+class UnsupportedType(ToolDiscoveryError):
+    """An annotation has no JSON Schema form (describe_function says which parameter)."""
+
+
+class PlatformOptionError(ToolDiscoveryError, ValueError):
+    """An option's value cannot be used; the message says which and why."""
+
+
+class ViewFailed(ToolDiscoveryError, RuntimeError):
+    """The view answered 5xx (or not at all): logged, never sent."""
+
+
 __all__ = [
-    "STATUS_NAMES", "BadRequest", "Busy", "CoreError", "Forbidden", "InsufficientScope", "MethodNotAllowed",
-    "MisdirectedRequest", "NotFound", "PayloadTooLarge", "RateLimited", "RetryLater", "ToolDiscoveryError",
-    "Unauthorized", "Unavailable", "UnknownTool", "UnsupportedMediaType", "from_http",
+    "STATUS_NAMES",
+    "BadRequest",
+    "Busy",
+    "CannotAsk",
+    "CoreError",
+    "Forbidden",
+    "InsufficientScope",
+    "InvalidPromptArguments",
+    "InvalidSchemaError",
+    "MethodNotAllowed",
+    "MisdirectedRequest",
+    "NoSuchPrompt",
+    "NoSuchResource",
+    "NotFound",
+    "PayloadTooLarge",
+    "PlatformOptionError",
+    "ProviderError",
+    "RateLimited",
+    "RegistrationError",
+    "RetryLater",
+    "SchemaSourceError",
+    "SettingsError",
+    "SignatureError",
+    "ToolDiscoveryError",
+    "ToolError",
+    "UIError",
+    "Unauthorized",
+    "Unavailable",
+    "UnknownArgument",
+    "UnknownTool",
+    "UnsupportedMediaType",
+    "UnsupportedType",
+    "ViewFailed",
+    "from_http",
 ]

@@ -16,12 +16,7 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit
 
-from .errors import ToolDiscoveryError
-
-
-class SettingsError(ToolDiscoveryError, ValueError):
-    """A ``TOOLDISCOVERY_*`` value cannot be used; the message names the key."""
-
+from .errors import SettingsError as SettingsError
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}

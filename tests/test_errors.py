@@ -37,8 +37,8 @@ def package_exceptions() -> dict[str, type[BaseException]]:
 def test_every_exception_of_the_package_derives_from_the_one_base() -> None:
     found = package_exceptions()
     # The walk reaches every layer (a walk that found nothing would pass the check below).
-    for name in ("flask_tooldiscovery.errors.CoreError", "flask_tooldiscovery.settings_parsers.SettingsError",
-                 "flask_tooldiscovery.tools.model.ToolError", "flask_tooldiscovery.tools.providers.ProviderError",
+    for name in ("flask_tooldiscovery.errors.CoreError", "flask_tooldiscovery.errors.SettingsError",
+                 "flask_tooldiscovery.errors.ToolError", "flask_tooldiscovery.errors.ProviderError",
                  "flask_tooldiscovery.calls.approvals.ApprovalRequired",
                  "flask_tooldiscovery.dialects.mcp.jsonrpc.RpcError"):
         assert name in found, name
@@ -51,14 +51,29 @@ def test_every_exception_of_the_package_derives_from_the_one_base() -> None:
 
 
 @pytest.mark.parametrize("cls, builtin", [
-    ("settings_parsers.SettingsError", ValueError), ("tools.function_tools.RegistrationError", ValueError),
-    ("schema.check.InvalidSchemaError", ValueError), ("schema.signature.SignatureError", TypeError),
-    ("schema.sources.SchemaSourceError", TypeError), ("catalog.resources.NoSuchResource", LookupError),
-    ("tools.providers.ProviderError", RuntimeError), ("views.calls.ViewFailed", RuntimeError),
+    ("errors.SettingsError", ValueError), ("errors.RegistrationError", ValueError),
+    ("errors.InvalidSchemaError", ValueError), ("errors.SignatureError", TypeError),
+    ("errors.SchemaSourceError", TypeError), ("errors.NoSuchResource", LookupError),
+    ("errors.ProviderError", RuntimeError), ("errors.ViewFailed", RuntimeError),
     ("state.rendezvous.RendezvousError", RuntimeError),
 ])
 def test_each_keeps_its_built_in_base(cls: str, builtin: type[Exception]) -> None:
     assert issubclass(package_exceptions()[f"flask_tooldiscovery.{cls}"], builtin)
+
+
+def test_the_exceptions_the_package_face_exports_live_in_errors() -> None:
+    """One module holds what a user may catch; the old import paths still work (the same class)."""
+    import flask_tooldiscovery
+    from flask_tooldiscovery.catalog.prompts import NoSuchPrompt
+    from flask_tooldiscovery.errors import NoSuchPrompt as InErrors
+    from flask_tooldiscovery.tools.model import ToolError
+
+    exported = {name: getattr(flask_tooldiscovery, name) for name in flask_tooldiscovery.__all__}
+    elsewhere = sorted(f"{value.__module__}.{name}" for name, value in exported.items()
+                       if inspect.isclass(value) and issubclass(value, BaseException)
+                       and value.__module__ != "flask_tooldiscovery.errors")
+    assert elsewhere == ["flask_tooldiscovery.identity.sources.AuthError"]  # the identity package's, for now
+    assert ToolError is flask_tooldiscovery.ToolError and NoSuchPrompt is InErrors
 
 
 def test_one_except_clause_catches_what_the_package_raises() -> None:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ToolDiscoveryError
+from ..errors import UnknownArgument as UnknownArgument
 from ..runtime.async_bridge import await_sync
 from ..schema.signature import describe_function
 from ..tools.function_tools import RegistrationError
@@ -30,10 +30,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: The most values one answer carries (MCP's limit).
 MAX_VALUES = 100
-
-
-class UnknownArgument(ToolDiscoveryError, LookupError):
-    """What is completed has no argument (or template variable) of that name."""
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from marshmallow import ValidationError
 
-from ..errors import ToolDiscoveryError
+from ..errors import InvalidPromptArguments as InvalidPromptArguments
+from ..errors import NoSuchPrompt as NoSuchPrompt
 from ..runtime.async_bridge import await_sync
 from ..runtime.watchers import Watchers
 from ..schema.argument_validation import validate_arguments
@@ -37,18 +38,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 PROMPT_OPTIONS = ("name", "title", "description", "scopes", "icons", "complete")
 Role = Literal["user", "assistant"]
-
-
-class NoSuchPrompt(ToolDiscoveryError, LookupError):
-    """No prompt of this name for this caller."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__(f"Unknown prompt: {name}")
-        self.name = name
-
-
-class InvalidPromptArguments(ToolDiscoveryError, ValueError):
-    """The arguments do not fit the prompt (a required one missing, an unknown one, a bad value)."""
 
 
 class EmbeddedResource:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from ..errors import ToolDiscoveryError
+from ..errors import NoSuchResource as NoSuchResource
 from ..runtime.async_bridge import await_sync
 from ..runtime.watchers import Watchers
 from ..schema.signature import describe_function
@@ -33,14 +33,6 @@ if TYPE_CHECKING:  # pragma: no cover
 _VARIABLE = re.compile(r"\{(\+?)([A-Za-z_][A-Za-z0-9_]*)\}")
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:\S*$")
 RESOURCE_OPTIONS = ("name", "title", "description", "mime_type", "scopes", "icons", "complete")
-
-
-class NoSuchResource(ToolDiscoveryError, LookupError):
-    """No resource answers this URI for this caller (or its function returned ``None``)."""
-
-    def __init__(self, uri: str) -> None:
-        super().__init__(uri)
-        self.uri = uri
 
 
 @dataclass(frozen=True)

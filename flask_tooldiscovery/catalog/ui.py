@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ToolDiscoveryError
+from ..errors import UIError as UIError
 
 if TYPE_CHECKING:  # pragma: no cover
     from flask import Flask
@@ -42,10 +42,6 @@ PERMISSIONS = {"camera": "camera", "microphone": "microphone", "geolocation": "g
 _ORIGIN = re.compile(r"^(https?|wss?)://(\*\.)?[A-Za-z0-9.-]+(:\d+)?$")
 BRIDGE = Path(__file__).resolve().parent.parent / "static" / "tooldiscovery" / "ext-apps" / "app-with-deps.js"
 _ENV_KEY = "tooldiscovery.ui_env"
-
-
-class UIError(ToolDiscoveryError):
-    """A UI that cannot be served: a template missing at ``init_app``, or failing at read time."""
 
 
 def _camel(name: str) -> str:

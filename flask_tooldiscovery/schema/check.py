@@ -12,11 +12,7 @@ from jsonschema.exceptions import SchemaError
 from jsonschema.protocols import Validator
 from jsonschema.validators import Draft202012Validator, validator_for
 
-from ..errors import ToolDiscoveryError
-
-
-class InvalidSchemaError(ToolDiscoveryError, ValueError):
-    """A tool's input or output schema is not a valid JSON Schema."""
+from ..errors import InvalidSchemaError as InvalidSchemaError
 
 
 def canonical_json(schema: Any) -> str:

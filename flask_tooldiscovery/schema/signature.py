@@ -20,15 +20,11 @@ from typing import Any, Literal, Union
 
 from marshmallow import ValidationError
 
-from ..errors import ToolDiscoveryError
+from ..errors import SignatureError as SignatureError
 from ..tools.model import ToolContext
 from ..tools.results import kind_of, schema_of
 from .docstrings import parse_docstring
 from .type_schemas import ReturnSchemaBuilder, SchemaBuilder, UnsupportedType, jsonable_default
-
-
-class SignatureError(ToolDiscoveryError, TypeError):
-    """A function cannot be offered as a tool; the message names the function and parameter."""
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from typing import Any
 
 from marshmallow import Schema, fields, validate
 
-from ..errors import ToolDiscoveryError
+from ..errors import SchemaSourceError as SchemaSourceError
 from .check import check_schema
 from .json_schema import inline_refs
 
@@ -32,10 +32,6 @@ _FIELD_TYPES: list[tuple[type, dict[str, Any]]] = [
     (fields.Time, {"type": "string", "format": "time"}),
     (fields.TimeDelta, {"type": "number"}),
 ]
-
-
-class SchemaSourceError(ToolDiscoveryError, TypeError):
-    """``input_schema=`` was given something that is not a schema this library can read."""
 
 
 def _apply_validators(field: fields.Field[Any], schema: dict[str, Any]) -> None:

@@ -17,7 +17,7 @@ from collections import abc
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, Union
 
-from ..errors import ToolDiscoveryError
+from ..errors import UnsupportedType as UnsupportedType
 from ..tools.results import schema_for_type
 from .docstrings import docstring_params
 from .json_schema import inline_refs
@@ -34,10 +34,6 @@ _FORMATTED: dict[type, tuple[str, Callable[[Any], Any]]] = {
 _ARRAY_ORIGINS = {list, abc.Sequence, abc.MutableSequence, abc.Iterable, abc.Collection}
 _SET_ORIGINS = {set, frozenset, abc.Set, abc.MutableSet}
 _MAP_ORIGINS = {dict, abc.Mapping, abc.MutableMapping}
-
-
-class UnsupportedType(ToolDiscoveryError):
-    """An annotation has no JSON Schema form (describe_function says which parameter)."""
 
 
 def jsonable_default(value: Any) -> tuple[bool, Any]:

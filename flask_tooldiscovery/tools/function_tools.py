@@ -11,7 +11,7 @@ from typing import Any
 
 from ..catalog.ui import as_ui
 from ..catalog.ui import options_error as ui_error
-from ..errors import ToolDiscoveryError
+from ..errors import RegistrationError as RegistrationError
 from ..schema.check import InvalidSchemaError, check_schema
 from ..schema.json_schema import walk
 from ..schema.signature import describe_function
@@ -40,10 +40,6 @@ def valid_tool_name(name: Any) -> bool:
 
 
 _REQUIREMENT_KEYS = {"authorization", "secrets", "user_id"}
-
-
-class RegistrationError(ToolDiscoveryError, ValueError):
-    """A tool cannot be registered (bad option, duplicate name and version, bad schema)."""
 
 
 def _check_options(label: str, options: Mapping[str, Any]) -> None:

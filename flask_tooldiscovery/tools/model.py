@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ToolDiscoveryError
+from ..errors import ToolError as ToolError
 from .questions import (
     EMPTY_FORM,
     Answer,
@@ -65,31 +65,6 @@ _parse_version_text = functools.lru_cache(maxsize=1024)(_parse_version)
 def parse_version(version: str) -> tuple[int, int, int]:
     """Parse ``x.y.z`` (or ``x`` / ``x.y``, padded with zeros) into a sortable tuple."""
     return _parse_version_text(version) if isinstance(version, str) else _parse_version(version)
-
-
-class ToolError(ToolDiscoveryError):
-    """The error a tool raises on purpose.
-
-    Its ``message`` is shown to the user or the model; ``developer_message`` is logged and sent
-    only by dialects whose wire format has a field for it (OXP). Any other exception a tool
-    raises is reported with a generic message and its traceback goes to the app logger only.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        developer_message: str | None = None,
-        can_retry: bool = False,
-        retry_after_ms: int | None = None,
-        additional_prompt_content: str | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.message = str(message)
-        self.developer_message = developer_message
-        self.can_retry = bool(can_retry)
-        self.retry_after_ms = retry_after_ms
-        self.additional_prompt_content = additional_prompt_content
 
 
 #: Log levels a tool may use with :meth:`ToolContext.log` (syslog's, as MCP names them).

@@ -20,16 +20,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import ToolDiscoveryError
+from ..errors import PlatformOptionError as PlatformOptionError
 from ..schema.json_schema import primary_type, split_nullable
 
 PLATFORM_OPTIONS = ("sensitive", "wait", "skippable_interaction", "in_context", "principal_scope", "rollback")
 PRINCIPAL_SCOPES = frozenset({"im", "artifacts", "personal_files"})
 GENERIC_SENSITIVE = "This tool performs a sensitive action."
-
-
-class PlatformOptionError(ToolDiscoveryError, ValueError):
-    """An option's value cannot be used; the message says which and why."""
 
 
 def platform_metadata(options: Mapping[str, Any], input_schema: Mapping[str, Any]) -> dict[str, Any]:

@@ -11,17 +11,13 @@ import inspect
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ..errors import ToolDiscoveryError
+from ..errors import ProviderError as ProviderError
 from ..runtime.async_bridge import await_sync
 from ..schema.json_schema import JSON_SCALARS
 from .function_tools import normalize_requirements
 from .model import METADATA_OPTIONS, Tool, parse_version
 
 ToolsProvider = list[Any] | Callable[[], Any]
-
-
-class ProviderError(ToolDiscoveryError, RuntimeError):
-    """A tools provider raised or returned something that is not a list of tools."""
 
 
 def _is_v2_model(obj: Any) -> bool:

@@ -27,7 +27,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from ..errors import ToolDiscoveryError
+from ..errors import CannotAsk as CannotAsk
 
 ACTIONS = ("accept", "decline", "cancel")
 #: A form with no field: the person accepts or declines.
@@ -125,10 +125,6 @@ InputRequest = Question | SamplingRequest | RootsRequest
 KINDS: dict[type, str] = {Question: "elicitation", SamplingRequest: "sampling", RootsRequest: "roots"}
 #: What answers a call's input requests: the requests, each with its key, in; their answers out (in order).
 Asker = Callable[[Sequence[InputRequest]], list[Any]]
-
-
-class CannotAsk(ToolDiscoveryError, RuntimeError):
-    """The call cannot ask its caller (nobody can answer where it runs)."""
 
 
 class CannotAnswer(CannotAsk):

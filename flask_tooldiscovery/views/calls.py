@@ -19,7 +19,7 @@ from flask import Flask
 from werkzeug.test import EnvironBuilder
 from werkzeug.wrappers import Response
 
-from ..errors import ToolDiscoveryError
+from ..errors import ViewFailed as ViewFailed
 from ..tools.model import ToolContext, ToolError
 from .schemas import LOCATIONS
 
@@ -29,10 +29,6 @@ ENVIRON_KEY = "flask_tooldiscovery.tool_call"
 _NOT_FORWARDED = {"host", "content-length", "content-type", "transfer-encoding", "connection", "keep-alive", "te",
                   "trailer", "upgrade", "accept", "accept-encoding", "expect", "mcp-session-id",
                   "mcp-protocol-version", "mcp-method", "mcp-name", "last-event-id"}
-
-
-class ViewFailed(ToolDiscoveryError, RuntimeError):
-    """The view answered 5xx (or not at all): logged, never sent."""
 
 
 @dataclass(frozen=True)
