@@ -138,8 +138,9 @@ class Prompt:
         return set(self.scopes) <= held
 
     def render(self, arguments: Any, context: ToolContext) -> list[dict[str, Any]]:
-        """Check ``arguments`` (strings turned into the declared types; :class:`InvalidPromptArguments`
-        saying what is wrong), call the function and return its canonical messages."""
+        """Check ``arguments`` (strings turned into the declared types;
+        :class:`~flask_tooldiscovery.errors.InvalidPromptArguments` saying what is wrong), call the
+        function and return its canonical messages."""
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, dict):
