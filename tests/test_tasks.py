@@ -125,6 +125,42 @@ def test_the_thread_engine_refuses_past_its_backlog_at_once(receiver: Receiver, 
     assert receiver.received(urls[2]) == []
 
 
+def test_a_cancelled_task_is_read_as_cancelled_whatever_its_message_says(receiver: Receiver,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cancellation is the outcome's own mark, not its text: a reworded cancel message still ends
+    the task cancelled (not failed)."""
+    import asyncio
+
+    from flask_tooldiscovery.runtime import invoke
+
+    monkeypatch.setattr(invoke, "CANCELLED", "Stopped, as asked.")  # the text a later release might say
+    discovery = ToolDiscovery()
+    started = threading.Event()
+
+    @discovery.tool(long_running=True)
+    async def waits() -> dict:
+        """Wait until cancelled."""
+        started.set()
+        await asyncio.sleep(30)
+        return {"done": True}
+
+    app = Flask("cancel_mark")
+    app.config.update(TESTING=True, TOOLDISCOVERY_DIALECTS=["opal"],
+                      TOOLDISCOVERY_OPAL_CALLBACK_HOSTS=["127.0.0.1"])
+    discovery.init_app(app)
+    url = receiver.url()
+    answer = app.test_client().post("/opal/tools/waits", json={"parameters": {}, "async_callback": {"url": url}})
+    assert answer.status_code == 202, answer.data
+    task_id = answer.get_json()["task_id"]
+    assert started.wait(WAIT)
+    assert tasks_of(app).cancel(task_id)
+    [(_, body)] = receiver.wait(url)
+    assert json.loads(body)["message"] == "Stopped, as asked."
+    wait_for(lambda: (t := tasks_of(app).store.get(task_id)) is not None and t.terminal)
+    task = tasks_of(app).store.get(task_id)
+    assert task is not None and task.state == "cancelled", task
+
+
 # -- Celery: real workers, kill -9 ---------------------------------------------------------------
 
 

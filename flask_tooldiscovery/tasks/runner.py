@@ -81,6 +81,14 @@ def outcome_json(outcome: Outcome) -> dict[str, Any]:
     return out
 
 
+def ended_state(outcome: Outcome) -> TaskState:
+    """The state a task ends in with ``outcome``: cancelled by the outcome's own mark (whatever its
+    message says), else completed or failed."""
+    if outcome.ok:
+        return "completed"
+    return "cancelled" if outcome.failure is not None and outcome.failure.cancelled else "failed"
+
+
 def _identity(data: Mapping[str, Any] | None) -> Identity | None:
     if data is None:
         return None
@@ -258,8 +266,7 @@ class Tasks:
             return "failed", result
         finally:
             self._watcher.forget(task_id)
-        cancelled = outcome.failure is not None and outcome.failure.message == CANCELLED
-        return ("completed" if outcome.ok else "cancelled" if cancelled else "failed"), outcome_json(outcome)
+        return ended_state(outcome), outcome_json(outcome)
 
     def watch(self, task_id: str, context: ToolContext) -> None:
         """Cancel ``context`` when anyone, on any worker, asks task ``task_id`` to stop."""
@@ -313,4 +320,4 @@ def tasks_of(app: Flask) -> Tasks:
     return tasks
 
 
-__all__ = ["EXTENSION_KEY", "INTERRUPTED", "Finisher", "Tasks", "finisher", "outcome_json", "tasks_of"]
+__all__ = ["EXTENSION_KEY", "INTERRUPTED", "Finisher", "Tasks", "ended_state", "finisher", "outcome_json", "tasks_of"]
