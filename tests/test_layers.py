@@ -80,7 +80,7 @@ KNOWN_EXCEPTIONS = {
     "dialects.driver -> runtime.invoke",
     "dialects.explorer.dialect -> runtime.invoke",
     "dialects.explorer.stream -> runtime.invoke",
-    "dialects.explorer.tasks -> runtime.invoke",
+    "dialects.explorer.live_calls -> runtime.invoke",
     "dialects.mcp.content -> runtime.invoke",
     "dialects.mcp.task_wire -> runtime.invoke",
     "dialects.mcp.tasks -> runtime.invoke",
@@ -90,7 +90,7 @@ KNOWN_EXCEPTIONS = {
     # The call services (approvals, tasks, task input, rounds, streaming, rendezvous, callbacks)
     # should be reached through the pipeline, or declared on the Dialect contract:
     "dialects.explorer.stream -> calls.streaming",
-    "dialects.explorer.tasks -> tasks.records",
+    "dialects.explorer.live_calls -> tasks.records",
     "dialects.explorer.ui_preview -> calls.approvals",
     "dialects.mcp.approval -> calls.approvals",
     "dialects.mcp.asking -> calls.input_rounds",

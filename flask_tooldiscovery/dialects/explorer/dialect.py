@@ -31,8 +31,8 @@ from .. import Dialect, Protocol
 from ..content_blocks import LATEST, content_blocks
 from . import prompts
 from .driver import ExplorerDriver
+from .live_calls import add_routes
 from .stream import stream_response, wants_stream
-from .tasks import add_routes
 from .ui_preview import add_routes as add_ui_preview
 from .ui_preview import frame_url, interface, visibility, with_url
 

@@ -22,7 +22,7 @@ from ...runtime.invoke import Outcome
 from ...serving.pipeline import Pipeline
 from ...serving.wire import best_accepted
 from ...tools.model import LogEntry, Progress, Tool, ToolContext
-from .tasks import begin
+from .live_calls import begin
 
 SSE = "text/event-stream"
 _STARTED, _DONE = object(), object()

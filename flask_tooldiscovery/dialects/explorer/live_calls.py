@@ -22,11 +22,11 @@ from typing import Any
 from flask import Response, current_app
 
 from ...errors import CoreError, NotFound
-from ...runtime.invoke import CANCELLED, Outcome
+from ...runtime.invoke import Outcome
 from ...serving.pipeline import Pipeline
 from ...serving.wire import json_response
-from ...tasks.records import Task, TaskState
-from ...tasks.runner import tasks_of
+from ...tasks.records import Task
+from ...tasks.runner import ended_state, tasks_of
 from ...tools.model import Tool, ToolContext
 
 Invoke = Callable[[Tool, Any, ToolContext], Outcome]
@@ -59,9 +59,7 @@ def begin(pipe: Pipeline, tool: Tool, arguments: Any, context: ToolContext, answ
                                             "body": {"error": "Internal error."}, "crashed": True})
             raise
         response = answer(outcome)
-        cancelled = outcome.failure is not None and outcome.failure.message == CANCELLED
-        state: TaskState = "completed" if outcome.ok else "cancelled" if cancelled else "failed"
-        tasks.ended(task_id, state, {"status": outcome.status, "http_status": response.status_code,
+        tasks.ended(task_id, ended_state(outcome), {"status": outcome.status, "http_status": response.status_code,
                                      "body": response.get_json()})
         return outcome
 
