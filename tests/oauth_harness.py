@@ -124,6 +124,32 @@ def callback_listener() -> Iterator[CallbackListener]:
         listener.close()
 
 
+class HTMLServer:
+    """A page of another site (another origin: its own port on 127.0.0.1) at ``url``."""
+
+    def __init__(self, page: str) -> None:
+        body = page.encode()
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
 # --- Client ID Metadata Documents over HTTPS on loopback ---
 
 

@@ -25,7 +25,16 @@ from urllib.parse import urlencode
 import pytest
 import requests
 
-from .oauth_harness import CallbackListener, Person, app_server, callback_listener, chromium, pkce, require_chromium
+from .oauth_harness import (
+    CallbackListener,
+    HTMLServer,
+    Person,
+    app_server,
+    callback_listener,
+    chromium,
+    pkce,
+    require_chromium,
+)
 from .test_operating_server import redis_url  # noqa: F401  (a redis-server of our own)
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -275,3 +284,40 @@ def test_the_person_revokes_a_client_on_the_grants_page(base: str, listener: Cal
     for worker, r in on_both_workers(base, tokens["access_token"]).items():
         assert refused(r), (worker, r.status_code, r.text)
     assert invalid_grant(grant.refresh(tokens["refresh_token"]))
+
+
+def test_another_site_cannot_frame_the_consent_page(base: str, listener: CallbackListener) -> None:
+    """RFC 9700 section 4.16 (clickjacking): a page on another origin that frames the consent page
+    for a signed-in person gets nothing Chromium renders, so no Allow to click under a decoy."""
+    client_id = register(base, listener.url, "Framed client")
+    _, challenge = pkce()
+    consent = f"{base}/oauth/authorize?" + urlencode({
+        "response_type": "code", "client_id": client_id, "redirect_uri": listener.url, "scope": "tools",
+        "state": "s", "code_challenge": challenge, "code_challenge_method": "S256"})
+    page_html = f'<!doctype html><title>Win a prize</title><iframe src="{consent}" width="800" height="600"></iframe>'
+    decoy = HTMLServer(page_html)
+    person = Person("alice", "wonderland")
+
+    async def visit() -> tuple[str, str, list[str]]:
+        async with chromium(person):
+            page = await person.context.new_page()
+            await page.goto(f"{base}/login")
+            await page.get_by_label("Username").fill("alice")
+            await page.get_by_label("Password").fill("wonderland")
+            await page.get_by_role("button", name="Sign in").click()
+            await page.wait_for_url(f"{base}/")
+            direct = await (await page.goto(consent)).text()  # type: ignore[union-attr]  # the page itself shows
+            await page.goto(decoy.url)
+            await page.wait_for_load_state("load")
+            [frame] = page.main_frame.child_frames
+            buttons = await frame.get_by_role("button").all_inner_texts()
+            return direct, frame.url, buttons
+
+    try:
+        direct, framed_url, buttons = asyncio.run(visit())
+    finally:
+        decoy.close()
+    assert "Allow" in direct and "Framed client" in direct  # shown to the person on the app's own page
+    assert buttons == [], (framed_url, buttons)  # nothing rendered inside the other site's frame
+    with pytest.raises(queue.Empty):
+        listener.wait(0.1)
