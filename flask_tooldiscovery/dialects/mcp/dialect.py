@@ -253,12 +253,12 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         return result
 
     methods: dict[str, Handler] = {"initialize": initialize, "ping": lambda req: {}, "server/discover": discover,
-                                      "tools/list": list_tools, "tools/call": call_tool,
-                                      **skills.methods(pipe, apps.methods(pipe, resources.methods(pipe))),
-                                      **prompts.methods(pipe), **completion.methods(pipe),
-                                      **mcp_tasks.methods(pipe, task_questions.relay),
-                                      **subscriptions.methods(pipe, lambda: server_capabilities(pipe)),
-                                      "logging/setLevel": mcp_stream.set_level}
+                                   "tools/list": list_tools, "tools/call": call_tool,
+                                   **skills.methods(pipe, apps.methods(pipe, resources.methods(pipe))),
+                                   **prompts.methods(pipe), **completion.methods(pipe),
+                                   **mcp_tasks.methods(pipe, task_questions.relay),
+                                   **subscriptions.methods(pipe, lambda: server_capabilities(pipe)),
+                                   "logging/setLevel": mcp_stream.set_level}
 
     def complete(method: str, result: dict[str, Any], stateless: bool) -> dict[str, Any]:
         """``result`` with what the stateless era adds to every result (``stateless``)."""

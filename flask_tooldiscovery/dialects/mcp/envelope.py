@@ -13,7 +13,7 @@ from . import jsonrpc as rpc
 from . import param_headers, revisions
 from .content import VERSION_META_KEY
 from .param_headers import HEADER_MISMATCH
-from .request import CAPABILITIES_META_KEY, MISSING_CAPABILITY
+from .request import CAPABILITIES_META_KEY, MISSING_CAPABILITY, speaks_stateless
 from .tasks import STATELESS_METHODS as TASK_METHODS
 
 #: Handshake-era methods the stateless era removed (the handshake, ``ping``, session-held state).
@@ -21,7 +21,7 @@ REMOVED_METHODS = ("initialize", "ping", "logging/setLevel", "resources/subscrib
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 #: HTTP status of a JSON-RPC error in the stateless era's transport (as the official SDK maps them).
 STATELESS_STATUS = {rpc.PARSE_ERROR: 400, rpc.INVALID_REQUEST: 400, rpc.INVALID_PARAMS: 400, HEADER_MISMATCH: 400,
-                 UNSUPPORTED_PROTOCOL_VERSION: 400, rpc.METHOD_NOT_FOUND: 404, MISSING_CAPABILITY: 400}
+                    UNSUPPORTED_PROTOCOL_VERSION: 400, rpc.METHOD_NOT_FOUND: 404, MISSING_CAPABILITY: 400}
 ROUTING_HEADERS = ("MCP-Protocol-Version", "Mcp-Method", "Mcp-Name")
 #: The methods whose ``Mcp-Name`` header mirrors a parameter of the body, and that parameter.
 NAME_BEARING = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
@@ -69,9 +69,7 @@ def stateless_refusal(method: str, params: dict[str, Any]) -> rpc.RpcError | Non
 def is_stateless(message: Any) -> bool:
     """A stateless-era message: the version header says so, or the ``_meta`` envelope does."""
     params = message.get("params") if isinstance(message, dict) else None
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    return (isinstance(meta, dict) and VERSION_META_KEY in meta) or (
-        request.environ.get("HTTP_MCP_PROTOCOL_VERSION") in revisions.STATELESS_REVISIONS)
+    return speaks_stateless(params.get("_meta") if isinstance(params, dict) else None)
 
 
 def header_refusal(payload: Any) -> tuple[dict[str, Any], int] | None:

@@ -28,6 +28,13 @@ ASKABLE = ("elicitation", "sampling", "roots")
 MISSING_CAPABILITY = -32021
 
 
+def speaks_stateless(meta: Any) -> bool:
+    """Whether a request whose ``params._meta`` is ``meta`` is of the stateless era: its envelope
+    names its revision, or its ``MCP-Protocol-Version`` header names a stateless-era one."""
+    return (isinstance(meta, Mapping) and VERSION_META_KEY in meta) or (
+        request.environ.get("HTTP_MCP_PROTOCOL_VERSION") in revisions.STATELESS_REVISIONS)
+
+
 @dataclass(frozen=True)
 class McpRequest:
     """One JSON-RPC request to the MCP endpoint: ``method`` and ``params``; the ``revision`` it
@@ -54,8 +61,7 @@ class McpRequest:
         params = dict(params)
         meta = params.get("_meta")
         meta = meta if isinstance(meta, Mapping) else {}
-        stateless = VERSION_META_KEY in meta or (
-            request.environ.get("HTTP_MCP_PROTOCOL_VERSION") in revisions.STATELESS_REVISIONS)
+        stateless = speaks_stateless(meta)
         caps = meta.get(CAPABILITIES_META_KEY)
         session = sessions.current()
         return cls(method, params, client_version(meta), revisions.STATELESS if stateless else revisions.HANDSHAKE,
@@ -124,4 +130,5 @@ def missing(required: dict[str, Any]) -> rpc.RpcError:
     return rpc.RpcError(MISSING_CAPABILITY, "Missing required client capability", {"requiredCapabilities": required})
 
 
-__all__ = ["ASKABLE", "CAPABILITIES_META_KEY", "MISSING_CAPABILITY", "Handler", "McpRequest", "missing"]
+__all__ = ["ASKABLE", "CAPABILITIES_META_KEY", "MISSING_CAPABILITY", "Handler", "McpRequest", "missing",
+           "speaks_stateless"]
