@@ -38,6 +38,7 @@ from .settings_parsers import (
     parse_prefix,
     parse_redis_url,
     parse_str,
+    parse_switch_or_size,
     parse_url,
     parse_url_with_query,
     parse_urls,
@@ -266,6 +267,10 @@ class Settings:
     approval_ttl: int = setting(
         "APPROVAL_TTL", 600, whole_number(1),
         "Seconds a sealed approval request stays valid (signed with SECRET_KEY, checked by any worker).")
+    tool_search: int | None = setting(
+        "TOOL_SEARCH", None, parse_switch_or_size,
+        "MCP's tools/list shows search_tools and call_tool (and tools marked always_listed) instead of every "
+        "tool: true, always; a number, when the caller sees more tools than that; unset or false, never.")
     stream_keepalive: float = setting(
         "STREAM_KEEPALIVE", 15, number(0.05),
         "Seconds of silence after which a streamed call (MCP SSE, the explorer) sends a keep-alive.")

@@ -176,6 +176,17 @@ def matching(pattern: str, what: str, *, lower: bool = False) -> Callable[[str, 
     return parse
 
 
+def parse_switch_or_size(key: str, value: Any) -> int | None:
+    """Off (``None``: unset, false), always on (``0``: true) or on past a size (a whole number
+    above 0: on when there are more than that many)."""
+    if value is None or value is False or (type(value) is int and value == 0) or (
+            isinstance(value, str) and value.strip().lower() in ("", "false", "0")):
+        return None
+    if value is True or (isinstance(value, str) and value.strip().lower() == "true"):
+        return 0
+    return parse_int(key, value, 1)
+
+
 def optional(parse: Parser) -> Parser:
     """``parse``, with ``None`` for an unset or empty value."""
 

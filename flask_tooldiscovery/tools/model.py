@@ -47,6 +47,7 @@ METADATA_OPTIONS = (
     "result_mime_type",  # the MIME type of the bytes the tool returns (results.py)
     "task_support",  # "forbidden", "optional" or "required": may a protocol run its calls as tasks (MCP)
     "questions",  # what it asks its caller before it runs (questions.py)
+    "always_listed",  # listed even where tool search hides the others (MCP with TOOL_SEARCH)
     "icons", "ui", "visibility",  # its icons ({src, mimeType, sizes, theme}: MCP); its UI, who calls it (ui.py)
 )
 

@@ -37,6 +37,7 @@ from . import (
     stream_task,
     subscriptions,
     task_questions,
+    tool_search,
 )
 from . import input_requests as mcp_input
 from . import jsonrpc as rpc
@@ -188,6 +189,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         """One page, encoded once per (visible tool set, page, era) in the pipeline's cache."""
         toolset, params = pipe.tools(), req.params
         tools, size, stateless = toolset.latest(), options.page_size, req.stateless
+        if tool_search.active(pipe, toolset):  # the search tools instead of every tool
+            tools = tool_search.listed(toolset)
         try:
             start = read_cursor(params["cursor"], len(tools)) if params.get("cursor") is not None else 0
         except ValueError:
@@ -223,6 +226,9 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         arguments = params.get("arguments")
         if arguments is not None and not isinstance(arguments, dict):
             raise rpc.RpcError(rpc.INVALID_PARAMS, "tools/call params.arguments must be an object.")
+        searched = tool_search.answer(pipe, params, lambda tool: shown(tool, req.stateless))
+        if searched is not None:
+            return searched
         tool = pipe.find(name)
         if req.stateless and (mismatch := param_headers.refusal(tool, arguments)) is not None:
             raise mismatch
@@ -302,6 +308,9 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         refused = header_refusal(payload)
         if refused is not None:
             return json_response(*refused)
+        # call_tool (tool search): read as the call it makes, before anything else reads it
+        payload = [tool_search.rewrite(pipe, m) for m in payload] if isinstance(payload, list) \
+            else tool_search.rewrite(pipe, payload)
         if isinstance(payload, list):  # a batch: revisions that have them only, and bounded
             version = request.environ.get("HTTP_MCP_PROTOCOL_VERSION")
             if not payload:

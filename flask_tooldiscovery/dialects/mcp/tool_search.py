@@ -1,0 +1,102 @@
+"""Tool search as MCP clients see it (``TOOLDISCOVERY_TOOL_SEARCH``): ``tools/list`` answers two
+tools, ``search_tools`` (the core's search over what the caller may see, best first, each tool as
+``tools/list`` would show it) and ``call_tool`` (runs the tool it names exactly as a direct
+``tools/call`` would: the request is read as that call before anything else reads it), beside the
+tools marked ``always_listed``. A client whose model has a small context then loads two tools'
+schemas, not a thousand. The search itself is the core's (:meth:`Pipeline.search`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from ...errors import BadRequest
+from ...serving.pipeline import Pipeline
+from ...tools.model import Tool
+from ...tools.registry import ToolSet
+
+SEARCH = "search_tools"
+CALL = "call_tool"
+#: The key of a rewritten call's params that keeps the name the client called (``call_tool``):
+#: the stateless era's routing header (``Mcp-Name``) names it, not the tool it runs.
+CALLED_AS = "_tooldiscovery_called_as"
+
+SEARCH_TOOL = Tool(
+    name=SEARCH, title="Search tools",
+    description=("Find the tools for a task among all this server's tools: describe what you want done in plain "
+                 "words; the best matches come first, each with its input schema. Then run one with call_tool."),
+    input_schema={"type": "object", "properties": {
+        "query": {"type": "string", "description": "What you want done, in plain words.", "maxLength": 500},
+        "limit": {"type": "integer", "description": "How many tools to answer (default 5).", "minimum": 1,
+                  "maximum": 50, "default": 5}}, "required": ["query"]},
+    output_schema={"type": "object", "properties": {"tools": {"type": "array", "items": {"type": "object"}}},
+                   "required": ["tools"]},
+    annotations={"title": "Search tools", "readOnlyHint": True, "openWorldHint": False},
+)
+CALL_TOOL = Tool(
+    name=CALL, title="Call a tool",
+    description=("Run a tool that search_tools found, by its name, with arguments that match its input schema."),
+    input_schema={"type": "object", "properties": {
+        "name": {"type": "string", "description": "The tool's name, as search_tools gave it."},
+        "arguments": {"type": "object", "description": "The tool's arguments."}}, "required": ["name"]},
+    annotations={"title": "Call a tool"},
+)
+
+
+def active(pipe: Pipeline, toolset: ToolSet) -> bool:
+    """Whether ``tools/list`` answers the search tools for this tool set (the setting, and its size)."""
+    past = pipe.settings.tool_search
+    return past is not None and len(toolset.latest()) > past
+
+
+def listed(toolset: ToolSet) -> list[Tool]:
+    """What ``tools/list`` shows when search is on: the two search tools, then the tools marked
+    ``always_listed`` (a tool named like a search tool is reached through ``call_tool``)."""
+    return [SEARCH_TOOL, CALL_TOOL, *(t for t in toolset.latest()
+                                      if t.metadata.get("always_listed") and t.name not in (SEARCH, CALL))]
+
+
+def rewrite(pipe: Pipeline, message: Any) -> Any:
+    """``message`` read as the call it makes: a ``tools/call`` of ``call_tool`` becomes the call of
+    the tool it names, with its arguments and the request's ``_meta`` (everything after this sees a
+    direct call: approvals, limits, tasks, streaming). Other messages, and a ``call_tool`` whose
+    arguments name no tool, are left as they are (the call answers them)."""
+    if not (isinstance(message, dict) and message.get("method") == "tools/call"):
+        return message
+    params = message.get("params")
+    if not isinstance(params, dict) or params.get("name") != CALL or not active(pipe, pipe.tools()):
+        return message
+    arguments = params.get("arguments")
+    if not isinstance(arguments, dict) or not isinstance(arguments.get("name"), str) or arguments["name"] == CALL:
+        return message
+    inner = {"name": arguments["name"], "arguments": arguments.get("arguments", {}), CALLED_AS: CALL}
+    if "_meta" in params:
+        inner["_meta"] = params["_meta"]
+    return {**message, "params": inner}
+
+
+def answer(pipe: Pipeline, params: dict[str, Any], shown: Callable[[Tool], dict[str, Any]]) -> dict[str, Any] | None:
+    """The result of a ``tools/call`` of ``search_tools`` or of a ``call_tool`` that names no tool
+    (``None``: the call is another tool's). What cannot be searched or called is a tool error the
+    model can read and mend (``isError``), not a protocol error."""
+    name = params.get("name")
+    if name not in (SEARCH, CALL) or not active(pipe, pipe.tools()):
+        return None
+    arguments = params.get("arguments")
+    if name == CALL:
+        return _error("call_tool needs arguments.name (a tool's name, from search_tools) and arguments.arguments "
+                      "(an object).")
+    if not isinstance(arguments, dict):
+        return _error("search_tools needs arguments.query (what you want done, in plain words).")
+    try:
+        found = pipe.search(arguments.get("query"), arguments.get("limit"))
+    except BadRequest as exc:
+        return _error(exc.message)
+    tools = [shown(tool) for tool in found]
+    return {"content": [{"type": "text", "text": json.dumps({"tools": tools})}], "structuredContent": {"tools": tools},
+            "isError": False}
+
+
+def _error(message: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": message}], "isError": True}
