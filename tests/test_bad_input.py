@@ -43,3 +43,15 @@ def test_wrong_content_type_is_still_json(client, path) -> None:
 def test_unknown_paths_under_a_prefix(client, path) -> None:
     r = client.get(path)
     assert r.status_code == 404
+
+
+@pytest.mark.parametrize("trace_id", ["\n", "a b", "x\r\nSet-Cookie: s=1", "é", "t" * 129])
+def test_a_body_trace_id_that_could_break_a_header_or_the_log_is_not_taken(client, trace_id) -> None:
+    """OXP's call carries a ``trace_id``: taken only when it is one the header would take (else the
+    request's own id answers), never copied into ``X-Trace-Id`` as it came (a newline was a 500)."""
+    body = {"request": {"tool_id": "ExampleTools.add", "trace_id": trace_id, "input": {"a": 1, "b": 2}}}
+    r = client.post("/oxp/tools/call", json=body)
+    assert r.status_code == 200, r.get_data(as_text=True)[:200]
+    assert r.headers["X-Trace-Id"] != trace_id and "\n" not in r.headers["X-Trace-Id"]
+    good = client.post("/oxp/tools/call", json={**body, "request": {**body["request"], "trace_id": "abc-123"}})
+    assert good.status_code == 200 and good.headers["X-Trace-Id"] == "abc-123"

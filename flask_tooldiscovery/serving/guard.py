@@ -48,6 +48,12 @@ def trace_id_of(traceparent: str, given: str) -> str:
     return given if _TRACE_ID.match(given) else new_trace_id()
 
 
+def well_formed_trace_id(value: object) -> bool:
+    """Whether ``value`` may be a trace id: 1-128 letters, digits, ``._:-`` (a ``traceparent`` is
+    one); anything else (a newline, a space...) would break the ``X-Trace-Id`` header or the log."""
+    return isinstance(value, str) and _TRACE_ID.match(value) is not None
+
+
 def environ_trace_id(environ: Environ) -> str:
     """:func:`trace_id_of` a WSGI environ's headers."""
     traceparent, given = environ.get("HTTP_TRACEPARENT"), environ.get("HTTP_X_TRACE_ID")

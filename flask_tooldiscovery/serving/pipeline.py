@@ -39,7 +39,7 @@ from .cache import Document, WireCache
 from .core import Core, Translator
 from .cors import Cors
 from .fastpath import Learner, credential_keys, listening
-from .guard import RouteKind, new_call_id
+from .guard import RouteKind, new_call_id, well_formed_trace_id
 from .routes import Routes
 from .wire import JSON_MIMETYPE, dumps, json_response
 
@@ -219,7 +219,7 @@ class Pipeline:
         identity = state.identity
         if not fields.get("call_id"):
             fields["call_id"] = new_call_id()
-        if fields.get("trace_id"):
+        if well_formed_trace_id(fields.get("trace_id")):  # a body's trace id, as the header's is checked
             state.trace_id = fields["trace_id"]
         else:
             fields["trace_id"] = state.trace_id or None
