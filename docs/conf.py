@@ -46,8 +46,9 @@ nitpick_ignore_regex = [
     (r"py:.*", r"(flask|werkzeug|marshmallow|jsonschema|limits|redis|celery|jwt|pydantic)(\..*)?"),
     # The package's own plumbing named in signatures, not part of what a user programs against: a
     # decorator's type variable, what report_progress returns (None, awaitable), a ToolContext's
-    # listener and asker fields.
-    (r"py:class", r"(flask_tooldiscovery\.extension\.[FS]|flask_tooldiscovery\.tools\.model\._Done|ToolEvent|Asker)"),
+    # listener and asker fields, a Dialect's task finisher.
+    (r"py:class", r"(flask_tooldiscovery\.extension\.[FS]|flask_tooldiscovery\.tools\.model\._Done|ToolEvent|Asker|"
+                  r"Finisher)"),
     (r"py:.*", r"(Any|Callable|Iterable|Iterator|Mapping|Sequence|Awaitable|Coroutine|Literal|Self|TypeVar|"
                r"Flask|Blueprint|Response|Request|Schema|Path|Enum|Logger)"),
 ]

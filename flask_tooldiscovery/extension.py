@@ -314,7 +314,8 @@ class ToolDiscovery:
         app.extensions["tooldiscovery"] = self
         app.extensions[STATE_KEY] = core
         app.extensions[PIPELINES_KEY] = pipelines
-        app.extensions[runner.EXTENSION_KEY] = runner.Tasks(app, settings, pipelines)
+        finishers = {name: finish for name in pipelines if (finish := self.dialect(name).finish_task) is not None}
+        app.extensions[runner.EXTENSION_KEY] = runner.Tasks(app, settings, pipelines, finishers)
         for name, pipeline in pipelines.items():
             dialect = self.dialect(name)
             app.register_blueprint(dialect.make_blueprint(pipeline), url_prefix=pipeline.prefix or None)

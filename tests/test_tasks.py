@@ -161,6 +161,39 @@ def test_a_cancelled_task_is_read_as_cancelled_whatever_its_message_says(receive
     assert task is not None and task.state == "cancelled", task
 
 
+def test_an_ended_task_goes_to_the_finisher_its_dialect_declares(receiver: Receiver) -> None:
+    """The finisher is the dialect's own ``Dialect.finish_task`` (no global table by name): a dialect
+    that declares another gets the ended task, and Opal's callback is then not sent."""
+    import dataclasses
+
+    from flask_tooldiscovery.dialects import load
+
+    finished: list[tuple[str, str, int]] = []
+
+    def finish(pipe: Any, task: Any, attempt: int) -> float | None:
+        finished.append((pipe.name, task.state, attempt))
+        return None if attempt >= 2 else 0.05  # a second attempt, a moment later
+
+    discovery = ToolDiscovery()
+    discovery.add_dialect(dataclasses.replace(load("flask_tooldiscovery.dialects.opal.dialect"), finish_task=finish))
+
+    @discovery.tool(long_running=True)
+    def quick(n: int) -> dict:
+        """Answer at once."""
+        return {"n": n}
+
+    app = Flask("declared_finisher")
+    app.config.update(TESTING=True, TOOLDISCOVERY_DIALECTS=["opal"], TOOLDISCOVERY_OPAL_CALLBACK_HOSTS=["127.0.0.1"])
+    discovery.init_app(app)
+    url = receiver.url()
+    answer = app.test_client().post("/opal/tools/quick", json={"parameters": {"n": 1}, "async_callback": {"url": url}})
+    assert answer.status_code == 202, answer.data
+    wait_for(lambda: len(finished) == 2)
+    assert finished == [("opal", "completed", 1), ("opal", "completed", 2)]
+    time.sleep(0.3)
+    assert receiver.received(url) == []  # Opal's own finisher was not the one declared
+
+
 # -- Celery: real workers, kill -9 ---------------------------------------------------------------
 
 

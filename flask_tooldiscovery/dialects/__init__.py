@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..lint.targets import Target
     from ..serving.pipeline import Pipeline
     from ..settings import DialectSettings, Settings
+    from ..tasks.runner import Finisher
     from ..tools.model import Tool
     from .driver import Driver
 
@@ -78,6 +79,10 @@ class Dialect:
     cors_headers: tuple[str, ...] = ()
     #: Response headers of its own that browser clients may read (the core's own are always exposed).
     exposed_headers: tuple[str, ...] = ()
+    #: What it does with a task of its own once it ended, when the call asked for it (``then=`` of
+    #: ``Tasks.start``): ``(pipeline, task, attempt) -> None`` when done, else the seconds to wait
+    #: before the next attempt (Opal: POST the result to the call's callback URL).
+    finish_task: Finisher | None = None
     #: How its clients call tools: ``flask tools check --replay`` and the conformance suite use it.
     driver: Driver | None = None
     #: A key under which two tools of one app may not meet (OXP ids); checked at registration.

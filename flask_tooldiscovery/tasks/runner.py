@@ -4,8 +4,8 @@
 and hands it to the app's engine (:mod:`~flask_tooldiscovery.tasks.engines`); :meth:`Tasks.run`
 is what the engine calls, in whatever process and host: it reads the record, runs the call for the
 caller through the dialect's pipeline (rate limits, call slots, signals, traces and metrics
-apply), keeps the outcome in the record, and hands the ended task to the dialect's finisher (a
-name the dialect registered with :func:`finisher`, e.g. Opal's callback delivery).
+apply), keeps the outcome in the record, and hands the ended task to its dialect's finisher (the
+``finish_task`` its ``Dialect`` declares, e.g. Opal's callback delivery) when its call asked for one.
 
 Nothing twice: a run that finds the record terminal does nothing; a run that finds an earlier run
 had started (the engine delivered the task again after a worker died) runs the tool again only
@@ -37,26 +37,16 @@ from .engines import CELERY_INSTALL, CeleryEngine, Engine, Job, ThreadEngine
 from .outbox import Outbox
 from .records import COMPACT, RedisTaskStore, Task, TaskState, TaskStore, store_for
 
-#: What a dialect does with a task once it ended (deliver its result somewhere), by name: called
-#: with the attempt's number, it answers ``None`` when done, or the seconds to wait before another.
+#: What a dialect does with a task of its own once it ended (deliver its result somewhere), declared
+#: on its ``Dialect`` (``finish_task``): called with the attempt's number, it answers ``None`` when
+#: done, or the seconds to wait before another.
 Finisher = Callable[[Pipeline, Task, int], "float | None"]
-_FINISHERS: dict[str, Finisher] = {}
 #: Request headers a task does not carry to where it runs: credentials, and what belonged to the
 #: request's own body and connection.
 UNCARRIED_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "content-length",
                                "transfer-encoding", "connection"})
 INTERRUPTED = ("The call was interrupted: the worker running it stopped before it ended. It was not run "
                "again, so whether it took effect is unknown.")
-
-
-def finisher(name: str) -> Callable[[Finisher], Finisher]:
-    """Decorator: register what to do with an ended task whose call named ``then=name``."""
-
-    def register(fn: Finisher) -> Finisher:
-        _FINISHERS[name] = fn
-        return fn
-
-    return register
 
 
 def outcome_json(outcome: Outcome) -> dict[str, Any]:
@@ -99,10 +89,13 @@ def _identity(data: Mapping[str, Any] | None) -> Identity | None:
 class Tasks:
     """One app's tasks: its store, its engine, and the runner the engine calls."""
 
-    def __init__(self, app: Flask, settings: Settings, pipelines: Mapping[str, Pipeline]) -> None:
+    def __init__(self, app: Flask, settings: Settings, pipelines: Mapping[str, Pipeline],
+                 finishers: Mapping[str, Finisher] | None = None) -> None:
         self.app = app
         self.settings = settings
         self.pipelines = pipelines
+        #: Each dialect's finisher, by the dialect's name (its ``Dialect.finish_task``).
+        self.finishers: Mapping[str, Finisher] = dict(finishers or {})
         self.store: TaskStore = store_for(settings.state_storage_uri)
         self._watcher = CancelWatcher(self.store, lease=float(settings.task_lease))
         self.engine = self._engine(app, settings)
@@ -298,7 +291,7 @@ class Tasks:
         if task is None or not task.terminal or self.store.claim(f"{task.id}:then:{attempt}") != 1:
             return
         then, pipe = task.meta.get("then"), self.pipelines.get(task.dialect)
-        fn = _FINISHERS.get(then) if isinstance(then, str) else None
+        fn = self.finishers.get(task.dialect) if isinstance(then, str) else None
         if fn is None or pipe is None:
             return
         try:
@@ -320,4 +313,4 @@ def tasks_of(app: Flask) -> Tasks:
     return tasks
 
 
-__all__ = ["EXTENSION_KEY", "INTERRUPTED", "Finisher", "Tasks", "ended_state", "finisher", "outcome_json", "tasks_of"]
+__all__ = ["EXTENSION_KEY", "INTERRUPTED", "Finisher", "Tasks", "ended_state", "outcome_json", "tasks_of"]

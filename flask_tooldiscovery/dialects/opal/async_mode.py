@@ -33,7 +33,7 @@ from ...runtime.invoke import prepare
 from ...serving.pipeline import ApprovalGate, Pipeline
 from ...serving.wire import json_response
 from ...tasks.records import Task
-from ...tasks.runner import INTERRUPTED, finisher, tasks_of
+from ...tasks.runner import INTERRUPTED, tasks_of
 from ...tools.model import Tool, ToolContext
 from .settings import OpalSettings
 
@@ -100,7 +100,6 @@ def accept(pipe: Pipeline, gate: ApprovalGate, parameters: dict[str, Any], conte
     return json_response({"status": "accepted", "task_id": task.id}, 202)
 
 
-@finisher(FINISHER)
 def deliver_result(pipe: Pipeline, task: Task, attempt: int) -> float | None:
     """One attempt to POST an ended task's result to the callback URL its call named; the wait
     before the next one while it fails (a connection error, a 5xx, a 429) within the retry window
