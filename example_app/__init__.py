@@ -65,7 +65,8 @@ class Forecast(TypedDict):
 _CITIES = {"berlin": 11.5, "paris": 14.0, "lisbon": 19.5, "oslo": 3.0}
 
 
-@discovery.tool(annotations={"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},
+@discovery.tool(annotations={"title": "Add numbers", "readOnlyHint": True, "destructiveHint": False,
+                             "idempotentHint": True, "openWorldHint": False},
                 category="math", tags=["math"], examples=[{"description": "Two plus three", "input": {"a": 2, "b": 3}}])
 def add(a: float, b: float) -> float:
     """Add two numbers.
@@ -77,7 +78,8 @@ def add(a: float, b: float) -> float:
     return a + b
 
 
-@discovery.tool(annotations={"readOnlyHint": True}, category="math", tags=["math", "statistics"])
+@discovery.tool(annotations={"title": "Mean of numbers", "readOnlyHint": True, "destructiveHint": False,
+                             "openWorldHint": False}, category="math", tags=["math", "statistics"])
 def mean(values: list[float], round_to: int | None = None) -> float:
     """Arithmetic mean of a list of numbers.
 
@@ -94,7 +96,8 @@ def mean(values: list[float], round_to: int | None = None) -> float:
     return round(result, round_to) if round_to is not None else result
 
 
-@discovery.tool(annotations={"readOnlyHint": True, "openWorldHint": True}, category="weather",
+@discovery.tool(annotations={"title": "Current weather", "readOnlyHint": True, "destructiveHint": False,
+                             "openWorldHint": True}, category="weather",
                 tags=["weather"], version="1.2.0", timeout=5, cost_estimate="low")
 async def get_weather(city: Annotated[str, "City name"],
                       units: Literal["metric", "imperial"] = "metric",
@@ -113,7 +116,8 @@ async def get_weather(city: Annotated[str, "City name"],
     return {"city": city, "units": units, "temperature": temp, "conditions": "partly cloudy"}
 
 
-@discovery.tool(annotations={"destructiveHint": True, "idempotentHint": False}, category="orders",
+@discovery.tool(annotations={"title": "Place an order", "readOnlyHint": False, "destructiveHint": True,
+                             "idempotentHint": False, "openWorldHint": False}, category="orders",
                 requires_approval=True, tags=["orders"])
 def create_order(
     items: Annotated[list[str], "Product SKUs"],
@@ -147,7 +151,8 @@ ORDER_CARD = UI("order_card.html", uri="ui://example/order-card", context={"shop
                 prefers_border=True, preferred_size=(420, 240))
 
 
-@discovery.tool(annotations={"readOnlyHint": True}, category="orders", ui=ORDER_CARD)
+@discovery.tool(annotations={"title": "Order status", "readOnlyHint": True, "destructiveHint": False,
+                             "openWorldHint": False}, category="orders", ui=ORDER_CARD)
 def order_status(order_id: str, include_history: bool = False) -> dict:
     """Look up the status of an order.
 
@@ -170,7 +175,8 @@ def release_delivery_slot(slot_id: str) -> dict:
     return {"released": slot_id}
 
 
-@discovery.tool(annotations={"readOnlyHint": False, "idempotentHint": False}, category="orders",
+@discovery.tool(annotations={"title": "Book a delivery slot", "readOnlyHint": False, "destructiveHint": False,
+                             "idempotentHint": False, "openWorldHint": False}, category="orders",
                 rollback=release_delivery_slot, sensitive="Books a courier for the customer.")
 def book_delivery_slot(order_id: str, day: Literal["monday", "wednesday", "friday"] = "monday") -> Envelope:
     """Book a courier's delivery slot for an order. Answers Opal with its v2 envelope: a message,
@@ -190,7 +196,8 @@ def book_delivery_slot(order_id: str, day: Literal["monday", "wednesday", "frida
 PACK_SECONDS = 0.3
 
 
-@discovery.tool(annotations={"readOnlyHint": True}, category="orders", long_running=True)
+@discovery.tool(annotations={"title": "Pack orders", "readOnlyHint": True, "destructiveHint": False,
+                             "openWorldHint": False}, category="orders", long_running=True)
 async def pack_orders(count: Annotated[int, {"minimum": 1, "maximum": 20}] = 5, ctx: ToolContext = None) -> dict:
     """Pack a batch of orders, reporting progress as each one is packed (watch it live in the
     explorer, or with an MCP client's progress callback).
@@ -205,7 +212,8 @@ async def pack_orders(count: Annotated[int, {"minimum": 1, "maximum": 20}] = 5, 
     return {"packed": count}
 
 
-@discovery.tool(annotations={"readOnlyHint": True}, category="weather")
+@discovery.tool(annotations={"title": "Temperature chart", "readOnlyHint": True, "destructiveHint": False,
+                             "openWorldHint": False}, category="weather")
 def temperature_chart(cities: list[Literal["berlin", "paris", "lisbon", "oslo"]]) -> Image:
     """A bar chart (PNG) of the current temperature in some cities, one bar per city.
 

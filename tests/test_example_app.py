@@ -69,6 +69,7 @@ def run_quietly(tmp_path: Path, *args: str, secret: str | None = None) -> subpro
 
 
 @pytest.mark.parametrize("command", [["list"], ["show", "add"], ["export", "opal"], ["check"],
+                                     ["check", "--target", "claude-directory"], ["check", "--target", "chatgpt"],
                                      ["export", "--target", "gemini"]], ids=" ".join)
 def test_read_only_tools_commands_print_no_warning(tmp_path: Path, command: list[str]) -> None:
     """``flask --app example_app tools list`` and its read-only siblings, on a fresh shell: their

@@ -41,7 +41,9 @@ def test_the_quickstart_answers_every_curl_it_shows() -> None:
     namespace: dict[str, object] = {"__name__": "quickstart"}
     exec(compile(code_blocks("python")[0][1], "quickstart.py", "exec", dont_inherit=True), namespace)
     app = namespace["app"]
-    assert app.test_cli_runner().invoke(args=["tools", "check"]).exit_code == 0  # type: ignore[attr-defined]
+    for target in ([], ["--target", "claude-directory"], ["--target", "chatgpt"]):  # the checks it advertises
+        done = app.test_cli_runner().invoke(args=["tools", "check", *target])  # type: ignore[attr-defined]
+        assert done.exit_code == 0, done.output
     client = app.test_client()  # type: ignore[attr-defined]
     curls = re.findall(r"curl -X POST localhost:5000(\S+) -H 'Content-Type: application/json' -d '(.*)'", README)
     assert len(curls) == 5
