@@ -297,4 +297,4 @@ def test_gunicorn_with_several_workers_and_no_store_warns_at_start(workers: int,
     warned = "TOOLDISCOVERY_STATE_STORAGE_URI is unset" in output
     assert warned == (workers > 1), output
     if workers > 1:
-        assert f"gunicorn runs {workers} worker processes" in output and "approval" in output
+        assert f"the server runs {workers} worker processes" in output and "approval" in output

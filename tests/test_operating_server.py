@@ -68,14 +68,19 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         stop(proc)
 
 
+#: The shipped gunicorn configuration: its post_fork hook tells the app its workers and threads, as
+#: in a deployment (the command line's options win over the file's).
+GUNICORN_CONF = ROOT / "deploy" / "gunicorn.conf.py"
+
+
 def start(app_spec: str, *, workers: int = 1, worker_class: str = "gthread", threads: int = 4,
           env: dict[str, str] | None = None, ready: str = "/oxp/health") -> tuple[str, subprocess.Popen]:
     """``app_spec`` under gunicorn on a free port, once a worker answers ``ready`` (the master
     listens before its workers have booted): its base URL and process (``stop`` it)."""
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "--workers", str(workers), "--worker-class", worker_class,
-         "--threads", str(threads), "--bind", f"127.0.0.1:{port}", app_spec],
+        [sys.executable, "-m", "gunicorn", "-c", str(GUNICORN_CONF), "--workers", str(workers),
+         "--worker-class", worker_class, "--threads", str(threads), "--bind", f"127.0.0.1:{port}", app_spec],
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     base = f"http://127.0.0.1:{port}"
