@@ -107,6 +107,14 @@ def test_export_unknown(runner) -> None:
     assert result.exit_code == 1 and "openapi" in result.output
 
 
+def test_export_without_a_name_says_what_can_be_exported(runner) -> None:
+    result = runner.invoke(args=["tools", "export"])
+    assert result.exit_code == 2, result.output  # click's usage error
+    assert "None" not in result.output
+    assert "Name what to export: one of " in result.output and "openapi" in result.output
+    assert "--target " in result.output and "gemini" in result.output
+
+
 def test_check_passes_on_the_example(runner) -> None:
     result = runner.invoke(args=["tools", "check"])
     assert result.exit_code == 0, result.output

@@ -166,6 +166,9 @@ def export(what: str | None, target: str | None, base_url: str | None) -> None:
     exportable = [n for n in ext.dialect_names if ext.dialect(n).export_document is not None]
     if target is not None and what is not None:
         raise click.ClickException("give a document to export or --target, not both")
+    if target is None and what is None:
+        raise click.UsageError(f"Name what to export: one of {', '.join(sorted([*exportable, 'openai']))} "
+                               f"(or --target {'|'.join(known_targets(ext))}).")
     if target is not None:
         [chosen] = _targets(ext, (target,))
         with current_app.test_request_context(base_url=base_url):
