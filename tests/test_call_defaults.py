@@ -167,6 +167,11 @@ def test_the_default_deadline_answers_in_every_dialect_as_a_timeout_does() -> No
     assert "did not finish within 0.2 seconds" in oxp.get_data(as_text=True)
 
 
+def test_one_second_is_said_in_the_singular() -> None:
+    status, body = call(create_app(TOOLDISCOVERY_DEFAULT_TIMEOUT=1), "stuck_async")
+    assert (status, body["error"]) == (500, "The tool did not finish within 1 second.")
+
+
 def test_a_tool_of_its_own_timeout_keeps_it() -> None:
     status, body = call(create_app(TOOLDISCOVERY_DEFAULT_TIMEOUT=20), "own_deadline")
     assert (status, body["error"]) == (500, "The tool did not finish within 0.2 seconds.")

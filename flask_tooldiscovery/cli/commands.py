@@ -232,7 +232,8 @@ def check(targets: tuple[str, ...], replay: bool, headers: tuple[str, ...], incl
         click.echo(f"{len(found)} problem(s) found" + (f", {differences} replay difference(s)." if replay else "."),
                    err=True)
         sys.exit(1)
-    click.echo(f"All {len(list(_tools()))} tools pass the checks of {where}."
+    count = len(list(_tools()))
+    click.echo((f"All {count} tools pass" if count != 1 else "The one tool passes") + f" the checks of {where}."
                + (" Every replayed example agrees across the dialects." if replay else ""))
 
 

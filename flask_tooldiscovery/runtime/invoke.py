@@ -286,7 +286,7 @@ def invoke(
         return done("failure", failure=Failure.from_tool_error(exc))
     except _DeadlinePassed:
         return done("failure", failure=Failure(
-            message=f"The tool did not finish within {deadline:g} seconds.",
+            message=f"The tool did not finish within {deadline:g} second{'' if deadline == 1 else 's'}.",
             can_retry=True, expected=False,
         ))
     except Exception as exc:

@@ -25,7 +25,7 @@ from .records import Task, TaskStore
 QUESTIONS, ANSWERS, ASKABLE = "questions", "answers", "askable"
 #: Seconds the task waits for an answer, when its dialect says (else as long as the task is kept).
 ASK_WAIT = "ask_wait"
-NO_ANSWER = "No answer came within {wait:g} seconds, so the tool stopped waiting."
+NO_ANSWER = "No answer came within {wait:g} {seconds}, so the tool stopped waiting."
 ONLY_QUESTIONS = ("This tool asks its caller's model or roots while it runs as a task, which a task cannot do: a task "
                   "asks its caller form questions only.")
 
@@ -82,7 +82,7 @@ def asker(store: TaskStore, task_id: str, *, wait: float, poll: float = 0.25) ->
             given = answers(task)
             if all(k in given for k in keys):
                 return [given[k] for k in keys]
-        raise CannotAsk(NO_ANSWER.format(wait=waited))
+        raise CannotAsk(NO_ANSWER.format(wait=waited, seconds="second" if waited == 1 else "seconds"))
 
     return ask
 
