@@ -176,8 +176,8 @@ class Settings:
         "{src, mimeType, sizes, theme} dicts or URLs; src an http(s) URL or a data: URI.")
     skills_dir: str | None = setting("SKILLS_DIR", None, parse_str, "A folder of Agent Skills (each directory "
                                      "with a SKILL.md) MCP serves; needs the skills extra (PyYAML).")
-    title: str = setting("TITLE", "Tool Explorer", parse_str,
-                         "Server title: the explorer page's, MCP's serverInfo and Server Card's, the manifest's.")
+    title: str = setting("TITLE", "", parse_str, "Server title: MCP's serverInfo, the Server Card's, the manifest's "
+                         "(default: the server name) and the explorer page's (default: Tool Explorer).")
     max_content_length: int = setting("MAX_CONTENT_LENGTH", 1024 * 1024, whole_number(1),
                                       "Largest request body in bytes; larger ones get 413 (chunked bodies too).")
     coerce_arguments: bool = setting("COERCE_ARGUMENTS", False, parse_bool,
@@ -303,6 +303,11 @@ class Settings:
     #: Each dialect's block of keys, parsed (read with ``Block.of(settings)``).
     blocks: Mapping[type[DialectSettings], DialectSettings] = field(default_factory=lambda: MappingProxyType({}))
 
+    @property
+    def server_title(self) -> str:
+        """How the server names itself to people: ``TITLE``, else the server name."""
+        return self.title or self.server_name
+
     def __post_init__(self) -> None:
         only_with(self, ("jwt_secret", "jwt_jwks_url"), "jwt_issuer", "jwt_audience")
         if bool(self.epi_hmac_app_key) != bool(self.epi_hmac_secret):
@@ -352,7 +357,7 @@ def build_settings(
     values["server_description"] = values["server_description"] or ""
     values["instructions"] = values["instructions"] or ""
     values["server_version"] = values["server_version"] or "1.0.0"
-    values["title"] = values["title"] or "Tool Explorer"
+    values["title"] = values["title"] or ""
     # The older MCP_ALLOWED_ORIGINS only adds to ALLOWED_ORIGINS: the core reads the one list.
     values["allowed_origins"] = tuple(dict.fromkeys((*values["allowed_origins"], *values["mcp_allowed_origins"])))
     chosen = values["dialects"] if values["dialects"] is not None else tuple(default_dialects)

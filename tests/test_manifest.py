@@ -176,3 +176,19 @@ def test_flask_tools_export_manifest() -> None:
     manifest = json.loads(result.output)
     assert manifest["url"] == "https://tools.acme.com/.well-known/tool-discovery"
     assert manifest["dialects"]["mcp"]["url"] == "https://tools.acme.com/mcp"
+
+
+def test_the_server_is_named_by_its_title_else_its_name_and_the_explorer_plainly() -> None:
+    """The manifest and MCP's serverInfo call the server by TOOLDISCOVERY_TITLE, else by its name
+    (never "Tool Explorer"), and the explorer entry by what it is, with no spec ids."""
+    for config, title in (({}, "acme-tools"), ({"TOOLDISCOVERY_TITLE": "Acme shop"}, "Acme shop")):
+        client = build(**config).test_client()
+        manifest = client.get("/.well-known/tool-discovery").get_json()
+        assert manifest["title"] == title
+        assert manifest["dialects"]["explorer"]["protocol"] == "Tool explorer: JSON API and page"
+        init = client.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+            headers={"Accept": "application/json, text/event-stream"}).get_json()
+        assert init["result"]["serverInfo"]["title"] == title
+        page = client.get("/explorer/").get_data(as_text=True)
+        assert f"<h1 id=\"td-title\">{config.get('TOOLDISCOVERY_TITLE', 'Tool Explorer')}</h1>" in page

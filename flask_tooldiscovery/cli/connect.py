@@ -207,7 +207,7 @@ def server_name(settings: Any) -> str:
     """The name clients list the server under: ``TOOLDISCOVERY_SERVER_NAME`` when it is set, else
     the title, made a short identifier (``Acme tools`` -> ``acme-tools``)."""
     given = current_app.config.get("TOOLDISCOVERY_SERVER_NAME")
-    source = given if isinstance(given, str) and given.strip() else settings.title
+    source = given if isinstance(given, str) and given.strip() else settings.server_title
     return re.sub(r"[^a-z0-9_-]+", "-", source.lower()).strip("-")[:64] or "tools"
 
 
@@ -269,9 +269,9 @@ def connect(client: str, url: str | None) -> None:
     settings = ext.settings
     header, oauth = credential(settings)
     address = url or McpSettings.of(settings).resource or default_url(settings.prefixes["mcp"])
-    description = settings.server_description or f"Tools from {settings.title}, over MCP."
-    endpoint = Endpoint(name=server_name(settings), url=address, header=header, oauth=oauth, title=settings.title,
-                        description=description, version=settings.server_version)
+    description = settings.server_description or f"Tools from {settings.server_title}, over MCP."
+    endpoint = Endpoint(name=server_name(settings), url=address, header=header, oauth=oauth,
+                        title=settings.server_title, description=description, version=settings.server_version)
     snippet = CLIENTS[client](endpoint)
     click.echo(snippet.text)
     for note in snippet.notes:

@@ -68,7 +68,7 @@ def manifest(pipe: Pipeline) -> dict[str, Any]:
     entries = {name: _entry(pipelines[name]) for name in settings.dialects if name != pipe.name}
     about = _about_remote(pipelines, entries)
     out = {
-        "name": settings.server_name, "title": settings.title, "version": settings.server_version,
+        "name": settings.server_name, "title": settings.server_title, "version": settings.server_version,
         "description": settings.server_description or None,
         "url": request.url_root.rstrip("/") + (pipe.prefix or DEFAULT_PATH),
         "tools": len(pipe.tools().latest()),

@@ -89,7 +89,7 @@ def card(pipe: Pipeline) -> dict[str, Any]:
     settings = pipe.settings
     description = settings.server_description or f"Tools from {settings.server_name}, over MCP."
     found = {"$schema": SCHEMA_URL, "name": card_name(pipe), "version": settings.server_version,
-             "title": shorten(settings.title), "description": shorten(description),
+             "title": shorten(settings.server_title), "description": shorten(description),
              "remotes": [_remote(pipe, name, protocol) for name, protocol in remotes(pipe)]}
     if settings.server_icons:  # TOOLDISCOVERY_SERVER_ICONS, as MCP's serverInfo shows them
         found["icons"] = [dict(icon) for icon in settings.server_icons]

@@ -196,7 +196,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
                         static_url_path="/static")
     # No method guards: other methods get Flask's own 405 and OPTIONS its own Allow, as before.
     allow_execute = ExplorerSettings.of(pipe.settings).allow_execute
-    page_settings = {"title": pipe.settings.title, "allow_execute": allow_execute}
+    page_settings = {"title": pipe.settings.title or "Tool Explorer", "allow_execute": allow_execute}
 
     @bp.app_template_filter("tooldiscovery_page")
     def page_filter(config: Any) -> dict[str, Any]:
@@ -269,7 +269,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
 
 DIALECT = Dialect(
     name=NAME, make_blueprint=make_blueprint, default_prefix="/explorer", error_response=error_response,
-    protocol=Protocol("Tool Explorer (F2/F3 JSON API and page)"), driver=ExplorerDriver(),
+    protocol=Protocol("Tool explorer: JSON API and page"), driver=ExplorerDriver(),
     export_document=export_document, security_warning=security_warning, openapi_paths=openapi_paths,
     runs_tools=lambda settings: ExplorerSettings.of(settings).allow_execute, takes_auth_hook=True,
     settings=ExplorerSettings, lists_app_tools=True,

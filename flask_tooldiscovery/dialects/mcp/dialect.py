@@ -162,7 +162,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
     """The MCP blueprint: one streamable-HTTP endpoint."""
     bp = pipe.blueprint(__name__)
     settings, options = pipe.settings, McpSettings.of(pipe.settings)
-    server_info = {"name": settings.server_name, "version": settings.server_version, "title": settings.title,
+    server_info = {"name": settings.server_name, "version": settings.server_version, "title": settings.server_title,
                    **({"icons": [dict(i) for i in settings.server_icons]} if settings.server_icons else {})}
 
     def with_instructions(result: dict[str, Any]) -> dict[str, Any]:

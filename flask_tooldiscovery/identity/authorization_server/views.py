@@ -185,14 +185,14 @@ def blueprint(server: Server, settings: Settings, guard: HostCheck, user_hook: U
         client = grant.client
         target = urlsplit(grant.redirect_uri)
         params = {k: request.args.get(k) for k in PARAMETERS if request.args.get(k) is not None}
-        descriptions = options.scope_descriptions(settings.title)
+        descriptions = options.scope_descriptions(settings.server_title)
         scopes = [(s, descriptions.get(s, s)) for s in (grant.request.scope or "").split()]
         page = render_template(
             "tooldiscovery/oauth_consent.html", client_name=client.name, client_id=client.get_client_id(),
             client_uri=client.client_uri, from_document=client.from_document,
             redirect_host=target.hostname or f"{target.scheme}:", redirect_uri=grant.redirect_uri, scopes=scopes,
             resource=grant.request.resource, params=params, csrf_token=csrf_token(params), user_id=user,
-            title=settings.title, action=request.path)
+            title=settings.server_title, action=request.path)
         response = Response(page, mimetype="text/html")
         response.headers.update(PAGE_HEADERS)
         return response
@@ -242,7 +242,7 @@ def blueprint(server: Server, settings: Settings, guard: HostCheck, user_hook: U
         if wants_html():
             rows = [(g, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(g.granted_at))) for g in found]
             response = Response(render_template("tooldiscovery/oauth_grants.html", grants=rows, csrf_token=token,
-                                                title=settings.title), mimetype="text/html")
+                                                title=settings.server_title), mimetype="text/html")
             response.headers.update(PAGE_HEADERS)
             return response
         response = jsonify({"grants": [{"client_id": g.client_id, "client_name": g.client_name, "scope": g.scope,
