@@ -25,7 +25,7 @@ from ..tools.model import Identity
 from .connect import connect
 from .export import for_target, openai_tools, target_notes
 
-tools_cli = AppGroup("tools", help="List, inspect, call, export and lint the app's tools; connect a client.")
+tools_cli = AppGroup("tools", help="List, search, inspect, call, export and lint the app's tools; connect a client.")
 tools_cli.add_command(connect)
 
 
@@ -89,6 +89,23 @@ def list_tools() -> None:
     for prompt in prompts:
         arguments = ", ".join(a.name + ("" if a.required else "?") for a in prompt.arguments)
         click.echo(f"{prompt.name}({arguments})\t{_first_line(prompt.description)}")
+
+
+@tools_cli.command("search")
+@click.argument("query")
+@click.option("--limit", type=int, default=None, metavar="N",
+              help="The most tools to print (1 to 50; default 5).")
+def search_tools(query: str, limit: int | None) -> None:
+    """Print the tools that best match QUERY, best first, as the caller given by --as/--scope may see
+    them: the same search as MCP's search_tools and the explorer's ?q=. Exit 1 when the query or
+    limit cannot be searched."""
+    pipe = Pipeline(_ext().state(), CLI_DIALECT)
+    try:
+        found = pipe.search(query, limit)
+    except CoreError as exc:
+        raise click.ClickException(exc.message) from None
+    for tool in found:
+        click.echo(f"{tool.name}@{tool.version}\t{tool.title or _first_line(tool.description)}")
 
 
 @tools_cli.command("show")
