@@ -4,9 +4,10 @@
 It lists every mounted dialect with the protocol and version it speaks, its discovery URL, its call
 URL and all its routes (URI templates such as ``/opal/tools/{name}``); then the entry of each
 dialect that has one of its own (the MCP endpoint with its capabilities, Server Card and OAuth
-metadata; the OpenAPI document's URL). Everything in it comes from the mounted dialects'
-:class:`~.Dialect` fields and the app's URL map, so the manifest says where each dialect is really
-mounted and names none itself. Served from the pipeline's document cache with an ``ETag``, to any
+metadata; the OpenAPI document's URL); and where the tools can be searched. Everything in it comes
+from the mounted dialects' :class:`~.Dialect` fields and the app's URL map, so the manifest says
+where each dialect is really mounted (only ``search`` names dialects: the explorer and MCP, the two
+that search). Served from the pipeline's document cache with an ``ETag``, to any
 origin, like the discovery documents it points to.
 """
 
@@ -61,6 +62,17 @@ def _about_remote(pipelines: dict[str, Pipeline], entries: dict[str, Any]) -> di
     return about
 
 
+def _search(pipe: Pipeline, entries: dict[str, Any]) -> dict[str, Any]:
+    """Where the tools can be searched (the core's one search, best first): the explorer's tool list
+    as a URI template taking ``q`` and ``limit``; MCP's ``tools/list`` offering ``search_tools`` and
+    ``call_tool`` when ``TOOLDISCOVERY_TOOL_SEARCH`` is on (``whenMoreThan``: past how many tools the
+    caller sees; 0, always). ``None`` where it is not mounted or not on."""
+    explorer, mcp, past = entries.get("explorer"), entries.get("mcp"), pipe.settings.tool_search
+    return {"explorer": f"{explorer['url']}{{?q,limit}}" if explorer and explorer["url"] else None,
+            "mcp": None if mcp is None or past is None else
+            {"url": mcp["url"], "tools": ["search_tools", "call_tool"], "whenMoreThan": past}}
+
+
 def manifest(pipe: Pipeline) -> dict[str, Any]:
     """The manifest, its URLs absolute from this request."""
     settings = pipe.settings
@@ -73,6 +85,7 @@ def manifest(pipe: Pipeline) -> dict[str, Any]:
         "url": request.url_root.rstrip("/") + (pipe.prefix or DEFAULT_PATH),
         "tools": len(pipe.tools().latest()),
         "dialects": entries,
+        "search": _search(pipe, entries),
     }
     for name, dialect in table_of(pipe).items():  # an entry of its own: null while the dialect is not mounted
         if dialect.manifest_section is not None and name != pipe.name:
