@@ -1,0 +1,150 @@
+"""Tool search over real HTTP: an MCP ``tools/call`` of ``search_tools`` against a plain MCP
+``tools/call`` of a trivial tool, on one gunicorn server holding GitHub's REST API as 1,223 tools
+(registered as a provider, ``TOOLDISCOVERY_TOOL_SEARCH`` on) beside the trivial tool: once as a
+provider answering the catalogue's dicts (each request reads them: the cost every call pays), once as
+a provider answering ``Tool`` objects read beforehand (the search's own cost shows).
+
+    python bench/bench_search_http.py [ROUNDS] [REQUESTS] [path/to/github-rest-tools.json]
+
+The server: gunicorn, 1 sync worker. The client: one keep-alive connection sending requests one
+after another (no ``wrk`` needed), so a figure is a request's whole cost as a client sees it
+(parsing, the pipeline, the answer, the loopback). Each round sends ``REQUESTS`` plain calls,
+``REQUESTS`` searches (the plain-language tasks of ``bench/search_tasks.txt`` in turn, limit 5)
+and ``REQUESTS`` plain calls through ``call_tool``, each round starting with the next; a round's
+figure is the median latency, and the ratio is the median over rounds of each round's search
+median / plain median (the machine is shared and noisy). The load average is printed before and after.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_DATA = HERE.parent.parent / "shared" / "data" / "github-rest-tools.json"  # beside the repository
+HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+           "MCP-Protocol-Version": "2025-06-18"}
+
+
+def app() -> Any:
+    """The served app (gunicorn's factory): the catalogue as a provider, a trivial tool, MCP with search on."""
+    from flask import Flask
+
+    from flask_tooldiscovery import ToolDiscovery
+
+    discovery = ToolDiscovery()
+
+    @discovery.tool
+    def ping(text: str) -> str:
+        """Answer the text given."""
+        return text
+
+    catalogue = json.loads(Path(os.environ.get("BENCH_SEARCH_DATA", DEFAULT_DATA)).read_text())["tools"]
+    if os.environ.get("BENCH_SEARCH_PROVIDER") == "tools":  # read once, into Tool objects
+        from flask_tooldiscovery.tools.providers import tool_from_object
+
+        catalogue = [tool_from_object(t) for t in catalogue]
+    discovery.add_provider(catalogue)
+    flask_app = Flask("bench_search_http")
+    flask_app.config.update(TOOLDISCOVERY_DIALECTS=["mcp"], TOOLDISCOVERY_TOOL_SEARCH=True)
+    discovery.init_app(flask_app)
+    return flask_app
+
+
+def tasks() -> list[str]:
+    lines = (HERE / "search_tasks.txt").read_text().splitlines()
+    return [line.split("|")[1].strip() for line in lines if line.strip() and not line.startswith("#")]
+
+
+def rpc(name: str, arguments: dict[str, Any]) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                       "params": {"name": name, "arguments": arguments}}).encode()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start(data: Path, provider: str) -> tuple[subprocess.Popen[bytes], int]:
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(HERE), "BENCH_SEARCH_DATA": str(data), "BENCH_SEARCH_PROVIDER": provider}
+    cmd = [sys.executable, "-m", "gunicorn", "-w", "1", "-k", "sync", "-b", f"127.0.0.1:{port}",
+           "--log-level", "warning", "bench_search_http:app()"]
+    proc = subprocess.Popen(cmd, cwd=HERE, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(400):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.1):
+                return proc, port
+        except OSError:
+            time.sleep(0.05)
+    proc.terminate()
+    raise RuntimeError("gunicorn did not start")
+
+
+def post(conn: http.client.HTTPConnection, body: bytes) -> tuple[float, dict[str, Any]]:
+    started = time.perf_counter()
+    conn.request("POST", "/mcp", body=body, headers=HEADERS)
+    response = conn.getresponse()
+    text = response.read()
+    took = time.perf_counter() - started
+    assert response.status == 200, (response.status, text[:300])
+    answer = json.loads(text)
+    assert not answer["result"].get("isError"), text[:300]
+    return took, answer
+
+
+def measure(data: Path, provider: str, rounds: int, count: int) -> dict[str, list[float]]:
+    """Each round's median latency of each case, on a server whose provider answers ``provider``."""
+    queries = tasks()
+    proc, port = start(data, provider)
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        plain = rpc("ping", {"text": "hello"})
+        through = rpc("call_tool", {"name": "ping", "arguments": {"text": "hello"}})
+        searches = [rpc("search_tools", {"query": q, "limit": 5}) for q in queries]
+        _, found = post(conn, searches[0])  # builds the index: not measured
+        assert found["result"]["structuredContent"]["tools"], found
+        for body in (plain, through, *searches):
+            post(conn, body)
+        medians: dict[str, list[float]] = {"plain tools/call": [], "search_tools": [], "call_tool (ping)": []}
+        cases = [("plain tools/call", [plain]), ("search_tools", searches), ("call_tool (ping)", [through])]
+        for turn in range(rounds):  # each round starts with the next case
+            for label, bodies in cases[turn % 3:] + cases[:turn % 3]:
+                times = [post(conn, bodies[i % len(bodies)])[0] for i in range(count)]
+                medians[label].append(statistics.median(times))
+        conn.close()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    return medians
+
+
+def main() -> None:
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+    count = int(sys.argv[2]) if len(sys.argv) > 2 else 200
+    data = Path(sys.argv[3]) if len(sys.argv) > 3 else DEFAULT_DATA
+    for provider, about in (("dicts", "a provider answering the catalogue's 1,223 dicts (read on every request)"),
+                            ("tools", "a provider answering 1,223 Tool objects (read once)")):
+        print(f"{about}; load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        medians = measure(data, provider, rounds, count)
+        base = medians["plain tools/call"]
+        for label, values in medians.items():
+            ratios = [v / b for v, b in zip(values, base, strict=True)]
+            print(f"  {label:18s} median {statistics.median(values) * 1000:.2f} ms "
+                  f"(rounds {min(values) * 1000:.2f}-{max(values) * 1000:.2f}); x{statistics.median(ratios):.2f} "
+                  f"of a plain call (rounds x{min(ratios):.2f}-x{max(ratios):.2f})")
+        print(f"  load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()
