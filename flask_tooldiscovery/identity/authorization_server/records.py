@@ -9,7 +9,7 @@ a token is good only while its grant is. Keys (each under the store's prefix)::
     cimd:<sha256 of url>       a metadata document's client     (OAUTH_CIMD_CACHE_TTL)
     code:<sha256 of code>      an authorization code            (60 s, taken once)
     code-used:<sha256>         a code taken: its grant          (10 min, to revoke it on replay)
-    access:<sha256 of token>   an access token                  (OAUTH_ACCESS_TOKEN_TTL)
+    access:<sha256 of token>   an access token, <grant id>.<secret> (OAUTH_ACCESS_TOKEN_TTL)
     refresh:<sha256 of token>  a refresh token                  (OAUTH_REFRESH_TOKEN_TTL)
     refresh-used:<sha256>      a refresh token spent            (its remaining lifetime)
     grant:<id>                 a grant: user, client, scope, resource

@@ -22,6 +22,7 @@ from .grants import CodeGrant, InvalidTargetError, RefreshGrant, S256Challenge
 from .models import Client
 from .records import Grant, Records
 from .settings import OAuthServerSettings
+from .storage import naming_grant
 from .verifier import issuer_of, under
 
 
@@ -100,6 +101,7 @@ class Server(AuthorizationServer):  # type: ignore[misc]
             grant = self.records.grant(req.refresh_token.family)
         if grant is None:  # revoked between the check and now
             raise InvalidGrantError("The grant was revoked.")
+        token["access_token"] = naming_grant(token["access_token"], grant.id)  # the response's token
         self.records.issue(token, grant, token.get("scope") or grant.scope)
 
     def _generate_token(self, grant_type: str, client: Client, user: Any = None, scope: str | None = None,

@@ -1,7 +1,8 @@
 """This server's access tokens, verified for the identity layer (no Authlib needed here: the
 records are read straight from the state store).
 
-A token is good while its record lives (it expires, or is revoked with its grant), for the
+A token is good while its record and its grant's record live (it expires, or is revoked with its
+grant); it names its grant, so both are read at once (one Redis round trip, ``MGET``), for the
 resources ``accepts`` allows: every dialect takes a token issued for this app (its issuer, or a
 URL under it); MCP only one for its own endpoint or the app as a whole (RFC 8707). The caller is
 the user who granted it (``ctx.user_id``), with the scopes granted."""
@@ -18,7 +19,7 @@ from ...tools.model import Identity
 from ..sources import AuthError, ScopeError, Verifier
 from ..verifiers import AUTHORIZATION, bearer_token
 from .settings import OAuthServerSettings
-from .storage import Store, StoreError, digest, for_uri
+from .storage import Store, StoreError, digest, for_uri, named_grant
 
 
 def issuer_of(options: OAuthServerSettings, req: Request) -> str:
@@ -56,12 +57,18 @@ class ServerTokenVerifier(Verifier):
         if token is None:
             return None
         try:
-            record = self.store.get("access:" + digest(token))
+            family = named_grant(token)
+            if family is not None:  # one round trip: the token's record and its grant's
+                record, grant = self.store.get_many("access:" + digest(token), "grant:" + family)
+                if record is not None and str(record.get("family")) != family:
+                    raise AuthError("token unknown, expired or revoked")
+            else:  # issued before tokens named their grant
+                record = self.store.get("access:" + digest(token))
+                grant = None if record is None else self.store.get("grant:" + str(record.get("family")))
             if record is None:
                 raise AuthError("token unknown, expired or revoked")
             if float(record.get("expires_at", 0)) <= time.time():
                 raise AuthError("token expired")
-            grant = self.store.get("grant:" + str(record.get("family")))
         except StoreError as exc:
             raise AuthError(f"token cannot be checked: {exc}") from None
         if grant is None or not hmac.compare_digest(str(grant.get("user_id")), str(record.get("user_id"))):
