@@ -12,7 +12,8 @@ sockets, as ``bench_calls.py``), three ways:
 * ``own token, in process``: the authorization server on, its records in the process
   (``STATE_STORAGE_URI`` unset: one worker);
 * ``own token, Redis``: the same with its records in a redis-server of its own (started here on a
-  free port; every worker and host reads them: each call reads the token's and its grant's record).
+  free port; every worker and host reads them: each call reads the token's and its grant's record
+  in one ``MGET``).
 
 Each own token is obtained as a client would: registered (RFC 7591), alice signed in on the app's
 login form, the consent form posted with Allow, the code redeemed with its PKCE verifier.
