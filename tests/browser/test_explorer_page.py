@@ -306,7 +306,9 @@ def test_annotations_as_json_in_the_detail(page) -> None:
         open_page(page, base, "#tool=create_order")
         page.wait_for_selector("#td-name:has-text('create_order')")
         assert page.is_visible("#td-annotations")
-        assert json.loads(page.inner_text("#td-annotations")) == {"destructiveHint": True, "idempotentHint": False}
+        assert json.loads(page.inner_text("#td-annotations")) == {
+            "title": "Place an order", "readOnlyHint": False, "destructiveHint": True, "idempotentHint": False,
+            "openWorldHint": False}
     d = ToolDiscovery()
 
     @d.tool
