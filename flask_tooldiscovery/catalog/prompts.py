@@ -28,9 +28,9 @@ from ..runtime.watchers import Watchers
 from ..schema.argument_validation import validate_arguments
 from ..schema.coerce import coercion
 from ..schema.signature import describe_function
-from ..settings_parsers import icons as read_icons
 from ..tools.function_tools import RegistrationError, valid_tool_name
 from ..tools.results import RichBlock, RichResult, mime_type_error
+from .access import holds_all, scopes_and_icons
 from .completion import NOTHING, Completer, Completion, UnknownArgument, completers
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -134,8 +134,7 @@ class Prompt:
     completers: Mapping[str, Completer] = field(default_factory=dict)
 
     def visible_to(self, identity: Identity | None) -> bool:
-        held = set(identity.scopes) if identity is not None else set()
-        return set(self.scopes) <= held
+        return holds_all(self.scopes, identity)
 
     def render(self, arguments: Any, context: ToolContext) -> list[dict[str, Any]]:
         """Check ``arguments`` (strings turned into the declared types;
@@ -179,13 +178,7 @@ def prompt_from_function(func: Callable[..., Any], options: Mapping[str, Any]) -
     desc = describe_function(func, name=options.get("name"))
     if not valid_tool_name(desc.name):
         raise RegistrationError(f"{label}: a prompt name is 1-128 ASCII letters, digits, '_', '-' and '.'")
-    scopes = options.get("scopes") or ()
-    if isinstance(scopes, str) or not all(isinstance(s, str) for s in scopes):
-        raise RegistrationError(f"{label}: scopes must be a list of strings")
-    try:
-        icons = read_icons(options.get("icons"))
-    except ValueError as exc:
-        raise RegistrationError(f"{label}: {exc}") from None
+    scopes, icons = scopes_and_icons(label, options)
     properties: dict[str, Any] = desc.input_schema.get("properties") or {}
     required = set(desc.input_schema.get("required") or ())
     arguments = tuple(PromptArgument(name, str(schema.get("description") or ""), name in required)
@@ -193,7 +186,7 @@ def prompt_from_function(func: Callable[..., Any], options: Mapping[str, Any]) -
     return Prompt(name=desc.name, func=func, title=options.get("title"),
                   description=(options.get("description") or desc.description).strip(), arguments=arguments,
                   input_schema=desc.input_schema, load_arguments=desc.load_arguments,
-                  context_params=desc.context_params, scopes=tuple(scopes), icons=icons,
+                  context_params=desc.context_params, scopes=scopes, icons=icons,
                   completers=completers(label, func, properties, options.get("complete")))
 
 

@@ -21,9 +21,9 @@ from ..errors import NoSuchResource as NoSuchResource
 from ..runtime.async_bridge import await_sync
 from ..runtime.watchers import Watchers
 from ..schema.signature import describe_function
-from ..settings_parsers import icons as read_icons
 from ..tools.function_tools import RegistrationError
 from ..tools.results import mime_type_error
+from .access import holds_all, scopes_and_icons
 from .completion import NOTHING, Completer, Completion, UnknownArgument, completers
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -59,8 +59,7 @@ class Resource:
         return self.pattern is not None
 
     def visible_to(self, identity: Identity | None) -> bool:
-        held = set(identity.scopes) if identity is not None else set()
-        return set(self.scopes) <= held
+        return holds_all(self.scopes, identity)
 
     def match(self, uri: str) -> dict[str, str] | None:
         """The template's variables in ``uri`` (percent-decoded), or ``None`` when it does not match."""
@@ -128,16 +127,10 @@ def resource_from_function(func: Callable[..., Any], uri: str, options: dict[str
             f"resource {uri!r}: the function's parameters must be the template's variables "
             f"({', '.join(variables) or 'none'}) and a ToolContext; "
             + (f"no parameter for {', '.join(missing)}" if missing else f"{', '.join(needed)} is not in the URI"))
-    scopes = options.get("scopes") or ()
-    if isinstance(scopes, str) or not all(isinstance(s, str) for s in scopes):
-        raise RegistrationError(f"resource {uri!r}: scopes must be a list of strings")
-    try:
-        icons = read_icons(options.get("icons"))
-    except ValueError as exc:
-        raise RegistrationError(f"resource {uri!r}: {exc}") from None
+    scopes, icons = scopes_and_icons(f"resource {uri!r}", options)
     return Resource(uri=uri, name=str(options.get("name") or getattr(func, "__name__", uri)), func=func,
                     title=options.get("title"), description=(options.get("description") or desc.description).strip(),
-                    mime_type=mime, scopes=tuple(scopes), context_params=desc.context_params,
+                    mime_type=mime, scopes=scopes, context_params=desc.context_params,
                     pattern=pattern, icons=icons, variables=variables,
                     completers=completers(f"resource {uri!r}", func, variables, options.get("complete")))
 
