@@ -141,7 +141,12 @@ def test_check_reports_problems() -> None:
     assert "[opal] name 'bad-name' does not match ^[A-Za-z0-9_]+$ (exported as 'bad_name')" in out
     assert "[oxp] name 'bad-name' appears in OXP ids as 'bad_name'" in out
     assert "ok_name@1.0.0: [opal] parameter 'u': a union; Opal keeps one type ('string')" in out
-    assert "ok_name@1.0.0: [tdp] parameter 'n': non-string enum values are sent as strings" in out
+    assert "ok_name@1.0.0: [tdp] parameter 'n': non-string enum values; TDP sends them as strings" in out
+    # TDP keeps a union's first branch: the check names the type its manifest really sends
+    assert "ok_name@1.0.0: [tdp] parameter 'u': a union; TDP keeps one type ('integer')" in out
+    manifest = app.test_client().get("/api/v1/tools").get_json()
+    sent = next(t for t in manifest["tools"] if t["name"] == "ok_name")
+    assert sent["parameters"]["properties"]["u"]["type"] == "integer"
     assert "problem(s) found" in out
 
 

@@ -17,7 +17,16 @@ from typing import Any
 
 from ..schema.json_schema import inline_refs
 from ..tools.model import Tool
-from .object_root import MCP_NAME, WORD_NAME, object_simplify, one_type_lint, one_type_simplify, refs_lint, root_lint
+from .object_root import (
+    MCP_NAME,
+    WORD_NAME,
+    first_branch_type,
+    object_simplify,
+    one_type_lint,
+    one_type_simplify,
+    refs_lint,
+    root_lint,
+)
 from .targets import Target
 
 
@@ -35,6 +44,7 @@ MCP = Target("mcp", "MCP clients", MCP_NAME, lambda s: root_lint(s) + refs_lint(
 OXP = Target("oxp", "OXP clients", WORD_NAME, lambda s: root_lint(s) + refs_lint(s, "OXP clients"), object_simplify)
 OPAL = Target("opal", "Optimizely Opal", WORD_NAME, lambda s: one_type_lint(s, "Opal", nested=False),
               one_type_simplify)
-TDP = Target("tdp", "TDP clients", WORD_NAME, lambda s: one_type_lint(s, "TDP", nested=True), one_type_simplify)
+TDP = Target("tdp", "TDP clients", WORD_NAME, lambda s: one_type_lint(s, "TDP", nested=True, kept=first_branch_type),
+             lambda s: one_type_simplify(s, kept=first_branch_type))
 
 __all__ = ["MCP", "OPAL", "OXP", "TDP", "simplified_listing"]

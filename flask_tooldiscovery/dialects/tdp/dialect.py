@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -165,33 +164,6 @@ def security_warning(settings: Settings, authenticator: Authenticator | None) ->
             "identity layer, keep it on a private network or guard it in front of the app")
 
 
-def _lossy(schema: Any, where: str, out: list[str]) -> None:
-    if not isinstance(schema, dict):
-        return
-    inner, _ = split_nullable(schema)
-    if isinstance(inner.get("anyOf") or inner.get("oneOf"), list):
-        out.append(f"{where}: a union keeps only its first branch in TDP")
-    enum = inner.get("enum")
-    if isinstance(enum, list) and any(not isinstance(v, str) for v in enum if v is not None):
-        out.append(f"{where}: non-string enum values are sent as strings")
-    if isinstance(inner.get("type"), list) and len([t for t in inner["type"] if t != "null"]) > 1:
-        out.append(f"{where}: several types; TDP keeps one")
-    for key, sub in (inner.get("properties") or {}).items():
-        _lossy(sub, f"{where}.{key}", out)
-    if isinstance(inner.get("items"), dict):
-        _lossy(inner["items"], f"{where}[]", out)
-
-
-def lint_tool(tool: Tool) -> list[str]:
-    """Where ``tool`` loses information in TDP's restricted schema."""
-    problems: list[str] = []
-    if not re.match(r"^[A-Za-z0-9_]+$", tool.name):
-        problems.append(f"name {tool.name!r} is not letters, digits and underscores")
-    for name, prop in (tool.resolved_input_schema.get("properties") or {}).items():
-        _lossy(prop, f"parameter {name!r}", problems)
-    return problems
-
-
 #: The body of every error answer: the execute route's result shape (``success: false``, ``error``,
 #: ``code``; an approval's ``approval_state`` and ``prompt``), or ``error`` and ``message`` for a
 #: body too large or another method.
@@ -266,5 +238,5 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
 DIALECT = Dialect(name=NAME, make_blueprint=make_blueprint, default_prefix="", error_response=error_response,
                   protocol=Protocol("Tool Discovery Protocol", ("1.0",)), driver=TdpDriver(),
                   target=TDP,
-                  export_document=manifest_document, security_warning=security_warning, lint_tool=lint_tool,
+                  export_document=manifest_document, security_warning=security_warning, lint_tool=TDP.lint_tool,
                   openapi_paths=openapi_paths, settings=TdpSettings)
