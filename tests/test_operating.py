@@ -419,12 +419,17 @@ def test_metrics_count_calls_failures_durations_and_in_flight() -> None:
     assert sample(after, "tooldiscovery_tool_calls_in_flight", tool="echo", dialect="opal") == 0
 
 
-def test_the_metrics_endpoint_is_opt_in_and_host_guarded() -> None:
+def test_the_metrics_endpoint_is_opt_in_and_host_guarded(caplog) -> None:
     pytest.importorskip("prometheus_client")
     assert make_app({"TOOLDISCOVERY_METRICS": True}).test_client().get("/metrics").status_code == 404
     app = make_app({"TOOLDISCOVERY_METRICS": True, "TOOLDISCOVERY_METRICS_PATH": "/ops/metrics"})
     assert app.test_client().get("/ops/metrics").status_code == 200
-    assert app.test_client().get("/ops/metrics", headers={"Host": "evil.example"}).status_code == 421
+    with caplog.at_level("WARNING", logger="flask_tooldiscovery"):
+        answer = app.test_client().get("/ops/metrics", headers={"Host": "evil.example"})
+    assert answer.status_code == 421
+    assert answer.get_json() == {"error": {  # JSON, naming the setting and not the host
+        "code": 421, "message": "Misdirected request: this host name is not in TOOLDISCOVERY_ALLOWED_HOSTS."}}
+    assert any("'evil.example'" in r.getMessage() for r in caplog.records)  # the log says which host
 
 
 # -- the JSON call log ------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from flask import Blueprint, Response, current_app, request
 from werkzeug.sansio.utils import host_is_trusted
 
 from ..settings import Settings, SettingsError, host_allow_list, key
+from .logs import log
 
 INSTALL = 'pip install "flask-tooldiscovery[metrics]"'
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, float("inf"))
@@ -98,7 +99,12 @@ def blueprint(settings: Settings, trusted_hosts: Any = None) -> Blueprint:
     @bp.get(settings.metrics_path or "/metrics")
     def metrics() -> Response:
         if hosts is not None and not host_is_trusted(request.host, hosts):
-            return current_app.response_class("Misdirected request\n", 421, mimetype="text/plain")
+            # The answer names the setting, never the host; the log names both (repr: one line).
+            log.warning("metrics: host %r is not in TOOLDISCOVERY_ALLOWED_HOSTS; answered 421", request.host[:200])
+            message = "Misdirected request: this host name is not in TOOLDISCOVERY_ALLOWED_HOSTS."
+            answer = current_app.response_class(current_app.json.dumps({"error": {"code": 421, "message": message}}),
+                                                421, mimetype="application/json")
+            return answer
         body, content_type = exposition()
         return current_app.response_class(body, 200, content_type=content_type,
                                           headers={"Cache-Control": "no-store"})
