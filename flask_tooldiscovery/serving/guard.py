@@ -22,6 +22,7 @@ RouteKind = Literal["discovery", "call", "health", "page"]
 
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
 _TRACE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+_CALL_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 
 
 def new_trace_id() -> str:
@@ -36,6 +37,12 @@ def new_call_id() -> str:
     raw[8] = (raw[8] & 0x3F) | 0x80
     h = raw.hex()
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def issued_call_id(value: object) -> bool:
+    """True when ``value`` has the exact form of the ids :func:`new_call_id` issues (a task's id is
+    its call's: nothing else may be looked up as one)."""
+    return isinstance(value, str) and len(value) == 36 and _CALL_ID.fullmatch(value) is not None
 
 
 def trace_id_of(traceparent: str, given: str) -> str:
@@ -143,4 +150,5 @@ class Guard:
         return parsed in self.origins or parsed == origin_of(f"{req.scheme}://{req.host}")
 
 
-__all__ = ["Guard", "RouteKind", "environ_trace_id", "new_call_id", "new_trace_id", "origin_of", "trace_id_of"]
+__all__ = ["Guard", "RouteKind", "environ_trace_id", "issued_call_id", "new_call_id", "new_trace_id", "origin_of",
+           "trace_id_of"]

@@ -26,6 +26,7 @@ from ..calls.approvals import digest
 from ..errors import CoreError, RetryLater
 from ..observe.logs import log
 from ..runtime.invoke import CANCELLED, Outcome
+from ..serving.guard import issued_call_id
 from ..serving.outside import call_as, charge
 from ..serving.pipeline import Pipeline
 from ..settings import Settings, SettingsError, key
@@ -190,7 +191,10 @@ class Tasks:
 
     def read(self, task_id: str) -> Task | None:
         """Task ``task_id`` as a reader on any worker should see it: a leased task whose lease
-        lapsed before it ended (its process died) is ``interrupted`` from now on."""
+        lapsed before it ended (its process died) is ``interrupted`` from now on. An id the server
+        never issued (another record's key, anything a client made up) is never looked up: ``None``."""
+        if not issued_call_id(task_id):
+            return None
         if self.outbox is not None:
             self.outbox.start()
         task = self.store.get(task_id)
@@ -268,7 +272,7 @@ class Tasks:
     def cancel(self, task_id: str) -> bool:
         """Ask task ``task_id`` to stop, wherever it runs (a task not started yet never starts);
         True when it was not over yet."""
-        if not self.store.cancel(task_id):
+        if not issued_call_id(task_id) or not self.store.cancel(task_id):
             return False
         self._watcher.check()
         return True
