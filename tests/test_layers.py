@@ -46,7 +46,7 @@ ALLOWED: dict[str, set[str]] = {
     "tasks": {"serving", "calls", "state", "observe", "runtime", "tools", *FOUNDATION},
     # Identity; its authorization server keeps records in the state store, fetches client metadata
     # documents by the callback rules, and logs on the library's logger.
-    "identity": {"runtime", "tools", "state.store", "calls.callbacks", "observe.logs", *FOUNDATION},
+    "identity": {"runtime", "tools", "state", "calls.callbacks", "observe.logs", *FOUNDATION},
     # The call services (approvals, limits, slots, streaming, input rounds, callbacks).
     "calls": {"state", "observe", "runtime", "schema", "tools", *FOUNDATION},
     # The state store's interface and the records kept in it (once, single use, rendezvous, changes).

@@ -71,3 +71,34 @@ def test_a_revoked_grant_still_refuses_its_access_token_at_once(redis_url: str) 
         refused = call(client, token)
         assert refused.status_code == 401 and 'error="invalid_token"' in refused.headers["WWW-Authenticate"]
 
+
+
+@pytest.mark.parametrize("storage", ["memory", "redis"])
+def test_a_revocation_racing_a_refresh_is_not_undone(storage: str, request: pytest.FixtureRequest,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The user revokes an application (on another worker) while its refresh is between reading
+    the grant and keeping the new tokens: the refresh fails, and the grant stays revoked."""
+    from flask_tooldiscovery.identity.authorization_server.records import Records
+
+    uri = request.getfixturevalue("redis_url") if storage == "redis" else None
+    client = oauth_app(**({"TOOLDISCOVERY_STATE_STORAGE_URI": uri} if uri else {})).test_client()
+    client_id, first = tokens(client, f"racer-{storage}")  # a user of its own: the Redis is shared
+    read = Records.grant
+    armed = [True]
+
+    def read_then_revoked(self: Records, family: str) -> Any:
+        found = read(self, family)
+        if armed[0] and found is not None:
+            armed[0] = False
+            self.revoke_grant(family)  # the revocation lands right after the refresh read the grant
+        return found
+
+    monkeypatch.setattr(Records, "grant", read_then_revoked)
+    refresh = client.post("/oauth/token", data={"grant_type": "refresh_token", "client_id": client_id,
+                                                 "refresh_token": first["refresh_token"]})
+    monkeypatch.undo()
+    assert not armed[0]  # the race happened
+    assert refresh.status_code == 400 and refresh.get_json()["error"] == "invalid_grant", refresh.get_json()
+    refused = call(client, first["access_token"])
+    assert refused.status_code == 401  # the grant is still revoked: its tokens stay refused
+    assert client.get("/oauth/grants", headers={"Accept": "application/json"}).get_json()["grants"] == []

@@ -99,6 +99,12 @@ class MemoryStore:
             for key in keys:
                 self._keep(key, value, ttl, now)
 
+    def take(self, key: str) -> bytes | None:
+        with self._lock:
+            value = self._live(key, time.monotonic())
+            self._values.pop(key, None)
+            return value
+
     def delete(self, key: str) -> None:
         with self._lock:
             self._values.pop(key, None)
@@ -173,6 +179,10 @@ class MemoryStore:
         with self._lock:
             members = self._live_set(key, time.monotonic())
             return members is not None and member in members
+
+    def members(self, key: str) -> set[str]:
+        with self._lock:
+            return set(self._live_set(key, time.monotonic()) or ())
 
     def index(self, key: str, member: str, score: float, ttl: float, *, drop_below: float) -> None:
         now = time.monotonic()

@@ -68,6 +68,10 @@ class RedisStore:
             pipe.set(key, value, px=_ms(ttl))
         pipe.execute()
 
+    def take(self, key: str) -> bytes | None:
+        value = self.client.getdel(key)
+        return None if value is None else bytes(value)
+
     def delete(self, key: str) -> None:
         self.client.delete(key)
 
@@ -110,6 +114,9 @@ class RedisStore:
 
     def has_member(self, key: str, member: str) -> bool:
         return bool(self.client.sismember(key, member))
+
+    def members(self, key: str) -> set[str]:
+        return {m.decode() if isinstance(m, bytes) else str(m) for m in self.client.smembers(key)}
 
     def expire(self, key: str, ttl: float) -> None:
         self.client.pexpire(key, _ms(ttl))

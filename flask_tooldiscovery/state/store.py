@@ -52,6 +52,9 @@ class StateStore(Protocol):
     def put_many(self, keys: Iterable[str], value: bytes, ttl: float) -> None:
         """Keep ``value`` under each of ``keys`` for ``ttl`` seconds."""
 
+    def take(self, key: str) -> bytes | None:
+        """The value of ``key``, forgotten at once: of two takers, one gets it."""
+
     def delete(self, key: str) -> None:
         """Forget ``key`` (whatever it holds)."""
 
@@ -74,6 +77,9 @@ class StateStore(Protocol):
 
     def has_member(self, key: str, member: str) -> bool:
         """True when ``member`` is in the set ``key``."""
+
+    def members(self, key: str) -> set[str]:
+        """The members of the set ``key`` (empty when none)."""
 
     def expire(self, key: str, ttl: float) -> None:
         """``key`` lives ``ttl`` seconds from now (nothing when it holds nothing)."""

@@ -102,19 +102,23 @@ class Records:
         record = self.store.get("grant:" + family)
         return Grant(**record) if record is not None else None
 
-    def issue(self, token: dict[str, Any], grant: Grant, scope: str) -> None:
-        """Keep the hashes of ``token``'s access (and refresh) token, both of ``grant``."""
+    def issue(self, token: dict[str, Any], grant: Grant, scope: str) -> bool:
+        """Keep the hashes of ``token``'s access (and refresh) token, both of ``grant``. False (and
+        nothing kept) when the grant was revoked since it was read: a refresh renews the grant's
+        record only while it is there, so a revocation racing a refresh is never undone."""
         now = time.time()
-        access = Token(kind="access", client_id=grant.client_id, user_id=grant.user_id, scope=scope,
-                       resource=grant.resource, family=grant.id, expires_at=now + self.access_ttl)
-        self.store.put("access:" + digest(token["access_token"]), access.record(), self.access_ttl)
         if token.get("refresh_token"):
+            # the grant lives as long as its newest refresh token, if it still lives at all
+            if not self.store.renew("grant:" + grant.id, asdict(grant), self.refresh_ttl):
+                return False
+            self.store.add_member("user:" + grant.user_id, grant.id, self.refresh_ttl)
             refresh = Token(kind="refresh", client_id=grant.client_id, user_id=grant.user_id, scope=grant.scope,
                             resource=grant.resource, family=grant.id, expires_at=now + self.refresh_ttl)
             self.store.put("refresh:" + digest(token["refresh_token"]), refresh.record(), self.refresh_ttl)
-            # the grant lives as long as its newest refresh token
-            self.store.put("grant:" + grant.id, asdict(grant), self.refresh_ttl)
-            self.store.add_member("user:" + grant.user_id, grant.id, self.refresh_ttl)
+        access = Token(kind="access", client_id=grant.client_id, user_id=grant.user_id, scope=scope,
+                       resource=grant.resource, family=grant.id, expires_at=now + self.access_ttl)
+        self.store.put("access:" + digest(token["access_token"]), access.record(), self.access_ttl)
+        return True
 
     def token(self, value: str, kind: str) -> Token | None:
         """The live ``kind`` token ``value`` of a live grant, or ``None``."""

@@ -102,7 +102,8 @@ class Server(AuthorizationServer):  # type: ignore[misc]
         if grant is None:  # revoked between the check and now
             raise InvalidGrantError("The grant was revoked.")
         token["access_token"] = naming_grant(token["access_token"], grant.id)  # the response's token
-        self.records.issue(token, grant, token.get("scope") or grant.scope)
+        if not self.records.issue(token, grant, token.get("scope") or grant.scope):
+            raise InvalidGrantError("The grant was revoked.")
 
     def _generate_token(self, grant_type: str, client: Client, user: Any = None, scope: str | None = None,
                         expires_in: int | None = None, include_refresh_token: bool = True) -> dict[str, Any]:

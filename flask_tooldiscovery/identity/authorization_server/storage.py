@@ -1,6 +1,7 @@
 """Where the authorization server keeps its records: clients, codes, tokens and grants.
 
-Every record is a small JSON object under a key, with a lifetime. Through Redis
+Every record is a small JSON object under a key, with a lifetime, in the state store every other
+shared record uses (:mod:`flask_tooldiscovery.state`). Through Redis
 (``TOOLDISCOVERY_STATE_STORAGE_URI``) every worker and host sees the same records; unset, one
 process keeps them (right for one worker only; ``init_app`` warns when gunicorn runs several, as
 for approvals). Tokens and codes are never stored: their SHA-256 is the key (:func:`digest`).
@@ -12,13 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import threading
-import time
-from typing import Any, Protocol
+from typing import Any
 
 from ...errors import ToolDiscoveryError
-from ...state.store import redis_client
+from ...state.memory import MemoryStore
+from ...state.redis_store import shared
+from ...state.store import StateStore, StoreFull
 
 PREFIX = "flask-tooldiscovery:oauth:"
 #: Records the in-process store holds at most (live ones; expired ones are dropped first).
@@ -49,185 +50,80 @@ def named_grant(token: str) -> str | None:
     return family if dot and family else None
 
 
-class Store(Protocol):
-    def get(self, key: str) -> Record | None:
-        """The record at ``key``, or ``None``."""
+class Store:
+    """The authorization server's records (JSON objects) in a :class:`~flask_tooldiscovery.state.store.StateStore`,
+    under :data:`PREFIX`. Any failure of the store (Redis unreachable, a store in process memory
+    full) is a :class:`StoreError`."""
 
-    def get_many(self, *keys: str) -> list[Record | None]:
-        """The records at ``keys``, in order (``None`` for each missing one), read at once: one
-        round trip to Redis."""
-
-    def put(self, key: str, record: Record, ttl: float) -> None:
-        """Keep ``record`` at ``key`` for ``ttl`` seconds (replacing what was there)."""
-
-    def add(self, key: str, record: Record, ttl: float) -> bool:
-        """Keep ``record`` at ``key`` unless something is there: True when it was added."""
-
-    def take(self, key: str) -> Record | None:
-        """The record at ``key``, removed at once: of two takers, one gets it."""
-
-    def delete(self, *keys: str) -> None:
-        """Forget ``keys``."""
-
-    def add_member(self, key: str, member: str, ttl: float) -> None:
-        """Add ``member`` to the set at ``key``, the set kept ``ttl`` seconds from now."""
-
-    def remove_member(self, key: str, member: str) -> None:
-        """Remove ``member`` from the set at ``key``."""
-
-    def members(self, key: str) -> set[str]:
-        """The set at ``key`` (empty when none)."""
-
-
-class LocalStore:
-    """Records in this process, under a lock, at most ``capacity`` of them."""
-
-    def __init__(self, capacity: int = LOCAL_CAPACITY) -> None:
-        self.capacity = capacity
-        self._items: dict[str, tuple[float, Any]] = {}
-        self._lock = threading.Lock()
-
-    def _live(self, key: str, now: float) -> Any:
-        item = self._items.get(key)
-        if item is None:
-            return None
-        if item[0] <= now:
-            del self._items[key]
-            return None
-        return item[1]
-
-    def _room(self, now: float) -> None:
-        if len(self._items) >= self.capacity:
-            for key in [k for k, (expiry, _) in self._items.items() if expiry <= now]:
-                del self._items[key]
-            if len(self._items) >= self.capacity:
-                raise StoreError(f"{len(self._items)} authorization records kept in this process are still live")
-
-    def get(self, key: str) -> Record | None:
-        with self._lock:
-            value = self._live(key, time.monotonic())
-            return json.loads(value) if isinstance(value, str) else None
-
-    def get_many(self, *keys: str) -> list[Record | None]:
-        with self._lock:
-            now = time.monotonic()
-            values = [self._live(key, now) for key in keys]
-        return [json.loads(value) if isinstance(value, str) else None for value in values]
-
-    def put(self, key: str, record: Record, ttl: float) -> None:
-        now = time.monotonic()
-        with self._lock:
-            if key not in self._items:
-                self._room(now)
-            self._items[key] = (now + ttl, json.dumps(record))
-
-    def add(self, key: str, record: Record, ttl: float) -> bool:
-        now = time.monotonic()
-        with self._lock:
-            if self._live(key, now) is not None:
-                return False
-            self._room(now)
-            self._items[key] = (now + ttl, json.dumps(record))
-            return True
-
-    def take(self, key: str) -> Record | None:
-        with self._lock:
-            value = self._live(key, time.monotonic())
-            self._items.pop(key, None)
-            return json.loads(value) if isinstance(value, str) else None
-
-    def delete(self, *keys: str) -> None:
-        with self._lock:
-            for key in keys:
-                self._items.pop(key, None)
-
-    def add_member(self, key: str, member: str, ttl: float) -> None:
-        now = time.monotonic()
-        with self._lock:
-            found = self._live(key, now)
-            members = set(found) if isinstance(found, frozenset) else set()
-            if found is None:
-                self._room(now)
-            members.add(member)
-            self._items[key] = (now + ttl, frozenset(members))
-
-    def remove_member(self, key: str, member: str) -> None:
-        now = time.monotonic()
-        with self._lock:
-            found = self._live(key, now)
-            if isinstance(found, frozenset):
-                self._items[key] = (self._items[key][0], found - {member})
-
-    def members(self, key: str) -> set[str]:
-        with self._lock:
-            found = self._live(key, time.monotonic())
-            return set(found) if isinstance(found, frozenset) else set()
-
-
-class RedisStore:
-    """Records every worker and host sharing one Redis sees."""
-
-    def __init__(self, uri: str) -> None:
-        self.client = redis_client(uri)
+    def __init__(self, state: StateStore) -> None:
+        self.state = state
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         try:
-            return getattr(self.client, method)(*args, **kwargs)
+            return getattr(self.state, method)(*args, **kwargs)
+        except StoreFull as exc:
+            raise StoreError(f"authorization records kept in this process: {exc}") from None
         except Exception as exc:  # redis.RedisError: unreachable, timed out, refused
             raise StoreError(f"the state storage is unreachable: {type(exc).__name__}") from None
 
     @staticmethod
-    def _load(value: Any) -> Record | None:
+    def _load(value: bytes | None) -> Record | None:
         if value is None:
             return None
         loaded = json.loads(value)
         return loaded if isinstance(loaded, dict) else None
 
+    @staticmethod
+    def _dump(record: Record) -> bytes:
+        return json.dumps(record).encode()
+
     def get(self, key: str) -> Record | None:
+        """The record at ``key``, or ``None``."""
         return self._load(self._call("get", PREFIX + key))
 
     def get_many(self, *keys: str) -> list[Record | None]:
-        if not keys:
-            return []
-        return [self._load(value) for value in self._call("mget", [PREFIX + key for key in keys])]
+        """The records at ``keys``, in order (``None`` for each missing one), read at once: one
+        round trip to Redis."""
+        return [self._load(v) for v in self._call("get_many", [PREFIX + key for key in keys])] if keys else []
 
     def put(self, key: str, record: Record, ttl: float) -> None:
-        self._call("set", PREFIX + key, json.dumps(record), ex=max(math.ceil(ttl), 1))
+        """Keep ``record`` at ``key`` for ``ttl`` seconds (replacing what was there)."""
+        self._call("put", PREFIX + key, self._dump(record), ttl)
 
     def add(self, key: str, record: Record, ttl: float) -> bool:
-        return bool(self._call("set", PREFIX + key, json.dumps(record), nx=True, ex=max(math.ceil(ttl), 1)))
+        """Keep ``record`` at ``key`` unless something is there: True when it was added."""
+        return bool(self._call("put", PREFIX + key, self._dump(record), ttl, only_new=True))
+
+    def renew(self, key: str, record: Record, ttl: float) -> bool:
+        """Replace the record at ``key`` and keep it ``ttl`` seconds, only while one is there
+        (atomically: a record deleted meanwhile stays deleted). True when it was renewed."""
+        value = self._dump(record)
+        return self._call("update", PREFIX + key, lambda now: None if now is None else (value, ttl)) is not None
 
     def take(self, key: str) -> Record | None:
-        return self._load(self._call("getdel", PREFIX + key))
+        """The record at ``key``, removed at once: of two takers, one gets it."""
+        return self._load(self._call("take", PREFIX + key))
 
     def delete(self, *keys: str) -> None:
-        if keys:
-            self._call("delete", *(PREFIX + key for key in keys))
+        """Forget ``keys``."""
+        for key in keys:
+            self._call("delete", PREFIX + key)
 
     def add_member(self, key: str, member: str, ttl: float) -> None:
-        def both(pipe: Any) -> None:
-            pipe.sadd(PREFIX + key, member)
-            pipe.expire(PREFIX + key, max(math.ceil(ttl), 1))
-
-        pipe = self.client.pipeline()
-        both(pipe)
-        self._call_pipe(pipe)
-
-    def _call_pipe(self, pipe: Any) -> None:
-        try:
-            pipe.execute()
-        except Exception as exc:
-            raise StoreError(f"the state storage is unreachable: {type(exc).__name__}") from None
+        """Add ``member`` to the set at ``key``, the set kept ``ttl`` seconds from now."""
+        self._call("add_member", PREFIX + key, member, ttl)
 
     def remove_member(self, key: str, member: str) -> None:
-        self._call("srem", PREFIX + key, member)
+        """Remove ``member`` from the set at ``key``."""
+        self._call("remove_member", PREFIX + key, member)
 
     def members(self, key: str) -> set[str]:
-        return {m.decode() if isinstance(m, bytes) else str(m) for m in self._call("smembers", PREFIX + key)}
+        """The set at ``key`` (empty when none)."""
+        return set(self._call("members", PREFIX + key))
 
 
-_LOCAL = LocalStore()
-_SHARED: dict[str, RedisStore] = {}
+_LOCAL = Store(MemoryStore(LOCAL_CAPACITY))
+_SHARED: dict[str, Store] = {}
 _SHARED_LOCK = threading.Lock()
 
 
@@ -236,7 +132,7 @@ def for_uri(uri: str | None) -> Store:
     if not uri:
         return _LOCAL
     with _SHARED_LOCK:
-        return _SHARED.get(uri) or _SHARED.setdefault(uri, RedisStore(uri))
+        return _SHARED.get(uri) or _SHARED.setdefault(uri, Store(shared(uri)))
 
 
-__all__ = ["LocalStore", "RedisStore", "Store", "StoreError", "digest", "for_uri", "named_grant", "naming_grant"]
+__all__ = ["Store", "StoreError", "digest", "for_uri", "named_grant", "naming_grant"]
