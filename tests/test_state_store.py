@@ -47,6 +47,19 @@ def test_values_live_for_their_ttl_and_only_new_keeps_one(store: StateStore) -> 
     assert all(store.exists(m) for m in many)
 
 
+def test_take_gives_a_value_to_one_taker(store: StateStore) -> None:
+    k = key()
+    store.put(k, b"prize", 30)
+    got: list[bytes | None] = []
+    threads = [threading.Thread(target=lambda: got.append(store.take(k))) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(got, key=lambda v: v or b"") == [None] * 5 + [b"prize"] and store.get(k) is None
+    assert store.take(key()) is None
+
+
 def test_counters_count_and_update_replaces_atomically(store: StateStore) -> None:
     k = key()
     assert [store.count(k, 30), store.count(k, 30)] == [1, 2]
@@ -69,8 +82,9 @@ def test_sets_and_the_ordered_index(store: StateStore) -> None:
     s = key()
     store.add_member(s, "a", 30)
     store.add_member(s, "b", 30)
+    assert store.members(s) == {"a", "b"} and store.members(key()) == set()
     store.remove_member(s, "a")
-    assert not store.has_member(s, "a") and store.has_member(s, "b")
+    assert not store.has_member(s, "a") and store.has_member(s, "b") and store.members(s) == {"b"}
     store.expire(s, 0.05)
     time.sleep(0.15)
     assert not store.has_member(s, "b")
