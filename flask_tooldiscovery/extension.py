@@ -8,16 +8,14 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar, cast, overload
 
-import click
 from flask import Flask, current_app, has_app_context, has_request_context, request
-from flask.cli import FlaskGroup, run_command
 
 from . import settings as cfg
 from .catalog.prompts import Prompt, PromptRegistry, prompt_from_function
 from .catalog.resources import ResourceRegistry, resource_from_function
 from .catalog.skills import SkillCatalog, serve_skills, skill_from_function
 from .catalog.ui import check_templates
-from .dialects import BUILTIN, Dialect, load
+from .dialects import BUILTIN, Dialect, load, mounts
 from .identity import authorization_server
 from .identity.authorization_server.settings import OAuthServerSettings
 from .identity.authorization_server.verifier import ServerTokenVerifier
@@ -31,6 +29,7 @@ from .serving.core import Core, merge_categories
 from .serving.epi_hmac import EpiHmacVerifier, decode_secret
 from .serving.pipeline import Pipeline
 from .settings import Settings, SettingsError
+from .settings_parsers import Toolset, toolset
 from .state import single_use
 from .state.changes import Kind
 from .tasks import runner
@@ -46,6 +45,7 @@ S = TypeVar("S", bound=Callable[[], str])
 LISTS = ("tools", "prompts", "resources")
 STATE_KEY = "tooldiscovery.state"
 PIPELINES_KEY = "tooldiscovery.pipelines"
+TOOLSETS_KEY = "tooldiscovery.toolsets"
 
 
 class ToolDiscovery:
@@ -78,6 +78,7 @@ class ToolDiscovery:
         self._oauth_user: Callable[[], str | None] | None = None
         self._dialects: dict[str, Dialect | str] = dict(BUILTIN)
         self._views = ViewTools(self.registry)
+        self._toolsets: dict[str, Toolset] = {}
         for dialect in dialects:
             self.add_dialect(dialect)
         if tools is not None:
@@ -279,6 +280,15 @@ class ToolDiscovery:
         """Every dialect this extension can mount."""
         return list(self._dialects)
 
+    def mount_toolset(self, name: str, *, tags: Iterable[str], dialects: Iterable[str] = ("mcp",),
+                      title: str | None = None, description: str | None = None) -> Toolset:
+        """Serve the tools with one of ``tags`` again at ``<prefix>/x/<name>`` of each of ``dialects``
+        (before ``init_app``), as ``TOOLDISCOVERY_TOOLSETS`` does; a bad name or no tags raise here."""
+        found = toolset("mount_toolset", name, {"tags": list(tags), "dialects": list(dialects), "title": title,
+                                                "description": description})
+        self._toolsets[name] = found
+        return found
+
     # -- app wiring ---------------------------------------------------------------------------
 
     def init_app(self, app: Flask) -> None:
@@ -316,25 +326,22 @@ class ToolDiscovery:
         app.extensions[PIPELINES_KEY] = pipelines
         finishers = {name: finish for name in pipelines if (finish := self.dialect(name).finish_task) is not None}
         app.extensions[runner.EXTENSION_KEY] = runner.Tasks(app, settings, pipelines, finishers)
-        for name, pipeline in pipelines.items():
-            dialect = self.dialect(name)
-            app.register_blueprint(dialect.make_blueprint(pipeline), url_prefix=pipeline.prefix or None)
-            root = dialect.root_blueprint(pipeline) if dialect.root_blueprint else None
-            if root is not None:
-                app.register_blueprint(root)
+        app.extensions[TOOLSETS_KEY] = in_toolsets = mounts.build(
+            core, table, mounts.toolsets(settings, self._toolsets, table), authenticators, pipelines)
+        mounts.register(app, table, pipelines, in_toolsets)
         authorization_server.install(app, settings, core.guard.check, self._oauth_user)
         app.extensions["tooldiscovery.fast"] = fastpath.install(app)
         if settings.metrics and settings.metrics_path:
             from .observe import metrics
 
             app.register_blueprint(metrics.blueprint(settings, app.config.get("TRUSTED_HOSTS")))
-        if settings.warn_unauthenticated and not (app.debug or app.testing or _read_only_cli()):
+        from .cli.commands import read_only_cli, tools_cli
+
+        if settings.warn_unauthenticated and not (app.debug or app.testing or read_only_cli()):
             warnings = [w for name, pipe in pipelines.items() if (check := self.dialect(name).security_warning)
                         and (w := check(settings, pipe.authenticator))]
             if warnings:
                 log.warning("flask-tooldiscovery: %s", "; ".join(warnings))
-        from .cli.commands import tools_cli
-
         if "tools" not in app.cli.commands:
             app.cli.add_command(tools_cli)
 
@@ -479,20 +486,6 @@ def _check_jwks_keys(settings: Settings, authenticators: dict[str, Authenticator
     if changed:
         raise SettingsError(f"{', '.join(changed)} only apply to tokens verified with a JWKS: set "
                             f"{cfg.key('JWT_JWKS_URL')} (or {cfg.key('MCP_AUTHORIZATION_SERVERS')} with mcp mounted)")
-
-
-def _read_only_cli() -> bool:
-    """True while a ``flask`` command other than ``run`` loads the app (``flask tools list``...):
-    nothing is served, so there is nothing to warn about.
-
-    Flask's CLI loads the app inside click's current context: ``flask run`` in its own callback
-    (the context's command is Flask's ``run_command``); Flask's other commands in theirs; a
-    command the app adds (``flask tools ...``) while the root ``FlaskGroup`` looks it up. Only the
-    first serves requests."""
-    ctx = click.get_current_context(silent=True)
-    if ctx is None or not isinstance(ctx.find_root().command, FlaskGroup):
-        return False
-    return ctx.command is not run_command
 
 
 __all__ = ["ToolDiscovery"]

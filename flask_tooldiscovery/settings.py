@@ -22,6 +22,7 @@ from typing import Any, Self
 from .settings_parsers import (
     Parser,
     SettingsError,
+    Toolset,
     choice,
     matching,
     number,
@@ -39,6 +40,7 @@ from .settings_parsers import (
     parse_redis_url,
     parse_str,
     parse_switch_or_size,
+    parse_toolsets,
     parse_url,
     parse_url_with_query,
     parse_urls,
@@ -164,6 +166,9 @@ class Settings:
     #: Unset (``None``): every dialect this package ships (the extension's built-in table).
     dialects: tuple[str, ...] = setting("DIALECTS", None, lambda k, v: None if v is None else parse_list(k, v),
                                         "Which dialects to mount.")
+    toolsets: Mapping[str, Toolset] = setting(
+        "TOOLSETS", {}, parse_toolsets, "Parts of the tools served at URLs of their own, by name: {'issues': "
+        "{'tags': ['issues'], 'dialects': ['mcp']}} serves the tools tagged issues at /mcp/x/issues.")
     server_name: str = setting("SERVER_NAME", None, parse_str,
                                "Server name in every dialect (default: the app's name).")
     server_version: str = setting("SERVER_VERSION", "1.0.0", parse_str, "Server version.")

@@ -12,6 +12,7 @@ import base64
 import binascii
 import re
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit
@@ -286,8 +287,60 @@ def parse_icons(key: str, value: Any) -> tuple[dict[str, Any], ...]:
         raise SettingsError(f"{key}: {exc}") from None
 
 
+#: A toolset's name: it is a segment of its URLs (``/mcp/x/<name>``), so letters, digits, ``-`` and ``_``.
+TOOLSET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+#: The dialects a toolset is mounted under when it names none.
+TOOLSET_DIALECTS = ("mcp",)
+
+
+@dataclass(frozen=True)
+class Toolset:
+    """A named part of the tools, mounted under each of ``dialects`` at a URL of its own
+    (``TOOLDISCOVERY_TOOLSETS``, ``discovery.mount_toolset``): the tools with one of ``tags``."""
+
+    name: str
+    tags: frozenset[str]
+    dialects: tuple[str, ...] = TOOLSET_DIALECTS
+    title: str | None = None
+    description: str | None = None
+
+
+def toolset(key: str, name: Any, value: Any) -> Toolset:
+    """The toolset ``name`` from its options (``tags``, ``dialects``, ``title``, ``description``),
+    or :class:`SettingsError` saying what is wrong, under ``key``."""
+    if not isinstance(name, str) or not TOOLSET_NAME.fullmatch(name):
+        raise SettingsError(f"{key}: a toolset name is part of its URLs: letters, digits, '-' and '_' (at most 64, "
+                            f"starting with a letter or digit), not {name!r}")
+    if not isinstance(value, Mapping):
+        raise SettingsError(f"{key}[{name!r}] must be a dict such as {{'tags': ['issues']}}, not {value!r}")
+    if unknown := sorted(set(value) - {"tags", "dialects", "title", "description"}):
+        raise SettingsError(f"{key}[{name!r}]: unknown option(s) {', '.join(map(repr, unknown))}; a toolset "
+                            "takes tags, dialects, title and description")
+    tags = parse_list(f"{key}[{name!r}]['tags']", value.get("tags"))
+    if not tags:
+        raise SettingsError(f"{key}[{name!r}] needs 'tags': the tags of its tools (a non-empty list)")
+    dialects = parse_names(f"{key}[{name!r}]['dialects']", value.get("dialects", TOOLSET_DIALECTS))
+    if not dialects:
+        raise SettingsError(f"{key}[{name!r}]['dialects'] is empty: name the dialects it is mounted under")
+    title, description = value.get("title"), value.get("description")
+    for option, text in (("title", title), ("description", description)):
+        if text is not None and not isinstance(text, str):
+            raise SettingsError(f"{key}[{name!r}][{option!r}] must be a string, not {text!r}")
+    return Toolset(name, frozenset(tags), tuple(d.lower() for d in dialects), title or None, description or None)
+
+
+def parse_toolsets(key: str, value: Any) -> Mapping[str, Toolset]:
+    """A dict of toolsets by name (see :func:`toolset`)."""
+    if value is None:
+        return MappingProxyType({})
+    if not isinstance(value, Mapping):
+        raise SettingsError(f"{key} must be a dict of toolsets, such as {{'issues': {{'tags': ['issues']}}}}")
+    return MappingProxyType({name: toolset(key, name, options) for name, options in value.items()})
+
+
 __all__ = [
-    "Parser", "SettingsError", "choice", "icons", "matching", "number", "optional", "parse_base64", "parse_bool",
-    "parse_categories", "parse_float", "parse_icons", "parse_int", "parse_list", "parse_mapping", "parse_names",
-    "parse_prefix", "parse_str", "parse_url", "parse_url_with_query", "parse_urls", "whole_number",
+    "TOOLSET_DIALECTS", "TOOLSET_NAME", "Parser", "SettingsError", "Toolset", "choice", "icons", "matching",
+    "number", "optional", "parse_base64", "parse_bool", "parse_categories", "parse_float", "parse_icons", "parse_int",
+    "parse_list", "parse_mapping", "parse_names", "parse_prefix", "parse_str", "parse_toolsets", "parse_url",
+    "parse_url_with_query", "parse_urls", "toolset", "whole_number",
 ]

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 from flask import current_app
-from flask.cli import AppGroup
+from flask.cli import AppGroup, FlaskGroup, run_command
 
 from ..calls.approvals import Approval, ApprovalRequired
 from ..dialects import Dialect
@@ -276,3 +276,18 @@ def _replay(header_lines: tuple[str, ...], include_destructive: bool) -> int:
     click.echo(f"replay: {len(results)} example(s) run through {len(results[0].answers) if results else 0} "
                f"dialect(s).")
     return count
+
+
+def read_only_cli() -> bool:
+    """True while a ``flask`` command other than ``run`` loads the app (``flask tools list``...):
+    nothing is served, so there is nothing to warn about.
+
+    Flask's CLI loads the app inside click's current context: ``flask run`` in its own callback
+    (the context's command is Flask's ``run_command``); Flask's other commands in theirs; a
+    command the app adds (``flask tools ...``) while the root ``FlaskGroup`` looks it up. Only the
+    first serves requests."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None or not isinstance(ctx.find_root().command, FlaskGroup):
+        return False
+    return ctx.command is not run_command
+

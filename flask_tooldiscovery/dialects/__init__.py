@@ -125,6 +125,12 @@ class Dialect:
     #: Which of its answers the fast path may learn and give again without Flask: its discovery
     #: GETs, and (with a body shape) discovery reads made by POST, as MCP's ``tools/list``.
     learnable: Learnable = field(default_factory=Learnable)
+    #: It may be mounted again for a toolset (``TOOLDISCOVERY_TOOLSETS``), serving only its tools;
+    #: False for a document about the whole app (the manifest, the Server Card).
+    serves_toolsets: bool = True
+    #: Where a toolset's mount of it goes: ``(its prefix, the toolset's name) -> prefix``
+    #: (``/mcp`` -> ``/mcp/x/issues``, as GitHub's MCP server has it).
+    toolset_prefix: Callable[[str, str], str] = lambda prefix, name: f"{prefix}/x/{name}"
 
 
 #: The dialects this package ships, by name: the module whose ``DIALECT`` describes each.

@@ -4,11 +4,12 @@
 It lists every mounted dialect with the protocol and version it speaks, its discovery URL, its call
 URL and all its routes (URI templates such as ``/opal/tools/{name}``); then the entry of each
 dialect that has one of its own (the MCP endpoint with its capabilities, Server Card and OAuth
-metadata; the OpenAPI document's URL); and where the tools can be searched. Everything in it comes
-from the mounted dialects' :class:`~.Dialect` fields and the app's URL map, so the manifest says
-where each dialect is really mounted (only ``search`` names dialects: the explorer and MCP, the two
-that search). Served from the pipeline's document cache with an ``ETag``, to any
-origin, like the discovery documents it points to.
+metadata; the OpenAPI document's URL); where the tools can be searched; and, when toolsets are
+mounted, each toolset's tags and its mounts' entries. Everything in it comes from the mounted
+dialects' :class:`~.Dialect` fields and the app's URL map, so the manifest says where each dialect
+is really mounted (only ``search`` names dialects: the explorer and MCP, the two that search).
+Served from the pipeline's document cache with an ``ETag``, to any origin, like the discovery
+documents it points to.
 """
 
 from __future__ import annotations
@@ -73,6 +74,20 @@ def _search(pipe: Pipeline, entries: dict[str, Any]) -> dict[str, Any]:
             {"url": mcp["url"], "tools": ["search_tools", "call_tool"], "whenMoreThan": past}}
 
 
+def _toolsets(pipe: Pipeline) -> dict[str, Any]:
+    """Each toolset (``TOOLDISCOVERY_TOOLSETS``): its tags, how many of its tools the caller sees,
+    and its mount under each dialect it names, as the full mounts' entries say theirs."""
+    out: dict[str, Any] = {}
+    for name, mounts in pipe.toolsets.items():
+        first = next(iter(mounts.values()))
+        toolset = first.toolset
+        out[name] = {"title": toolset.title if toolset else None,
+                     "description": toolset.description if toolset else None,
+                     "tags": sorted(toolset.tags) if toolset else [], "tools": len(first.tools().latest()),
+                     "dialects": {dialect: _entry(mount) for dialect, mount in mounts.items()}}
+    return out
+
+
 def manifest(pipe: Pipeline) -> dict[str, Any]:
     """The manifest, its URLs absolute from this request."""
     settings = pipe.settings
@@ -87,6 +102,8 @@ def manifest(pipe: Pipeline) -> dict[str, Any]:
         "dialects": entries,
         "search": _search(pipe, entries),
     }
+    if pipe.toolsets:  # only then: a manifest without toolsets reads as it always did
+        out["toolsets"] = _toolsets(pipe)
     for name, dialect in table_of(pipe).items():  # an entry of its own: null while the dialect is not mounted
         if dialect.manifest_section is not None and name != pipe.name:
             mounted = pipelines.get(name) if name in entries else None
@@ -108,4 +125,4 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
 
 
 DIALECT = Dialect(name=NAME, make_blueprint=make_blueprint, default_prefix=DEFAULT_PATH, public_discovery=True,
-                  export_document=manifest, runs_tools=lambda settings: False)
+                  export_document=manifest, runs_tools=lambda settings: False, serves_toolsets=False)

@@ -68,6 +68,10 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
     if described not in pipe.settings.dialects:
         raise SettingsError(f"TOOLDISCOVERY_OPENAPI_DIALECT is {described!r}, which is not mounted: the OpenAPI "
                             "document describes its call routes (add it to TOOLDISCOVERY_DIALECTS)")
+    if pipe.toolset is not None and described not in pipe.toolset.dialects:
+        raise SettingsError(f"toolset {pipe.toolset.name!r} names openapi but not {described!r}: its OpenAPI "
+                            f"document describes the toolset's own {described} routes (add {described!r} to its "
+                            "dialects)")
     bp = pipe.blueprint(__name__)
 
     @pipe.route("" if pipe.prefix else "/openapi.json", "discovery", ["GET"], endpoint="document")
@@ -77,7 +81,13 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
     return bp
 
 
+def toolset_prefix(prefix: str, name: str) -> str:
+    """A toolset's document beside the whole one: ``/tools/openapi.json`` -> ``/tools/x/<name>/openapi.json``."""
+    folder, _, document = prefix.rpartition("/")
+    return f"{folder}/x/{name}/{document or 'openapi.json'}"
+
+
 DIALECT = Dialect(name=NAME, make_blueprint=make_blueprint, default_prefix="/tools/openapi.json",
                   protocol=Protocol("OpenAPI", (VERSION,)), export_document=export_document,
                   runs_tools=lambda settings: False, manifest_section=lambda pipe, entry, about: entry["url"],
-                  settings=OpenApiSettings)
+                  settings=OpenApiSettings, toolset_prefix=toolset_prefix)

@@ -129,4 +129,5 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
 
 DIALECT = Dialect(name=NAME, make_blueprint=make_blueprint, public_discovery=True, export_document=card,
                   protocol=Protocol("MCP Server Card and AI Catalog (draft)"), describes_remote="serverCard",
-                  runs_tools=lambda settings: False, settings=ServerCardSettings)
+                  runs_tools=lambda settings: False, settings=ServerCardSettings,
+                  serves_toolsets=False)

@@ -311,8 +311,11 @@ class Learner:
     """
 
     def __init__(self, registry: ToolRegistry, learnable: Learnable, *, credential_keys: tuple[str, ...] | None,
-                 public_discovery: bool, max_content_length: int) -> None:
+                 public_discovery: bool, max_content_length: int,
+                 narrow: Callable[[ToolSet], ToolSet] | None = None) -> None:
         self.registry = registry
+        #: What the dialect's mount serves of a tool set (a toolset's tools), when not all of it.
+        self.narrow = narrow
         self.learnable = learnable
         self.credential_keys = credential_keys
         self.public_discovery = public_discovery
@@ -356,7 +359,8 @@ class Learner:
             static = registry.static
             if static is None:
                 return False
-            return (static.visible_to(None) if static.restricted else static).fingerprint == fingerprint
+            served = static.visible_to(None) if static.restricted else static
+            return (served if self.narrow is None else self.narrow(served)).fingerprint == fingerprint
 
         return valid
 

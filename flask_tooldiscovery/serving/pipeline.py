@@ -28,6 +28,7 @@ from ..observe.logs import log
 from ..observe.operations import observe_call
 from ..runtime.invoke import Failure, Outcome
 from ..search.indexes import DEFAULT_LIMIT
+from ..settings_parsers import Toolset
 from ..tools.model import CLAIMED_USER_ID, Tool, ToolContext
 from ..tools.providers import ProviderError
 from ..tools.registry import ToolSet
@@ -48,13 +49,20 @@ class Pipeline:
     """One dialect of one app: its credentials, caches and the request path its views use."""
 
     def __init__(self, core: Core, dialect: Translator, authenticator: Authenticator | None = None,
-                 mounted: dict[str, Pipeline] | None = None) -> None:
+                 mounted: dict[str, Pipeline] | None = None, *, toolset: Toolset | None = None,
+                 prefix: str | None = None, toolsets: Mapping[str, Mapping[str, Pipeline]] | None = None) -> None:
         self.core = core
         self.dialect = dialect
         self.name = dialect.name
         self.settings = core.settings
         self.cache = WireCache()
-        self.prefix = core.settings.prefixes.get(dialect.name, dialect.default_prefix)
+        #: The toolset this mount serves (only its tools, at a URL of its own), or ``None``: every tool.
+        self.toolset = toolset
+        self.prefix = prefix if prefix is not None else core.settings.prefixes.get(dialect.name, dialect.default_prefix)
+        #: Its blueprint's name: ``tooldiscovery_<dialect>``, and ``__x_<toolset>`` after it for a toolset's.
+        self.blueprint_name = f"tooldiscovery_{self.name}" + (f"__x_{toolset.name}" if toolset is not None else "")
+        #: The pipelines of every toolset's mounts, by toolset then dialect (shared by the app's pipelines).
+        self.toolsets: Mapping[str, Mapping[str, Pipeline]] = toolsets if toolsets is not None else {}
         #: The credentials this dialect's routes need: its own, and the identity layer's.
         self.authenticator = authenticator
         self.admission = Admission(core.guard, authenticator)
@@ -64,11 +72,12 @@ class Pipeline:
                          exposed_headers=dialect.exposed_headers)
         self.learner = Learner(core.registry, dialect.learnable, credential_keys=credential_keys(authenticator),
                                public_discovery=dialect.public_discovery,
-                               max_content_length=core.settings.max_content_length)
+                               max_content_length=core.settings.max_content_length, narrow=self._narrow)
         self.routes = Routes(self.prefix)
         #: Whether a call needs a person's approval, decided once per call (:meth:`Approvals.gate`).
         self.approvals = Approvals(core.settings)
-        #: Every dialect mounted on the app, by name (this one included): one table they share.
+        #: Every dialect mounted on the app, by name (this one included): one table they share (a
+        #: toolset's mounts share one of their own).
         self.mounted: dict[str, Pipeline] = mounted if mounted is not None else {}
         self.mounted.setdefault(self.name, self)
 
@@ -77,7 +86,7 @@ class Pipeline:
     def blueprint(self, import_name: str, *, suffix: str = "", **options: Any) -> Blueprint:
         """The dialect's blueprint (``suffix``: a second one, e.g. mounted at the root), with the
         core's guard, error mapping and response headers; routes are then added with :meth:`route`."""
-        bp = Blueprint(f"tooldiscovery_{self.name}{suffix}", import_name, **options)
+        bp = Blueprint(f"{self.blueprint_name}{suffix}", import_name, **options)
         bp.before_request(self._before)
         bp.after_request(self._after)
         bp.register_error_handler(CoreError, self.error_response)
@@ -112,7 +121,7 @@ class Pipeline:
         """What the view at ``endpoint`` (``blueprint.view``, as the URL map names it) does, when it
         is a route of this dialect's own blueprint (``None`` for anything else)."""
         blueprint, _, name = endpoint.rpartition(".")
-        if blueprint != f"tooldiscovery_{self.name}" or name.endswith("__405"):
+        if blueprint != self.blueprint_name or name.endswith("__405"):
             return None
         return self.routes.kinds.get(name)
 
@@ -175,8 +184,12 @@ class Pipeline:
             raise Unavailable() from None
         identity = None if anonymous else self.identity
         if identity is None and not anonymous and not has_request_context():
-            return toolset  # the CLI without --as: every tool
-        return toolset.visible_to(identity)
+            return self._narrow(toolset)  # the CLI without --as: every tool (of the toolset)
+        return self._narrow(toolset.visible_to(identity))
+
+    def _narrow(self, toolset: ToolSet) -> ToolSet:
+        """``toolset`` as this mount serves it: the tools of its toolset, or all of them."""
+        return toolset if self.toolset is None else toolset.tagged(self.toolset.tags)
 
     def find(self, name: str) -> Tool:
         """The latest version of tool ``name`` (one only an interface calls too: unlisted, still

@@ -50,6 +50,7 @@ class ToolSet:
         self._views: dict[frozenset[str], ToolSet] = {}
         self._latest: list[Tool] | None = None
         self._for_model: ToolSet | None = None
+        self._tagged: dict[frozenset[str], ToolSet] = {}
         if self.fingerprint is None:
             self.fingerprint = ("tools", digest(t.fingerprint for t in self.tools))
         self._by_name: dict[str, list[Tool]] = {}
@@ -100,6 +101,16 @@ class ToolSet:
             self._for_model = self if len(shown) == len(self.tools) else ToolSet(
                 shown, fingerprint=(self.fingerprint, "for model"))
         return self._for_model
+
+    def tagged(self, tags: frozenset[str]) -> ToolSet:
+        """The set less the tools that have none of ``tags``: what a toolset serves (built once per
+        set and tags)."""
+        found = self._tagged.get(tags)
+        if found is None:
+            shown = [t for t in self.tools if not tags.isdisjoint(t.tags)]
+            found = self._tagged[tags] = self if len(shown) == len(self.tools) else ToolSet(
+                shown, fingerprint=(self.fingerprint, "tagged", tuple(sorted(tags))))
+        return found
 
     def get(self, name: str, version: str | None = None) -> Tool | None:
         """The tool ``name`` at ``version`` (exact ``x.y.z``), or its latest version."""

@@ -1,0 +1,95 @@
+"""Mounting the dialects on an app: each dialect of ``TOOLDISCOVERY_DIALECTS`` at its prefix, then
+each toolset's own mounts.
+
+A toolset (``TOOLDISCOVERY_TOOLSETS``, ``discovery.mount_toolset``) is a named part of the tools,
+those with one of its tags, served again under each dialect it names at a URL of its own: the
+dialect's prefix, ``/x/`` and the toolset's name (``/mcp/x/issues``, as GitHub's MCP server
+mounts its toolsets; :attr:`.Dialect.toolset_prefix`). Each such mount has a pipeline of its own,
+keyed by toolset then dialect, so that everything a pipeline keeps per mount (documents and their
+``ETag``, learned answers, the search index of its visible set, the routes the manifest lists) is
+the toolset's; credentials, approvals, limits and tasks are the dialect's, unchanged. The full
+mounts stay as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from flask import Flask
+
+from ..identity.sources import Authenticator
+from ..serving.core import Core
+from ..serving.pipeline import Pipeline
+from ..settings import Settings, SettingsError, key
+from ..settings_parsers import Toolset
+from . import Dialect
+
+#: The pipelines of every toolset's mounts, by toolset name, then dialect name.
+Toolsets = dict[str, dict[str, Pipeline]]
+
+
+def toolsets(settings: Settings, declared: Mapping[str, Toolset], table: Mapping[str, Dialect]) -> dict[str, Toolset]:
+    """The toolsets of ``TOOLDISCOVERY_TOOLSETS`` and those ``declared`` with ``mount_toolset``, checked
+    against the dialect table: each dialect it names is known, mounted, and serves toolsets."""
+    if both := sorted(set(settings.toolsets) & set(declared)):
+        raise SettingsError(f"toolset(s) {', '.join(map(repr, both))} declared both in {key('TOOLSETS')} and with "
+                            "mount_toolset(): keep one")
+    found = {**settings.toolsets, **declared}
+    for toolset in found.values():
+        where = (f"{key('TOOLSETS')}[{toolset.name!r}]" if toolset.name in settings.toolsets
+                 else f"mount_toolset({toolset.name!r})")
+        for name in toolset.dialects:
+            if name not in table:
+                raise SettingsError(f"{where}: unknown dialect {name!r}; known dialects: {', '.join(sorted(table))}")
+            if name not in settings.dialects:
+                raise SettingsError(f"{where}: dialect {name!r} is not mounted: a toolset is served under mounted "
+                                    f"dialects (add it to {key('DIALECTS')})")
+            if not table[name].serves_toolsets:
+                raise SettingsError(f"{where}: {name} describes the whole app and is not mounted per toolset; "
+                                    "name dialects that list or call tools (mcp, explorer, utcp...)")
+    return found
+
+
+def build(core: Core, table: Mapping[str, Dialect], found: Mapping[str, Toolset],
+          authenticators: Mapping[str, Authenticator | None], pipelines: Mapping[str, Pipeline]) -> Toolsets:
+    """A pipeline for each dialect of each toolset, with the credentials of the dialect's full
+    mount; every pipeline (the full mounts' too) is handed the table of them (the manifest lists it)."""
+    built: Toolsets = {}
+    for pipe in pipelines.values():
+        pipe.toolsets = built
+    for toolset in found.values():
+        mounts: dict[str, Pipeline] = {}
+        for name in toolset.dialects:
+            dialect = table[name]
+            Pipeline(core, dialect, authenticators[name], mounted=mounts, toolset=toolset,
+                     prefix=dialect.toolset_prefix(pipelines[name].prefix, toolset.name), toolsets=built)
+        built[toolset.name] = mounts
+    return built
+
+
+def register(app: Flask, table: Mapping[str, Dialect], pipelines: Mapping[str, Pipeline], built: Toolsets) -> None:
+    """Register each full mount's blueprints (and its root one, if any), then each toolset's (never
+    a root one: ``/.well-known`` documents are the full mount's), refusing a toolset whose URL the
+    app already serves."""
+    for name, pipe in pipelines.items():
+        dialect = table[name]
+        app.register_blueprint(dialect.make_blueprint(pipe), url_prefix=pipe.prefix or None)
+        root = dialect.root_blueprint(pipe) if dialect.root_blueprint else None
+        if root is not None:
+            app.register_blueprint(root)
+    for toolset_name, mounts in built.items():
+        for name, pipe in mounts.items():
+            _check_free(app, pipe, toolset_name)
+            app.register_blueprint(table[name].make_blueprint(pipe), url_prefix=pipe.prefix or None)
+
+
+def _check_free(app: Flask, pipe: Pipeline, toolset: str) -> None:
+    """:class:`SettingsError` when a route of the app is at the toolset's URL or under it."""
+    prefix = pipe.prefix
+    for rule in app.url_map.iter_rules():
+        if rule.rule == prefix or rule.rule.startswith(prefix + "/"):
+            raise SettingsError(f"toolset {toolset!r} would be served under {pipe.name} at {prefix}, where the app "
+                                f"already routes {rule.rule} ({rule.endpoint}): rename the toolset or move the route")
+
+
+__all__ = ["Toolsets", "build", "register", "toolsets"]
