@@ -281,13 +281,11 @@ class ToolDiscovery:
         return list(self._dialects)
 
     def mount_toolset(self, name: str, *, tags: Iterable[str], dialects: Iterable[str] = ("mcp",),
-                      title: str | None = None, description: str | None = None) -> Toolset:
+                      title: str | None = None, description: str | None = None) -> None:
         """Serve the tools with one of ``tags`` again at ``<prefix>/x/<name>`` of each of ``dialects``
         (before ``init_app``), as ``TOOLDISCOVERY_TOOLSETS`` does; a bad name or no tags raise here."""
-        found = toolset("mount_toolset", name, {"tags": list(tags), "dialects": list(dialects), "title": title,
-                                                "description": description})
-        self._toolsets[name] = found
-        return found
+        self._toolsets[name] = toolset("mount_toolset", name, {"tags": list(tags), "dialects": list(dialects),
+                                                               "title": title, "description": description})
 
     # -- app wiring ---------------------------------------------------------------------------
 

@@ -122,6 +122,14 @@ def test_a_toolset_names_mcp_by_default_and_nothing_else() -> None:
     assert names == ["repos_get", "repos_delete"]
 
 
+def test_the_explorer_page_of_a_toolset_is_served_and_reads_its_own_api() -> None:
+    client = build().test_client()
+    page = client.get("/explorer/x/issues/")
+    assert page.status_code == 200 and b"explorer.js" in page.data
+    assert client.get("/explorer/x/issues/tools/repos_get").status_code == 404
+    assert client.get("/explorer/x/issues/tools/issues_list").get_json()["name"] == "issues_list"
+
+
 def test_a_call_outside_the_toolset_is_mcps_unknown_tool_never_a_500() -> None:
     client = build().test_client()
     answer = mcp(client, "/mcp/x/issues", "tools/call", {"name": "repos_delete", "arguments": {"repo": "a"}})
