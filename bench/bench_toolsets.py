@@ -1,0 +1,84 @@
+"""Toolsets against the full list and against tool search: the bytes an MCP client reads from
+``tools/list`` (every page) at the full mount ``/mcp`` and at each toolset's ``/mcp/x/<name>``, with
+GitHub's REST API as 1,223 tools (registered as a provider; each tool tagged with GitHub's own
+category of the operation, its operationId's first part), and what tool search costs instead
+(``tools/list`` with ``TOOLDISCOVERY_TOOL_SEARCH``, plus one ``search_tools`` answer of 5 tools).
+
+    python bench/bench_toolsets.py [path/to/github-rest-tools.json] [category ...]
+
+Bytes, not time: the figures are the same on every machine (Flask's test client, 2025-06-18).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_DATA = HERE.parent.parent / "shared" / "data" / "github-rest-tools.json"  # beside the repository
+HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+           "MCP-Protocol-Version": "2025-06-18"}
+CATEGORIES = ("issues", "pulls", "repos", "actions", "git", "search")
+
+
+def catalogue(path: Path) -> list[dict[str, Any]]:
+    tools: list[dict[str, Any]] = json.loads(path.read_text())["tools"]
+    for tool in tools:
+        category = tool["x-http"]["operationId"].split("/")[0]
+        tool["category"], tool["tags"] = category, [category]
+    return tools
+
+
+def app(tools: list[dict[str, Any]], categories: tuple[str, ...], **config: Any) -> Any:
+    from flask import Flask
+
+    from flask_tooldiscovery import ToolDiscovery
+
+    flask_app = Flask("bench_toolsets")
+    flask_app.config.update(TOOLDISCOVERY_DIALECTS=["mcp"], TOOLDISCOVERY_WARN_UNAUTHENTICATED=False, **config,
+                            TOOLDISCOVERY_TOOLSETS={name: {"tags": [name]} for name in categories})
+    ToolDiscovery(tools=tools, call_handler=lambda name, arguments: None).init_app(flask_app)
+    return flask_app
+
+
+def rpc(client: Any, path: str, method: str, params: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
+    response = client.post(path, json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}},
+                           headers=HEADERS)
+    return len(response.get_data()), response.get_json()["result"]
+
+
+def listing(client: Any, path: str) -> tuple[int, int, int]:
+    """(tools, pages, bytes) of a whole ``tools/list``."""
+    tools = pages = size = 0
+    cursor = None
+    while True:
+        read, result = rpc(client, path, "tools/list", {"cursor": cursor} if cursor else None)
+        tools, pages, size = tools + len(result["tools"]), pages + 1, size + read
+        cursor = result.get("nextCursor")
+        if not cursor:
+            return tools, pages, size
+
+
+def main() -> None:
+    path = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_DATA
+    categories = tuple(sys.argv[2:]) or CATEGORIES
+    tools = catalogue(path)
+    client = app(tools, categories).test_client()
+    full = listing(client, "/mcp")
+    print(f"{'mount':<22}{'tools':>7}{'pages':>7}{'bytes':>11}{'of full':>9}")
+    print(f"{'/mcp (full)':<22}{full[0]:>7}{full[1]:>7}{full[2]:>11,}{'100%':>9}")
+    for name in categories:
+        count, pages, size = listing(client, f"/mcp/x/{name}")
+        print(f"{'/mcp/x/' + name:<22}{count:>7}{pages:>7}{size:>11,}{size / full[2]:>9.1%}")
+    searching = app(tools, (), TOOLDISCOVERY_TOOL_SEARCH=True).test_client()
+    count, pages, size = listing(searching, "/mcp")
+    found, _ = rpc(searching, "/mcp", "tools/call",
+                   {"name": "search_tools", "arguments": {"query": "comment on an issue", "limit": 5}})
+    print(f"{'/mcp, tool search':<22}{count:>7}{pages:>7}{size:>11,}{size / full[2]:>9.1%}"
+          f"   + {found:,} bytes a search_tools answer of 5 tools")
+
+
+if __name__ == "__main__":
+    main()
