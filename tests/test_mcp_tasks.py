@@ -15,7 +15,7 @@ from flask import Flask
 from mcp_types import _v2025_11_25 as v2025
 
 from flask_tooldiscovery import ToolDiscovery
-from flask_tooldiscovery.tasks.records import Task
+from flask_tooldiscovery.tasks.records import Task, TaskResult
 from flask_tooldiscovery.tasks.runner import INTERRUPTED, tasks_of
 from tests.apps.mcp_everything_app import create_app
 
@@ -233,7 +233,7 @@ def test_an_interrupted_run_is_a_failed_task_that_says_so(app: Flask) -> None:
     _, body = modern(c, "tools/call", {"name": "slow_compute", "arguments": {"seconds": 30}})
     task_id = body["result"]["taskId"]
     store = tasks_of(app).store
-    assert store.finish(task_id, "interrupted", {"status": "interrupted", "error": INTERRUPTED})
+    assert store.finish(task_id, "interrupted", TaskResult(status="interrupted", error=INTERRUPTED))
     done = modern(c, "tasks/get", {"taskId": task_id})[1]["result"]
     assert done["status"] == "failed" and done["error"]["data"] == {"taskId": task_id, "reason": "interrupted"}
     assert done["error"]["message"] == INTERRUPTED

@@ -21,7 +21,7 @@ import pytest
 from flask import Flask
 
 from flask_tooldiscovery import ToolDiscovery
-from flask_tooldiscovery.tasks.records import LocalTaskStore, RedisTaskStore, Task, TaskStore
+from flask_tooldiscovery.tasks.records import LocalTaskStore, RedisTaskStore, Task, TaskResult, TaskStore
 from flask_tooldiscovery.tasks.runner import INTERRUPTED, tasks_of
 
 from .test_deploy import ROOT
@@ -65,10 +65,10 @@ def test_a_record_only_moves_forward_and_counts_its_runs(redis_url: str) -> None
         assert store.get(task.id) == task
         assert [store.claim(task.id), store.claim(task.id)] == [1, 2]
         assert store.cancel(task.id) and store.cancelling(task.id)
-        assert store.finish(task.id, "completed", {"status": "success", "value": 1})
-        assert not store.finish(task.id, "failed", {"status": "failure"})  # terminal: nobody moves it again
+        assert store.finish(task.id, "completed", TaskResult(status="success", value=1))
+        assert not store.finish(task.id, "failed", TaskResult(status="failure"))  # terminal: nobody moves it again
         ended = store.get(task.id)
-        assert ended is not None and ended.state == "completed" and ended.result == {"status": "success", "value": 1}
+        assert ended is not None and ended.state == "completed" and ended.result == TaskResult("success", value=1)
         assert not store.cancel(task.id)
         assert task.id in [t.id for t in store.of_caller("alice")] and store.of_caller("bob") == []
         assert store.get("no-such-task") is None
@@ -257,7 +257,7 @@ def test_celery_runs_a_task_and_its_record_is_read_where_it_was_accepted(celery_
     [(_, body)] = receiver.wait(url)
     assert json.loads(body) == {"content": {"n": 3}, "content_type": "application/json"}
     task = tasks_of(app).store.get(task_id)
-    assert task is not None and task.state == "completed" and task.result == {"status": "success", "value": {"n": 3}}
+    assert task is not None and task.state == "completed" and task.result == TaskResult("success", value={"n": 3})
 
 
 def test_the_message_celery_shows_and_logs_carries_no_credentials(celery_side: Any, redis_url: str  # noqa: F811

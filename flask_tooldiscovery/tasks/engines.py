@@ -1,8 +1,9 @@
 """What runs a task: an engine that is not ours to write.
 
-A task is handed to its engine as a :data:`Job`, plain JSON (the task id, the dialect, the tool
-and version, the arguments, the caller, the call and trace ids, the dialect's extras), and the
-engine calls the app's runner with it:
+A task is handed to its engine as a :data:`~.jobs.Job` (a :class:`~.jobs.CallJob`: the task id,
+the dialect, the tool and version, the arguments, the caller, the call and trace ids, the dialect's
+extras; or a :class:`~.jobs.FinishJob`), and the engine calls the app's runner with it (an engine
+that crosses processes carries its wire dict, :meth:`~.jobs.CallJob.to_wire`):
 
 * :class:`ThreadEngine` (``TOOLDISCOVERY_TASK_ENGINE = "thread"``, the default): a bounded pool of
   threads in each web worker process. No thread per call: when every thread is busy and the
@@ -26,9 +27,8 @@ from typing import Any, Protocol
 
 from ..errors import Busy
 from ..observe.logs import log
+from .jobs import Job, JobVersionError, job_from_wire
 
-#: A task as an engine carries it (JSON: it may cross processes and hosts).
-Job = dict[str, Any]
 Runner = Callable[[Job], None]
 #: The name the runner is registered under on the Celery app.
 CELERY_TASK = "flask_tooldiscovery.run_task"
@@ -93,7 +93,7 @@ class ThreadEngine:
         try:
             self._runner(job)
         except Exception:  # a bug below the runner: logged, never a dead pool thread
-            log.exception("flask-tooldiscovery: task %s failed in its runner", job.get("task"))
+            log.exception("flask-tooldiscovery: task %s failed in its runner", job.task)
         finally:
             self._room.release()
 
@@ -102,7 +102,12 @@ class CeleryEngine:
     """Tasks sent to the Celery app ``celery`` (its broker and workers are the user's)."""
 
     def __init__(self, celery: Any, runner: Runner) -> None:
-        def run_task(job: Job) -> None:
+        def run_task(wire: dict[str, Any]) -> None:
+            try:
+                job = job_from_wire(wire)
+            except JobVersionError as exc:  # queued by a newer release: refused, never run half-read
+                log.error("flask-tooldiscovery: %s; the message is dropped", exc)
+                return
             runner(job)
 
         self._task = celery.task(name=CELERY_TASK, acks_late=True, reject_on_worker_lost=True,
@@ -111,8 +116,8 @@ class CeleryEngine:
     def submit(self, job: Job, delay: float = 0.0) -> None:
         # argsrepr/kwargsrepr: what Celery logs and shows (events, Flower) instead of the job itself,
         # which carries the caller's secrets and credentials; it also spares a deep repr per message.
-        shown = f"[{job.get('kind') or 'call'} of task {job['task']}]"
-        self._task.apply_async(args=[job], task_id=job.get("job_id") or job["task"], countdown=delay or None,
+        shown = f"[{job.kind} of task {job.task}]"
+        self._task.apply_async(args=[job.to_wire()], task_id=job.job_id, countdown=delay or None,
                                argsrepr=shown, kwargsrepr="{}")
 
 

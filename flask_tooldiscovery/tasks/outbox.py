@@ -25,8 +25,9 @@ import weakref
 from typing import Any
 
 from ..observe.logs import log
-from .engines import Engine, Job
-from .records import PUT_LINES, REDIS_PREFIX, Task
+from .engines import Engine
+from .jobs import Job, job_from_wire
+from .records import COMPACT, PUT_LINES, REDIS_PREFIX, Task
 
 OUTBOX = f"{REDIS_PREFIX}outbox"
 JOBS = f"{REDIS_PREFIX}outbox:jobs"
@@ -74,20 +75,20 @@ class Outbox:
         self._keep = redis.register_script(_KEEP)
         self._take = redis.register_script(_TAKE)
         self._take_one = redis.register_script(_TAKE_ONE)
-        self._queue: queue.SimpleQueue[str] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Job] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._pid = 0
         self._unreachable = False  # said once per outage, not at every look
 
-    def keep(self, task: Task, job: str) -> None:
-        """Write ``task``'s record and its job (``job``: the job as JSON text) in one round trip;
-        the publisher sends it soon."""
+    def keep(self, task: Task, job: Job) -> None:
+        """Write ``task``'s record and its job in one round trip; the publisher sends it soon."""
+        text = COMPACT.encode(job.to_wire())
         ttl = max(int(task.ttl), 1)
         now = time.time()
         self._keep(keys=[REDIS_PREFIX + task.id, f"{REDIS_PREFIX}caller:{task.caller or ''}", OUTBOX, JOBS],
                    args=[task.to_json(), ttl, repr(task.created), task.id, repr(now - ttl), repr(now + self.grace),
-                         job])
+                         text])
         self.start()
         if self._queue.qsize() < WAITING:
             self._queue.put(job)
@@ -106,15 +107,15 @@ class Outbox:
     def publish_next(self) -> None:
         """Send the next job this process kept (waiting a while for one), else the due ones."""
         try:
-            job: Job = json.loads(self._queue.get(timeout=max(self.grace / 3, 0.2)))
+            job = self._queue.get(timeout=max(self.grace / 3, 0.2))
         except queue.Empty:
             self.send_due()
             return
         try:
-            if self._take_one(keys=[OUTBOX], args=[job["task"], repr(time.time() + self.grace)]):
+            if self._take_one(keys=[OUTBOX], args=[job.task, repr(time.time() + self.grace)]):
                 self._send(job)
         except Exception:  # Redis unreachable for a moment: the job stays due, any publisher sends it
-            log.warning("flask-tooldiscovery: task %s stays in the outbox for now", job.get("task"), exc_info=True)
+            log.warning("flask-tooldiscovery: task %s stays in the outbox for now", job.task, exc_info=True)
 
     def send_due(self) -> int:
         """Send the jobs whose due time has passed (left by a publish that failed or never happened);
@@ -136,7 +137,12 @@ class Outbox:
             task_id = taken[i].decode() if isinstance(taken[i], bytes) else str(taken[i])
             log.warning("flask-tooldiscovery: task %s was accepted but not yet sent to the task engine; sending it "
                         "now", task_id)
-            sent += self._send(json.loads(taken[i + 1]))
+            try:
+                job = job_from_wire(json.loads(taken[i + 1]))
+            except ValueError as exc:  # a job this release cannot read: left for a worker that can
+                log.error("flask-tooldiscovery: task %s in the outbox cannot be sent by this release: %s", task_id, exc)
+                continue
+            sent += self._send(job)
         return sent
 
     def _send(self, job: Job) -> int:
@@ -144,11 +150,11 @@ class Outbox:
             self._engine.submit(job)
         except Exception:  # the broker is down: the job stays due and is sent again later
             log.warning("flask-tooldiscovery: could not send task %s to the task engine; it stays in the outbox",
-                        job.get("task"), exc_info=True)
+                        job.task, exc_info=True)
             return 0
         pipe = self._redis.pipeline(transaction=False)
-        pipe.zrem(OUTBOX, job["task"])
-        pipe.hdel(JOBS, job["task"])
+        pipe.zrem(OUTBOX, job.task)
+        pipe.hdel(JOBS, job.task)
         pipe.execute()
         return 1
 

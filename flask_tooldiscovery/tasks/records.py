@@ -26,6 +26,57 @@ TaskState = Literal["working", "input_required", "completed", "failed", "cancell
 #: The states a task never leaves.
 TERMINAL: frozenset[str] = frozenset({"completed", "failed", "cancelled", "interrupted"})
 REDIS_PREFIX = "flask-tooldiscovery:task:"
+#: How an ended call came out: as the tool ran it (success, invalid arguments, failure), refused on
+#: its way (a rate limit, no free slot), cancelled by its caller, or interrupted with its worker.
+ResultStatus = Literal["success", "invalid", "failure", "refused", "cancelled", "interrupted"]
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """What an ended task's call came to, as its record keeps it (and every dialect reads it).
+
+    ``status`` says how it ended; ``cancelled`` is a field of its own (set by whoever ended it on a
+    stop request), never read from a message. The rest is what some dialect shows: the tool's
+    ``value`` (``rich``: images, files, links among it) or ``envelope`` (an Opal v2 envelope),
+    ``error`` and what goes with it, the HTTP answer a streamed explorer call gave (``http_status``
+    and ``body``) or the ``CallToolResult`` a streamed MCP call answered (``call_result``).
+    """
+
+    status: ResultStatus
+    value: Any = None
+    error: str | None = None
+    cancelled: bool = False
+    #: Not a tool's own error: a bug, a timeout, a run that stopped (MCP tells these apart).
+    crashed: bool = False
+    rich: bool = False
+    envelope: dict[str, Any] | None = None
+    additional_prompt_content: str | None = None
+    retry_after_ms: int | None = None
+    parameter_errors: dict[str, Any] | None = None
+    #: A refusal's HTTP status and the seconds after which a retry may succeed.
+    http_status: int | None = None
+    retry_after: float | None = None
+    body: Any = None
+    call_result: dict[str, Any] | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        """The result as plain JSON, the fields left at their default left out (as the records of
+        earlier releases held it)."""
+        out: dict[str, Any] = {"status": self.status}
+        for name in _RESULT_FIELDS:
+            value = getattr(self, name)
+            if (value is not None and value is not False) or (name == "value" and self.status == "success"):
+                out[name] = value
+        return out
+
+    @classmethod
+    def from_wire(cls, data: dict[str, Any]) -> TaskResult:
+        """A result from :meth:`to_wire`'s JSON (or an earlier release's record); keys it does
+        not know are left out, a cancelled one is known by its status too."""
+        known = {k: v for k, v in data.items() if k in _RESULT_NAMES}
+        status = str(known.pop("status", "failure"))
+        known["cancelled"] = bool(known.get("cancelled")) or status == "cancelled"
+        return cls(status=status, **known)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -45,7 +96,7 @@ class Task:
     updated: float = field(default_factory=time.time)
     ttl: float = 3600.0
     message: str | None = None
-    result: dict[str, Any] | None = None
+    result: TaskResult | None = None
     meta: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -54,14 +105,23 @@ class Task:
 
     def to_json(self) -> str:
         # the fields as they are (no deep copy: dumping reads them only)
-        return COMPACT.encode({name: getattr(self, name) for name in _FIELDS})
+        out = {name: getattr(self, name) for name in _FIELDS}
+        if self.result is not None:
+            out["result"] = self.result.to_wire()
+        return COMPACT.encode(out)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Task:
-        return cls(**json.loads(text))
+        data = json.loads(text)
+        if isinstance(data.get("result"), dict):
+            data["result"] = TaskResult.from_wire(data["result"])
+        return cls(**{k: v for k, v in data.items() if k in _FIELD_NAMES})
 
 
 _FIELDS = tuple(f.name for f in fields(Task))
+_FIELD_NAMES = frozenset(_FIELDS)
+_RESULT_FIELDS = tuple(f.name for f in fields(TaskResult) if f.name != "status")
+_RESULT_NAMES = frozenset(_RESULT_FIELDS) | {"status"}
 #: Compact JSON, anything else as its text (one encoder: ``json.dumps`` with options builds one per call).
 COMPACT = json.JSONEncoder(separators=(",", ":"), default=str)
 
@@ -78,7 +138,7 @@ class TaskStore(Protocol):
     def claim(self, task_id: str) -> int:
         """Count one more run of the task starting; the count (1 for the first run)."""
 
-    def finish(self, task_id: str, state: TaskState, result: dict[str, Any] | None = None,
+    def finish(self, task_id: str, state: TaskState, result: TaskResult | None = None,
                message: str | None = None) -> bool:
         """Move the task to ``state`` unless it is terminal already; True when this call moved it."""
 
@@ -140,7 +200,7 @@ class LocalTaskStore:
             self._runs[task_id] = self._runs.get(task_id, 0) + 1
             return self._runs[task_id]
 
-    def finish(self, task_id: str, state: TaskState, result: dict[str, Any] | None = None,
+    def finish(self, task_id: str, state: TaskState, result: TaskResult | None = None,
                message: str | None = None) -> bool:
         with self._lock:
             task = self._tasks.get(task_id)
@@ -241,7 +301,7 @@ class RedisTaskStore:
         count, _ = pipe.execute()
         return int(count)
 
-    def finish(self, task_id: str, state: TaskState, result: dict[str, Any] | None = None,
+    def finish(self, task_id: str, state: TaskState, result: TaskResult | None = None,
                message: str | None = None) -> bool:
         task = self.get(task_id)
         if task is None or task.terminal:
@@ -308,5 +368,5 @@ def store_for(uri: str | None) -> TaskStore:
         return _SHARED.get(uri) or _SHARED.setdefault(uri, RedisTaskStore(uri))
 
 
-__all__ = ["COMPACT", "PUT_LINES", "REDIS_PREFIX", "TERMINAL", "LocalTaskStore", "RedisTaskStore", "Task", "TaskState",
-           "TaskStore", "store_for"]
+__all__ = ["COMPACT", "PUT_LINES", "REDIS_PREFIX", "TERMINAL", "LocalTaskStore", "RedisTaskStore", "ResultStatus",
+           "Task", "TaskResult", "TaskState", "TaskStore", "store_for"]

@@ -34,9 +34,10 @@ from ..tools.model import Identity, Tool, ToolContext
 from ..tools.results import is_rich
 from . import task_input
 from .cancel_watch import CancelWatcher
-from .engines import CELERY_INSTALL, CeleryEngine, Engine, Job, ThreadEngine
+from .engines import CELERY_INSTALL, CeleryEngine, Engine, ThreadEngine
+from .jobs import CallJob, FinishJob, Job, job_from_wire
 from .outbox import Outbox
-from .records import COMPACT, RedisTaskStore, Task, TaskState, TaskStore, store_for
+from .records import COMPACT, RedisTaskStore, Task, TaskResult, TaskState, TaskStore, store_for
 
 #: What a dialect does with a task of its own once it ended (deliver its result somewhere), declared
 #: on its ``Dialect`` (``finish_task``): called with the attempt's number, it answers ``None`` when
@@ -50,26 +51,21 @@ INTERRUPTED = ("The call was interrupted: the worker running it stopped before i
                "again, so whether it took effect is unknown.")
 
 
-def outcome_json(outcome: Outcome) -> dict[str, Any]:
-    """An outcome as a task keeps it: plain JSON."""
-    out: dict[str, Any] = {"status": outcome.status}
-    if outcome.envelope is not None:
-        out["envelope"] = outcome.envelope  # the v2 envelope the tool returned, as Opal's callback sends it
-    if outcome.ok:
-        out["value"] = json.loads(json.dumps(outcome.value, default=str))
-        if is_rich(outcome.value):
-            out["rich"] = True  # images, audio, files, links: shown as such when read back
-    else:
-        out["error"] = outcome.error_message
-        if outcome.failure is not None and not outcome.failure.expected:
-            out["crashed"] = True  # not a ToolError: a bug, a timeout (MCP tells these apart)
-        if outcome.failure is not None and outcome.failure.additional_prompt_content:
-            out["additional_prompt_content"] = outcome.failure.additional_prompt_content
-        if outcome.failure is not None and outcome.failure.retry_after_ms:
-            out["retry_after_ms"] = outcome.failure.retry_after_ms
-        if outcome.parameter_errors:
-            out["parameter_errors"] = json.loads(json.dumps(outcome.parameter_errors, default=str))
-    return out
+def outcome_result(outcome: Outcome) -> TaskResult:
+    """An outcome as a task keeps it (its value as plain JSON)."""
+    # the v2 envelope the tool returned is kept as Opal's callback sends it
+    if outcome.ok:  # rich: images, audio, files, links, shown as such when read back
+        return TaskResult(status="success", value=json.loads(json.dumps(outcome.value, default=str)),
+                          rich=is_rich(outcome.value), envelope=outcome.envelope)
+    failure = outcome.failure
+    return TaskResult(
+        status="cancelled" if failure is not None and failure.cancelled else outcome.status,
+        error=outcome.error_message, envelope=outcome.envelope,
+        cancelled=failure is not None and failure.cancelled,
+        crashed=failure is not None and not failure.expected,  # not a ToolError: a bug, a timeout
+        additional_prompt_content=(failure.additional_prompt_content or None) if failure is not None else None,
+        retry_after_ms=(failure.retry_after_ms or None) if failure is not None else None,
+        parameter_errors=json.loads(json.dumps(outcome.parameter_errors, default=str)) or None)
 
 
 def ended_state(outcome: Outcome) -> TaskState:
@@ -134,29 +130,26 @@ class Tasks:
         task = self._record(pipe, tool, arguments, context, {**(meta or {}), "then": then}, self.leased, ttl,
                             keep=self.outbox is None)
         request, identity = context.request, context.identity
-        job: Job = {
-            "task": task.id, "dialect": pipe.name, "tool": tool.name, "version": tool.version,
-            "arguments": arguments, "call_id": context.call_id, "trace_id": context.trace_id,
-            "user_id": context.user_id, "then": then, "charged": True, "secrets": dict(context.secrets),
-            "authorization": dict(context.authorization), "extra": dict(context.extra),
+        job = CallJob(
+            task=task.id, dialect=pipe.name, tool=tool.name, version=tool.version, arguments=arguments,
+            call_id=context.call_id, trace_id=context.trace_id, user_id=context.user_id, then=then, charged=True,
+            secrets=dict(context.secrets), authorization=dict(context.authorization), extra=dict(context.extra),
             # the headers the call arrived with, for ctx.request where the task runs (credentials aside)
-            "headers": {} if request is None else {k: v for k, v in request.headers.items()
-                                                   if k.lower() not in UNCARRIED_HEADERS},
-            "remote_addr": None if request is None else request.remote_addr,
-            "identity": None if identity is None else {
+            headers={} if request is None else {k: v for k, v in request.headers.items()
+                                                if k.lower() not in UNCARRIED_HEADERS},
+            remote_addr=None if request is None else request.remote_addr,
+            identity=None if identity is None else {
                 "subject": identity.subject, "scopes": list(identity.scopes), "claims": dict(identity.claims),
-                "method": identity.method},
-        }
-        text = COMPACT.encode(job)  # plain JSON: it may cross processes
+                "method": identity.method})
         if self.outbox is not None:  # the record and the job in one round trip; the broker hears of it soon
-            self.outbox.keep(task, text)
+            self.outbox.keep(task, job)
             return task
-        job = json.loads(text)
-        try:
-            self.engine.submit(job)
+        try:  # as plain JSON even in this process: the run sees what it would see elsewhere
+            self.engine.submit(job_from_wire(json.loads(COMPACT.encode(job.to_wire()))))
         except CoreError as exc:
             self._watcher.release(task.id)
-            self.store.finish(task.id, "failed", {"status": "refused", "error": exc.message, "http_status": exc.status})
+            refused = TaskResult(status="refused", error=exc.message, http_status=exc.status)
+            self.store.finish(task.id, "failed", refused)
             raise
         return task
 
@@ -183,7 +176,7 @@ class Tasks:
         self.watch(task.id, context)
         return task
 
-    def ended(self, task_id: str, state: TaskState, result: dict[str, Any]) -> None:
+    def ended(self, task_id: str, state: TaskState, result: TaskResult) -> None:
         """The call behind task ``task_id`` (made by :meth:`here`) ended in ``state``."""
         self._watcher.forget(task_id)
         self._watcher.release(task_id)
@@ -202,7 +195,8 @@ class Tasks:
             return task
         log.warning("flask-tooldiscovery: task %s of %s was running in a worker process that stopped; it ends "
                     "interrupted", task.id, task.tool)
-        self.store.finish(task_id, "interrupted", {"status": "interrupted", "error": INTERRUPTED}, message=INTERRUPTED)
+        self.store.finish(task_id, "interrupted", TaskResult(status="interrupted", error=INTERRUPTED),
+                          message=INTERRUPTED)
         return self.store.get(task_id)
 
     def of_caller(self, caller: str | None, limit: int = 100) -> list[Task]:
@@ -216,54 +210,52 @@ class Tasks:
         with self.app.app_context():
             if self.outbox is not None:
                 self.outbox.start()  # this process also sends what others accepted but never sent
-            if job.get("kind") == "finish":
+            if isinstance(job, FinishJob):
                 self._finish(job)
                 return
             try:
                 self._run(job)
             finally:
-                self._watcher.release(job["task"])
+                self._watcher.release(job.task)
 
-    def _run(self, job: Job) -> None:
-        task = self.store.get(job["task"])
+    def _run(self, job: CallJob) -> None:
+        task = self.store.get(job.task)
         if task is None:
             return  # expired
-        pipe = self.pipelines.get(job["dialect"])
+        pipe = self.pipelines.get(job.dialect)
         if task.terminal:  # delivered again after it ended: nothing runs twice; its finisher may be due
             self._then(task, 1)
             return
-        tool = None if pipe is None else pipe.core.registry.resolve().get(job["tool"], job["version"])
+        tool = None if pipe is None else pipe.core.registry.resolve().get(job.tool, job.version)
         runs = self.store.claim(task.id)
         if pipe is None or tool is None:
-            self._end(task, "failed", {"status": "failure", "error": "The tool is no longer offered."})
+            self._end(task, "failed", TaskResult(status="failure", error="The tool is no longer offered."))
         elif self.store.cancelling(task.id):
-            self._end(task, "cancelled", {"status": "cancelled", "error": CANCELLED})
+            self._end(task, "cancelled", TaskResult(status="cancelled", error=CANCELLED, cancelled=True))
         elif runs > 1 and (tool.annotations or {}).get("idempotentHint") is not True:
             log.warning("flask-tooldiscovery: task %s of %s was delivered again after its run had started; "
                         "not idempotent, so it ends interrupted", task.id, tool.name)
-            self._end(task, "interrupted", {"status": "interrupted", "error": INTERRUPTED})
+            self._end(task, "interrupted", TaskResult(status="interrupted", error=INTERRUPTED))
         else:
             self._end(task, *self._call(pipe, tool, job))
 
-    def _call(self, pipe: Pipeline, tool: Tool, job: Job) -> tuple[TaskState, dict[str, Any]]:
+    def _call(self, pipe: Pipeline, tool: Tool, job: CallJob) -> tuple[TaskState, TaskResult]:
         """Run the task's call; the state it ends in and its result."""
-        task_id = job["task"]
+        task_id = job.task
         try:
             outcome = call_as(
-                pipe, _identity(job.get("identity")), tool, job["arguments"], coerce=True,
-                charged=bool(job.get("charged")), context_hook=lambda ctx: self.watch(task_id, ctx),
-                headers=job.get("headers") or {}, remote_addr=job.get("remote_addr"), call_id=job["call_id"],
-                trace_id=job.get("trace_id"), user_id=job.get("user_id"), secrets=job.get("secrets") or {},
-                authorization=job.get("authorization") or {}, extra=job.get("extra") or {},
+                pipe, _identity(job.identity), tool, job.arguments, coerce=True,
+                charged=job.charged, context_hook=lambda ctx: self.watch(task_id, ctx),
+                headers=job.headers, remote_addr=job.remote_addr, call_id=job.call_id,
+                trace_id=job.trace_id, user_id=job.user_id, secrets=dict(job.secrets),
+                authorization=dict(job.authorization), extra=dict(job.extra),
                 asker=task_input.asker(self.store, task_id, wait=float(self.settings.task_ttl)))  # asks: the record
         except CoreError as exc:  # refused when it came to run: a rate limit, no free call slot
-            result: dict[str, Any] = {"status": "refused", "error": exc.message, "http_status": exc.status}
-            if isinstance(exc, RetryLater):
-                result["retry_after"] = exc.retry_after
-            return "failed", result
+            return "failed", TaskResult(status="refused", error=exc.message, http_status=exc.status,
+                                        retry_after=exc.retry_after if isinstance(exc, RetryLater) else None)
         finally:
             self._watcher.forget(task_id)
-        return ended_state(outcome), outcome_json(outcome)
+        return ended_state(outcome), outcome_result(outcome)
 
     def watch(self, task_id: str, context: ToolContext) -> None:
         """Cancel ``context`` when anyone, on any worker, asks task ``task_id`` to stop."""
@@ -277,7 +269,7 @@ class Tasks:
         self._watcher.check()
         return True
 
-    def _end(self, task: Task, state: TaskState, result: dict[str, Any]) -> None:
+    def _end(self, task: Task, state: TaskState, result: TaskResult) -> None:
         if self.store.finish(task.id, state, result):
             self._then(task, 1)
 
@@ -285,13 +277,12 @@ class Tasks:
         """Hand attempt ``attempt`` of the task's finisher to the engine (when it has one), as a
         job that waits for room rather than being refused (a short delay: the engine's timer)."""
         if isinstance(task.meta.get("then"), str):
-            self.engine.submit({"kind": "finish", "task": task.id, "dialect": task.dialect, "attempt": attempt,
-                                "job_id": f"{task.id}:then:{attempt}"}, max(delay, 0.01))
+            self.engine.submit(FinishJob(task=task.id, dialect=task.dialect, attempt=attempt), max(delay, 0.01))
 
-    def _finish(self, job: Job) -> None:
+    def _finish(self, job: FinishJob) -> None:
         """One attempt of a finisher: each attempt runs at most once; a finisher that asks for
         another (a wait in seconds) gets it later."""
-        task, attempt = self.store.get(job["task"]), int(job["attempt"])
+        task, attempt = self.store.get(job.task), job.attempt
         if task is None or not task.terminal or self.store.claim(f"{task.id}:then:{attempt}") != 1:
             return
         then, pipe = task.meta.get("then"), self.pipelines.get(task.dialect)
@@ -317,4 +308,5 @@ def tasks_of(app: Flask) -> Tasks:
     return tasks
 
 
-__all__ = ["EXTENSION_KEY", "INTERRUPTED", "Finisher", "Tasks", "ended_state", "outcome_json", "tasks_of"]
+__all__ = ["EXTENSION_KEY", "INTERRUPTED", "Finisher", "TaskResult", "Tasks", "ended_state", "outcome_result",
+           "tasks_of"]

@@ -25,7 +25,7 @@ from ...errors import CoreError, NotFound
 from ...runtime.invoke import Outcome
 from ...serving.pipeline import Pipeline
 from ...serving.wire import json_response
-from ...tasks.records import Task
+from ...tasks.records import Task, TaskResult
 from ...tasks.runner import ended_state, tasks_of
 from ...tools.model import Tool, ToolContext
 
@@ -51,16 +51,18 @@ def begin(pipe: Pipeline, tool: Tool, arguments: Any, context: ToolContext, answ
             outcome = pipe.invoke(tool, arguments, context)
         except CoreError as exc:  # refused on its way (busy, rate limited, approval): that answer
             body, status = error(exc)
-            tasks.ended(task_id, "failed", {"status": "refused", "http_status": status, "body": body,
-                                            "error": exc.message})
+            tasks.ended(task_id, "failed", TaskResult(status="refused", http_status=status, body=body,
+                                                      error=exc.message))
             raise
         except BaseException:
-            tasks.ended(task_id, "failed", {"status": "failure", "http_status": 500,
-                                            "body": {"error": "Internal error."}, "crashed": True})
+            tasks.ended(task_id, "failed", TaskResult(status="failure", http_status=500,
+                                                      body={"error": "Internal error."}, crashed=True))
             raise
         response = answer(outcome)
-        tasks.ended(task_id, ended_state(outcome), {"status": outcome.status, "http_status": response.status_code,
-                                     "body": response.get_json()})
+        cancelled = outcome.failure is not None and outcome.failure.cancelled
+        tasks.ended(task_id, ended_state(outcome), TaskResult(
+            status="cancelled" if cancelled else outcome.status, cancelled=cancelled,
+            http_status=response.status_code, body=response.get_json()))
         return outcome
 
     return task_id, invoke
@@ -72,12 +74,12 @@ def shown(task: Task) -> dict[str, Any]:
                            "created": _when(task.created), "updated": _when(task.updated)}
     if task.message:
         out["message"] = task.message
-    result = task.result or {}
+    result = task.result or TaskResult(status="failure")
     if task.terminal:
-        body = result.get("body")
+        body = result.body
         if body is None:  # ended without the call's answer: interrupted, cancelled before it ran
-            body = {"error": str(result.get("error") or task.message or "The call ended without a result.")}
-        out["result"] = {"status": int(result.get("http_status") or 500), "body": body}
+            body = {"error": str(result.error or task.message or "The call ended without a result.")}
+        out["result"] = {"status": result.http_status or 500, "body": body}
     return out
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from flask import current_app
 
 from ...serving.pipeline import Pipeline
-from ...tasks.runner import tasks_of
+from ...tasks.runner import TaskResult, tasks_of
 from ...tools.model import Tool, ToolContext
 from . import revisions, sse
 from . import task_wire as wire
@@ -58,13 +58,14 @@ def close_record(task_id: str | None, context: ToolContext, result: Mapping[str,
         return
     tasks = tasks_of(current_app)
     if context.cancelled:
-        tasks.ended(task_id, "cancelled", {"status": "cancelled", "error": "The call was cancelled."})
+        cancelled = TaskResult(status="cancelled", error="The call was cancelled.", cancelled=True)
+        tasks.ended(task_id, "cancelled", cancelled)
     elif result is None or not isinstance(result.get("content"), list):
-        tasks.ended(task_id, "failed", {"status": "failure", "error": STOPPED, "crashed": True})
+        tasks.ended(task_id, "failed", TaskResult(status="failure", error=STOPPED, crashed=True))
     else:
         failed = bool(result.get("isError"))
         tasks.ended(task_id, "failed" if failed else "completed",
-                    {"status": "failure" if failed else "success", "call_result": dict(result)})
+                    TaskResult(status="failure" if failed else "success", call_result=dict(result)))
 
 
 __all__ = ["STOPPED", "close_record", "open_record"]

@@ -22,7 +22,7 @@ from typing import Any
 
 from ...runtime.invoke import Outcome
 from ...serving.pipeline import Pipeline
-from ...tasks.records import Task
+from ...tasks.records import Task, TaskResult
 from ...tasks.task_input import open_questions
 from ...tools.results import RichBlock
 from ..content_blocks import content_blocks
@@ -39,8 +39,7 @@ def timestamp(seconds: float) -> str:
 
 def crashed(task: Task) -> bool:
     """True when the call ended in no tool result: a crash, a timeout, an interrupted run."""
-    result = task.result or {}
-    return task.state == "interrupted" or (task.state == "failed" and bool(result.get("crashed")))
+    return task.state == "interrupted" or (task.state == "failed" and task.result is not None and task.result.crashed)
 
 
 def status(task: Task, era: Era) -> str:
@@ -65,38 +64,39 @@ def _value(value: Any, rich: bool) -> Any:
 
 def tool_result(pipe: Pipeline, task: Task, version: str) -> dict[str, Any]:
     """The ``CallToolResult`` of an ended task (a crash or an interruption: an ``isError`` one)."""
-    result = task.result or {}
-    if isinstance(result.get("call_result"), dict):  # a streamed call's: the response it answered
-        return dict(result["call_result"])
-    error = str(result.get("error") or "")
-    if result.get("status") == "success":
-        value = _value(result.get("value"), bool(result.get("rich")))
+    result = task.result or TaskResult(status="failure")
+    if result.call_result is not None:  # a streamed call's: the response it answered
+        return dict(result.call_result)
+    error = result.error or ""
+    if result.status == "success":
+        value = _value(result.value, result.rich)
         tool = pipe.core.registry.resolve().get(task.tool, task.version)
         if tool is None:  # no longer offered: its value without its output schema
             blocks = content_blocks(value, version)
             return {"content": blocks, "isError": False,
-                    **({"structuredContent": value} if isinstance(value, dict) and not result.get("rich") else {})}
+                    **({"structuredContent": value} if isinstance(value, dict) and not result.rich else {})}
         return call_result(Outcome(tool=tool, call_id=task.id, status="success", value=value), version)
-    if result.get("additional_prompt_content"):
-        error = f"{error}\n{result['additional_prompt_content']}"
-    if result.get("status") == "invalid":
+    if result.additional_prompt_content:
+        error = f"{error}\n{result.additional_prompt_content}"
+    if result.status == "invalid":
         error += "\nCorrect the arguments to match the tool's input schema and call it again."
-    if result.get("status") == "refused" and result.get("retry_after"):
-        error = f"{error} Retry in {math.ceil(result['retry_after'])} s."
+    if result.status == "refused" and result.retry_after:
+        error = f"{error} Retry in {math.ceil(result.retry_after)} s."
     return _text(error or "The call failed.")
 
 
 def error_object(task: Task) -> dict[str, Any]:
     """The JSON-RPC error of a ``failed`` task."""
-    result = task.result or {}
+    error = task.result.error if task.result is not None else None
     data = {"taskId": task.id, **({"reason": "interrupted"} if task.state == "interrupted" else {})}
-    return {"code": rpc.INTERNAL_ERROR, "message": str(result.get("error") or "Internal error."), "data": data}
+    return {"code": rpc.INTERNAL_ERROR, "message": error or "Internal error.", "data": data}
 
 
 def _common(pipe: Pipeline, task: Task, era: Era, poll_ms: int) -> dict[str, Any]:
     shown = status(task, era)
     fields: dict[str, Any] = {"taskId": task.id, "status": shown}
-    message = task.message or ((task.result or {}).get("error") if task.terminal and shown != "completed" else None)
+    message = task.message or (task.result.error if task.result is not None and task.terminal and shown != "completed"
+                               else None)
     if message:
         fields["statusMessage"] = str(message)
     fields["createdAt"], fields["lastUpdatedAt"] = timestamp(task.created), timestamp(task.updated)

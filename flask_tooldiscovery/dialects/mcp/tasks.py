@@ -34,7 +34,7 @@ from ...runtime.invoke import prepare
 from ...serving.pipeline import ApprovalGate, Pipeline
 from ...serving.wire import page_cursor, read_cursor
 from ...tasks import task_input
-from ...tasks.records import TERMINAL, Task, TaskStore
+from ...tasks.records import TERMINAL, Task, TaskResult, TaskStore
 from ...tasks.runner import tasks_of
 from ...tools.model import Tool, ToolContext
 from ...tools.questions import NOBODY, Answer, answer_of, declared, from_answers
@@ -174,7 +174,8 @@ def cancel(task: Task) -> Task:
     tasks = tasks_of(current_app)
     tasks.cancel(task.id)  # reaches the run wherever it is
     store = tasks.store
-    store.finish(task.id, "cancelled", {"status": "cancelled", "error": CANCELLED}, message=CANCELLED)
+    store.finish(task.id, "cancelled", TaskResult(status="cancelled", error=CANCELLED, cancelled=True),
+                 message=CANCELLED)
     return store.get(task.id) or task
 
 

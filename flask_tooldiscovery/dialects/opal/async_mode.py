@@ -32,7 +32,7 @@ from ...errors import BadRequest
 from ...runtime.invoke import prepare
 from ...serving.pipeline import ApprovalGate, Pipeline
 from ...serving.wire import json_response
-from ...tasks.records import Task
+from ...tasks.records import Task, TaskResult
 from ...tasks.runner import INTERRUPTED, tasks_of
 from ...tools.model import Tool, ToolContext
 from .settings import OpalSettings
@@ -126,13 +126,12 @@ def deliver_result(pipe: Pipeline, task: Task, attempt: int) -> float | None:
 
 def _body(task: Task) -> dict[str, Any]:
     """The callback's body for an ended task."""
-    result = task.result or {}
+    result = task.result or TaskResult(status="failure")
     if task.state == "interrupted":
-        return _problem(502, str(result.get("error") or INTERRUPTED), code="INTERRUPTED")
-    if result.get("status") == "refused":
-        retry = result.get("retry_after")
-        return _problem(int(result.get("http_status") or 503), str(result.get("error")),
-                        math.ceil(retry) if isinstance(retry, (int, float)) and retry else None)
+        return _problem(502, result.error or INTERRUPTED, code="INTERRUPTED")
+    if result.status == "refused":
+        retry = result.retry_after
+        return _problem(result.http_status or 503, str(result.error), math.ceil(retry) if retry else None)
     return _result_of(result)
 
 
@@ -145,17 +144,17 @@ def _problem(status: int, detail: str, retry_after: int | None = None, code: str
     return {"message": detail, "error": {**error, **({"retry_after": retry_after} if retry_after else {})}}
 
 
-def _result_of(result: dict[str, Any]) -> dict[str, Any]:
+def _result_of(result: TaskResult) -> dict[str, Any]:
     """A task's kept outcome as the callback's body."""
-    status, error = result.get("status"), str(result.get("error") or "")
-    if isinstance(result.get("envelope"), dict):
-        return dict(result["envelope"])  # the tool's own v2 envelope, error and all
+    status, error = result.status, result.error or ""
+    if result.envelope is not None:
+        return dict(result.envelope)  # the tool's own v2 envelope, error and all
     if status == "invalid":
         return _problem(400, error)
     if status != "success":
-        ms = result.get("retry_after_ms")
-        return _problem(502, error, math.ceil(ms / 1000) if isinstance(ms, (int, float)) and ms else None)
-    value = result.get("value")
+        ms = result.retry_after_ms
+        return _problem(502, error, math.ceil(ms / 1000) if ms else None)
+    value = result.value
     if value is None or isinstance(value, str):
         return {"message": value or ""}
     return {"content": value, "content_type": "application/json"}
