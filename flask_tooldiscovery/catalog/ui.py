@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UIError as UIError
+from .proteus import PROTEUS_MIME_TYPE, check_proteus, proteus_error, proteus_of, render_proteus
 
 if TYPE_CHECKING:  # pragma: no cover
     from flask import Flask
@@ -203,7 +204,7 @@ def check_templates(app: Flask, tools: Iterable[Tool]) -> None:
     """``init_app``: every UI's template exists and parses (:class:`UIError` naming it otherwise)."""
     from jinja2 import TemplateError, TemplateNotFound
 
-    env = _environment(app)
+    env, tools = _environment(app), list(tools)
     for uri, ui in resources_of(tools).items():
         try:
             env.get_template(ui.template)
@@ -212,6 +213,7 @@ def check_templates(app: Flask, tools: Iterable[Tool]) -> None:
                           f"(templates/ of the app or its blueprints)") from None
         except TemplateError as exc:
             raise UIError(f"UI {uri}: template {ui.template!r} does not compile: {exc}") from None
+    check_proteus(app, tools, ui_of)  # every native Opal UI's template renders a Proteus document
 
 
 @functools.lru_cache(maxsize=1)
@@ -247,5 +249,6 @@ def render(app: Flask, ui: UI, tools: Iterable[Tool] = ()) -> str:
         raise UIError(f"UI {ui.resource_uri}: template {ui.template!r} failed to render") from exc
 
 
-__all__ = ["AUDIENCES", "MIME_TYPE", "UI", "UIError", "as_ui", "bridge_script", "check_templates", "model_visible",
-           "options_error", "render", "resources_of", "ui_of", "visibility_of"]
+__all__ = ["AUDIENCES", "MIME_TYPE", "PROTEUS_MIME_TYPE", "UI", "UIError", "as_ui", "bridge_script", "check_templates",
+           "model_visible", "options_error", "proteus_error", "proteus_of", "render", "render_proteus", "resources_of",
+           "ui_of", "visibility_of"]

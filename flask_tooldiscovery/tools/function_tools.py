@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..catalog.ui import as_ui
+from ..catalog.ui import as_ui, proteus_error
 from ..catalog.ui import options_error as ui_error
 from ..errors import RegistrationError as RegistrationError
 from ..schema.check import InvalidSchemaError, check_schema
@@ -27,7 +27,7 @@ from .results import mime_type_error
 TOOL_OPTIONS = (
     "name", "description", "title", "input_schema", "output_schema", "annotations", "category",
     "tags", "version", "toolkit", "examples", "requirements", "timeout", "scopes", "visible", *METADATA_OPTIONS,
-    *PLATFORM_OPTIONS,
+    *PLATFORM_OPTIONS, "proteus",  # its native Opal UI (catalog/proteus.py)
 )
 #: MCP's tool-name rule (1-128 of letters, digits, "_", "-", "."), ASCII only, no "..": safe in
 #: every dialect's URLs and ids.
@@ -80,6 +80,8 @@ def _check_options(label: str, options: Mapping[str, Any]) -> None:
         except ValueError as exc:
             raise RegistrationError(f"{label}: {exc}") from None
     if (error := ui_error(options.get("ui"), options.get("visibility"))) is not None:
+        raise RegistrationError(f"{label}: {error}")
+    if (error := proteus_error(options.get("proteus"))) is not None:
         raise RegistrationError(f"{label}: {error}")
     if options.get("visible") is not None and not callable(options["visible"]):
         raise RegistrationError(f"{label}: visible must be a callable taking the caller's Identity (or None)")
@@ -170,6 +172,8 @@ def tool_from_function(func: Callable[..., Any], options: Mapping[str, Any]) -> 
         metadata["icons"] = read_icons(metadata["icons"])
     if "ui" in metadata:
         metadata["ui"] = as_ui(metadata["ui"])
+    if options.get("proteus") is not None:
+        metadata["proteus"] = options["proteus"]
     description = options.get("description") or desc.description
     return Tool(
         name=name,
