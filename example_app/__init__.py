@@ -146,20 +146,32 @@ def create_order(
     }
 
 
-#: The order card (templates/order_card.html): MCP Apps hosts, Opal and the explorer show it with the result.
+#: The order card (templates/order_card.html): MCP Apps hosts and the explorer show it with the result, and
+#: Opal frames it in a Proteus document (ui://opal/order_status) that lists the fields below where it cannot.
 ORDER_CARD = UI("order_card.html", uri="ui://example/order-card", context={"shop": "Example shop"},
                 prefers_border=True, preferred_size=(420, 240))
 
 
+class _OrderStatus(TypedDict):
+    order_id: str
+    status: str
+
+
+class OrderStatus(_OrderStatus, total=False):
+    """An order's status (and, when asked, every status it had)."""
+
+    history: list[str]
+
+
 @discovery.tool(annotations={"title": "Order status", "readOnlyHint": True, "destructiveHint": False,
                              "openWorldHint": False}, category="orders", ui=ORDER_CARD)
-def order_status(order_id: str, include_history: bool = False) -> dict:
+def order_status(order_id: str, include_history: bool = False) -> OrderStatus:
     """Look up the status of an order.
 
     :param order_id: The id returned by create_order.
     :param include_history: Include every status change.
     """
-    status = {"order_id": order_id, "status": "shipped"}
+    status = OrderStatus(order_id=order_id, status="shipped")
     if include_history:
         status["history"] = ["placed", "packed", "shipped"]
     return status

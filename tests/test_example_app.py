@@ -108,6 +108,24 @@ def test_order_status_has_the_order_card_as_its_ui(example_app: Flask) -> None:
                             "url": "/explorer/tools/order_status/ui"}  # a tool anyone sees: framed without a grant
 
 
+def test_opal_reads_the_order_card_as_a_proteus_bridge(example_app: Flask) -> None:
+    """Opal's ui_resource of order_status: a Proteus document (valid for the Opal SDK's model) whose
+    Bridge frames the order card, and lists the order's fields where a host cannot frame it."""
+    proteus = pytest.importorskip("opal_tools_sdk.proteus")
+    client = example_app.test_client()
+    (function,) = [f for f in client.get("/opal/discovery").get_json()["functions"] if f["name"] == "order_status"]
+    read = client.post("/opal/resources/read", json={"uri": function["ui_resource"]}).get_json()
+    assert read["mimeType"] == "application/vnd.opal.proteus+json"
+    document = proteus.ProteusDocument.model_validate_json(read["text"])
+    bridge = document.body.root.root
+    assert isinstance(bridge, proteus.ProteusBridge) and bridge.resource == "ui://example/order-card"
+    assert document.title.root == "Order status"
+    lines = json.loads(read["text"])["body"]["fallback"]
+    assert [line["children"]["children"][0] for line in lines] == ["Order id: ", "Status: ", "History: "]
+    card = client.post("/opal/resources/read", json={"uri": bridge.resource}).get_json()
+    assert card["mimeType"] == "text/html;profile=mcp-app" and "window.McpApps=" in card["text"]
+
+
 def test_the_example_apps_prompt_attaches_its_chart(example_app) -> None:
     """MCP's prompts/get of the example app's briefing: the request text, then the chart as an image;
     its city is completed from the Literal, its audience by its completer."""
