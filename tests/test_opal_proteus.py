@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import logging
+import textwrap
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -143,6 +145,10 @@ def test_a_proteus_template_beside_the_html() -> None:
     assert bridge.resource == CARD.resource_uri
     assert read(c, bridge.resource)["mimeType"] == APP_HTML
     assert json.loads(sdk_serves(answer["uri"], parsed)["text"]) == raw
+    page = (Path(__file__).resolve().parent.parent / "docs" / "tool-uis.rst").read_text()
+    shown = page.split("``order_form.proteus.json``, a form", 1)[1].split(".. code-block:: html+jinja\n\n", 1)[1]
+    template = (TEMPLATES / "order_form.proteus.json").read_text()
+    assert textwrap.dedent(shown[:len(template) + 3 * template.count("\n")]) == template  # the page shows this one
 
 
 def test_bad_reads_are_json_errors_as_the_sdk_answers() -> None:
