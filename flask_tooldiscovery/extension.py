@@ -426,6 +426,12 @@ class ToolDiscovery:
         mounted: dict[str, Pipeline] = (app or current_app).extensions[PIPELINES_KEY]
         return mounted
 
+    @staticmethod
+    def toolset_pipelines(app: Flask | None = None) -> dict[str, dict[str, Pipeline]]:
+        """The pipelines of the toolsets mounted on ``app`` (default: the current app), by toolset then dialect."""
+        mounted: dict[str, dict[str, Pipeline]] = (app or current_app).extensions[TOOLSETS_KEY]
+        return mounted
+
     def pipeline(self, name: str, app: Flask | None = None) -> Pipeline:
         """The current app's pipeline of dialect ``name`` (a detached one when it is not mounted)."""
         app = app or current_app

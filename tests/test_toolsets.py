@@ -102,7 +102,7 @@ def called(app: Flask, dialect: str, prefix: str, name: str, arguments: Any) -> 
 def test_each_dialect_lists_and_calls_only_the_toolsets_tools_at_its_url(dialect: str) -> None:
     app = build()
     full = ToolDiscovery.pipelines(app)[dialect].prefix
-    at = app.extensions["tooldiscovery.toolsets"]["issues"][dialect].prefix
+    at = ToolDiscovery.toolset_pipelines(app)["issues"][dialect].prefix
     assert at == f"{full}/x/issues"
     assert listed(app, dialect, at) == ["issues_comment", "issues_list"]
     assert listed(app, dialect, full) == ["issues_comment", "issues_list", "repos_delete", "repos_get"]
@@ -115,7 +115,7 @@ def test_each_dialect_lists_and_calls_only_the_toolsets_tools_at_its_url(dialect
 
 def test_a_toolset_names_mcp_by_default_and_nothing_else() -> None:
     app = build()
-    assert list(app.extensions["tooldiscovery.toolsets"]["repos"]) == ["mcp"]
+    assert list(ToolDiscovery.toolset_pipelines(app)["repos"]) == ["mcp"]
     client = app.test_client()
     assert client.get("/explorer/x/repos/tools").status_code == 404
     names = [t["name"] for t in mcp(client, "/mcp/x/repos", "tools/list")["result"]["tools"]]
@@ -303,7 +303,8 @@ def test_githubs_1223_tools_a_toolset_lists_only_its_category() -> None:
     catalogue = github_catalogue()
     discovery = ToolDiscovery(tools=catalogue, call_handler=lambda name, arguments: {"called": name})
     app = build(discovery, TOOLDISCOVERY_DIALECTS=["mcp", "explorer"], TOOLDISCOVERY_TOOLSETS={
-        "issues": {"tags": ["issues"], "dialects": ["mcp", "explorer"]}, "actions": {"tags": ["actions"]}})
+        "issues": {"tags": ["issues"], "dialects": ["mcp", "explorer"]}, "actions": {"tags": ["actions"]},
+        "code-security": {"tags": ["code-security", "code-scanning", "secret-scanning"]}})
     client = app.test_client()
     expected = {t["name"] for t in catalogue if t["category"] == "issues"}
     names = [t["name"] for t in mcp_tools(client, "/mcp/x/issues")]
@@ -312,6 +313,7 @@ def test_githubs_1223_tools_a_toolset_lists_only_its_category() -> None:
     actions = mcp_tools(client, "/mcp/x/actions")
     assert len(actions) == 187 and all(t["name"].startswith("actions") for t in actions)
     assert len(mcp_tools(client, "/mcp")) == 1223
+    assert len(mcp_tools(client, "/mcp/x/code-security")) == 20 + 21 + 17
     ran = mcp(client, "/mcp/x/issues", "tools/call", {"name": sorted(expected)[0], "arguments": {}})
     outside = mcp(client, "/mcp/x/issues", "tools/call", {"name": actions[0]["name"], "arguments": {}})
     assert "error" not in ran and outside["error"]["code"] == -32602
@@ -344,3 +346,38 @@ def test_the_official_mcp_client_at_a_toolset_url_sees_and_calls_only_its_tools(
     assert names == ["issues_list", "issues_comment"]
     assert ran.structured_content == {"result": ["acme/app#1"]} and not ran.is_error
     assert type(refused).__name__ == "MCPError" and "Unknown tool: repos_get" in str(refused), repr(refused)
+
+
+def test_a_listen_stream_at_a_toolset_url_hears_that_the_tools_changed() -> None:
+    import threading
+    import time
+
+    from flask_tooldiscovery.state import changes
+
+    discovery = tools()
+    app = build(discovery, TOOLDISCOVERY_DIALECTS=["mcp"], TOOLDISCOVERY_TOOLSETS={"issues": {"tags": ["issues"]}},
+                TOOLDISCOVERY_MCP_SUBSCRIPTIONS=True, TOOLDISCOVERY_MCP_SUBSCRIPTION_SECONDS=1.5,
+                TOOLDISCOVERY_STREAM_KEEPALIVE=0.2)
+    before = changes.LOCAL.listening
+
+    def register_later() -> None:
+        deadline = time.monotonic() + 10
+        while changes.LOCAL.listening <= before and time.monotonic() < deadline:
+            time.sleep(0.01)
+        discovery.add_tool(lambda: "ok", name="issues_close", tags=["issues"], description="Close an issue.")
+
+    thread = threading.Thread(target=register_later)
+    thread.start()
+    modern = "2026-07-28"
+    meta = {"io.modelcontextprotocol/protocolVersion": modern, "io.modelcontextprotocol/clientCapabilities": {}}
+    response = app.test_client().post("/mcp/x/issues", json={
+        "jsonrpc": "2.0", "id": "sub-1", "method": "subscriptions/listen",
+        "params": {"notifications": {"toolsListChanged": True}, "_meta": meta}},
+        headers={"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": modern,
+                 "Mcp-Method": "subscriptions/listen"})
+    thread.join()
+    got = [json.loads(line[6:]) for line in response.get_data(as_text=True).splitlines() if line.startswith("data: ")]
+    assert [frame.get("method") for frame in got[:2]] == ["notifications/subscriptions/acknowledged",
+                                                          "notifications/tools/list_changed"]
+    names = [t["name"] for t in mcp(app.test_client(), "/mcp/x/issues", "tools/list")["result"]["tools"]]
+    assert names == ["issues_list", "issues_comment", "issues_close"]

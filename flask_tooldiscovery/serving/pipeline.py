@@ -1,6 +1,7 @@
 """Every route's way in, once for all dialects: the orchestration of the serving layer.
 
-A :class:`Pipeline` belongs to one dialect mounted on one app. Its blueprint runs each request
+A :class:`Pipeline` belongs to one mount of a dialect on one app: the dialect's full mount, or a
+toolset's (only the tools with one of its tags, at ``<prefix>/x/<name>``). Its blueprint runs each request
 through: guard (host, origin, content type, body size, trace id: :mod:`.guard`) -> identity
 (:mod:`~flask_tooldiscovery.identity.sources`) -> JSON body (:mod:`.body`) -> tool set (a failing provider becomes
 :class:`~flask_tooldiscovery.errors.Unavailable`) -> invoke (within the rate limit, in a call
@@ -46,7 +47,8 @@ from .wire import JSON_MIMETYPE, dumps, json_response
 
 
 class Pipeline:
-    """One dialect of one app: its credentials, caches and the request path its views use."""
+    """One mount of a dialect on one app (its full mount, or a toolset's): its credentials, caches
+    and the request path its views use."""
 
     def __init__(self, core: Core, dialect: Translator, authenticator: Authenticator | None = None,
                  mounted: dict[str, Pipeline] | None = None, *, toolset: Toolset | None = None,
