@@ -121,3 +121,67 @@ def test_tool_objects_from_a_provider_are_served_as_given() -> None:
     client = make(d).test_client()
     assert "Built once." in client.get("/opal/discovery").get_data(as_text=True)
     assert d.tools().get("prebuilt") is built
+
+
+def test_an_unchanged_answer_is_not_read_again_and_a_change_in_place_is() -> None:
+    """The same dicts answered again are neither read nor serialised (counted by the registry), the
+    tool set is the very same object (its documents and search index with it), and each kind of
+    change in place, nested or not, is read on the next request: a value, a key order, a type."""
+    tools = [search_tool(), {**search_tool(), "name": "other", "description": "Another tool."}]
+    d = ToolDiscovery(tools=lambda: tools)
+    client = make(d).test_client()
+    first = mcp_tools(client)
+    reads = d.registry.reads
+    assert reads == 2
+    before = d.registry.resolve()
+    assert mcp_tools(client) == first and d.registry.resolve() is before and d.registry.reads == reads
+
+    limit = tools[0]["inputSchema"]["properties"]["limit"]
+    limit["default"] = 6  # a nested value
+    assert mcp_tools(client)[0]["inputSchema"]["properties"]["limit"]["default"] == 6
+    assert d.registry.reads == reads + 1  # that tool only
+    limit["default"] = True  # equal to 1 in Python, not in JSON
+    limit["default"] = 1
+    assert mcp_tools(client)[0]["inputSchema"]["properties"]["limit"]["default"] == 1
+    limit["default"] = True
+    assert mcp_tools(client)[0]["inputSchema"]["properties"]["limit"]["default"] is True
+    properties = tools[0]["inputSchema"]["properties"]
+    properties["query"] = properties.pop("query")  # the same dict, its keys in another order
+    assert list(mcp_tools(client)[0]["inputSchema"]["properties"]) == ["limit", "query"]
+    reads = d.registry.reads
+    assert d.registry.resolve() is d.registry.resolve() and d.registry.reads == reads
+    tools.append({**search_tool(), "name": "third"})  # a new tool in the same list
+    assert [t["name"] for t in mcp_tools(client)] == ["search", "other", "third"]
+    assert d.registry.reads == reads + 1
+
+
+def test_a_provided_tools_version_is_taken_at_its_word() -> None:
+    """A provider answering ``ProvidedTools(tools, version=...)`` is not read again while the
+    version stays; a new version is read on the request that brings it."""
+    from flask_tooldiscovery.tools.providers import ProvidedTools
+
+    looked: list[str] = []
+
+    class Remote:
+        def __init__(self, description: str) -> None:
+            self._description = description
+            self.name = "remote"
+
+        @property
+        def description(self) -> str:
+            looked.append(self._description)
+            return self._description
+
+    state = {"version": 1, "tool": Remote("First.")}
+    d = ToolDiscovery(tools=lambda: ProvidedTools([state["tool"]], version=state["version"]))
+    client = make(d).test_client()
+    assert "First." in client.get("/oxp/tools").get_data(as_text=True)
+    assert looked == ["First."]
+    for _ in range(3):
+        assert "First." in client.get("/oxp/tools").get_data(as_text=True)
+    assert looked == ["First."]  # objects are otherwise read on every request
+    state["tool"] = Remote("Second.")
+    assert "First." in client.get("/oxp/tools").get_data(as_text=True)  # the same version: not looked at
+    state["version"] = 2
+    assert "Second." in client.get("/oxp/tools").get_data(as_text=True)
+    assert looked == ["First.", "Second."]

@@ -2,13 +2,14 @@
 
 A provider (F2 "ToolsProvider") is a list, a sync callable or an async callable returning tool
 objects: dicts, objects with attributes, or pydantic v2 / v1 models. Callables are resolved on
-every request; the library never caches their answer.
+every request; the library never caches their answer, only what it read of it (the registry reads
+an unchanged dict, or a :class:`ProvidedTools` of an unchanged version, once).
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any
 
 from ..errors import ProviderError as ProviderError
@@ -18,6 +19,18 @@ from .function_tools import normalize_requirements
 from .model import METADATA_OPTIONS, Tool, parse_version
 
 ToolsProvider = list[Any] | Callable[[], Any]
+
+
+class ProvidedTools(list[Any]):
+    """A provider's answer that says its version: ``ProvidedTools(tools, version=etag)``. While a
+    provider answers the same ``version`` (any hashable but ``None``: an ETag, an ``updated_at``, a
+    counter), the registry reuses the tools it read from the first answer of that version without
+    looking at them again; a new version is read afresh on the request that gets it. Change the
+    version whenever a tool changes, even in place: an unchanged version is taken at its word."""
+
+    def __init__(self, tools: Iterable[Any] = (), version: Hashable = None) -> None:
+        super().__init__(tools)
+        self.version = version
 
 
 def _is_v2_model(obj: Any) -> bool:
@@ -93,12 +106,15 @@ def tool_from_object(obj: Any) -> Tool:
 
 
 def resolve_provider(provider: Any) -> list[Any]:
-    """F2's resolution: a list is used as is; otherwise call it, awaiting an awaitable result."""
+    """F2's resolution: a list is used as is; otherwise call it, awaiting an awaitable result (a
+    :class:`ProvidedTools` answer comes back as it is, its version with it)."""
     if isinstance(provider, (list, tuple)):
         return list(provider)
     result = provider()
     if inspect.isawaitable(result):
         result = await_sync(result)
+    if isinstance(result, ProvidedTools):
+        return result
     if result is None:
         return []
     if not isinstance(result, Iterable) or isinstance(result, (str, bytes, Mapping)):

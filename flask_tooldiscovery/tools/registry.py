@@ -7,17 +7,19 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import marshal
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from ..catalog.ui import model_visible
 from ..runtime.watchers import Watchers
 from .function_tools import RegistrationError, valid_tool_name
 from .model import Identity, Tool, parse_version, tool_changes
-from .providers import ProviderError, ToolsProvider, resolve_provider, tool_from_object
+from .providers import ProvidedTools, ProviderError, ToolsProvider, resolve_provider, tool_from_object
 
 log = logging.getLogger("flask_tooldiscovery")
 
@@ -136,6 +138,14 @@ class ToolRegistry:
         self._static: ToolSet | None = None
         #: Provider tools given as dicts, read once per content (canonical JSON -> Tool).
         self._provided: OrderedDict[str, Tool] = OrderedDict()
+        #: What each provider (by its position among the entries) answered last, as read.
+        self._answers: dict[int, _Answer] = {}
+        #: The last tool set resolved with providers: ((tool changes, registry version), what each
+        #: entry gave as read, the set).
+        self._last: tuple[tuple[int, int], list[list[Tool]], ToolSet] | None = None
+        #: How many provided objects were read (serialised or made into a ``Tool``): a dict the same
+        #: provider answered last time, unchanged, is only compared with its copy and not counted.
+        self.reads = 0
         self._lock = threading.Lock()
         #: Bumped on every registration and category.
         self.version = 0
@@ -221,7 +231,12 @@ class ToolRegistry:
         return ("tools", digest(t.fingerprint for t in tools), categories)
 
     def resolve(self) -> ToolSet:
-        """The tools in force now. Providers are called (their errors raise ProviderError)."""
+        """The tools in force now. Providers are called (their errors raise ProviderError).
+
+        While every provider answers what it answered last (the same dicts with the same content,
+        or a :class:`~flask_tooldiscovery.tools.providers.ProvidedTools` of the same version), the
+        same tools come back in the same :class:`ToolSet`: its views, documents and search index
+        are reused. A dict changed in place, even nested, is read again."""
         if not self._has_providers:
             changes = tool_changes()
             if self._static is None or self._static_changes != changes:
@@ -229,23 +244,26 @@ class ToolRegistry:
                 self._static = ToolSet(registered, fingerprint=self._fingerprint(registered))
                 self._static_changes = changes
             return self._static
+        changes, version = tool_changes(), self.version
+        answers: list[list[Tool]] = []
+        for position, (kind, entry) in enumerate(self._entries):
+            if kind == "tool":
+                answers.append([entry])
+                continue
+            try:
+                answers.append(self._read_answer(position, resolve_provider(entry)))
+            except ProviderError:
+                raise
+            except Exception as exc:
+                raise ProviderError(f"tools provider {entry!r} failed: {exc}") from exc
+        last = self._last
+        if last is not None and last[0] == (changes, version) and all(
+                a is b or (len(a) == len(b) == 1 and a[0] is b[0]) for a, b in zip(answers, last[1], strict=True)):
+            return last[2]  # every provider answered what it answered last: the same set
         tools: list[Tool] = []
         seen: set[tuple[str, tuple[int, int, int]]] = set()
         unique: list[_UniqueKey] = [(label, key_of, dict(names)) for label, key_of, names in self._unique]
-        for kind, entry in self._entries:
-            if kind == "tool":
-                candidates = [entry]
-            else:
-                try:
-                    candidates = [self._read_provided(o) for o in resolve_provider(entry)]
-                    for bad in [t for t in candidates if not valid_tool_name(t.name)]:
-                        log.warning("provided tool %r skipped: a tool name is 1-128 ASCII letters, "
-                                    "digits, '_', '-' and '.', without '..'", bad.name)
-                    candidates = [t for t in candidates if valid_tool_name(t.name)]
-                except ProviderError:
-                    raise
-                except Exception as exc:
-                    raise ProviderError(f"tools provider {entry!r} failed: {exc}") from exc
+        for (kind, _), candidates in zip(self._entries, answers, strict=True):
             for tool in candidates:
                 key = (tool.name, tool.version_tuple)
                 if key in seen:
@@ -258,12 +276,50 @@ class ToolRegistry:
                     _claim(tool, unique)
                 seen.add(key)
                 tools.append(tool)
-        return ToolSet(tools, fingerprint=self._fingerprint(tools))
+        resolved = ToolSet(tools, fingerprint=self._fingerprint(tools))
+        self._last = ((changes, version), answers, resolved)
+        return resolved
 
-    def _read_provided(self, obj: Any) -> Tool:
+    def _read_answer(self, position: int, answer: list[Any]) -> list[Tool]:
+        """The tools of one provider's answer: those read from its last answer when the answer says
+        the same version, else each object read (:meth:`_read_provided`)."""
+        said = answer.version if isinstance(answer, ProvidedTools) else None
+        last = self._answers.get(position)
+        if said is not None and last is not None and last.version == said:
+            return last.tools
+        before = last.dicts if last is not None else {}
+        dicts: dict[int, tuple[dict[str, Any], bytes, Tool]] = {}
+        read = [self._read_provided(o, before, dicts) for o in answer]
+        if last is not None and len(read) == len(last.read) and all(
+                a is b for a, b in zip(read, last.read, strict=True)):
+            self._answers[position] = _Answer(said, dicts, last.read, last.tools)
+            return last.tools  # the same tools as last time: the same list
+        candidates = [t for t in read if _valid_name(t.name)]
+        for bad in [t for t in read if not _valid_name(t.name)]:
+            log.warning("provided tool %r skipped: a tool name is 1-128 ASCII letters, "
+                        "digits, '_', '-' and '.', without '..'", bad.name)
+        self._answers[position] = _Answer(said, dicts, read, candidates)
+        return candidates
+
+    def _read_provided(self, obj: Any, before: dict[int, tuple[dict[str, Any], bytes, Tool]] | None = None,
+                       dicts: dict[int, tuple[dict[str, Any], bytes, Tool]] | None = None) -> Tool:
         """:func:`tool_from_object`, once per distinct content of a plain dict (a provider called
         on every request usually answers the same dicts): the same ``Tool`` object comes back, with
-        its fingerprint and wire dumps already made. Anything else is read every time."""
+        its fingerprint and wire dumps already made. The very dict the provider answered last time
+        (``before``, by identity) is only written with :mod:`marshal` (exact: key order and types
+        count) and compared with what it was; another is looked up by its JSON text. Anything else
+        is read every time."""
+        image = None
+        if type(obj) is dict and before is not None and dicts is not None:
+            try:  # its content, exactly (key order and types too): a few times quicker than JSON
+                image = marshal.dumps(obj, 2)  # version 2: no back-references, so the same bytes
+            except ValueError:  # something marshal cannot write (a model, a str subclass...)
+                image = None
+            known = before.get(id(obj))
+            if image is not None and known is not None and known[0] is obj and known[1] == image:
+                dicts[id(obj)] = known
+                return known[2]
+        self.reads += 1
         if type(obj) is not dict:
             return tool_from_object(obj)
         try:
@@ -277,10 +333,29 @@ class ToolRegistry:
                 self._provided[key] = tool
                 while len(self._provided) > self.MAX_PROVIDED:
                     self._provided.popitem(last=False)
+        if dicts is not None and image is not None:
+            dicts[id(obj)] = (obj, image, tool)
         return tool
 
     #: How many distinct provided dicts are remembered (the oldest are forgotten first).
     MAX_PROVIDED = 50_000
+
+
+@dataclass
+class _Answer:
+    """What one provider answered last, as read: the version it said, the plain dicts it answered
+    by identity (the dict, its content as :mod:`marshal` writes it, its tool), and what it read."""
+
+    version: Hashable
+    dicts: dict[int, tuple[dict[str, Any], bytes, Tool]]
+    #: Every object read, in order, and the tools kept of them (those with a valid name).
+    read: list[Tool]
+    tools: list[Tool]
+
+
+@lru_cache(maxsize=65536)
+def _valid_name(name: str) -> bool:
+    return valid_tool_name(name)
 
 
 #: A key under which two differently named tools may not meet: its label, the key of a tool, and
