@@ -62,15 +62,52 @@ def _stem(word: str) -> str:
     return word
 
 
-def _param_text(schema: dict[str, Any] | None) -> str:
+#: Texts analysed so far (a parameter's description recurs across the tools of one API), and
+#: their stemmed words: bounded, cleared when full.
+_ANALYSED: dict[str, list[str]] = {}
+#: Every word stemmed so far, and its stem.
+_STEMS: dict[str, str] = {}
+_MAX_KEPT = 200_000
+
+
+def forget_analysed() -> None:
+    """Empty the caches of analysed texts and stemmed words (benchmarks measure a cold build)."""
+    _ANALYSED.clear()
+    _STEMS.clear()
+
+
+def _stems(found: list[str]) -> list[str]:
+    """``found``'s words stemmed (:func:`_stem`), each word through :data:`_STEMS`."""
+    known = _STEMS
+    if len(known) > _MAX_KEPT:
+        known.clear()
+    for word in set(found).difference(known):
+        known[word] = _stem(word)
+    get = known.get
+    return [get(word) or _stem(word) for word in found]
+
+
+def _analysed(text: str, identifier: bool = False) -> list[str]:
+    """The stemmed words of ``text`` (an identifier's when ``identifier``), analysed once per text."""
+    found = _ANALYSED.get(text)
+    if found is None:
+        if len(_ANALYSED) > _MAX_KEPT:
+            _ANALYSED.clear()
+        found = _ANALYSED[text] = _stems(identifier_words(text) if identifier else words(text))
+    return found
+
+
+def _param_words(schema: dict[str, Any] | None) -> list[str]:
+    """The stemmed words of a schema's parameter names and descriptions (the first 200 characters
+    of each)."""
     if not isinstance(schema, dict):
-        return ""
-    parts: list[str] = []
+        return []
+    found: list[str] = []
     for name, spec in (schema.get("properties") or {}).items():
-        parts.append(" ".join(identifier_words(str(name))))
+        found += _analysed(str(name), identifier=True)
         if isinstance(spec, dict) and isinstance(spec.get("description"), str):
-            parts.append(spec["description"][:200])
-    return " ".join(parts)
+            found += _analysed(spec["description"][:200])
+    return found
 
 
 def searchable(query: str) -> bool:
@@ -89,39 +126,54 @@ class SearchIndex:
     @classmethod
     def build(cls, tools: Iterable[Tool]) -> SearchIndex:
         entries: list[_Entry] = []
-        fields: list[list[list[str]]] = []
+        fields: list[tuple[list[str], ...]] = []
         for tool in tools:
             name_words = identifier_words(tool.name)
             annotations = tool.annotations or {}
             title = tool.title or annotations.get("title") or ""
             title_words = words(title)
             description = words(tool.description or "")[:80]
+            name_stems, title_stems, description_stems = (
+                _stems(name_words), _stems(title_words), _stems(description))
+            doc_fields = (name_stems, title_stems, description_stems, _param_words(tool.input_schema)[:120],
+                          _stems(words(" ".join([*tool.tags, tool.category or "", tool.toolkit or ""]))))
+            fields.append(doc_fields)
             entries.append(_Entry(
                 name=tool.name,
                 action=action_of(title_words[:1] or name_words[1:2] or name_words[:1]) or action_of(name_words),
                 read_only=bool(annotations.get("readOnlyHint")),
                 destructive=bool(annotations.get("destructiveHint")),
-                words=frozenset(_stem(w) for w in name_words + title_words + description[:40]),
+                words=frozenset(name_stems + title_stems + description_stems[:40]),
             ))
-            fields.append([[_stem(w) for w in field] for field in (
-                name_words, title_words, description, words(_param_text(tool.input_schema))[:120],
-                words(" ".join([*tool.tags, tool.category or "", tool.toolkit or ""])))])
         count = len(entries) or 1
         average = [max(sum(len(f[i]) for f in fields) / count, 1.0) for i in range(len(_WEIGHTS))]
-        weighted: dict[str, dict[int, float]] = {}
-        for doc, doc_fields in enumerate(fields):
+        docs_of: dict[str, list[int]] = {}
+        values_of: dict[str, list[float]] = {}
+        for doc, its_fields in enumerate(fields):
             tf: dict[str, float] = {}
-            for i, field in enumerate(doc_fields):
+            for i, field in enumerate(its_fields):
+                if not field:
+                    continue
                 norm = _WEIGHTS[i] / (1 - _B + _B * len(field) / average[i])
-                for term, n in Counter(field).items():
-                    tf[term] = tf.get(term, 0.0) + n * norm
+                if tf:
+                    get = tf.get
+                    for term, n in Counter(field).items():
+                        tf[term] = get(term, 0.0) + n * norm
+                else:
+                    tf = {term: n * norm for term, n in Counter(field).items()}
             for term, value in tf.items():
-                weighted.setdefault(term, {})[doc] = value
+                found = docs_of.get(term)
+                if found is None:
+                    docs_of[term] = [doc]
+                    values_of[term] = [value]
+                else:
+                    found.append(doc)
+                    values_of[term].append(value)
         postings: dict[str, tuple[array[int], array[float]]] = {}
-        for term, docs in weighted.items():
-            idf = math.log(1 + (count - len(docs) + 0.5) / (len(docs) + 0.5))
-            postings[term] = (array("i", docs.keys()),
-                              array("f", (idf * v * (_K1 + 1) / (v + _K1) for v in docs.values())))
+        saturate = _K1 + 1
+        for term, docs in docs_of.items():
+            idf = math.log(1 + (count - len(docs) + 0.5) / (len(docs) + 0.5)) * saturate
+            postings[term] = (array("i", docs), array("f", [idf * v / (v + _K1) for v in values_of[term]]))
         return cls(entries, postings)
 
     def __len__(self) -> int:
