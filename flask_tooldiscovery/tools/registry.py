@@ -306,7 +306,7 @@ class ToolRegistry:
         """:func:`tool_from_object`, once per distinct content of a plain dict (a provider called
         on every request usually answers the same dicts): the same ``Tool`` object comes back, with
         its fingerprint and wire dumps already made. The very dict the provider answered last time
-        (``before``, by identity) is only written with :mod:`marshal` (exact: key order and types
+        (``before``, by identity) is only written with ``marshal`` (exact: key order and types
         count) and compared with what it was; another is looked up by its JSON text. Anything else
         is read every time."""
         image = None
@@ -344,7 +344,7 @@ class ToolRegistry:
 @dataclass
 class _Answer:
     """What one provider answered last, as read: the version it said, the plain dicts it answered
-    by identity (the dict, its content as :mod:`marshal` writes it, its tool), and what it read."""
+    by identity (the dict, its content as ``marshal`` writes it, its tool), and what it read."""
 
     version: Hashable
     dicts: dict[int, tuple[dict[str, Any], bytes, Tool]]
