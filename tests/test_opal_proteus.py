@@ -7,6 +7,7 @@ of its HTML; what is refused at registration and ``init_app``; bad reads answere
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import textwrap
@@ -123,7 +124,9 @@ def test_a_native_proteus_document_is_what_opal_reads_and_mcp_shows_no_app() -> 
 
 def test_only_proteus_declares_no_mcp_app(make_app) -> None:
     discovery = ToolDiscovery()
-    discovery.tool(name="summary", proteus=SUMMARY)(lambda: {"id": "A-1", "lines": []})
+    given = copy.deepcopy(SUMMARY)
+    discovery.tool(name="summary", proteus=given)(lambda: {"id": "A-1", "lines": []})
+    given["body"] = {"$type": "Nope"}  # changed after it was checked: not what is served
     c = make_app(discovery, TOOLDISCOVERY_DIALECTS=["opal", "mcp"]).test_client()
     init = c.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})

@@ -126,6 +126,12 @@ def proteus_error(value: Any) -> str | None:
     return f"proteus: {error}" if error is not None else None
 
 
+def as_proteus(value: Mapping[str, Any] | str) -> dict[str, Any] | str:
+    """The ``proteus`` option as a tool keeps it: a template name, or a copy of the document (what
+    the app changes in its dict afterwards is not served unchecked)."""
+    return value if isinstance(value, str) else dict(json.loads(json.dumps(value)))
+
+
 def proteus_of(tool: Tool) -> Mapping[str, Any] | str | None:
     """The tool's native Proteus UI: a document, a template name, or ``None``."""
     value = tool.metadata.get("proteus") if tool.metadata else None
@@ -187,5 +193,5 @@ def check_proteus(app: Flask, tools: Iterable[Tool], ui_of: Callable[[Tool], Any
             raise UIError(f"{exc}{cause}") from None
 
 
-__all__ = ["DOCUMENT_KEYS", "ELEMENTS", "PROTEUS_MIME_TYPE", "check_proteus", "document_error", "proteus_error",
-           "proteus_of", "render_proteus"]
+__all__ = ["DOCUMENT_KEYS", "ELEMENTS", "PROTEUS_MIME_TYPE", "as_proteus", "check_proteus", "document_error",
+           "proteus_error", "proteus_of", "render_proteus"]

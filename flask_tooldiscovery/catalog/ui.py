@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UIError as UIError
-from .proteus import PROTEUS_MIME_TYPE, check_proteus, proteus_error, proteus_of, render_proteus
+from .proteus import PROTEUS_MIME_TYPE, as_proteus, check_proteus, proteus_error, proteus_of, render_proteus
 
 if TYPE_CHECKING:  # pragma: no cover
     from flask import Flask
@@ -249,6 +249,6 @@ def render(app: Flask, ui: UI, tools: Iterable[Tool] = ()) -> str:
         raise UIError(f"UI {ui.resource_uri}: template {ui.template!r} failed to render") from exc
 
 
-__all__ = ["AUDIENCES", "MIME_TYPE", "PROTEUS_MIME_TYPE", "UI", "UIError", "as_ui", "bridge_script", "check_templates",
-           "model_visible", "options_error", "proteus_error", "proteus_of", "render", "render_proteus", "resources_of",
-           "ui_of", "visibility_of"]
+__all__ = ["AUDIENCES", "MIME_TYPE", "PROTEUS_MIME_TYPE", "UI", "UIError", "as_proteus", "as_ui", "bridge_script",
+           "check_templates", "model_visible", "options_error", "proteus_error", "proteus_of", "render",
+           "render_proteus", "resources_of", "ui_of", "visibility_of"]

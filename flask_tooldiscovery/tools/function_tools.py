@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..catalog.ui import as_ui, proteus_error
+from ..catalog.ui import as_proteus, as_ui, proteus_error
 from ..catalog.ui import options_error as ui_error
 from ..errors import RegistrationError as RegistrationError
 from ..schema.check import InvalidSchemaError, check_schema
@@ -173,7 +173,7 @@ def tool_from_function(func: Callable[..., Any], options: Mapping[str, Any]) -> 
     if "ui" in metadata:
         metadata["ui"] = as_ui(metadata["ui"])
     if options.get("proteus") is not None:
-        metadata["proteus"] = options["proteus"]
+        metadata["proteus"] = as_proteus(options["proteus"])
     description = options.get("description") or desc.description
     return Tool(
         name=name,
