@@ -108,7 +108,8 @@ class ToolDiscovery:
         Opal's per-function fields ``sensitive``, ``wait``, ``skippable_interaction``, ``in_context``,
         ``principal_scope``, and ``rollback`` (a function, or another tool's name, that undoes it);
         ``ui`` (its interface: a template name, or a :class:`~.catalog.ui.UI`) and ``visibility``
-        (``["app"]``: only an interface calls it, and model-facing lists leave it out).
+        (``["app"]``: only an interface calls it, and model-facing lists leave it out); ``proteus``
+        (its interface for Opal: a Proteus document, or a template name rendering one as JSON).
         The function is returned unchanged.
         """
 
