@@ -250,3 +250,14 @@ def test_a_template_failing_at_read_is_a_plain_500(caplog) -> None:
     assert answer.get_json()["detail"] == "The resource failed to render; the server log has the details."
     assert "hunter2" not in answer.get_data(as_text=True)
     assert any(isinstance(rec.exc_info[1], UIError) for rec in caplog.records if rec.exc_info)
+
+
+def test_a_hidden_tools_document_is_not_found(make_app) -> None:
+    discovery = ToolDiscovery()
+    discovery.tool(name="shown", proteus=SUMMARY)(lambda: None)
+    discovery.tool(name="secret", proteus=SUMMARY, visible=lambda identity: False)(lambda: None)
+    c = make_app(discovery, TOOLDISCOVERY_DIALECTS=["opal"]).test_client()
+    assert [f["name"] for f in c.get("/opal/discovery").get_json()["functions"]] == ["shown"]
+    assert read(c, "ui://opal/shown")["mimeType"] == PROTEUS
+    hidden = c.post("/opal/resources/read", json={"uri": "ui://opal/secret"})
+    assert hidden.status_code == 404 and hidden.get_json()["detail"] == "Resource not found: ui://opal/secret"
