@@ -6,6 +6,11 @@
 # A post_fork of your own calls it with the same two arguments.
 from flask_tooldiscovery.serving.worker_threads import post_fork  # noqa: F401
 
+# A worker that stops gracefully (kill -HUP reload, kill -TERM, max_requests) first lets the tasks it
+# accepted end and sends their callbacks, within graceful_timeout; what is left is logged (tasks to
+# their lease, callbacks to the state store). A worker_exit of your own calls it with the same two arguments.
+from flask_tooldiscovery.tasks.shutdown import worker_exit  # noqa: F401
+
 # Only nginx connects: loopback, the address of nginx's upstream.
 bind = "127.0.0.1:8000"
 # Threads for tools that wait on I/O; at most threads - 1 tools run at once per worker

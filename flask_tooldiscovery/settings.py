@@ -303,6 +303,25 @@ class Settings:
         "TASK_LEASE", 30, number(0.5),
         "Seconds after which a task run in a web worker (the thread engine's, a streamed call's) whose process "
         "stopped renewing it is read as interrupted.")
+    task_callback_workers: int = setting(
+        "TASK_CALLBACK_WORKERS", 4, whole_number(1),
+        "Threads in each process that send the callbacks of ended tasks (Opal async results): a pool of "
+        "their own, so a slow receiver never holds a thread that runs tasks.")
+    task_callback_host_limit: int = setting(
+        "TASK_CALLBACK_HOST_LIMIT", 2, whole_number(1),
+        "Callbacks sent to one host at once by each process; the others to that host wait their turn.")
+    task_callback_connect_timeout: float = setting(
+        "TASK_CALLBACK_CONNECT_TIMEOUT", 3, number(0.1),
+        "Seconds an attempt to send a callback may take to connect (reading the answer: the dialect's "
+        "timeout, e.g. TOOLDISCOVERY_OPAL_CALLBACK_TIMEOUT).")
+    task_callback_circuit_failures: int = setting(
+        "TASK_CALLBACK_CIRCUIT_FAILURES", 5, whole_number(1),
+        "Failed callback attempts in a row (connection errors, timeouts, 5xx, 429) after which a host is given "
+        "up on: the callbacks due to it are given up at once (their task records say so) for "
+        "TASK_CALLBACK_CIRCUIT_OPEN seconds, then one attempt tries it again.")
+    task_callback_circuit_open: float = setting(
+        "TASK_CALLBACK_CIRCUIT_OPEN", 60, number(0),
+        "Seconds a host that failed TASK_CALLBACK_CIRCUIT_FAILURES callback attempts in a row is given up on.")
     #: Mount point of each mounted dialect (``""`` for the root).
     prefixes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     #: Each dialect's block of keys, parsed (read with ``Block.of(settings)``).

@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from flask_tooldiscovery.calls import callbacks
+from flask_tooldiscovery.tasks import callbacks
 
 HOSTS = "TOOLDISCOVERY_OPAL_CALLBACK_HOSTS"
 PUBLIC = "93.184.215.14"  # a public address: the tests route it to a local receiver, never beyond

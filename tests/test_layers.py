@@ -46,8 +46,8 @@ ALLOWED: dict[str, set[str]] = {
     "tasks": {"serving", "calls", "state", "observe", "runtime", "tools", *FOUNDATION},
     # Identity; its authorization server keeps records in the state store, fetches client metadata
     # documents by the callback rules, and logs on the library's logger.
-    "identity": {"runtime", "tools", "state", "calls.callbacks", "observe.logs", *FOUNDATION},
-    # The call services (approvals, limits, slots, streaming, input rounds, callbacks).
+    "identity": {"runtime", "tools", "state", "calls.outbound", "observe.logs", *FOUNDATION},
+    # The call services (approvals, limits, slots, streaming, input rounds, where outbound requests may go).
     "calls": {"state", "observe", "runtime", "schema", "tools", *FOUNDATION},
     # The state store's interface and the records kept in it (once, single use, rendezvous, changes).
     "state": {"observe.logs", *FOUNDATION},
@@ -106,7 +106,6 @@ KNOWN_EXCEPTIONS = {
     "dialects.mcp.task_wire -> tasks.records",
     "dialects.mcp.tasks -> tasks.task_input",
     "dialects.mcp.tasks -> tasks.records",
-    "dialects.opal.async_mode -> calls.callbacks",
     "dialects.opal.async_mode -> tasks.records",
     "dialects.opal.rollbacks -> state.once",
     # Prompts, resources, skills, completion and tool UIs should be handed to a dialect by serving:

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import requests
 
-from flask_tooldiscovery.calls import callbacks
 from flask_tooldiscovery.runtime.invoke import GENERIC_FAILURE
+from flask_tooldiscovery.tasks import callbacks
 
 from .conftest import free_port
 from .test_deploy import stop

@@ -8,8 +8,10 @@ that crosses processes carries its wire dict, :meth:`~.jobs.CallJob.to_wire`):
 * :class:`ThreadEngine` (``TOOLDISCOVERY_TASK_ENGINE = "thread"``, the default): a bounded pool of
   threads in each web worker process. No thread per call: when every thread is busy and the
   backlog is full, a new task is refused at once with :class:`~flask_tooldiscovery.errors.Busy`.
-  Not durable: work accepted by a worker process that dies is lost (its task record says
-  ``working`` until it expires).
+  Not durable: work accepted by a worker process that dies is lost (its record, leased, is read
+  as ``interrupted`` once the lease lapses). :meth:`ThreadEngine.stop` (a graceful stop: the
+  ``worker_exit`` hook of ``deploy/gunicorn.conf.py``) refuses new work and waits a while for the
+  accepted work to end.
 * :class:`CeleryEngine` (``"celery"``): the Celery app kept at ``app.extensions["celery"]`` (as
   Flask's docs build it), with late acknowledgement and rejection on a lost worker, so accepted
   work survives the web worker and the Celery worker: a task whose worker died is delivered
@@ -19,6 +21,7 @@ that crosses processes carries its wire dict, :meth:`~.jobs.CallJob.to_wire`):
 from __future__ import annotations
 
 import heapq
+import itertools
 import threading
 import time
 from collections.abc import Callable
@@ -40,6 +43,13 @@ class Engine(Protocol):
         """Run ``job`` some time soon (``delay`` seconds from now at the earliest), elsewhere;
         :class:`~flask_tooldiscovery.errors.Busy` when it cannot be taken now."""
 
+    def accepted(self) -> list[str]:
+        """The task ids of the jobs this process accepted that have not ended (running or waiting)."""
+
+    def stop(self, deadline: float) -> list[str]:
+        """Take no more jobs in this process; wait until ``deadline`` (``time.monotonic()``) for
+        the jobs this process accepted to end: the task ids of those still running or waiting."""
+
 
 class ThreadEngine:
     """``workers`` threads of this process run tasks; ``backlog`` more may wait for one."""
@@ -54,16 +64,28 @@ class ThreadEngine:
         self._due = threading.Condition()
         self._timer: threading.Thread | None = None
         self._sequence = 0
+        #: The task ids of the jobs accepted and not yet ended (running or waiting for a thread).
+        self._jobs: dict[int, str] = {}
+        self._numbers = itertools.count()
+        self._ended = threading.Condition()
+        self._stopping = False
 
     def submit(self, job: Job, delay: float = 0.0) -> None:
+        if self._stopping:
+            raise Busy("The server is shutting down; try again later.", retry_after=self.retry_after)
         if delay > 0:
             self._schedule(job, delay)
             return
         if not self._room.acquire(blocking=False):
             raise Busy("Too many tasks are running or waiting; try again later.", retry_after=self.retry_after)
+        number = next(self._numbers)
+        with self._ended:
+            self._jobs[number] = job.task
         try:
-            self._pool.submit(self._run, job)
-        except RuntimeError:  # the pool is shutting down (the process is exiting)
+            self._pool.submit(self._run, job, number)
+        except RuntimeError:
+            with self._ended:
+                self._jobs.pop(number, None)  # the pool is shutting down (the process is exiting)
             self._room.release()
             raise Busy("The server is shutting down; try again later.", retry_after=self.retry_after) from None
 
@@ -87,15 +109,33 @@ class ThreadEngine:
             try:
                 self.submit(job)
             except Busy:
+                if self._stopping:
+                    return
                 self._schedule(job, 1.0)
 
-    def _run(self, job: Job) -> None:
+    def _run(self, job: Job, number: int) -> None:
         try:
             self._runner(job)
         except Exception:  # a bug below the runner: logged, never a dead pool thread
             log.exception("flask-tooldiscovery: task %s failed in its runner", job.task)
         finally:
             self._room.release()
+            with self._ended:
+                self._jobs.pop(number, None)
+                self._ended.notify_all()
+
+    def accepted(self) -> list[str]:
+        with self._ended:
+            running = set(self._jobs.values())
+        with self._due:
+            return sorted(running | {job.task for _, _, job in self._later})
+
+    def stop(self, deadline: float) -> list[str]:
+        self._stopping = True
+        with self._ended:
+            while self._jobs and time.monotonic() < deadline:
+                self._ended.wait(min(0.1, max(deadline - time.monotonic(), 0.0)))
+        return self.accepted()
 
 
 class CeleryEngine:
@@ -112,6 +152,12 @@ class CeleryEngine:
 
         self._task = celery.task(name=CELERY_TASK, acks_late=True, reject_on_worker_lost=True,
                                  ignore_result=True)(run_task)
+
+    def accepted(self) -> list[str]:
+        return []  # the jobs are the broker's and the Celery workers'
+
+    def stop(self, deadline: float) -> list[str]:
+        return []
 
     def submit(self, job: Job, delay: float = 0.0) -> None:
         # argsrepr/kwargsrepr: what Celery logs and shows (events, Flower) instead of the job itself,

@@ -142,10 +142,11 @@ class TaskStore(Protocol):
                message: str | None = None) -> bool:
         """Move the task to ``state`` unless it is terminal already; True when this call moved it."""
 
-    def update(self, task_id: str, change: Callable[[Task], Task | None]) -> Task | None:
+    def update(self, task_id: str, change: Callable[[Task], Task | None], ended: bool = False) -> Task | None:
         """Replace a task that is not terminal with ``change(task)``, atomically (``change`` may be
         called again if another writer came first); the new record, or ``None`` (no such task,
-        terminal, or ``change`` returned ``None``: nothing to change)."""
+        terminal, or ``change`` returned ``None``: nothing to change). ``ended``: a terminal task
+        too (what became of its callback, in ``meta``: ``change`` never moves its state)."""
 
     def cancel(self, task_id: str) -> bool:
         """Ask the task to stop (its run sees :meth:`cancelling`); True when it was not over yet."""
@@ -210,10 +211,10 @@ class LocalTaskStore:
             self._tasks.move_to_end(task_id)
             return True
 
-    def update(self, task_id: str, change: Callable[[Task], Task | None]) -> Task | None:
+    def update(self, task_id: str, change: Callable[[Task], Task | None], ended: bool = False) -> Task | None:
         with self._lock:
             task = self._tasks.get(task_id)
-            changed = None if task is None or task.terminal else change(task)
+            changed = None if task is None or (task.terminal and not ended) else change(task)
             if changed is not None:
                 self._tasks[task_id] = changed
                 self._tasks.move_to_end(task_id)
@@ -309,7 +310,7 @@ class RedisTaskStore:
         ended = replace(task, state=state, result=result, message=message, updated=time.time())
         return bool(self._finish(keys=[REDIS_PREFIX + task_id], args=[ended.to_json(), self._ttl(ended)]))
 
-    def update(self, task_id: str, change: Callable[[Task], Task | None]) -> Task | None:
+    def update(self, task_id: str, change: Callable[[Task], Task | None], ended: bool = False) -> Task | None:
         import redis
 
         key = REDIS_PREFIX + task_id
@@ -319,7 +320,7 @@ class RedisTaskStore:
                     pipe.watch(key)  # the write below fails if anyone changed the record meanwhile
                     raw = pipe.get(key)
                     task = Task.from_json(raw) if raw else None
-                    changed = None if task is None or task.terminal else change(task)
+                    changed = None if task is None or (task.terminal and not ended) else change(task)
                     if changed is None:
                         return None
                     pipe.multi()

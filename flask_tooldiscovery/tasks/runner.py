@@ -5,7 +5,9 @@ and hands it to the app's engine (:mod:`~flask_tooldiscovery.tasks.engines`); :m
 is what the engine calls, in whatever process and host: it reads the record, runs the call for the
 caller through the dialect's pipeline (rate limits, call slots, signals, traces and metrics
 apply), keeps the outcome in the record, and hands the ended task to its dialect's finisher (the
-``finish_task`` its ``Dialect`` declares, e.g. Opal's callback delivery) when its call asked for one.
+``finish_task`` its ``Dialect`` declares, e.g. Opal's callback delivery) when its call asked for one:
+its attempts are made by the app's callback sender (:mod:`.callbacks`), never by the engine.
+:meth:`Tasks.stop` is a graceful stop (:mod:`.shutdown`).
 
 Nothing twice: a run that finds the record terminal does nothing; a run that finds an earlier run
 had started (the engine delivered the task again after a worker died) runs the tool again only
@@ -33,15 +35,19 @@ from ..settings import Settings, SettingsError, key
 from ..tools.model import Identity, Tool, ToolContext
 from ..tools.results import is_rich
 from . import task_input
+from .callback_queue import LocalCallbackQueue, RedisCallbackQueue
+from .callbacks import CallbackSender, SenderOptions, backoff_for
 from .cancel_watch import CancelWatcher
 from .engines import CELERY_INSTALL, CeleryEngine, Engine, ThreadEngine
 from .jobs import CallJob, FinishJob, Job, job_from_wire
 from .outbox import Outbox
 from .records import COMPACT, RedisTaskStore, Task, TaskResult, TaskState, TaskStore, store_for
+from .shutdown import on_celery_process_shutdown, register, stop
 
 #: What a dialect does with a task of its own once it ended (deliver its result somewhere), declared
 #: on its ``Dialect`` (``finish_task``): called with the attempt's number, it answers ``None`` when
-#: done, or the seconds to wait before another.
+#: done, or the seconds to wait before another. It runs in the callback sender's threads; it POSTs
+#: through ``tasks_of(app).callbacks.post`` (limits per host, circuits, the outcome on the record).
 Finisher = Callable[[Pipeline, Task, int], "float | None"]
 #: Request headers a task does not carry to where it runs: credentials, and what belonged to the
 #: request's own body and connection.
@@ -103,6 +109,18 @@ class Tasks:
             self.outbox.start()  # every process that runs tasks sends what others accepted but never sent
         #: Whether a task's run lives in this web worker (the thread engine): its record then holds a lease.
         self.leased = isinstance(self.engine, ThreadEngine)
+        redis_store = isinstance(self.store, RedisTaskStore)
+        #: What sends the callbacks of ended tasks (their finishers' attempts): threads of its own.
+        self.callbacks = CallbackSender(
+            self.store, RedisCallbackQueue(cast(RedisTaskStore, self.store).redis) if redis_store
+            else LocalCallbackQueue(), self._finish, SenderOptions(
+                workers=settings.task_callback_workers, host_limit=settings.task_callback_host_limit,
+                connect_timeout=float(settings.task_callback_connect_timeout),
+                circuit_failures=settings.task_callback_circuit_failures,
+                circuit_open=float(settings.task_callback_circuit_open)))
+        if redis_store:
+            self.callbacks.start()  # every process that runs tasks sends the callbacks others left
+        register(self)
 
     def _engine(self, app: Flask, settings: Settings) -> Engine:
         if settings.task_engine == "thread":
@@ -117,6 +135,10 @@ class Tasks:
         if not settings.state_storage_uri:
             raise SettingsError(f"{key('TASK_ENGINE')} is 'celery': set {key('STATE_STORAGE_URI')} (Redis) so that "
                                 "task records are shared by the web and Celery workers")
+        from celery.signals import worker_process_shutdown  # type: ignore[import-untyped]
+
+        # a Celery pool process that stops gracefully stops its tasks' callbacks first
+        worker_process_shutdown.connect(on_celery_process_shutdown, weak=False, dispatch_uid="flask-tooldiscovery")
         return CeleryEngine(celery_app, self.run)
 
     def start(self, pipe: Pipeline, tool: Tool, arguments: dict[str, Any], context: ToolContext, *,
@@ -210,8 +232,10 @@ class Tasks:
         with self.app.app_context():
             if self.outbox is not None:
                 self.outbox.start()  # this process also sends what others accepted but never sent
-            if isinstance(job, FinishJob):
-                self._finish(job)
+            if isinstance(self.store, RedisTaskStore):
+                self.callbacks.start()
+            if isinstance(job, FinishJob):  # a finisher's attempt sent to the engine by an earlier release
+                self.callbacks.schedule(job.task, job.dialect, job.attempt, keep=True)
                 return
             try:
                 self._run(job)
@@ -224,7 +248,7 @@ class Tasks:
             return  # expired
         pipe = self.pipelines.get(job.dialect)
         if task.terminal:  # delivered again after it ended: nothing runs twice; its finisher may be due
-            self._then(task, 1)
+            self._then(task, 1, keep=True)
             return
         tool = None if pipe is None else pipe.core.registry.resolve().get(job.tool, job.version)
         runs = self.store.claim(task.id)
@@ -273,29 +297,25 @@ class Tasks:
         if self.store.finish(task.id, state, result):
             self._then(task, 1)
 
-    def _then(self, task: Task, attempt: int, delay: float = 0.0) -> None:
-        """Hand attempt ``attempt`` of the task's finisher to the engine (when it has one), as a
-        job that waits for room rather than being refused (a short delay: the engine's timer)."""
+    def _then(self, task: Task, attempt: int, delay: float = 0.0, keep: bool = False) -> None:
+        """Hand attempt ``attempt`` of the task's finisher (when it has one) to the callback sender,
+        ``delay`` seconds from now (``keep``: unless one is waiting, or its delivery ended)."""
         if isinstance(task.meta.get("then"), str):
-            self.engine.submit(FinishJob(task=task.id, dialect=task.dialect, attempt=attempt), max(delay, 0.01))
+            self.callbacks.schedule(task.id, task.dialect, attempt, delay, keep=keep)
 
-    def _finish(self, job: FinishJob) -> None:
-        """One attempt of a finisher: each attempt runs at most once; a finisher that asks for
-        another (a wait in seconds) gets it later."""
-        task, attempt = self.store.get(job.task), job.attempt
-        if task is None or not task.terminal or self.store.claim(f"{task.id}:then:{attempt}") != 1:
-            return
+    def _finish(self, task: Task, attempt: int) -> float | None:
+        """One attempt of a finisher (the callback sender calls it): ``None`` when done, else the
+        wait before the next."""
         then, pipe = task.meta.get("then"), self.pipelines.get(task.dialect)
         fn = self.finishers.get(task.dialect) if isinstance(then, str) else None
         if fn is None or pipe is None:
-            return
-        try:
-            wait = fn(pipe, task, attempt)
-        except Exception:
-            log.exception("flask-tooldiscovery: finishing task %s (%s) failed", task.id, then)
-            return
-        if wait is not None:
-            self._then(task, attempt + 1, wait)
+            return None
+        with self.app.app_context():
+            return fn(pipe, task, attempt)
+
+    def stop(self, timeout: float) -> None:
+        """A graceful stop of this process's part, within ``timeout`` seconds (see :mod:`.shutdown`)."""
+        stop(self, timeout)
 
 
 #: Where ``init_app`` keeps an app's :class:`Tasks`.
@@ -308,5 +328,5 @@ def tasks_of(app: Flask) -> Tasks:
     return tasks
 
 
-__all__ = ["EXTENSION_KEY", "INTERRUPTED", "Finisher", "TaskResult", "Tasks", "ended_state", "outcome_result",
-           "tasks_of"]
+__all__ = ["EXTENSION_KEY", "INTERRUPTED", "Finisher", "TaskResult", "Tasks", "backoff_for", "ended_state",
+           "outcome_result", "tasks_of"]

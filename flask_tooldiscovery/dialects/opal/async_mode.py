@@ -15,7 +15,9 @@ AsyncCallback.complete: ``POST url``, ``Content-Type: application/vnd.optimizely
 "PROVIDER_ERROR"}}``; 3 attempts, backoff 0.5 s doubling, 10 s timeout, 5xx and transport errors
 retried, 4xx not. Ours: 429 retried too; attempts and timeout are settings; a non-string value
 goes in ``content`` (the SDK sends ``str(result)``); a crash sends the generic message, never
-``str(exc)``; where the URL may point: :mod:`..callbacks`.
+``str(exc)``; where the URL may point: :mod:`~flask_tooldiscovery.calls.outbound`; the attempts
+are made by the app's callback sender (:mod:`~flask_tooldiscovery.tasks.callbacks`: threads of its
+own, limits per host, a circuit per host, a short connect timeout).
 """
 
 from __future__ import annotations
@@ -27,13 +29,12 @@ from typing import Any
 
 from flask import Response, current_app
 
-from ...calls import callbacks
 from ...errors import BadRequest
 from ...runtime.invoke import prepare
 from ...serving.pipeline import ApprovalGate, Pipeline
 from ...serving.wire import json_response
 from ...tasks.records import Task, TaskResult
-from ...tasks.runner import INTERRUPTED, tasks_of
+from ...tasks.runner import INTERRUPTED, backoff_for, tasks_of
 from ...tools.model import Tool, ToolContext
 from .settings import OpalSettings
 
@@ -88,7 +89,7 @@ def accept(pipe: Pipeline, gate: ApprovalGate, parameters: dict[str, Any], conte
         raise BadRequest("'async_callback' must be an object with a 'url' string.")
     url, token = callback["url"], callback.get("callback_token")
     options = OpalSettings.of(pipe.settings)
-    reason = callbacks.refused(url, options.callback_hosts, HOSTS)
+    reason = tasks_of(current_app).callbacks.refused(url, options.callback_hosts, HOSTS)
     if reason is not None:
         raise BadRequest(f"The callback URL is refused: {reason}.", reason=f"callback URL refused: {reason}")
     if not _valid(tool, parameters):
@@ -113,14 +114,16 @@ def deliver_result(pipe: Pipeline, task: Task, attempt: int) -> float | None:
                **({"X-Trace-Id": str(task.meta["trace_id"])} if task.meta.get("trace_id") else {}),
                **({"Authorization": f"Bearer {token}"} if token else {})}
     most = options.callback_retries + 1 if options.callback_retries is not None else None
-    delivered, retry = callbacks.attempt(url, _body(task), headers, timeout=options.callback_timeout,
-                                         hosts=options.callback_hosts, setting=HOSTS, ids=ids, number=attempt, of=most)
+    sender = tasks_of(current_app).callbacks
+    delivered, retry, reason = sender.post(task, url, _body(task), headers, timeout=options.callback_timeout,
+                                           hosts=options.callback_hosts, setting=HOSTS, ids=ids, number=attempt,
+                                           of=most)
     if delivered:
         return None
-    wait = callbacks.backoff_for(attempt)
+    wait = backoff_for(attempt)
     if retry and (most is None or attempt < most) and time.time() + wait < task.updated + options.callback_retry_window:
         return wait
-    callbacks.gave_up(url, attempt, ids)
+    sender.give_up(task, url, attempt, ids, str(reason) if not retry else f"{reason} (no attempt left)")
     return None
 
 

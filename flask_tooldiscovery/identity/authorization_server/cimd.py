@@ -2,7 +2,7 @@
 that URL, describing the client (the MCP authorization spec's preferred way in, since 2025-11-25).
 
 The document is fetched on the client's word, so it goes by the core's callback rules
-(:mod:`~flask_tooldiscovery.calls.callbacks`): https only, to a host whose every address is public
+(:mod:`~flask_tooldiscovery.calls.outbound`): https only, to a host whose every address is public
 (no loopback, private, link-local or reserved address, nor an IPv6 form of one), resolved once and
 connected to as checked (no DNS rebinding), no proxy; no redirect followed; at most
 ``OAUTH_CIMD_MAX_BYTES`` read within ``OAUTH_CIMD_TIMEOUT`` seconds in all. Its ``client_id`` must
@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from authlib.oauth2.rfc6749.errors import InvalidClientError, OAuth2Error
 
-from ...calls.callbacks import checked, pinned, resolve
+from ...calls.outbound import checked, pinned, resolve
 from ...errors import ToolDiscoveryError
 from ...observe.logs import log
 from .client_metadata import client_from_metadata, shown

@@ -1,34 +1,28 @@
-"""Results POSTed to a URL a client named (asynchronous tool calls): which URLs may be reached,
-and delivery retried with exponential backoff.
+"""Requests the server sends to a URL a client named (a task's callback, an OAuth client's metadata
+document): which URLs may be reached, and connections to the addresses checked.
 
-A callback URL comes from a request, so it could point the server at itself or its private
+Such a URL comes from a request, so it could point the server at itself or its private
 network. :func:`refused` allows a listed host over http or https; with no list, https only, to a
 host whose every address is public (:mod:`.addresses`: no loopback, private, link-local, reserved
 or multicast address, nor an IPv6 form of one such as NAT64 or 6to4). It is checked when the call
 arrives and again before each attempt. An attempt resolves the host once and connects to the
 addresses it checked, naming the host only in the Host header and to TLS (SNI and the certificate
 check), so a DNS answer that changes between the check and the connection (rebinding) is never
-used; for the same reason no proxy from the environment is used. Redirects are not followed. Log
-lines name the URL without its query (which may hold a signature), never headers.
+used; for the same reason no proxy from the environment is used. Redirects are not followed.
+Delivering a task's callback (attempts, backoff, limits per host) is :mod:`..tasks.callbacks`.
 """
 
 from __future__ import annotations
 
 import http.client
-import json
 import socket
 import ssl
 import sys
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
-from ..observe.logs import log
 from .addresses import not_public, parse
-
-#: The longest wait between two attempts, in seconds.
-MAX_BACKOFF = 60.0
 
 #: A resolved address: its family and the socket address to connect to.
 Address = tuple[socket.AddressFamily, tuple[Any, ...]]
@@ -84,14 +78,17 @@ def refused(url: str, hosts: tuple[str, ...], setting: str) -> str | None:
     return _check(url, hosts, setting)[0]
 
 
-def _connect(addresses: Sequence[Address], timeout: float | None) -> socket.socket:
-    """A TCP connection to the first of ``addresses`` that answers."""
+def _connect(addresses: Sequence[Address], timeout: float | None,
+             connect_timeout: float | None = None) -> socket.socket:
+    """A TCP connection to the first of ``addresses`` that answers (within ``connect_timeout``
+    each, when given, else ``timeout``); reads and writes then wait ``timeout`` at most."""
     error = OSError("no address to connect to")
     for family, sockaddr in addresses:
         sock = socket.socket(family, socket.SOCK_STREAM)
         try:
-            sock.settimeout(timeout)
+            sock.settimeout(connect_timeout if connect_timeout is not None else timeout)
             sock.connect(sockaddr)
+            sock.settimeout(timeout)
             return sock
         except OSError as exc:
             sock.close()
@@ -104,10 +101,11 @@ class _PinnedHTTP(http.client.HTTPConnection):
     resolved again, only named (the Host header; SNI and the certificate check over TLS)."""
 
     addresses: Sequence[Address] = ()
+    connect_timeout: float | None = None
 
     def connect(self) -> None:
         sys.audit("http.client.connect", self, self.host, self.port)
-        self.sock = _connect(self.addresses, self.timeout)
+        self.sock = _connect(self.addresses, self.timeout, self.connect_timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
@@ -116,13 +114,17 @@ class _PinnedHTTPS(http.client.HTTPSConnection, _PinnedHTTP):
     naming ``host``; in this class's method order that is :meth:`_PinnedHTTP.connect`."""
 
 
-def _post(parts: SplitResult, addresses: Sequence[Address], data: bytes, headers: Mapping[str, str],
-          timeout: float, context: ssl.SSLContext) -> int:
-    """POST ``data`` to the URL ``parts`` over a connection to ``addresses``: the answer's status."""
+def post(url: str, addresses: Sequence[Address], data: bytes, headers: Mapping[str, str], *,
+         timeout: float, connect_timeout: float | None = None) -> int:
+    """POST ``data`` to ``url`` over a connection to ``addresses`` (checked beforehand, see
+    :func:`checked`): the answer's status. ``connect_timeout``: seconds to connect, ``timeout``:
+    seconds each read or write may wait."""
+    parts = urlsplit(url)
     host, port = _endpoint(parts)
-    conn = (_PinnedHTTPS(host, port, timeout=timeout, context=context) if parts.scheme == "https"
-            else _PinnedHTTP(host, port, timeout=timeout))
+    conn = (_PinnedHTTPS(host, port, timeout=timeout, context=ssl.create_default_context())
+            if parts.scheme == "https" else _PinnedHTTP(host, port, timeout=timeout))
     conn.addresses = addresses
+    conn.connect_timeout = connect_timeout
     try:
         conn.request("POST", (parts.path or "/") + (f"?{parts.query}" if parts.query else ""), data, dict(headers))
         return conn.getresponse().status
@@ -152,57 +154,4 @@ def pinned(url: str, addresses: Sequence[Address], timeout: float) -> http.clien
     return conn
 
 
-def attempt(url: str, body: Any, headers: Mapping[str, str], *, timeout: float, hosts: tuple[str, ...],
-            setting: str, ids: str, number: int, of: int | None = None) -> tuple[bool, bool]:
-    """One attempt to POST ``body`` as JSON to ``url``: (delivered, worth another attempt). A
-    connection error, a timeout, a 5xx or a 429 is worth another; a failed attempt is logged at
-    WARNING naming ``ids`` (``number`` of ``of``, when the attempts are counted)."""
-    parts = urlsplit(url)
-    where = f"{parts.scheme}://{parts.netloc}{parts.path}"
-    reason, addresses = _check(url, hosts, setting)  # its addresses may have changed
-    retry = False
-    if reason is None:
-        try:
-            if addresses is None:  # a listed host: resolved here, once
-                addresses = _resolve(*_endpoint(parts))
-            status = _post(parts, addresses, json.dumps(body).encode(), headers, timeout, ssl.create_default_context())
-            if 200 <= status < 300:
-                return True, False
-            reason, retry = f"HTTP {status}", status >= 500 or status == 429  # a 3xx is not followed
-        except (OSError, ValueError, http.client.HTTPException) as exc:  # refused, timeouts, TLS, bad answers
-            reason, retry = f"{type(exc).__name__}: {exc}", True
-    log.warning("flask-tooldiscovery: callback to %s failed, attempt %d%s: %s (%s)",
-                where, number, f" of {of}" if of else "", reason, ids)
-    return False, retry
-
-
-def backoff_for(number: int, first: float = 0.5) -> float:
-    """Seconds to wait after failed attempt ``number``: ``first``, doubling, at most :data:`MAX_BACKOFF`."""
-    return float(min(first * 2 ** (number - 1), MAX_BACKOFF))
-
-
-def gave_up(url: str, attempts: int, ids: str) -> None:
-    """Log (ERROR) that delivering to ``url`` stopped after ``attempts``."""
-    parts = urlsplit(url)
-    log.error("flask-tooldiscovery: gave up delivering a result to %s after %d attempt(s) (%s)",
-              f"{parts.scheme}://{parts.netloc}{parts.path}", attempts, ids)
-
-
-def deliver(url: str, body: Any, headers: Mapping[str, str], *, attempts: int, timeout: float,
-            hosts: tuple[str, ...], setting: str, ids: str, backoff: float = 0.5) -> bool:
-    """POST ``body`` as JSON to ``url``, at most ``attempts`` times, waiting between them
-    (:func:`backoff_for`); giving up is logged at ERROR."""
-    for number in range(1, attempts + 1):
-        delivered, retry = attempt(url, body, headers, timeout=timeout, hosts=hosts, setting=setting, ids=ids,
-                                   number=number, of=attempts)
-        if delivered:
-            return True
-        if not retry or number == attempts:
-            break
-        time.sleep(backoff_for(number, backoff))
-    gave_up(url, number, ids)
-    return False
-
-
-__all__ = ["MAX_BACKOFF", "Address", "attempt", "backoff_for", "checked", "deliver", "gave_up", "pinned", "refused",
-           "resolve"]
+__all__ = ["Address", "checked", "pinned", "post", "refused", "resolve"]

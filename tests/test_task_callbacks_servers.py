@@ -1,0 +1,228 @@
+"""Callbacks under real servers in a hostile world: a graceful reload or stop of gunicorn
+(``kill -HUP``, ``kill -TERM``) while Opal async calls run loses none of their callbacks, on the
+thread engine and on Celery (a real Celery worker, a real redis-server), and says in its log what
+it did; a callback host that accepts connections and never answers (a tarpit) holds hundreds of
+callbacks while honest calls are still accepted and their results delivered, and the tasks whose
+callbacks were given up on say so in their records."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from flask_tooldiscovery.tasks.records import RedisTaskStore
+
+from .conftest import free_port
+from .test_deploy import ROOT, wait_until_up
+from .test_opal_async import Receiver
+from .test_operating_server import GUNICORN_CONF, redis_url  # noqa: F401  (redis_url: a fixture)
+from .test_tasks import Worker, effects, wait_for
+
+pytestmark = pytest.mark.slow
+WAIT = 60
+
+
+@pytest.fixture(scope="module")
+def receiver() -> Iterator[Receiver]:
+    r = Receiver()
+    yield r
+    r.server.shutdown()
+    r.server.server_close()
+
+
+class Gunicorn:
+    """gunicorn with the shipped deploy/gunicorn.conf.py (its worker_exit hook), one gthread worker,
+    its output in a file (read by :meth:`lines`)."""
+
+    def __init__(self, app_spec: str, log: Path, env: dict[str, str] | None = None, graceful: int = 10) -> None:
+        self.log = log
+        port = free_port()
+        self.base = f"http://127.0.0.1:{port}"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "-c", str(GUNICORN_CONF), "--workers", "1", "--worker-class", "gthread",
+             "--threads", "8", "--graceful-timeout", str(graceful), "--bind", f"127.0.0.1:{port}", app_spec],
+            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+            stdout=log.open("a"), stderr=subprocess.STDOUT)
+        try:
+            wait_until_up(self.base + "/oxp/health", self.proc, timeout=60)
+        except Exception:
+            self.stop()
+            raise
+
+    def lines(self) -> list[dict[str, Any]]:
+        """The library's log lines (JSON)."""
+        return [json.loads(line) for line in self.log.read_text().splitlines() if line.startswith('{"time"')]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(40)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+
+def accept(base: str, tool: str, parameters: dict[str, Any], url: str) -> str:
+    answer = requests.post(f"{base}/opal/tools/{tool}", timeout=30, json={
+        "parameters": parameters, "async_callback": {"url": url, "tool_call_id": "tc-" + url[-6:]}})
+    assert answer.status_code == 202, answer.text
+    task_id: str = answer.json()["task_id"]
+    return task_id
+
+
+def said(lines: list[dict[str, Any]], level: str, words: str) -> list[str]:
+    return [line["message"] for line in lines if line["level"] == level and words in line["message"]]
+
+
+# -- a graceful reload or stop: the thread engine ------------------------------------------------
+
+
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM], ids=["HUP", "TERM"])
+def test_a_graceful_reload_or_stop_sends_the_callbacks_of_the_tasks_it_accepted(
+        sig: signal.Signals, receiver: Receiver, tmp_path: Path) -> None:
+    server = Gunicorn("tests.apps.opal_async_app:create_app(hosts='127.0.0.1', call_log='json')",
+                      tmp_path / "gunicorn.log", graceful=10)
+    try:
+        urls = [receiver.url() for _ in range(3)]
+        ids = [accept(server.base, "build_report", {"n": i, "gate": str(tmp_path / f"gate-{i}")}, url)
+               for i, url in enumerate(urls)]
+        stuck = accept(server.base, "build_report", {"n": 9, "gate": str(tmp_path / "never")}, receiver.url())
+        time.sleep(0.5)  # all four are running, each waiting for its gate
+        server.proc.send_signal(sig)  # HUP: a new worker; the old one stops gracefully. TERM: the server stops
+        time.sleep(1.0)
+        for i in range(3):
+            (tmp_path / f"gate-{i}").touch()  # the three end while their worker stops
+        for i, url in enumerate(urls):
+            [(_, body)] = receiver.wait(url)
+            assert json.loads(body) == {"content": {"n": i, "double": 2 * i}, "content_type": "application/json"}
+        if sig == signal.SIGHUP:  # the new worker answers
+            again = receiver.url()
+            accept(server.base, "build_report", {"n": 5}, again)
+            receiver.wait(again)
+        wait_for(lambda: said(server.lines(), "WARNING", "left to their lease"), WAIT)
+    finally:
+        server.stop()
+    lines = server.lines()
+    [stopping] = said(lines, "INFO", "stopping: 4 task(s)")
+    assert all(task_id in stopping for task_id in [*ids, stuck])
+    [stopped] = said(lines, "INFO", "3 task(s) ended, 3 callback(s) sent while stopping")
+    [left] = said(lines, "WARNING", "1 task(s) still running or waiting when the worker stopped are left to")
+    assert stuck in left and not any(task_id in left for task_id in ids), (stopped, left)
+    assert said(lines, "WARNING", "callback(s) not yet sent") == []
+
+
+# -- a graceful reload or stop: Celery ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM], ids=["HUP", "TERM"])
+def test_on_celery_a_reload_or_stop_of_gunicorn_and_of_the_celery_worker_loses_no_callback(
+        sig: signal.Signals, receiver: Receiver, redis_url: str, tmp_path: Path) -> None:  # noqa: F811
+    """The web side (gunicorn) and the Celery worker each stop gracefully mid-run: the callbacks of
+    the tasks that ran are sent once each, by whichever process is left to send them."""
+    pytest.importorskip("celery")
+    env = {"TD_REDIS_URL": redis_url, "TD_EFFECTS": str(tmp_path), "TD_OUTBOX_GRACE": "2"}
+    server = Gunicorn("tests.apps.celery_app:create_app()", tmp_path / "gunicorn.log", env=env)
+    worker_env = {**os.environ, "PYTHONPATH": str(ROOT), **env}
+    workers = [Worker(worker_env, tmp_path / "worker-1.log")]
+    try:
+        first, second = receiver.url(), receiver.url()
+        accept(server.base, "recount", {"name": "A"}, first)
+        wait_for(lambda: effects(tmp_path, "recount-A") == 1)  # running on the Celery worker
+        server.proc.send_signal(sig)  # the web side reloads or stops while it runs
+        if sig == signal.SIGTERM:
+            server.proc.wait(30)
+        (tmp_path / "gate-A").touch()
+        [(_, body)] = receiver.wait(first)
+        assert json.loads(body) == {"content": {"recounted": "A"}, "content_type": "application/json"}
+        if sig == signal.SIGTERM:
+            server = Gunicorn("tests.apps.celery_app:create_app()", tmp_path / "gunicorn-2.log", env=env)
+        accept(server.base, "recount", {"name": "B"}, second)
+        wait_for(lambda: effects(tmp_path, "recount-B") == 1)
+        workers[0].proc.send_signal(signal.SIGTERM)  # Celery's warm shutdown: the running task ends first
+        time.sleep(1.0)
+        (tmp_path / "gate-B").touch()
+        workers[0].proc.wait(60)
+        [(_, body)] = receiver.wait(second)
+        assert json.loads(body) == {"content": {"recounted": "B"}, "content_type": "application/json"}
+        time.sleep(3)
+        assert len(receiver.received(first)) == 1 and len(receiver.received(second)) == 1
+        assert effects(tmp_path, "recount-A") == 1 and effects(tmp_path, "recount-B") == 1  # nothing ran twice
+    finally:
+        for worker in workers:
+            worker.stop()
+        server.stop()
+
+
+# -- callback tarpits -----------------------------------------------------------------------------
+
+
+class Tarpit:
+    """A loopback server that accepts every connection and never answers."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(1024)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/cb"
+        self.held: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.held.append(conn)
+
+    def close(self) -> None:
+        self.sock.close()
+        for conn in self.held:
+            conn.close()
+
+
+def test_a_callback_tarpit_does_not_starve_honest_calls_and_is_given_up_on(
+        receiver: Receiver, redis_url: str, tmp_path: Path) -> None:  # noqa: F811
+    tarpit = Tarpit()
+    server = Gunicorn(f"tests.apps.opal_async_app:create_app(hosts='127.0.0.1', call_log='json', "
+                      f"TOOLDISCOVERY_STATE_STORAGE_URI={redis_url!r}, TOOLDISCOVERY_OPAL_CALLBACK_TIMEOUT=2)",
+                      tmp_path / "gunicorn.log")
+    try:
+        trapped = [accept(server.base, "build_report", {"n": i}, tarpit.url + f"?n={i}") for i in range(200)]
+        honest = [receiver.url() for _ in range(4)]
+        for i, url in enumerate(honest):  # accepted, run and delivered while the tarpit holds the others
+            accept(server.base, "build_report", {"n": i}, url)
+        for i, url in enumerate(honest):
+            [(_, body)] = receiver.wait(url)
+            assert json.loads(body) == {"content": {"n": i, "double": 2 * i}, "content_type": "application/json"}
+        quick = requests.post(f"{server.base}/opal/tools/quick", json={"parameters": {"n": 1}}, timeout=10)
+        assert quick.status_code == 200 and quick.json() == {"n": 1}
+        store = RedisTaskStore(redis_url)
+
+        def delivery(task_id: str) -> dict[str, Any]:
+            task = store.get(task_id)
+            assert task is not None and task.state == "completed"
+            return dict(task.meta.get("delivery") or {})
+
+        wait_for(lambda: all(delivery(t).get("state") == "given_up" for t in trapped), WAIT)
+        given_up = [delivery(t) for t in trapped]
+        # the first few were tried (and timed out); the rest were given up on with their host, untried
+        assert sum(1 for d in given_up if d["attempts"] == 0) > 150, given_up[:10]
+        assert all("failed 5 attempts in a row" in d["error"] for d in given_up if d["attempts"] == 0)
+    finally:
+        server.stop()
+        tarpit.close()
+    assert len(said(server.lines(), "WARNING", "failed 5 times in a row")) >= 1
