@@ -261,3 +261,23 @@ def test_a_hidden_tools_document_is_not_found(make_app) -> None:
     assert read(c, "ui://opal/shown")["mimeType"] == PROTEUS
     hidden = c.post("/opal/resources/read", json={"uri": "ui://opal/secret"})
     assert hidden.status_code == 404 and hidden.get_json()["detail"] == "Resource not found: ui://opal/secret"
+
+
+@pytest.mark.parametrize(("returns", "fallback"), [
+    (str, [{"$type": "Text", "children": {"$type": "Concat", "children": [{"$type": "Value", "path": ""}]}}]),
+    (dict, [{"$type": "Text", "children": "Shown: open this result in Opal on the web to see it."}]),
+])
+def test_the_fallback_of_a_result_without_fields(returns: type, fallback: list[Any]) -> None:
+    """A string result is shown whole; a result whose fields are unknown (``-> dict``), by a sentence."""
+
+    def shown() -> Any:
+        return returns()
+
+    shown.__annotations__["return"] = returns
+    discovery = ToolDiscovery()
+    discovery.tool(name="shown", title="Shown", ui=UI("order_card.html", uri="ui://shop/card"))(shown)
+    app = Flask("fallbacks", template_folder=str(TEMPLATES))
+    app.config.update(TESTING=True, TOOLDISCOVERY_DIALECTS=["opal"])
+    discovery.init_app(app)
+    parsed, raw = document(read(app.test_client(), "ui://opal/shown"))
+    assert raw["body"]["fallback"] == fallback and bridges(parsed.body)[0].resource == "ui://shop/card"
