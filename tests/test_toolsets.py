@@ -381,3 +381,34 @@ def test_a_listen_stream_at_a_toolset_url_hears_that_the_tools_changed() -> None
                                                           "notifications/tools/list_changed"]
     names = [t["name"] for t in mcp(app.test_client(), "/mcp/x/issues", "tools/list")["result"]["tools"]]
     assert names == ["issues_list", "issues_comment", "issues_close"]
+
+
+def test_a_call_through_a_toolset_runs_as_a_task_read_to_its_end_there() -> None:
+    import time
+
+    discovery = ToolDiscovery()
+
+    @discovery.tool(tags=["jobs"], task_support="optional")
+    def double(n: int) -> int:
+        """Double a number, slowly."""
+        time.sleep(0.1)
+        return n * 2
+
+    app = build(discovery, TOOLDISCOVERY_DIALECTS=["mcp"], TOOLDISCOVERY_TOOLSETS={"jobs": {"tags": ["jobs"]}})
+    client, modern = app.test_client(), "2026-07-28"
+
+    def rpc(method: str, params: dict[str, Any]) -> Any:
+        caps = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+        params = {**params, "_meta": {"io.modelcontextprotocol/protocolVersion": modern,
+                                      "io.modelcontextprotocol/clientCapabilities": caps}}
+        name = params.get("name", params.get("taskId"))
+        return client.post("/mcp/x/jobs", json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params},
+                           headers={"MCP-Protocol-Version": modern, "Mcp-Method": method, "Mcp-Name": name}).get_json()
+
+    created = rpc("tools/call", {"name": "double", "arguments": {"n": 3}})["result"]
+    assert created["resultType"] == "task"
+    deadline = time.monotonic() + 20
+    while (read := rpc("tasks/get", {"taskId": created["taskId"]})["result"])["status"] == "working":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert read["status"] == "completed" and read["result"]["structuredContent"] == {"result": 6}
