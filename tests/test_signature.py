@@ -6,7 +6,7 @@ import datetime as dt
 import enum
 import uuid
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, NotRequired, Required, TypedDict
 
 import pytest
 
@@ -35,6 +35,17 @@ class Point(TypedDict):
 
 class PartialPoint(TypedDict, total=False):
     x: float
+
+
+class Order(TypedDict):
+    id: str
+    note: NotRequired[str]
+    size: NotRequired[Annotated[int, "How many"]]
+
+
+class Draft(TypedDict, total=False):
+    id: Required[str]
+    title: str
 
 
 @dataclass
@@ -242,6 +253,19 @@ def test_output_schemas() -> None:
     assert describe_function(c).output_schema is None
     assert describe_function(d).output_schema is None
     assert describe_function(e).output_schema is None
+
+
+def test_typeddict_fields_marked_required_or_not_required() -> None:
+    def make(order: Order, draft: Draft) -> Order: ...
+
+    desc = describe_function(make)
+    order = {"title": "Order", "type": "object", "required": ["id"], "properties": {
+        "id": {"type": "string"}, "note": {"type": "string"}, "size": {"type": "integer", "description": "How many"}}}
+    assert desc.input_schema["properties"]["order"] == order
+    assert desc.input_schema["properties"]["draft"] == {"title": "Draft", "type": "object", "required": ["id"],
+                                                        "properties": {"id": {"type": "string"},
+                                                                       "title": {"type": "string"}}}
+    assert desc.output_schema == order  # a result of that type is described too (it had no schema)
 
 
 def test_unannotated_and_any_accept_anything() -> None:

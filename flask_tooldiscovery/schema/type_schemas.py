@@ -92,6 +92,21 @@ def _integral(value: Any) -> Any:
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
+def _field_type(hint: Any) -> Any:
+    """A TypedDict field's type without ``Required[...]``/``NotRequired[...]``."""
+    while typing.get_origin(hint) in (typing.Required, typing.NotRequired):
+        hint = typing.get_args(hint)[0]
+    return hint
+
+
+def _field_required(hint: Any, listed: bool) -> bool:
+    """Whether a TypedDict field is required: as ``Required``/``NotRequired`` mark it, else as the
+    class's ``__required_keys__`` lists it (which misses the marks under ``from __future__ import
+    annotations`` before Python 3.12)."""
+    origin = typing.get_origin(hint)
+    return True if origin is typing.Required else False if origin is typing.NotRequired else listed
+
+
 class SchemaBuilder:
     """Builds (schema, converter) pairs for annotations, guarding against recursive types."""
 
@@ -254,7 +269,8 @@ class SchemaBuilder:
         required_keys = getattr(tp, "__required_keys__", set(hints))
         docs = docstring_params(tp.__doc__)
         fields = [
-            (k, v, k in required_keys, dataclasses.MISSING, docs.get(k)) for k, v in hints.items()
+            (k, _field_type(v), _field_required(v, k in required_keys), dataclasses.MISSING, docs.get(k))
+            for k, v in hints.items()
         ]
         schema, convs = self._object(fields)
         schema = {"title": tp.__name__, **schema}
