@@ -92,6 +92,41 @@ def test_a_limit_of_zero_or_less_finds_nothing_and_a_large_one_all_that_match() 
     assert {h.name for h in index.search("widget", 10_000)} == {"widgets_get", "widgets_delete", "widgets_create"}
 
 
+def test_the_plain_tool_comes_before_one_about_more_than_was_asked() -> None:
+    """"Create an issue" covers all the query asks; "Create issue type for an organization" adds
+    what nobody asked for (GitHub's own titles and descriptions)."""
+    index = SearchIndex.build([
+        tool("orgs_create_issue_type", "Create issue type for an organization",
+             "Create issue type for an organization. Create a new issue type for an organization."),
+        tool("orgs_create_issue_field", "Create issue field for an organization",
+             "Create issue field for an organization. Creates a new issue field for an organization."),
+        tool("issues_create", "Create an issue", "Create an issue. Any user with pull access to a repository "
+             "can create an issue. If issues are disabled in the repository, the API returns a 410 Gone status."),
+    ])
+    assert names(index, "open an issue", 1) == ["issues_create"]
+
+
+def test_a_word_finds_its_relatives() -> None:
+    """The light stemmer leaves "contributed" (contribut) and "contributors" (contributor) apart;
+    one begins with the other, so the query finds it."""
+    index = SearchIndex.build([
+        tool("repos_list_activities", "List repository activities", "Who did what in a repository."),
+        tool("repos_list_contributors", "List repository contributors", "Lists contributors to a repository."),
+        tool("repos_list_watchers", "List watchers", "Who watches a repository."),
+    ])
+    assert names(index, "who contributed to the repository", 1) == ["repos_list_contributors"]
+
+
+def test_show_asks_for_a_list_as_much_as_for_one_thing() -> None:
+    index = SearchIndex.build([
+        tool("rulesets_history", "Get ruleset history", "Get the history of a ruleset's commits and changes.",
+             annotations={"readOnlyHint": True}),
+        tool("commits_list", "List commits", "List the commits of a branch, newest first.",
+             annotations={"readOnlyHint": True}),
+    ])
+    assert names(index, "show the commits", 1) == ["commits_list"]
+
+
 def test_an_empty_tool_set_finds_nothing() -> None:
     assert SearchIndex.build([]).search("widget") == []
 
@@ -104,13 +139,19 @@ def catalogue() -> list[Tool]:
     return [tool_from_object(t) for t in json.loads(CATALOGUE.read_text())["tools"]]
 
 
-def test_githubs_rest_api_the_right_tool_is_in_the_top_5_for_most_tasks_it_was_not_tuned_on() -> None:
-    """A floor under bench/bench_search.py's figure for the held tasks (0.88 when written), and
-    above a flat BM25's (0.78): a change that makes search worse fails here."""
-    tools = catalogue()
-    index = SearchIndex.build(tools)
-    tasks = [line.split("|") for line in (ROOT / "bench" / "search_tasks.txt").read_text().splitlines()
-             if line.startswith("held")]
+def recall_at_5(index: SearchIndex, file: str, which: str) -> tuple[float, int]:
+    tasks = [line.split("|") for line in (ROOT / "bench" / file).read_text().splitlines() if line.startswith(which)]
     found = sum(bool({h.name for h in index.search(task, 5)} & set(expected.split())) for _, task, expected in tasks)
-    assert len(tasks) >= 90
-    assert found / len(tasks) >= 0.85, found / len(tasks)
+    return found / len(tasks), len(tasks)
+
+
+def test_githubs_rest_api_the_right_tool_is_in_the_top_5_for_most_tasks() -> None:
+    """Floors under bench/bench_search.py's figures, above a flat BM25's: the held tasks (0.96 when
+    written, tuned on since; flat BM25 0.78) and the blind ones, written by someone who had not read
+    the code and never tuned on (0.47 when written; flat BM25 0.34): a change that makes search
+    worse fails here."""
+    index = SearchIndex.build(catalogue())
+    held, count = recall_at_5(index, "search_tasks.txt", "held")
+    assert count >= 90 and held >= 0.93, held
+    blind, count = recall_at_5(index, "search_tasks_blind.txt", "blind")
+    assert count >= 100 and blind >= 0.45, blind

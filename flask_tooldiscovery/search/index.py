@@ -2,7 +2,9 @@
 description, parameters and tags, each field weighted by how much it says of that; the best
 candidates are then ranked again by what term counts cannot see: whether the tool does the kind of
 action the query asks for (create, delete, list...), whether its read-only and destructive hints
-agree, and how many of the query's ideas it covers.
+agree, how many of the query's ideas it covers, and how much of what its title is about the query
+covers (the plain "Create an issue" before "Create an issue type for an organization"). A query
+word also finds its relatives, words one of which begins with the other.
 
 Every term's contribution to every tool's score is worked out when the index is built and kept in
 compact arrays, so a search is a few additions per matching tool: SQLite's FTS5 (tried first: it is
@@ -22,7 +24,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..tools.model import Tool
-from .vocabulary import DESTROYING, READING, action_of, expand, identifier_words, words
+from .vocabulary import DESTROYING, READING, STOPWORDS, action_of, expand, identifier_words, words
 
 #: Field weights (name, title, description, parameters, tags) and BM25's constants.
 _WEIGHTS = (4.0, 5.0, 1.5, 0.6, 2.0)
@@ -30,6 +32,12 @@ _K1 = 1.2
 _B = 0.75
 #: How many of BM25's best are ranked again.
 _CANDIDATES = 60
+#: How much a query word's relatives count (``contribut`` and ``contributor``: one is the
+#: other's prefix), beside the word itself.
+_RELATIVE = 0.8
+#: How much what a tool's title is about, covered by the query, counts: its score is multiplied
+#: by ``1 - _ABOUT`` (nothing covered) to ``1 + _ABOUT`` (all of it).
+_ABOUT = 0.6
 #: The longest query read, in characters and in words (the rest is ignored).
 MAX_QUERY_CHARS = 500
 MAX_QUERY_WORDS = 32
@@ -50,6 +58,8 @@ class _Entry:
     read_only: bool
     destructive: bool
     words: frozenset[str]
+    #: The stems of what its title (else its name) says, but stopwords: what the tool is about.
+    about: frozenset[str]
 
 
 @lru_cache(maxsize=65536)
@@ -122,6 +132,11 @@ class SearchIndex:
     def __init__(self, entries: list[_Entry], postings: dict[str, tuple[array[int], array[float]]]) -> None:
         self._entries = entries
         self._postings = postings
+        #: The terms of five letters or more, by their first five (a query word's relatives).
+        self._prefixes: dict[str, list[str]] = {}
+        for term in postings:
+            if len(term) >= 5:
+                self._prefixes.setdefault(term[:5], []).append(term)
 
     @classmethod
     def build(cls, tools: Iterable[Tool]) -> SearchIndex:
@@ -144,6 +159,7 @@ class SearchIndex:
                 read_only=bool(annotations.get("readOnlyHint")),
                 destructive=bool(annotations.get("destructiveHint")),
                 words=frozenset(name_stems + title_stems + description_stems[:40]),
+                about=frozenset(_stems([w for w in title_words or name_words if w not in STOPWORDS])),
             ))
         count = len(entries) or 1
         average = [max(sum(len(f[i]) for f in fields) / count, 1.0) for i in range(len(_WEIGHTS))]
@@ -191,15 +207,21 @@ class SearchIndex:
             if found is not None:
                 for doc, value in zip(*found, strict=True):
                     scores[doc] = get(doc, 0.0) + value
+            if len(term) >= 5:  # its relatives: a light stemmer leaves "contribut" and "contributor" apart
+                for other in self._prefixes.get(term[:5], ()):
+                    if other != term and (other.startswith(term) or term.startswith(other)):
+                        for doc, value in zip(*self._postings[other], strict=True):
+                            scores[doc] = get(doc, 0.0) + value * _RELATIVE
         wanted = action_of(said)
-        ideas = {_stem(w) for w in said} & set(terms)
+        asked = set(terms)
+        ideas = {_stem(w) for w in said} & asked
         hits = []
         for doc, score in heapq.nlargest(_CANDIDATES, scores.items(), key=lambda item: item[1]):
             entry = self._entries[doc]
             if wanted is not None:
                 if entry.action == wanted:
                     score *= 1.6
-                elif entry.action is not None:
+                elif entry.action is not None and {entry.action, wanted} != {"get", "list"}:  # "show" says either
                     score *= 0.8
                 if entry.read_only and wanted not in READING:
                     score *= 0.85
@@ -207,6 +229,8 @@ class SearchIndex:
                     score *= 0.85
             if ideas:
                 score *= 0.6 + 0.8 * len(ideas & entry.words) / len(ideas)
+            if entry.about:  # "Create an issue" beats "Create an issue type for an organization"
+                score *= 1 - _ABOUT + 2 * _ABOUT * len(entry.about & asked) / len(entry.about)
             hits.append(Hit(entry.name, score))
         hits.sort(key=lambda h: -h.score)
         return hits[:max(limit, 0)]
