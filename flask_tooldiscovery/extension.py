@@ -324,7 +324,8 @@ class ToolDiscovery:
         app.extensions[STATE_KEY] = core
         app.extensions[PIPELINES_KEY] = pipelines
         finishers = {name: finish for name in pipelines if (finish := self.dialect(name).finish_task) is not None}
-        app.extensions[runner.EXTENSION_KEY] = runner.Tasks(app, settings, pipelines, finishers)
+        carried = {name: headers for name in pipelines if (headers := self.dialect(name).task_headers)}
+        app.extensions[runner.EXTENSION_KEY] = runner.Tasks(app, settings, pipelines, finishers, carried)
         app.extensions[TOOLSETS_KEY] = in_toolsets = mounts.build(
             core, table, mounts.toolsets(settings, self._toolsets, table), authenticators, pipelines)
         mounts.register(app, table, pipelines, in_toolsets)

@@ -299,6 +299,11 @@ class Settings:
         "TASK_OUTBOX_GRACE", 30, number(1),
         "Celery engine: seconds after which a task accepted but not yet sent to the broker (its publish failed, "
         "or its web worker died first) is sent by another process.")
+    task_headers: tuple[str, ...] = setting(
+        "TASK_HEADERS", (), parse_names,
+        "Request headers a task carries to where it runs (ctx.request.headers), besides Accept, Accept-Language, "
+        "Content-Type, User-Agent, traceparent, tracestate and X-Request-Id; sealed with a key derived from "
+        "SECRET_KEY on the Celery engine. Any other header, credentials included, stays with the request.")
     task_lease: float = setting(
         "TASK_LEASE", 30, number(0.5),
         "Seconds after which a task run in a web worker (the thread engine's, a streamed call's) whose process "

@@ -18,6 +18,7 @@ from flask_tooldiscovery.runtime.invoke import CANCELLED
 from flask_tooldiscovery.tasks.jobs import CallJob, FinishJob, JobVersionError, job_from_wire
 from flask_tooldiscovery.tasks.records import Task, TaskResult
 from flask_tooldiscovery.tasks.runner import tasks_of
+from flask_tooldiscovery.tasks.sealing import Sealer
 
 from .test_mcp_tasks import ended, modern, until
 
@@ -59,7 +60,7 @@ def test_a_job_queued_by_the_previous_release_still_runs() -> None:
     app, seen = app_with_whoami()
     tasks = tasks_of(app)
     tasks.store.put(Task(id="t-previous", tool="whoami", version="1.0.0", dialect="mcp", caller="alice", digest="d"))
-    job = job_from_wire(json.loads(json.dumps(PREVIOUS_JOB)))
+    job = job_from_wire(json.loads(json.dumps(PREVIOUS_JOB)), None)
     assert isinstance(job, CallJob) and job.identity is not None and job.identity["subject"] == "alice"
     tasks.run(job)
     task = tasks.store.get("t-previous")
@@ -67,16 +68,17 @@ def test_a_job_queued_by_the_previous_release_still_runs() -> None:
     assert seen == [{"subject": "alice", "user_id": "alice", "secrets": {"API": "s"}, "tag": "tag-1",
                      "call_id": "t-previous"}]
     # this release's own wire dict says its version and reads back as the same job
-    assert job.to_wire()["v"] == 1 and job_from_wire(job.to_wire()) == job
+    sealer = Sealer("a secret key")
+    assert job.to_wire(sealer)["v"] == 2 and job_from_wire(job.to_wire(sealer), sealer) == job
     finish = FinishJob(task="t-previous", dialect="mcp", attempt=3)
-    assert job_from_wire(finish.to_wire()) == finish and finish.job_id == "t-previous:then:3"
+    assert job_from_wire(finish.to_wire(), None) == finish and finish.job_id == "t-previous:then:3"
 
 
 def test_a_job_of_a_newer_release_is_refused_with_a_message_saying_so() -> None:
     with pytest.raises(JobVersionError, match=r"wire version 7.*cannot read.*upgrade the workers"):
-        job_from_wire({**PREVIOUS_JOB, "v": 7})
+        job_from_wire({**PREVIOUS_JOB, "v": 7}, None)
     with pytest.raises(ValueError, match="no task id"):
-        job_from_wire({"kind": "call"})
+        job_from_wire({"kind": "call"}, None)
 
 
 def test_a_record_kept_by_the_previous_release_still_reads_and_keeps_its_shape() -> None:

@@ -83,6 +83,9 @@ class Dialect:
     #: ``Tasks.start``): ``(pipeline, task, attempt) -> None`` when done, else the seconds to wait
     #: before the next attempt (Opal: POST the result to the call's callback URL).
     finish_task: Finisher | None = None
+    #: Request headers of its protocol that a task of its own carries to where it runs (for
+    #: ``ctx.request.headers``; sealed on the Celery engine): never one that carries a credential.
+    task_headers: tuple[str, ...] = ()
     #: How its clients call tools: ``flask tools check --replay`` and the conformance suite use it.
     driver: Driver | None = None
     #: A key under which two tools of one app may not meet (OXP ids); checked at registration.

@@ -30,9 +30,12 @@ from typing import Any, Protocol
 
 from ..errors import Busy
 from ..observe.logs import log
-from .jobs import Job, JobVersionError, job_from_wire
+from .jobs import Job
+from .sealing import Sealer
 
 Runner = Callable[[Job], None]
+#: What the Celery engine calls with a job's wire dict (the runner reads it: :func:`~.jobs.job_from_wire`).
+WireRunner = Callable[[dict[str, Any]], None]
 #: The name the runner is registered under on the Celery app.
 CELERY_TASK = "flask_tooldiscovery.run_task"
 CELERY_INSTALL = "pip install 'flask-tooldiscovery[celery]'"
@@ -139,17 +142,14 @@ class ThreadEngine:
 
 
 class CeleryEngine:
-    """Tasks sent to the Celery app ``celery`` (its broker and workers are the user's)."""
+    """Tasks sent to the Celery app ``celery`` (its broker and workers are the user's), each job as
+    its wire dict, what it holds of its request sealed with ``sealer``."""
 
-    def __init__(self, celery: Any, runner: Runner) -> None:
+    def __init__(self, celery: Any, runner: WireRunner, sealer: Sealer) -> None:
         def run_task(wire: dict[str, Any]) -> None:
-            try:
-                job = job_from_wire(wire)
-            except JobVersionError as exc:  # queued by a newer release: refused, never run half-read
-                log.error("flask-tooldiscovery: %s; the message is dropped", exc)
-                return
-            runner(job)
+            runner(wire)
 
+        self.sealer = sealer
         self._task = celery.task(name=CELERY_TASK, acks_late=True, reject_on_worker_lost=True,
                                  ignore_result=True)(run_task)
 
@@ -159,12 +159,20 @@ class CeleryEngine:
     def stop(self, deadline: float) -> list[str]:
         return []
 
+    def wire(self, job: Job) -> dict[str, Any]:
+        """``job`` as the broker carries it."""
+        return job.to_wire(self.sealer)
+
     def submit(self, job: Job, delay: float = 0.0) -> None:
-        # argsrepr/kwargsrepr: what Celery logs and shows (events, Flower) instead of the job itself,
-        # which carries the caller's secrets and credentials; it also spares a deep repr per message.
-        shown = f"[{job.kind} of task {job.task}]"
-        self._task.apply_async(args=[job.to_wire()], task_id=job.job_id, countdown=delay or None,
+        self.send(self.wire(job), delay)
+
+    def send(self, wire: dict[str, Any], delay: float = 0.0) -> None:
+        """Send a job's wire dict (:meth:`wire`) to the broker."""
+        # argsrepr/kwargsrepr: what Celery logs and shows (events, Flower) instead of the job itself
+        # (sealed, but long); it also spares a deep repr per message.
+        shown = f"[{wire.get('kind') or 'call'} of task {wire['task']}]"
+        self._task.apply_async(args=[wire], task_id=str(wire.get("job_id") or wire["task"]), countdown=delay or None,
                                argsrepr=shown, kwargsrepr="{}")
 
 
-__all__ = ["CELERY_INSTALL", "CELERY_TASK", "CeleryEngine", "Engine", "Job", "Runner", "ThreadEngine"]
+__all__ = ["CELERY_INSTALL", "CELERY_TASK", "CeleryEngine", "Engine", "Job", "Runner", "ThreadEngine", "WireRunner"]

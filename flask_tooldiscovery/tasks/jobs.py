@@ -2,23 +2,30 @@
 :class:`FinishJob` (one attempt of what its dialect does once it ended).
 
 A job crosses processes and hosts (Celery's broker, the outbox), so it travels as plain JSON:
-:meth:`CallJob.to_wire` and :func:`job_from_wire`. The wire dict names its version (``"v"``);
-a message an earlier release queued (no ``"v"``: the same keys) still reads, and one of a
-version this release does not know is refused with :class:`JobVersionError` rather than run
-half-understood.
+:meth:`CallJob.to_wire` and :func:`job_from_wire`. What a call job holds of its request (the
+arguments, the caller's identity, secrets and credentials, the headers it carries) travels
+sealed (:mod:`.sealing`), beside the few fields that route it in clear. The wire dict names its
+version (``"v"``); a message an earlier release queued (no ``"v"``, everything in clear) still
+reads, and one of a version this release does not know is refused with
+:class:`JobVersionError` rather than run half-understood.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ToolDiscoveryError
+from .sealing import Sealer, Unsealable
 
-#: The version of the job's wire dict this release writes.
-WIRE_VERSION = 1
-#: The versions it reads (0: an earlier release's message, which named none).
-READABLE = frozenset({0, 1})
+#: The version of the job's wire dict this release writes (2: what the call holds of its request, sealed).
+WIRE_VERSION = 2
+#: The versions it reads (0: an earlier release's message, which named none; 1: in clear).
+READABLE = frozenset({0, 1, 2})
+#: The fields of a call job that travel sealed: what the call holds of its request.
+SEALED = ("arguments", "user_id", "secrets", "authorization", "extra", "headers", "remote_addr", "identity")
+_COMPACT = json.JSONEncoder(separators=(",", ":"), default=str)
 
 
 class JobVersionError(ToolDiscoveryError, ValueError):
@@ -57,13 +64,12 @@ class CallJob:
         """The engine's id for this job (one per task)."""
         return self.task
 
-    def to_wire(self) -> dict[str, Any]:
-        """The job as plain JSON, with its version."""
+    def to_wire(self, sealer: Sealer) -> dict[str, Any]:
+        """The job as plain JSON, with its version; what it holds of its request sealed."""
+        private = _COMPACT.encode({name: getattr(self, name) for name in SEALED}).encode()
         return {"v": WIRE_VERSION, "kind": self.kind, "task": self.task, "dialect": self.dialect, "tool": self.tool,
-                "version": self.version, "arguments": self.arguments, "call_id": self.call_id,
-                "trace_id": self.trace_id, "user_id": self.user_id, "then": self.then, "charged": self.charged,
-                "secrets": self.secrets, "authorization": self.authorization, "extra": self.extra,
-                "headers": self.headers, "remote_addr": self.remote_addr, "identity": self.identity}
+                "version": self.version, "call_id": self.call_id, "trace_id": self.trace_id, "then": self.then,
+                "charged": self.charged, "sealed": sealer.seal(private)}
 
 
 @dataclass(frozen=True)
@@ -80,7 +86,8 @@ class FinishJob:
     def job_id(self) -> str:
         return f"{self.task}:then:{self.attempt}"
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(self, sealer: Sealer | None = None) -> dict[str, Any]:
+        """The job as plain JSON (nothing in it is secret: ``sealer`` is not needed)."""
         return {"v": WIRE_VERSION, "kind": self.kind, "task": self.task, "dialect": self.dialect,
                 "attempt": self.attempt, "job_id": self.job_id}
 
@@ -92,9 +99,11 @@ def _dict(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, dict) else {}
 
 
-def job_from_wire(data: Any) -> Job:
-    """The job of a wire dict (this release's, or an earlier one's); :class:`JobVersionError` for
-    a version it cannot read, :class:`ValueError` for what is no job."""
+def job_from_wire(data: Any, sealer: Sealer | None) -> Job:
+    """The job of a wire dict (this release's, or an earlier one's), its sealed part opened with
+    ``sealer``; :class:`JobVersionError` for a version it cannot read,
+    :class:`~.sealing.Unsealable` for a sealed part no key opens, :class:`ValueError` for what
+    is no job."""
     if not isinstance(data, dict) or not isinstance(data.get("task"), str):
         raise ValueError("not a flask-tooldiscovery job: no task id")
     version = data.get("v", 0)
@@ -104,6 +113,11 @@ def job_from_wire(data: Any) -> Job:
     if data.get("kind") == "finish":
         return FinishJob(task=data["task"], dialect=str(data.get("dialect") or ""),
                          attempt=int(data.get("attempt") or 1))
+    if "sealed" in data:
+        if sealer is None:
+            raise Unsealable(f"job of task {data['task']} is sealed, and this app has no SECRET_KEY to open it")
+        opened = json.loads(sealer.open(str(data["sealed"])))
+        data = {**data, **{name: opened.get(name) for name in SEALED}}
     identity = data.get("identity")
     return CallJob(
         task=data["task"], dialect=str(data.get("dialect") or ""), tool=str(data.get("tool") or ""),
@@ -115,4 +129,4 @@ def job_from_wire(data: Any) -> Job:
         remote_addr=data.get("remote_addr"), identity=dict(identity) if isinstance(identity, dict) else None)
 
 
-__all__ = ["READABLE", "WIRE_VERSION", "CallJob", "FinishJob", "Job", "JobVersionError", "job_from_wire"]
+__all__ = ["READABLE", "SEALED", "WIRE_VERSION", "CallJob", "FinishJob", "Job", "JobVersionError", "job_from_wire"]

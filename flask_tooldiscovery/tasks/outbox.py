@@ -25,8 +25,8 @@ import weakref
 from typing import Any
 
 from ..observe.logs import log
-from .engines import Engine
-from .jobs import Job, job_from_wire
+from .engines import CeleryEngine
+from .jobs import READABLE
 from .records import COMPACT, PUT_LINES, REDIS_PREFIX, Task
 
 OUTBOX = f"{REDIS_PREFIX}outbox"
@@ -68,22 +68,23 @@ return 0
 class Outbox:
     """Jobs kept in Redis until this or another process has sent them to ``engine``."""
 
-    def __init__(self, redis: Any, engine: Engine, grace: float) -> None:
+    def __init__(self, redis: Any, engine: CeleryEngine, grace: float) -> None:
         self._redis = redis
         self._engine = engine
         self.grace = grace
         self._keep = redis.register_script(_KEEP)
         self._take = redis.register_script(_TAKE)
         self._take_one = redis.register_script(_TAKE_ONE)
-        self._queue: queue.SimpleQueue[Job] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._pid = 0
         self._unreachable = False  # said once per outage, not at every look
 
-    def keep(self, task: Task, job: Job) -> None:
-        """Write ``task``'s record and its job in one round trip; the publisher sends it soon."""
-        text = COMPACT.encode(job.to_wire())
+    def keep(self, task: Task, job: dict[str, Any]) -> None:
+        """Write ``task``'s record and its job (its wire dict, sealed) in one round trip; the
+        publisher sends it soon."""
+        text = COMPACT.encode(job)
         ttl = max(int(task.ttl), 1)
         now = time.time()
         self._keep(keys=[REDIS_PREFIX + task.id, f"{REDIS_PREFIX}caller:{task.caller or ''}", OUTBOX, JOBS],
@@ -112,10 +113,10 @@ class Outbox:
             self.send_due()
             return
         try:
-            if self._take_one(keys=[OUTBOX], args=[job.task, repr(time.time() + self.grace)]):
+            if self._take_one(keys=[OUTBOX], args=[job["task"], repr(time.time() + self.grace)]):
                 self._send(job)
         except Exception:  # Redis unreachable for a moment: the job stays due, any publisher sends it
-            log.warning("flask-tooldiscovery: task %s stays in the outbox for now", job.task, exc_info=True)
+            log.warning("flask-tooldiscovery: task %s stays in the outbox for now", job["task"], exc_info=True)
 
     def send_due(self) -> int:
         """Send the jobs whose due time has passed (left by a publish that failed or never happened);
@@ -137,24 +138,24 @@ class Outbox:
             task_id = taken[i].decode() if isinstance(taken[i], bytes) else str(taken[i])
             log.warning("flask-tooldiscovery: task %s was accepted but not yet sent to the task engine; sending it "
                         "now", task_id)
-            try:
-                job = job_from_wire(json.loads(taken[i + 1]))
-            except ValueError as exc:  # a job this release cannot read: left for a worker that can
-                log.error("flask-tooldiscovery: task %s in the outbox cannot be sent by this release: %s", task_id, exc)
+            job = json.loads(taken[i + 1])
+            if not isinstance(job, dict) or job.get("v", 0) not in READABLE:  # left for a release that reads it
+                log.error("flask-tooldiscovery: task %s in the outbox is of a job version this release cannot read",
+                          task_id)
                 continue
             sent += self._send(job)
         return sent
 
-    def _send(self, job: Job) -> int:
+    def _send(self, job: dict[str, Any]) -> int:
         try:
-            self._engine.submit(job)
+            self._engine.send(job)
         except Exception:  # the broker is down: the job stays due and is sent again later
             log.warning("flask-tooldiscovery: could not send task %s to the task engine; it stays in the outbox",
-                        job.task, exc_info=True)
+                        job["task"], exc_info=True)
             return 0
         pipe = self._redis.pipeline(transaction=False)
-        pipe.zrem(OUTBOX, job.task)
-        pipe.hdel(JOBS, job.task)
+        pipe.zrem(OUTBOX, job["task"])
+        pipe.hdel(JOBS, job["task"])
         pipe.execute()
         return 1
 

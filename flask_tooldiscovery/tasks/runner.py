@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict
 from typing import Any, cast
 
 from flask import Flask
@@ -39,9 +40,10 @@ from .callback_queue import LocalCallbackQueue, RedisCallbackQueue
 from .callbacks import CallbackSender, SenderOptions, backoff_for
 from .cancel_watch import CancelWatcher
 from .engines import CELERY_INSTALL, CeleryEngine, Engine, ThreadEngine
-from .jobs import CallJob, FinishJob, Job, job_from_wire
+from .jobs import CallJob, FinishJob, Job, JobVersionError, job_from_wire
 from .outbox import Outbox
 from .records import COMPACT, RedisTaskStore, Task, TaskResult, TaskState, TaskStore, store_for
+from .sealing import Sealer, Unsealable, sealer_for
 from .shutdown import on_celery_process_shutdown, register, stop
 
 #: What a dialect does with a task of its own once it ended (deliver its result somewhere), declared
@@ -49,10 +51,13 @@ from .shutdown import on_celery_process_shutdown, register, stop
 #: done, or the seconds to wait before another. It runs in the callback sender's threads; it POSTs
 #: through ``tasks_of(app).callbacks.post`` (limits per host, circuits, the outcome on the record).
 Finisher = Callable[[Pipeline, Task, int], "float | None"]
-#: Request headers a task does not carry to where it runs: credentials, and what belonged to the
-#: request's own body and connection.
-UNCARRIED_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "content-length",
-                               "transfer-encoding", "connection"})
+#: Request headers a task carries to where it runs (for ``ctx.request.headers``), sealed with the rest
+#: of what it holds of its request, beside those :confval:`TOOLDISCOVERY_TASK_HEADERS` adds: none
+#: that carries a credential. Any other header stays with the request.
+CARRIED_HEADERS = frozenset({"accept", "accept-language", "content-type", "user-agent", "traceparent", "tracestate",
+                             "x-request-id"})
+UNSEALED = ("The task could not be run: the worker could not open the request it carries (the web and task "
+            "workers do not share the SECRET_KEY it was sealed with).")
 INTERRUPTED = ("The call was interrupted: the worker running it stopped before it ended. It was not run "
                "again, so whether it took effect is unknown.")
 
@@ -93,13 +98,19 @@ class Tasks:
     """One app's tasks: its store, its engine, and the runner the engine calls."""
 
     def __init__(self, app: Flask, settings: Settings, pipelines: Mapping[str, Pipeline],
-                 finishers: Mapping[str, Finisher] | None = None) -> None:
+                 finishers: Mapping[str, Finisher] | None = None,
+                 task_headers: Mapping[str, Iterable[str]] | None = None) -> None:
         self.app = app
         self.settings = settings
         self.pipelines = pipelines
         #: Each dialect's finisher, by the dialect's name (its ``Dialect.finish_task``).
         self.finishers: Mapping[str, Finisher] = dict(finishers or {})
         self.store: TaskStore = store_for(settings.state_storage_uri)
+        #: What seals a job's request for the broker (the Celery engine's; ``None`` with the thread engine).
+        self.sealer: Sealer | None = None
+        carried = CARRIED_HEADERS | {h.lower() for h in settings.task_headers}
+        #: The headers a task carries, by dialect (its ``Dialect.task_headers`` beside the app's).
+        self._carried = {name: carried | {h.lower() for h in (task_headers or {}).get(name, ())} for name in pipelines}
         self._watcher = CancelWatcher(self.store, lease=float(settings.task_lease))
         self.engine = self._engine(app, settings)
         #: The Celery engine's outbox (accepted jobs kept beside their records until sent).
@@ -135,11 +146,12 @@ class Tasks:
         if not settings.state_storage_uri:
             raise SettingsError(f"{key('TASK_ENGINE')} is 'celery': set {key('STATE_STORAGE_URI')} (Redis) so that "
                                 "task records are shared by the web and Celery workers")
+        self.sealer = sealer_for(app.config, f"{key('TASK_ENGINE')} = 'celery'")
         from celery.signals import worker_process_shutdown  # type: ignore[import-untyped]
 
         # a Celery pool process that stops gracefully stops its tasks' callbacks first
         worker_process_shutdown.connect(on_celery_process_shutdown, weak=False, dispatch_uid="flask-tooldiscovery")
-        return CeleryEngine(celery_app, self.run)
+        return CeleryEngine(celery_app, self.run_wire, self.sealer)
 
     def start(self, pipe: Pipeline, tool: Tool, arguments: dict[str, Any], context: ToolContext, *,
               then: str | None = None, meta: Mapping[str, Any] | None = None, ttl: float | None = None) -> Task:
@@ -156,18 +168,18 @@ class Tasks:
             task=task.id, dialect=pipe.name, tool=tool.name, version=tool.version, arguments=arguments,
             call_id=context.call_id, trace_id=context.trace_id, user_id=context.user_id, then=then, charged=True,
             secrets=dict(context.secrets), authorization=dict(context.authorization), extra=dict(context.extra),
-            # the headers the call arrived with, for ctx.request where the task runs (credentials aside)
+            # the headers the call arrived with that a task carries, for ctx.request where it runs
             headers={} if request is None else {k: v for k, v in request.headers.items()
-                                                if k.lower() not in UNCARRIED_HEADERS},
+                                                if k.lower() in self._carried.get(pipe.name, CARRIED_HEADERS)},
             remote_addr=None if request is None else request.remote_addr,
             identity=None if identity is None else {
                 "subject": identity.subject, "scopes": list(identity.scopes), "claims": dict(identity.claims),
                 "method": identity.method})
         if self.outbox is not None:  # the record and the job in one round trip; the broker hears of it soon
-            self.outbox.keep(task, job)
+            self.outbox.keep(task, cast(CeleryEngine, self.engine).wire(job))
             return task
         try:  # as plain JSON even in this process: the run sees what it would see elsewhere
-            self.engine.submit(job_from_wire(json.loads(COMPACT.encode(job.to_wire()))))
+            self.engine.submit(CallJob(**json.loads(COMPACT.encode(asdict(job)))))
         except CoreError as exc:
             self._watcher.release(task.id)
             refused = TaskResult(status="refused", error=exc.message, http_status=exc.status)
@@ -241,6 +253,25 @@ class Tasks:
                 self._run(job)
             finally:
                 self._watcher.release(job.task)
+
+    def run_wire(self, wire: dict[str, Any]) -> None:
+        """Run a job from its wire dict (what the Celery engine calls): a job this release cannot
+        read is dropped, and one whose request cannot be opened ends its task failed; both logged."""
+        try:
+            job = job_from_wire(wire, self.sealer)
+        except JobVersionError as exc:  # queued by a newer release: refused, never run half-read
+            log.error("flask-tooldiscovery: %s; the message is dropped", exc)
+            return
+        except Unsealable as exc:
+            log.error("flask-tooldiscovery: task %s cannot run: %s", wire.get("task"), exc)
+            task = self.store.get(str(wire.get("task")))
+            if task is not None and not task.terminal:
+                self._end(task, "failed", TaskResult(status="failure", error=UNSEALED, crashed=True))
+            return
+        except (ValueError, TypeError) as exc:
+            log.error("flask-tooldiscovery: a message that is no task's job was dropped (%s)", exc)
+            return
+        self.run(job)
 
     def _run(self, job: CallJob) -> None:
         task = self.store.get(job.task)

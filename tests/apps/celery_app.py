@@ -50,12 +50,18 @@ def create_app() -> Flask:
     app = Flask("celery_tasks")
     app.config.from_mapping(
         TESTING=True,
+        # TD_SECRET_KEY / TD_SECRET_KEY_FALLBACKS: what seals a job's request (a test rotates them)
+        SECRET_KEY=os.environ.get("TD_SECRET_KEY", "celery-tests-secret-key"),
+        SECRET_KEY_FALLBACKS=[k for k in os.environ.get("TD_SECRET_KEY_FALLBACKS", "").split(",") if k],
         TOOLDISCOVERY_DIALECTS=["opal"],
         TOOLDISCOVERY_TASK_ENGINE="celery",
         TOOLDISCOVERY_STATE_STORAGE_URI=redis_url,
         TOOLDISCOVERY_OPAL_CALLBACK_HOSTS=["127.0.0.1"],
         TOOLDISCOVERY_OPAL_CALLBACK_RETRIES=5,
         TOOLDISCOVERY_TASK_OUTBOX_GRACE=float(os.environ.get("TD_OUTBOX_GRACE", "30")),
+        # TD_API_KEY: the identity layer's API key; TD_TASK_HEADERS: headers a task carries
+        TOOLDISCOVERY_API_KEY=os.environ.get("TD_API_KEY") or None,
+        TOOLDISCOVERY_TASK_HEADERS=os.environ.get("TD_TASK_HEADERS", ""),
         CELERY={
             # TD_BROKER_URL: a broker of its own (the tests point one web side at a dead one)
             "broker_url": os.environ.get("TD_BROKER_URL") or redis_url, "task_ignore_result": True,
@@ -92,6 +98,18 @@ def create_app() -> Flask:
             time.sleep(0.05)
         ctx.check_cancelled()
         return {"waited": name}
+
+    @discovery.tool(long_running=True)
+    def whoami(name: str, ctx: ToolContext) -> dict:
+        """Say what the call's request gave the task (whether each credential is the one expected,
+        never the credential itself), once its gate opens."""
+        effect(f"whoami-{name}")
+        wait_for_gate(name)
+        tenant = ctx.request.headers.get("X-Tenant-Key") if ctx.request is not None else None
+        return {"method": ctx.identity.method if ctx.identity is not None else None,
+                "token": ctx.authorization.get("acme") == os.environ.get("TD_EXPECT_TOKEN"),
+                "tenant": tenant is not None and tenant == os.environ.get("TD_EXPECT_TENANT"),
+                "api_key_header": ctx.request is not None and "X-API-Key" in ctx.request.headers}
 
     @discovery.tool(long_running=True)
     def quick(n: int) -> dict:
