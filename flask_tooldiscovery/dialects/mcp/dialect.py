@@ -42,7 +42,7 @@ from . import (
 from . import input_requests as mcp_input
 from . import jsonrpc as rpc
 from . import stream as mcp_stream
-from . import tasks as mcp_tasks
+from . import task_methods as mcp_tasks
 from .auth import authenticator, authorization, remote_auth, root_blueprint, security_warning
 from .content import object_output_schema
 from .driver import McpDriver

@@ -14,7 +14,7 @@ from . import param_headers, revisions
 from .content import VERSION_META_KEY
 from .param_headers import HEADER_MISMATCH
 from .request import CAPABILITIES_META_KEY, MISSING_CAPABILITY, speaks_stateless
-from .tasks import STATELESS_METHODS as TASK_METHODS
+from .task_methods import STATELESS_METHODS as TASK_METHODS
 from .tool_search import CALLED_AS
 
 #: Handshake-era methods the stateless era removed (the handshake, ``ping``, session-held state).

@@ -27,7 +27,7 @@ from . import revisions, sse
 from . import task_wire as wire
 from .request import McpRequest
 from .settings import McpSettings
-from .tasks import EXTENSION, RELATED_TASK
+from .task_methods import EXTENSION, RELATED_TASK
 
 STOPPED = "The call ended without a result (an error on the server); whether it took effect is unknown."
 

@@ -23,7 +23,7 @@ from ...tasks.records import Task
 from ...tasks.runner import tasks_of
 from . import elicit
 from .request import McpRequest
-from .tasks import RELATED_TASK
+from .task_methods import RELATED_TASK
 
 METHOD = "tasks/result"
 

@@ -1,5 +1,7 @@
-"""MCP tasks: a ``tools/call`` answered with a task handle, run by the app's task engine
-(:mod:`~...tasks.runner`), its record read, answered and cancelled from any worker and host.
+"""MCP's tasks wire methods (``tasks/get``, ``tasks/result``, ``tasks/list``, ``tasks/cancel``,
+``tasks/update``) and the ``tools/call`` that makes a task: a call answered with a task handle, run
+by the app's task engine (:mod:`~...tasks.runner`), its record read, answered and cancelled from any
+worker and host.
 
 Which calls become tasks: a tool's ``task_support`` (``"optional"`` or ``"required"``; a
 ``long_running`` tool is ``"optional"``), asked for by the client: in the stateless era by declaring
