@@ -25,8 +25,10 @@ class OpalSettings(DialectSettings):
         "OPAL_CALLBACK_RETRY_WINDOW", 3600, number(0),
         "Seconds after a call ended during which its result is still offered to the callback URL; "
         "the result stays readable in the call's task record after that.")
-    callback_timeout: float = setting("OPAL_CALLBACK_TIMEOUT", 10, number(0.1),
-                                      "Seconds each attempt to POST an async result may take.")
+    callback_timeout: float = setting(
+        "OPAL_CALLBACK_TIMEOUT", 10, number(0.1),
+        "Seconds an attempt to POST an async result waits for each read of the answer (connecting: "
+        "TOOLDISCOVERY_TASK_CALLBACK_CONNECT_TIMEOUT, at most this).")
 
 
 __all__ = ["OpalSettings"]
