@@ -309,7 +309,7 @@ class Settings:
         "Seconds after which a task run in a web worker (the thread engine's, a streamed call's) whose process "
         "stopped renewing it is read as interrupted.")
     task_callback_workers: int = setting(
-        "TASK_CALLBACK_WORKERS", 4, whole_number(1),
+        "TASK_CALLBACK_WORKERS", 8, whole_number(1),
         "Threads in each process that send the callbacks of ended tasks (Opal async results): a pool of "
         "their own, so a slow receiver never holds a thread that runs tasks.")
     task_callback_host_limit: int = setting(

@@ -43,6 +43,8 @@ from .records import Task, TaskStore
 
 #: The longest wait between two attempts, in seconds.
 MAX_BACKOFF = 60.0
+#: Callbacks the dispatcher looks at at once, at least (those whose host is full wait again).
+BATCH = 64
 #: Delivery states after which nothing more is sent.
 OVER = frozenset({"delivered", "given_up", "finished"})
 
@@ -129,7 +131,7 @@ def deliver(url: str, body: Any, headers: Mapping[str, str], *, attempts: int, t
 class SenderOptions:
     """How callbacks are sent (the ``TOOLDISCOVERY_TASK_CALLBACK_*`` settings)."""
 
-    workers: int = 4
+    workers: int = 8
     host_limit: int = 2
     connect_timeout: float = 3.0
     circuit_failures: int = 5
@@ -200,7 +202,7 @@ class CallbackSender:
             if room <= 0:
                 self._lock.wait(self._poll)
                 return
-        taken = self.queue.take(time.time(), room)
+        taken = self.queue.take(time.time(), max(room, BATCH))  # more than room: some hosts may be full
         begun = sum(self._begin(entry) for entry in taken)
         if taken and not begun:  # all waiting for their hosts: a moment before looking again
             with self._lock:
@@ -223,9 +225,13 @@ class CallbackSender:
             circuit = self._circuits.setdefault(host, _Circuit())
             shut = circuit.open_until > time.monotonic()
             if not shut:
+                if self._running >= self.options.workers or self._stopping:  # the pool is full: soon
+                    self.queue.add(entry, time.time() + random.uniform(0.05, 0.1))
+                    return False
                 if circuit.probing or self._busy.get(host, 0) >= self.options.host_limit:
-                    # its turn comes (after the probe's answer, when its host's circuit was open)
-                    self.queue.add(entry, time.time() + 0.25 + random.uniform(0, 0.25))
+                    # its turn comes (after the probe's answer, when its host's circuit was open); spread
+                    # out, so that many waiting for one host are not looked at again all together
+                    self.queue.add(entry, time.time() + random.uniform(0.5, 2.5))
                     return False
                 circuit.probing = bool(circuit.open_until)  # the first attempt after the circuit was open
                 self._busy[host] = self._busy.get(host, 0) + 1
