@@ -330,7 +330,10 @@ class ToolDiscovery:
             core, table, mounts.toolsets(settings, self._toolsets, table), authenticators, pipelines)
         mounts.register(app, table, pipelines, in_toolsets)
         authorization_server.install(app, settings, core.guard.check, self._oauth_user)
-        app.extensions["tooldiscovery.fast"] = fastpath.install(app)
+        every = [*pipelines.values(), *(pipe for toolset in in_toolsets.values() for pipe in toolset.values())]
+        app.extensions["tooldiscovery.fast"] = fastpath.install(app, post_paths=[  # MCP's endpoint, with or without "/"
+            path for pipe in every if pipe.dialect.learnable.post is not None
+            for path in {pipe.prefix or "/", f"{pipe.prefix}/"}])
         if settings.metrics and settings.metrics_path:
             from .observe import metrics
 

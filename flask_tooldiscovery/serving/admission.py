@@ -22,6 +22,7 @@ from ..identity.sources import Authenticator, AuthError, ScopeError
 from ..tools.model import Identity
 from . import request_state
 from .guard import Guard, RouteKind
+from .request_state import RequestState
 
 T = TypeVar("T")
 
@@ -40,16 +41,17 @@ class Admission:
         """True when discovery lets in a caller without credentials (it sees what no identity may see)."""
         return self.authenticator is None or not self.authenticator.protect_discovery
 
-    def admit(self, kind: RouteKind, req: Request | None = None) -> Identity | None:
-        """Guard and identify a request (``req``, else the current one) to a route of ``kind``;
-        the identity (or ``None``)."""
+    def admit(self, kind: RouteKind, req: Request | None = None, state: RequestState | None = None) -> Identity | None:
+        """Guard and identify a request (``req``, else the current one; ``state``: its state) to a
+        route of ``kind``; the identity (or ``None``)."""
         if req is None:
             req = request._get_current_object()  # type: ignore[attr-defined]
         if kind == "call":
             self.guard.check_call(req)
         identity = None
         auth = self.authenticator
-        state = request_state.current()
+        if state is None:
+            state = request_state.current()
         if auth is not None and (kind == "call" or (kind == "discovery" and not self.open_discovery)):
             try:
                 identity = auth.authenticate(req)

@@ -27,7 +27,7 @@ class MalformedBody(BadRequest):
 
 def json_body(limit: int, *, required: bool = False) -> Any:
     """The request body parsed as JSON (``None`` when empty and not ``required``)."""
-    state = request_state.current()
+    state = request_state.ACTIVE.get() or request_state.current()
     if state.body is not request_state.UNREAD:
         return state.body
     raw = state.raw if state.raw is not None else read_body(limit)  # a signature's check read it first

@@ -145,14 +145,14 @@ def request_headers(environ: Environ) -> tuple[tuple[str, Any], ...]:
 def app_steps_aside(app: Flask) -> str | None:
     """Why learned answers are off for ``app`` (code of its own around the requests the fast path
     would answer: app-wide hooks, or hooks added to this package's blueprints), or ``None``."""
-    for what, table, ours in (("before_request", app.before_request_funcs, 1),
-                              ("after_request", app.after_request_funcs, 1),
-                              ("teardown_request", app.teardown_request_funcs, 0),
-                              ("url_value_preprocessor", app.url_value_preprocessors, 0)):
+    for what, table in (("before_request", app.before_request_funcs),
+                        ("after_request", app.after_request_funcs),
+                        ("teardown_request", app.teardown_request_funcs),
+                        ("url_value_preprocessor", app.url_value_preprocessors)):
         if table.get(None):
             return f"the app has {what} functions"
-        for blueprint, functions in table.items():
-            if blueprint is not None and blueprint.startswith(BLUEPRINT_PREFIX) and len(list(functions)) > ours:
+        for blueprint, functions in table.items():  # ours have none: their views guard themselves
+            if blueprint is not None and blueprint.startswith(BLUEPRINT_PREFIX) and list(functions):
                 return f"blueprint {blueprint!r} has {what} functions of its own"
     if type(app.session_interface) is not SecureCookieSessionInterface:
         return "the app has a session interface of its own"
@@ -172,12 +172,18 @@ class FastPath:
         self._posts: dict[tuple[Key, Any, Hashable], tuple[PostLesson, _Answer]] = {}
         #: POST paths whose answers were offered to learn (the others are never captured).
         self._wanted: set[Key] = set()
+        #: The only paths (``PATH_INFO``) where a POST answer may ever be offered (a dialect whose
+        #: ``learnable.post`` is set: MCP's endpoint); a POST elsewhere (a tool call) goes straight
+        #: to Flask.
+        self.post_paths: set[str] = set()
 
     def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         if not self._on and (self._on is False or not self._decide()):
             return self.wsgi_app(environ, start_response)
         method = environ.get("REQUEST_METHOD")
         if method == "POST":
+            if environ.get("PATH_INFO") not in self.post_paths:
+                return self.wsgi_app(environ, start_response)
             return self._post(environ, start_response)
         if method != "GET" or environ.get("QUERY_STRING"):
             return self.wsgi_app(environ, start_response)
@@ -383,16 +389,20 @@ def credential_keys(auth: Authenticator | None) -> tuple[str, ...] | None:
     return () if auth is None else None if auth.protect_discovery else auth.reads
 
 
-def install(app: Flask) -> FastPath | None:
+def install(app: Flask, post_paths: Iterable[str] = ()) -> FastPath | None:
     """Put a :class:`FastPath` in front of ``app`` unless something already wraps its
     ``wsgi_app`` (middleware applied before ``init_app``, such as ProxyFix, changes what a request
-    means: then every request goes through Flask, and the log says so)."""
+    means: then every request goes through Flask, and the log says so). ``post_paths``: where a
+    POST answer may be offered to learn (:attr:`FastPath.post_paths`)."""
     inner = app.wsgi_app
+    if isinstance(inner, FastPath):  # a second init_app on the app: its paths too
+        inner.post_paths.update(post_paths)
     if getattr(inner, "__func__", None) is not type(app).wsgi_app or getattr(inner, "__self__", None) is not app:
         log.info("flask-tooldiscovery: learned discovery answers are off for app %r: its wsgi_app was "
                  "wrapped before init_app, so every request goes through Flask", app.name)
         return None
     fast = FastPath(app)
+    fast.post_paths.update(post_paths)
     app.wsgi_app = fast
     return fast
 

@@ -30,14 +30,17 @@ def call_as(pipe: Pipeline, identity: Identity | None, tool: Tool, arguments: An
     environ = {"REMOTE_ADDR": remote_addr} if remote_addr else None
     with current_app.test_request_context(pipe.prefix or "/", method="POST", headers=dict(headers or {}),
                                           environ_base=environ):
-        state = request_state.current()
-        state.identity, state.trace_id = identity, fields.pop("trace_id", None) or new_trace_id()
-        context = pipe.context(**fields)
-        if headers is None:
-            context.request = None
-        if context_hook is not None:
-            context_hook(context)
-        return pipe.invoke(tool, arguments, context, approval=approval, coerce=coerce, charged=charged)
+        state, token = request_state.begin()  # its own state, even when called during a request
+        try:
+            state.identity, state.trace_id = identity, fields.pop("trace_id", None) or new_trace_id()
+            context = pipe.context(**fields)
+            if headers is None:
+                context.request = None
+            if context_hook is not None:
+                context_hook(context)
+            return pipe.invoke(tool, arguments, context, approval=approval, coerce=coerce, charged=charged)
+        finally:
+            request_state.end(token)
 
 
 def charge(pipe: Pipeline, tool: Tool) -> None:

@@ -28,6 +28,7 @@ from ..identity.sources import Authenticator, Identity
 from ..observe.logs import log
 from ..observe.operations import observe_call
 from ..runtime.invoke import Failure, Outcome
+from ..runtime.invoke import invoke as run
 from ..search.indexes import DEFAULT_LIMIT
 from ..settings_parsers import Toolset
 from ..tools.model import CLAIMED_USER_ID, Tool, ToolContext
@@ -42,8 +43,12 @@ from .core import Core, Translator
 from .cors import Cors
 from .fastpath import Learner, credential_keys, listening
 from .guard import RouteKind, new_call_id, well_formed_trace_id
+from .request_state import ACTIVE
 from .routes import Routes
 from .wire import JSON_MIMETYPE, dumps, json_response
+
+#: No identity given (:meth:`Pipeline._visible` reads the request's).
+UNKNOWN = object()
 
 
 class Pipeline:
@@ -78,6 +83,8 @@ class Pipeline:
         self.routes = Routes(self.prefix)
         #: Whether a call needs a person's approval, decided once per call (:meth:`Approvals.gate`).
         self.approvals = Approvals(core.settings)
+        #: What an anonymous caller's lists show, with the static tool set it was worked out from.
+        self._shown: tuple[ToolSet, ToolSet] | None = None
         #: Every dialect mounted on the app, by name (this one included): one table they share (a
         #: toolset's mounts share one of their own).
         self.mounted: dict[str, Pipeline] = mounted if mounted is not None else {}
@@ -87,12 +94,19 @@ class Pipeline:
 
     def blueprint(self, import_name: str, *, suffix: str = "", **options: Any) -> Blueprint:
         """The dialect's blueprint (``suffix``: a second one, e.g. mounted at the root), with the
-        core's guard, error mapping and response headers; routes are then added with :meth:`route`."""
+        core's guard, error mapping and response headers; routes are then added with :meth:`route`.
+
+        Every view of it runs inside :meth:`guarded` (its static files too), which guards, admits,
+        maps a :class:`~flask_tooldiscovery.errors.CoreError` to the dialect's error and adds the
+        response headers itself: no blueprint hook runs on a request. An error raised outside a
+        view (an app's own ``before_request`` aborting, an unhandled exception's 500) is answered
+        by the same mapping, with the same headers."""
         bp = Blueprint(f"{self.blueprint_name}{suffix}", import_name, **options)
-        bp.before_request(self._before)
-        bp.after_request(self._after)
-        bp.register_error_handler(CoreError, self.error_response)
-        bp.register_error_handler(HTTPException, lambda exc: self.error_response(from_http(exc)))
+        bp.register_error_handler(CoreError, lambda exc: self._finish_error(self.error_response(exc)))
+        bp.register_error_handler(HTTPException, lambda exc: self._finish_error(self.error_response(from_http(exc))))
+        if bp.has_static_folder:  # its files go through the guard and get the headers as any view
+            bp.send_static_file = self.guarded(bp.send_static_file, "page", admit=False,  # type: ignore[method-assign]
+                                               methods={"GET"})
         self._blueprint = bp
         return bp
 
@@ -104,20 +118,56 @@ class Pipeline:
         (``Access-Control-Allow-Origin: *``), as metadata documents are."""
 
         def register(view: Callable[..., Any]) -> Callable[..., Any]:
-            name = endpoint or view.__name__
-
-            @functools.wraps(view)
-            def guarded(**kwargs: Any) -> Any:
-                req = request._get_current_object()  # type: ignore[attr-defined]
-                if req.method != "OPTIONS":
-                    self.admit(kind, req)
-                return view(**kwargs)
-
-            self.routes.add(self._blueprint, rule, kind, methods, name, guarded, guard_methods=guard_methods,
-                            public=public, **options)
+            self.routes.add(self._blueprint, rule, kind, methods, endpoint or view.__name__, view,
+                            lambda answer, kind_of, admit, served, options_too: self.guarded(
+                                answer, kind_of, admit=admit, public=public, methods=served, options=options_too),
+                            guard_methods=guard_methods, public=public, **options)
             return view
 
         return register
+
+    def guarded(self, view: Callable[..., Any], kind: RouteKind, *, admit: bool = True, public: bool = False,
+                methods: set[str] | None = None, options: bool = False) -> Callable[..., Response]:
+        """``view`` as every route of the dialect runs it: the request's state begun, the guard's
+        checks (host, size, trace id), the caller admitted to a route of ``kind`` (unless
+        ``admit`` is false), a :class:`~flask_tooldiscovery.errors.CoreError` or HTTP error answered
+        in the dialect's shape, and the response's headers (:class:`.cors.Cors`: ``public`` and the
+        rule's ``methods`` decide its CORS answer). An ``OPTIONS`` the view does not take (not
+        ``options``) is answered as Flask would (``Allow``), with the same headers."""
+        guard, finish, admission = self.core.guard, self.cors.finish, self.admission
+        served: set[str] = set() if methods is None else methods
+        kind_of: RouteKind | None = kind
+
+        @functools.wraps(view)
+        def guarded(*args: Any, **kwargs: Any) -> Response:
+            req = request._get_current_object()  # type: ignore[attr-defined]
+            state, token = request_state.begin()
+            try:
+                try:
+                    state.trace_id = guard.check(req)
+                    if req.method == "OPTIONS":
+                        rv = view(*args, **kwargs) if options else current_app.make_default_options_response()
+                    else:
+                        if admit:
+                            admission.admit(kind, req, state)
+                        rv = view(*args, **kwargs)
+                except CoreError as exc:
+                    rv = self.error_response(exc)
+                except HTTPException as exc:
+                    rv = self.error_response(from_http(exc))
+                response = rv if isinstance(rv, Response) else current_app.make_response(rv)
+                return finish(response, req, state, kind_of, public, served)
+            finally:
+                request_state.end(token)
+
+        guarded.provide_automatic_options = False  # type: ignore[attr-defined]  # answered above
+        return guarded
+
+    def _finish_error(self, response: Response) -> Response:
+        """The headers of an error answered outside a view (see :meth:`blueprint`)."""
+        req = request._get_current_object()  # type: ignore[attr-defined]
+        kind, public, methods = self.routes.of(req)
+        return self.cors.finish(response, req, request_state.peek(), kind, public, methods)
 
     def route_kind(self, endpoint: str) -> RouteKind | None:
         """What the view at ``endpoint`` (``blueprint.view``, as the URL map names it) does, when it
@@ -129,19 +179,16 @@ class Pipeline:
 
     # -- guard and identity -------------------------------------------------------------------
 
-    def _before(self) -> None:
-        request_state.current().trace_id = self.core.guard.check(request._get_current_object())  # type: ignore[attr-defined]
-
     @property
     def trace_id(self) -> str:
         """This request's trace id (from ``traceparent`` or ``X-Trace-Id``, else generated)."""
-        state = request_state.peek()
+        state = ACTIVE.get() or request_state.peek()
         return state.trace_id if state is not None else ""
 
     @property
     def identity(self) -> Identity | None:
         """The identity :meth:`admit` established for this request."""
-        state = request_state.peek()
+        state = ACTIVE.get() or request_state.peek()
         return state.identity if state is not None else None
 
     # -- body, tools, calls -----------------------------------------------------------------
@@ -158,13 +205,19 @@ class Pipeline:
         """The tools in force for this request, as the caller may see them in this dialect's lists;
         a failing provider is logged and answered as :class:`~flask_tooldiscovery.errors.Unavailable`.
         Worked out once per request and caller."""
-        state = request_state.peek()
+        state = ACTIVE.get() or request_state.peek()
         if state is None:
             return self._listed(self._visible())
         listed, identity = state.listed, state.identity
         if listed is not None and listed[0] is self and listed[1] is identity:
             return listed[2]
-        toolset = self._listed(self._visible())
+        static, shown = self.core.registry.static, self._shown
+        if identity is None and static is not None and shown is not None and shown[0] is static:
+            toolset = shown[1]  # no provider, no caller: the set worked out for the last such request
+        else:
+            toolset = self._listed(self._visible(identity=identity))
+            if identity is None and static is not None:
+                self._shown = (static, toolset)
         state.listed = (self, identity, toolset)
         return toolset
 
@@ -178,16 +231,16 @@ class Pipeline:
         # hides them (MCP Apps) or a developer reads it (the explorer).
         return toolset if self.dialect.lists_app_tools else toolset.for_model()
 
-    def _visible(self, *, anonymous: bool = False) -> ToolSet:
+    def _visible(self, *, anonymous: bool = False, identity: object = UNKNOWN) -> ToolSet:
         try:
             toolset = self.core.tools()
         except ProviderError:
             log.exception("flask-tooldiscovery: a tools provider failed (trace_id=%s)", self.trace_id)
             raise Unavailable() from None
-        identity = None if anonymous else self.identity
-        if identity is None and not anonymous and not has_request_context():
+        caller = None if anonymous else self.identity if identity is UNKNOWN else identity
+        if caller is None and not anonymous and not has_request_context():
             return self._narrow(toolset)  # the CLI without --as: every tool (of the toolset)
-        return self._narrow(toolset.visible_to(identity))
+        return self._narrow(toolset.visible_to(caller))  # type: ignore[arg-type]
 
     def _narrow(self, toolset: ToolSet) -> ToolSet:
         """``toolset`` as this mount serves it: the tools of its toolset, or all of them."""
@@ -230,12 +283,13 @@ class Pipeline:
         verified token's ``sub``, the identity hook), its subject is ``user_id``: a body cannot
         rename an authenticated caller. A call carried from its request (a task) keeps the claim
         its ``extra`` holds."""
-        state = request_state.current()
+        state = ACTIVE.get() or request_state.current()
         identity = state.identity
         if not fields.get("call_id"):
             fields["call_id"] = new_call_id()
-        if well_formed_trace_id(fields.get("trace_id")):  # a body's trace id, as the header's is checked
-            state.trace_id = fields["trace_id"]
+        trace_id = fields.get("trace_id")
+        if trace_id is not None and well_formed_trace_id(trace_id):  # a body's, checked as the header's is
+            state.trace_id = trace_id
         else:
             fields["trace_id"] = state.trace_id or None
         claimed = fields.pop("user_id", None)
@@ -260,10 +314,11 @@ class Pipeline:
         to send back; a declined one ends the call unrun. The approval is spent once declined, or
         once the call holds its slot: refused before (rate limit, busy), it stays good."""
         settings, core = self.settings, self.core
-        self.admission.refuse_unadmitted()
+        if self.admission.around_call is not None:
+            self.admission.refuse_unadmitted()
         gate = gate if gate is not None and gate.tool is tool else self.approvals.gate(tool)
         # Approved as the tool will receive them (coerced, loaded); invalid ones are answered unrun.
-        checked = gate.check(arguments, context, approval, coerce=coerce)
+        checked = gate.check(arguments, context, approval, coerce=coerce) if gate.required else None
         if checked is not None and not checked.approved:
             checked.spend()  # declined: it cannot come back approved
             return Outcome(tool=tool, call_id=context.call_id, status="failure",
@@ -276,11 +331,15 @@ class Pipeline:
             try:
                 if checked is not None:
                     checked.spend()  # about to run: once, whoever sends it again
-                return core.call(tool, arguments, context, coerce=coerce, max_errors=settings.max_validation_errors)
+                return run(tool, arguments, context, coerce=settings.coerce_arguments if coerce is None else coerce,
+                           call_handler=core.call_handler, logger=log, max_errors=settings.max_validation_errors,
+                           default_timeout=settings.default_timeout)  # as Core.call runs it
             finally:
                 slots.free()
 
-        return observe_call(core.operations, self.name, self.identity, tool, context, call, check_limits=not charged)
+        state = ACTIVE.get() or request_state.peek()
+        return observe_call(core.operations, self.name, state.identity if state is not None else None, tool, context,
+                            call, check_limits=not charged)
 
     @property
     def awaits_admission(self) -> bool:
@@ -353,11 +412,6 @@ class Pipeline:
         """Headers for this request's response, whatever view builds it (``Retry-After``...)."""
         state = request_state.current()
         state.headers = {**(state.headers or {}), **headers}
-
-    def _after(self, response: Response) -> Response:
-        req = request._get_current_object()  # type: ignore[attr-defined]
-        kind, public, methods = self.routes.of(req)
-        return self.cors.finish(response, req, request_state.peek(), kind, public, methods)
 
 
 __all__ = ["ApprovalGate", "MalformedBody", "Pipeline", "UnknownTool"]

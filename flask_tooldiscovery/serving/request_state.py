@@ -3,11 +3,15 @@
 Every value the guard, the identity check, the body reader and the views share for a request is
 a field of :class:`RequestState`, held in ``flask.g`` under one name: the trace id, the caller's
 identity, the body (raw and parsed), the headers to add to the response, and the discovery
-document the fast path may learn.
+document the fast path may learn. While a guarded view runs (:func:`begin` to :func:`end`), the
+state is also the value of a context variable, :data:`ACTIVE`, which the call path reads directly
+instead of resolving ``flask.g`` each time; outside it (a streamed answer's generator, an error
+handler, the CLI) :func:`current` finds it in ``flask.g``.
 """
 
 from __future__ import annotations
 
+from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any
 
 from flask import g, has_app_context
@@ -47,22 +51,45 @@ class RequestState:
         self.listed: tuple[object, Identity | None, ToolSet] | None = None
 
 
+#: The state of the request whose guarded view runs now (``None`` outside one).
+ACTIVE: ContextVar[RequestState | None] = ContextVar("tooldiscovery_request_state", default=None)
+
+
+def begin() -> tuple[RequestState, Token[RequestState | None]]:
+    """A new state for the request whose guarded view starts now, kept in ``flask.g`` and made
+    :data:`ACTIVE`; pass the token to :func:`end` when the view is done."""
+    state = RequestState()
+    setattr(g._get_current_object(), G_KEY, state)
+    return state, ACTIVE.set(state)
+
+
+def end(token: Token[RequestState | None]) -> None:
+    """The guarded view is done: its state is found in ``flask.g`` from now on."""
+    ACTIVE.reset(token)
+
+
 def current() -> RequestState:
     """The current request's (or app context's) state, made on first use."""
+    state = ACTIVE.get()
+    if state is not None:
+        return state
     store = g._get_current_object()
-    state: RequestState | None = getattr(store, G_KEY, None)
-    if state is None:
-        state = RequestState()
-        setattr(store, G_KEY, state)
-    return state
+    kept: RequestState | None = getattr(store, G_KEY, None)
+    if kept is None:
+        kept = RequestState()
+        setattr(store, G_KEY, kept)
+    return kept
 
 
 def peek() -> RequestState | None:
     """The current state when there is an app context and it was made, else ``None``."""
+    state = ACTIVE.get()
+    if state is not None:
+        return state
     if not has_app_context():
         return None
-    state: RequestState | None = getattr(g._get_current_object(), G_KEY, None)
-    return state
+    kept: RequestState | None = getattr(g._get_current_object(), G_KEY, None)
+    return kept
 
 
-__all__ = ["G_KEY", "UNREAD", "RequestState", "current", "peek"]
+__all__ = ["ACTIVE", "G_KEY", "UNREAD", "RequestState", "begin", "current", "end", "peek"]

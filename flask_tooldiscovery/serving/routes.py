@@ -15,6 +15,8 @@ from .guard import RouteKind
 #: The methods a guarded rule answers with the dialect's JSON 405 (and ``Allow``) when it does not
 #: serve them; any other method gets the app's own 405.
 _OTHER_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "TRACE", "QUERY")
+#: How a route's view is run: ``wrap(view, kind, admit, the rule's methods, whether view takes OPTIONS)``.
+Wrap = Callable[[Callable[..., Any], RouteKind, bool, set[str], bool], Callable[..., Any]]
 
 
 class Routes:
@@ -28,14 +30,19 @@ class Routes:
         self._public: set[str] = set()
 
     def add(self, blueprint: Blueprint, rule: str, kind: RouteKind, methods: list[str], endpoint: str,
-            view: Callable[..., Any], *, guard_methods: bool, public: bool, **options: Any) -> None:
-        """Add ``view`` at ``rule`` to ``blueprint``; other methods there answer a JSON 405 unless
-        ``guard_methods`` is false."""
-        blueprint.add_url_rule(rule, endpoint=endpoint, view_func=view, methods=methods, **options)
+            view: Callable[..., Any], wrap: Wrap, *, guard_methods: bool, public: bool, **options: Any) -> None:
+        """Add ``view`` at ``rule`` to ``blueprint``, run as ``wrap(view, kind, admit, methods)``
+        makes it (``methods``: the rule's, a set kept up to date as routes are added); other methods
+        there answer a JSON 405 unless ``guard_methods`` is false. ``OPTIONS`` goes to the wrapped
+        view too, which answers it as Flask would when ``view`` does not take it."""
+        served = self._methods.setdefault(rule, set())
+        served.update(m.upper() for m in methods)
+        wrapped = wrap(view, kind, True, served, "OPTIONS" in (m.upper() for m in methods))
+        blueprint.add_url_rule(rule, endpoint=endpoint, view_func=wrapped, methods=[*methods, "OPTIONS"],
+                               provide_automatic_options=False, **options)
         self.kinds[endpoint] = kind
         if public:
             self._public.add(endpoint)
-        self._methods.setdefault(rule, set()).update(m.upper() for m in methods)
         if not guard_methods:
             return
         allow = sorted({m.upper() for m in methods} | {"OPTIONS"} | ({"HEAD"} if "GET" in methods else set()))
@@ -44,7 +51,8 @@ class Routes:
             def not_allowed(**_: Any) -> Response:
                 raise MethodNotAllowed(allow, "The method is not allowed for the requested URL.")
 
-            blueprint.add_url_rule(rule, endpoint=f"{endpoint}__405", view_func=not_allowed, methods=others)
+            blueprint.add_url_rule(rule, endpoint=f"{endpoint}__405", methods=others, provide_automatic_options=False,
+                                   view_func=wrap(not_allowed, kind, False, served, False))
             self.kinds[f"{endpoint}__405"] = kind
 
     def of(self, req: Request) -> tuple[RouteKind | None, bool, set[str]]:

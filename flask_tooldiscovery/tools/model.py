@@ -313,6 +313,10 @@ _DERIVED = ("fingerprint", "resolved_input_schema")
 _CHANGES = [0]
 
 
+#: The count :func:`tool_changes` answers, as a one-item list a hot path may read (``CHANGES[0]``).
+CHANGES = _CHANGES
+
+
 def tool_changes() -> int:
     """A count that moves whenever a tool some dialect has shown is changed by assignment."""
     return _CHANGES[0]

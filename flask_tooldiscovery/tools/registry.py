@@ -18,7 +18,7 @@ from typing import Any
 from ..catalog.ui import model_visible
 from ..runtime.watchers import Watchers
 from .function_tools import RegistrationError, valid_tool_name
-from .model import Identity, Tool, parse_version, tool_changes
+from .model import CHANGES, Identity, Tool, parse_version, tool_changes
 from .providers import ProvidedTools, ProviderError, ToolsProvider, resolve_provider, tool_from_object
 
 log = logging.getLogger("flask_tooldiscovery")
@@ -222,7 +222,10 @@ class ToolRegistry:
     def static(self) -> ToolSet | None:
         """The tools in force when no provider is registered (they cannot change between two
         registrations), else ``None``."""
-        return None if self._has_providers else self.resolve()
+        if self._has_providers:
+            return None
+        static = self._static  # built, and no tool changed since: the usual case, read as it is
+        return static if static is not None and self._static_changes == CHANGES[0] else self.resolve()
 
     def _fingerprint(self, tools: list[Tool]) -> Hashable:
         """The content fingerprint of a tool set of these tools: every tool's digest and the
