@@ -6,6 +6,7 @@ routing headers)."""
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,6 +24,7 @@ from ...serving.openapi import openapi_post
 from ...serving.pipeline import MalformedBody, Pipeline, UnknownTool
 from ...serving.wire import JSON_MIMETYPE, WireSchema, json_response, page_cursor, read_cursor
 from ...tools.model import Tool
+from ...tools.questions import declared
 from ...tools.registry import ToolSet
 from .. import Dialect, Protocol
 from . import approval as mcp_approval
@@ -44,7 +46,7 @@ from . import jsonrpc as rpc
 from . import stream as mcp_stream
 from . import task_methods as mcp_tasks
 from .auth import authenticator, authorization, remote_auth, root_blueprint, security_warning
-from .content import object_output_schema
+from .content import call_result, object_output_schema
 from .driver import McpDriver
 from .envelope import STATELESS_STATUS, header_refusal, is_stateless, stateless_refusal
 from .request import Handler, McpRequest
@@ -127,6 +129,24 @@ def openapi_paths(pipe: Pipeline) -> dict[str, Any]:
             "404": "(stateless era) An unknown method."})}
 
 
+def plain(tool: Tool) -> bool:
+    """Whether a call of ``tool`` may be run as a plain call when its request asks nothing more
+    (:func:`make_blueprint`'s ``call_tool``): a sync tool without a ``ToolContext`` (nothing it
+    could log, ask, or be stopped by), never a task, asking no questions first. Worked out once
+    per tool content."""
+    found = _PLAIN.get(tool)
+    fingerprint = tool.fingerprint
+    if found is None or found[0] != fingerprint:
+        found = _PLAIN[tool] = (fingerprint, not tool.is_async and not tool.context_params
+                                and not tool.metadata.get("long_running") and mcp_tasks.support(tool) == "forbidden"
+                                and not declared(tool.metadata))
+    return found[1]
+
+
+#: Each tool's :func:`plain` verdict, with the content fingerprint it was worked out for.
+_PLAIN: weakref.WeakKeyDictionary[Tool, tuple[str, bool]] = weakref.WeakKeyDictionary()
+
+
 def dumps(value: Any) -> str:
     """JSON text by the app's JSON provider, keys in order (as :func:`~..wire.json_response`)."""
     return wire.dumps(value)
@@ -162,6 +182,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
     """The MCP blueprint: one streamable-HTTP endpoint."""
     bp = pipe.blueprint(__name__)
     settings, options = pipe.settings, McpSettings.of(pipe.settings)
+    searching = settings.tool_search is not None  # the search tools may answer (tool_search.active)
     server_info = {"name": settings.server_name, "version": settings.server_version, "title": settings.server_title,
                    **({"icons": [dict(i) for i in settings.server_icons]} if settings.server_icons else {})}
 
@@ -226,9 +247,10 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         arguments = params.get("arguments")
         if arguments is not None and not isinstance(arguments, dict):
             raise rpc.RpcError(rpc.INVALID_PARAMS, "tools/call params.arguments must be an object.")
-        searched = tool_search.answer(pipe, params, lambda tool: shown(tool, req.stateless))
-        if searched is not None:
-            return searched
+        if searching:
+            searched = tool_search.answer(pipe, params, lambda tool: shown(tool, req.stateless))
+            if searched is not None:
+                return searched
         tool = pipe.find(name)
         if req.stateless and (mismatch := param_headers.refusal(tool, arguments)) is not None:
             raise mismatch
@@ -237,6 +259,17 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         context = pipe.context(extra={"meta": meta}, trace_id=traceparent if isinstance(traceparent, str) else None)
         # Whether the call needs a person's approval: decided once (while its stream was planned, or now).
         gate = req.gate if req.gate is not None and req.gate.tool is tool else pipe.approvals.gate(tool)
+        if (req.plan is None and not req.stateless and not gate.required and plain(tool)
+                and "task" not in params and "requestState" not in params):
+            # A plain call (the tool's plan, worked out once): not a task, no questions, no
+            # approval, not streamed, nothing a cancellation could stop (a sync tool without a
+            # ToolContext): run at once, with nothing to record or listen for.
+            if meta:
+                mcp_stream.requested(meta)  # a malformed progress token or log level is still refused
+            try:
+                return call_result(pipe.invoke(tool, arguments or {}, context, gate=gate), req.revision)
+            except RetryLater as exc:
+                return retry_later(exc)
         deferred = mcp_tasks.as_task(pipe, gate, arguments, context, req)
         if deferred is not None:  # a task, or the questions it asks first
             return deferred
@@ -249,14 +282,18 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
                     mcp_approval.call(pipe, gate, arguments, context, req, sent)))
             else:
                 result = mcp_approval.call(pipe, gate, arguments, context, req)
-        except RetryLater as exc:  # busy, rate limited: a result the model can act on, and Retry-After
-            pipe.add_headers(exc.headers)
-            result = {"content": [{"type": "text", "text": f"{exc.message} Retry in {exc.retry_after} s."}],
-                      "isError": True, "_meta": {"retryAfterMs": exc.retry_after_ms}}
+        except RetryLater as exc:
+            result = retry_later(exc)
         finally:
             forget()  # the call is over: nothing left to cancel
             stream_task.close_record(record, context, result)
         return result
+
+    def retry_later(exc: RetryLater) -> dict[str, Any]:
+        """Busy, rate limited: a result the model can act on, and ``Retry-After``."""
+        pipe.add_headers(exc.headers)
+        return {"content": [{"type": "text", "text": f"{exc.message} Retry in {exc.retry_after} s."}],
+                "isError": True, "_meta": {"retryAfterMs": exc.retry_after_ms}}
 
     methods: dict[str, Handler] = {"initialize": initialize, "ping": lambda req: {}, "server/discover": discover,
                                    "tools/list": list_tools, "tools/call": call_tool,
@@ -288,7 +325,9 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             result = handler(req)
         except CoreError as exc:
             raise to_rpc(exc) from None
-        return result if isinstance(result, rpc.Encoded) else complete(req.method, result, req.stateless)
+        if req.stateless and not isinstance(result, rpc.Encoded):
+            return complete(req.method, result, True)
+        return result
 
     def read(method: str, params: dict[str, Any]) -> rpc.Result:
         """A method of a message that came without its :class:`McpRequest` (a batch's)."""
@@ -308,9 +347,9 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         refused = header_refusal(payload)
         if refused is not None:
             return json_response(*refused)
-        # call_tool (tool search): read as the call it makes, before anything else reads it
-        payload = [tool_search.rewrite(pipe, m) for m in payload] if isinstance(payload, list) \
-            else tool_search.rewrite(pipe, payload)
+        if searching:  # call_tool (tool search): read as the call it makes, before anything else reads it
+            payload = [tool_search.rewrite(pipe, m) for m in payload] if isinstance(payload, list) \
+                else tool_search.rewrite(pipe, payload)
         if isinstance(payload, list):  # a batch: revisions that have them only, and bounded
             version = request.environ.get("HTTP_MCP_PROTOCOL_VERSION")
             if not payload:
@@ -325,7 +364,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             return respond(answers) if answers else Response(status=202)
         reply = mcp_stream.dispatch(pipe, payload, lambda req: rpc.dispatch(
             payload, read if req is None else lambda method, params: run(req), failed))  # read once, at the entry
-        reply = subscriptions.listening(pipe, reply)  # subscriptions/listen: its stream
+        if isinstance(payload, dict) and payload.get("method") == subscriptions.LISTEN:
+            reply = subscriptions.listening(pipe, reply)  # its stream
         if not isinstance(reply, dict):  # a notification (202), or the SSE stream of a call or of a listen
             return reply or Response(status=202)
         error = reply.get("error")

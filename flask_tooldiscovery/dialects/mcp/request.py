@@ -9,7 +9,7 @@ and hands the :class:`McpRequest` to the method that answers it; every module th
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from flask import request
@@ -54,6 +54,11 @@ class McpRequest:
     session_declares: frozenset[str] | None = None
     plan: Plan | None = None
     gate: ApprovalGate | None = None
+    #: Whether the request is of the stateless era (its ``_meta`` envelope, no handshake).
+    stateless: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "stateless", self.era == revisions.STATELESS)
 
     @classmethod
     def of(cls, method: str, params: Mapping[str, Any], plan: Plan | None = None) -> McpRequest:
@@ -61,9 +66,11 @@ class McpRequest:
         params = dict(params)
         meta = params.get("_meta")
         meta = meta if isinstance(meta, Mapping) else {}
-        stateless = speaks_stateless(meta)
+        environ = request.environ
+        header = environ.get("HTTP_MCP_PROTOCOL_VERSION")
+        stateless = VERSION_META_KEY in meta or header in revisions.STATELESS_REVISIONS
         caps = meta.get(CAPABILITIES_META_KEY)
-        session = sessions.current()
+        session = sessions.current() if "HTTP_MCP_SESSION_ID" in environ else None
         return cls(method, params, client_version(meta), revisions.STATELESS if stateless else revisions.HANDSHAKE,
                    caps if isinstance(caps, Mapping) else None, session,
                    sessions.declared_by(session) if session is not None else None, plan)
@@ -78,11 +85,6 @@ class McpRequest:
         params = message.get("params")
         params = {} if params is None else params
         return cls.of(message["method"], params) if isinstance(params, Mapping) else None
-
-    @property
-    def stateless(self) -> bool:
-        """Whether the request is of the stateless era (its ``_meta`` envelope, no handshake)."""
-        return self.era == revisions.STATELESS
 
     @property
     def meta(self) -> Mapping[str, Any]:

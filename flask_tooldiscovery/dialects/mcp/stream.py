@@ -92,7 +92,7 @@ def _plan(pipe: Pipeline, req: McpRequest, request_id: str | int) -> tuple[Plan 
     if method in ASKING_READS:  # a handshake-era prompt or resource reader taking a ToolContext may log or ask
         return _asking_plan(pipe, request_id, req), None
     try:
-        token, level = requested(meta)
+        token, level = requested(meta) if meta else (None, None)
         tool = pipe.tools().get(name) if isinstance(name, str) else None
     except (rpc.RpcError, CoreError):
         return None, None  # the handler answers it with a plain error
@@ -101,7 +101,7 @@ def _plan(pipe: Pipeline, req: McpRequest, request_id: str | int) -> tuple[Plan 
     # once it does (lazy), else answered as JSON.
     lazy = tool is not None and bool(tool.context_params) and revisions.streams_requests(version)
     eager = token is not None or level is not None or (tool is not None and bool(tool.metadata.get("long_running"))) \
-        or approval.asks_on_stream(pipe, gate, req)  # approval asked on the stream
+        or (gate is not None and gate.required and approval.asks_on_stream(pipe, gate, req))  # asked on the stream
     if not eager and not lazy:
         return None, gate
     level = level or (DEFAULT_LOG_LEVEL if revisions.logs_by_default(version) else None)
@@ -137,7 +137,8 @@ def dispatch(pipe: Pipeline, payload: Any, run: Callable[[McpRequest | None], Re
         log.info("flask-tooldiscovery: mcp request %r cancelled by the client (%r): %s (trace_id=%s)",
                  params["requestId"], str(params.get("reason"))[:200], "stopping it" if found
                  else "no such call in this worker", pipe.trace_id)
-    elicit.receive(pipe, payload)  # an answer to an approval request: to the call waiting for it
+    if isinstance(payload, dict) and "method" not in payload:
+        elicit.receive(pipe, payload)  # an answer to an approval request: to the call waiting for it
     req = McpRequest.of_message(payload)
     plan, gate = _plan(pipe, req, payload["id"]) if req is not None else (None, None)
     if req is not None and gate is not None:
