@@ -282,11 +282,15 @@ def _plain_call(raw: dict[str, Any]) -> bool:
     tool = raw.get("tool_id")
     if type(tool) is not str or not TOOL_ID.match(tool):  # as the schema's Regexp matches it
         return False
-    if any(name in raw and type(raw[name]) is not str for name in ("call_id", "trace_id")):
-        return False
+    for name in ("call_id", "trace_id"):
+        if name in raw and type(raw[name]) is not str:
+            return False
     arguments = raw.get("input", {})
-    if type(arguments) is not dict or not all(type(k) is str for k in arguments):
+    if type(arguments) is not dict:
         return False
+    for name in arguments:  # JSON keys are strings; a loop, not a generator: this runs on every call
+        if type(name) is not str:
+            return False
     context = raw.get("context", {})
     return type(context) is dict and not context.keys() & {"authorization", "secrets"} and (
         "user_id" not in context or type(context["user_id"]) is str)

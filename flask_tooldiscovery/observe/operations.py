@@ -66,6 +66,18 @@ def observe_call(ops: Operations, dialect: str, identity: Identity | None, tool:
     within the caller's rate limit, between the signals, inside the call's span, counted in the
     metrics. Core errors (refusals) are re-raised for the dialect's ``error_response``; the
     outcome is returned as it is."""
+    if (ops.tracer is None and ops.metrics is None and not (check_limits and (
+            ops.any_limits or "rate_limit_per_minute" in tool.metadata))
+            and not (signals.tool_called.receivers or signals.tool_succeeded.receivers
+                     or signals.tool_failed.receivers or signals.tool_refused.receivers)):
+        # Nothing observes this call (no span, metric, limit, nor signal receiver): the call, and
+        # the log line of a refusal as below.
+        started = time.perf_counter()
+        try:
+            return call()
+        except CoreError as exc:
+            log_call(tool, context, "refused", (time.perf_counter() - started) * 1000.0, status=exc.status)
+            raise
     app: Flask = current_app._get_current_object()  # type: ignore[attr-defined]
     fields: dict[str, Any] = {"tool": tool, "dialect": dialect, "call_id": context.call_id,
                               "trace_id": context.trace_id, "identity": identity}

@@ -19,8 +19,9 @@ from jsonschema.exceptions import SchemaError
 from marshmallow import ValidationError as MarshmallowValidationError
 
 from ..errors import ToolDiscoveryError
-from ..schema.argument_validation import ArgumentError, parameter_errors, validate_arguments
+from ..schema.argument_validation import ArgumentError, parameter_errors, quick_check_of, validate_arguments
 from ..schema.coerce import Coercion, coercion, to_jsonable
+from ..schema.quick_check import Check
 from ..tools.envelope import Envelope
 from ..tools.model import Tool, ToolContext, ToolError
 from ..tools.questions import CannotAsk, InputRequired
@@ -32,6 +33,8 @@ CANCELLED = "The call was cancelled."
 #: Each tool's compiled argument coercion (its input schema read once, not on every call), with
 #: the resolved schema it was compiled from.
 _COERCIONS: weakref.WeakKeyDictionary[Tool, tuple[dict[str, Any], Coercion]] = weakref.WeakKeyDictionary()
+#: Each tool's quick argument check (``None``: it has none), with the input schema it was made for.
+_CHECKS: weakref.WeakKeyDictionary[Tool, tuple[Any, Check | None]] = weakref.WeakKeyDictionary()
 
 
 
@@ -208,13 +211,21 @@ def prepare(
         if compiled is None or compiled[0] is not schema:  # new, or its schema was assigned anew
             compiled = _COERCIONS[tool] = (schema, coercion({"type": "object", **schema}))
         arguments = compiled[1](arguments)
-    try:
-        errors = validate_arguments(tool.input_schema, arguments, limit=max_errors)
-    except SchemaError as exc:
-        (logger or log).error("tool %s has an invalid input schema: %s", tool.name, exc.message)
-        errors = [ArgumentError("", None, "The tool's input schema is not a valid JSON Schema.", "schema")]
-    if errors:
-        return arguments, tuple(errors)
+    schema = tool.input_schema
+    checked = _CHECKS.get(tool)
+    if checked is None or checked[0] is not schema:  # the tool's quick check, found once per schema
+        try:
+            checked = _CHECKS[tool] = (schema, quick_check_of(schema))
+        except SchemaError:
+            checked = (schema, None)  # answered (and logged) below
+    if checked[1] is None or not checked[1](arguments):  # not known valid at a glance: every error
+        try:
+            errors = validate_arguments(schema, arguments, limit=max_errors)
+        except SchemaError as exc:
+            (logger or log).error("tool %s has an invalid input schema: %s", tool.name, exc.message)
+            errors = [ArgumentError("", None, "The tool's input schema is not a valid JSON Schema.", "schema")]
+        if errors:
+            return arguments, tuple(errors)
     if tool.func is not None and tool.load_arguments is not None:
         try:  # into the Python values the function declared (enum members, dataclasses...)
             arguments = tool.load_arguments(arguments)

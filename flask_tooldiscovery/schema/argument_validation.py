@@ -59,6 +59,13 @@ def _entry(schema: dict[str, Any] | None) -> tuple[Any, Validator, Check | None]
     return entry
 
 
+def quick_check_of(schema: dict[str, Any] | None) -> Check | None:
+    """The fast check compiled for ``schema`` (true: the arguments are valid, nothing more to
+    ask; false: :func:`validate_arguments` says why), or ``None`` when it has none. A caller may
+    keep it beside the schema it was made for (a tool's call plan)."""
+    return _entry(schema)[2]
+
+
 def validator_for_schema(schema: dict[str, Any] | None) -> Validator:
     """The cached validator of ``schema`` (``None`` accepts everything). A schema must not be
     changed in place once it has been used (tools' schemas never are)."""

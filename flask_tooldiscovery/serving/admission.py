@@ -69,7 +69,7 @@ class Admission:
         """``run()`` (which reads the body and runs the call) for an admitted caller: at once when
         :meth:`admit` let the request in, else inside the source asked around the call, whose
         refusal is :class:`~flask_tooldiscovery.errors.Unauthorized` as any other source's."""
-        state = request_state.current()
+        state = request_state.ACTIVE.get() or request_state.current()
         reason = state.unadmitted
         if reason is None or self.authenticator is None:
             return run()

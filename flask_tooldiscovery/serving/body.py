@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from flask import request
+from flask import Request, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from ..errors import BadRequest, PayloadTooLarge
@@ -30,7 +30,7 @@ def json_body(limit: int, *, required: bool = False) -> Any:
     state = request_state.ACTIVE.get() or request_state.current()
     if state.body is not request_state.UNREAD:
         return state.body
-    raw = state.raw if state.raw is not None else read_body(limit)  # a signature's check read it first
+    raw = state.raw if state.raw is not None else read_body(limit, state.request)  # a signature's check read it first
     state.raw = raw
     if not raw.strip():
         if required:
@@ -56,7 +56,7 @@ def has_body(limit: int) -> bool:
         return True
 
 
-def read_body(limit: int) -> bytes:
+def read_body(limit: int, req: Request | None = None) -> bytes:
     """At most ``limit`` bytes of body; :class:`~flask_tooldiscovery.errors.PayloadTooLarge` when
     there are more.
 
@@ -64,7 +64,8 @@ def read_body(limit: int) -> bytes:
     server's stream itself, one byte past the limit, so that a body over it is refused whole
     instead of being cut at the limit and run.
     """
-    req = request._get_current_object()  # type: ignore[attr-defined]
+    if req is None:
+        req = request._get_current_object()  # type: ignore[attr-defined]
     environ = req.environ
     length = content_length(environ)
     if length is not None and length <= limit and "stream" not in req.__dict__:

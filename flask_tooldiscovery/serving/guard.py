@@ -96,6 +96,7 @@ class Guard:
         self.max_content_length = settings.max_content_length
         self.hosts: Any = host_allow_list(settings, trusted_hosts)
         self._host_verdicts: dict[str, bool] = {}
+        self._raw_verdicts: dict[tuple[str, Any], bool] = {}
         allowed = settings.allowed_origins
         self.any_origin = "*" in allowed
         self.origins = frozenset(o for o in (origin_of(a) for a in allowed if a != "*") if o)
@@ -107,8 +108,19 @@ class Guard:
         req.max_content_length = limit
         trace_id = environ_trace_id(req.environ)
         if self.hosts is not None:
-            host = req.host
-            if not self.host_allowed(host):
+            environ = req.environ
+            raw = environ.get("HTTP_HOST")
+            # The verdict on the Host header as sent (and the scheme, whose default port werkzeug
+            # drops), else on the host werkzeug works out: req.host costs a dozen calls a request.
+            verdict = self._raw_verdicts.get((raw, environ.get("wsgi.url_scheme"))) if raw is not None else None
+            if verdict is None:
+                verdict = self.host_allowed(req.host)
+                if raw is not None:
+                    if len(self._raw_verdicts) >= 256:
+                        self._raw_verdicts.clear()
+                    self._raw_verdicts[(raw, environ.get("wsgi.url_scheme"))] = verdict
+            if not verdict:
+                host = req.host
                 # The answer names the setting, never the host; the log names both (repr: one line).
                 raise MisdirectedRequest(
                     "Misdirected request: this host name is not in TOOLDISCOVERY_ALLOWED_HOSTS.",

@@ -141,7 +141,7 @@ class Pipeline:
         @functools.wraps(view)
         def guarded(*args: Any, **kwargs: Any) -> Response:
             req = request._get_current_object()  # type: ignore[attr-defined]
-            state, token = request_state.begin()
+            state, token = request_state.begin(req)
             try:
                 try:
                     state.trace_id = guard.check(req)
@@ -297,8 +297,8 @@ class Pipeline:
             fields["extra"] = {CLAIMED_USER_ID: claimed, **(fields.get("extra") or {})}
         named = identity.subject if identity is not None else None
         fields["user_id"] = claimed if named is None else named
-        return ToolContext(dialect=self.name, request=request._get_current_object(),  # type: ignore[attr-defined]
-                           identity=identity, **fields)
+        req = state.request or request._get_current_object()  # type: ignore[attr-defined]
+        return ToolContext(dialect=self.name, request=req, identity=identity, **fields)
 
     def invoke(self, tool: Tool, arguments: Any, context: ToolContext, *, coerce: bool | None = None,
                approval: Approval | None = None, gate: ApprovalGate | None = None, charged: bool = False) -> Outcome:

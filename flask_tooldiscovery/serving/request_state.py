@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 from flask import g, has_app_context
 
 if TYPE_CHECKING:  # pragma: no cover
+    from flask import Request
+
     from ..tools.model import Identity
     from ..tools.registry import ToolSet
     from .cache import Document
@@ -30,9 +32,12 @@ UNREAD: Any = object()
 class RequestState:
     """One request's state (see the module's text)."""
 
-    __slots__ = ("body", "document", "headers", "identity", "listed", "raw", "toolsets", "trace_id", "unadmitted")
+    __slots__ = ("body", "document", "headers", "identity", "listed", "raw", "request", "toolsets", "trace_id",
+                 "unadmitted")
 
-    def __init__(self) -> None:
+    def __init__(self, request: Request | None = None) -> None:
+        #: The request itself, when the state was begun for one (read instead of Flask's proxy).
+        self.request = request
         self.trace_id = ""
         self.identity: Identity | None = None
         #: Why the caller was not let in yet, while a source asked around the call decides.
@@ -55,10 +60,10 @@ class RequestState:
 ACTIVE: ContextVar[RequestState | None] = ContextVar("tooldiscovery_request_state", default=None)
 
 
-def begin() -> tuple[RequestState, Token[RequestState | None]]:
-    """A new state for the request whose guarded view starts now, kept in ``flask.g`` and made
-    :data:`ACTIVE`; pass the token to :func:`end` when the view is done."""
-    state = RequestState()
+def begin(request: Request | None = None) -> tuple[RequestState, Token[RequestState | None]]:
+    """A new state for the request whose guarded view starts now (``request``), kept in
+    ``flask.g`` and made :data:`ACTIVE`; pass the token to :func:`end` when the view is done."""
+    state = RequestState(request)
     setattr(g._get_current_object(), G_KEY, state)
     return state, ACTIVE.set(state)
 
