@@ -476,11 +476,17 @@ class ToolDiscovery:
 
     def call(self, tool: Tool, arguments: Any, context: ToolContext, *, coerce: bool | None = None,
              max_errors: int | None = None) -> Outcome:
-        """Run ``tool`` through the one invocation path (validation, coercion, timing, logging)."""
+        """Run ``tool`` through the one invocation path (validation, coercion, timing, logging), with
+        the app's settings (:meth:`Core.call`), or outside an app the settings' defaults: the same
+        default deadline (:confval:`TOOLDISCOVERY_DEFAULT_TIMEOUT`, 25 s) and no coercion unless asked."""
         if has_app_context() and STATE_KEY in current_app.extensions:
             return self.state().call(tool, arguments, context, coerce=coerce, max_errors=max_errors)
         return invoke(tool, arguments, context, coerce=bool(coerce), call_handler=self.call_handler, logger=log,
-                      max_errors=max_errors)
+                      max_errors=max_errors, default_timeout=_DEFAULT_TIMEOUT)
+
+
+#: :confval:`TOOLDISCOVERY_DEFAULT_TIMEOUT` when no app sets it (a call made outside an app).
+_DEFAULT_TIMEOUT: float = next(spec.default for spec in cfg.SPECS if spec.name == "DEFAULT_TIMEOUT")
 
 
 def _check_jwks_keys(settings: Settings, authenticators: dict[str, Authenticator | None]) -> None:

@@ -324,3 +324,21 @@ def test_the_busy_refusal_past_the_default_slots() -> None:
         for holder in holders:
             holder.join(10)
     assert results == [200, 200]
+
+
+@pytest.mark.slow
+def test_a_call_outside_an_app_keeps_the_default_deadline() -> None:
+    """``ToolDiscovery.call`` with no app at all (a script, a worker) bounds an async tool by
+    TOOLDISCOVERY_DEFAULT_TIMEOUT's default, 25 s, as a call in an app does (``Core.call``)."""
+    discovery = ToolDiscovery()
+
+    @discovery.tool
+    async def waits() -> str:
+        """Wait far longer than the default deadline."""
+        await asyncio.sleep(45)
+        return "late"
+
+    started = time.monotonic()
+    outcome = discovery.call(discovery.tools().get("waits"), {}, discovery.make_context("script"))
+    assert outcome.status == "failure" and outcome.error_message == "The tool did not finish within 25 seconds."
+    assert time.monotonic() - started < 40
