@@ -1,24 +1,33 @@
 """Content blocks: a tool's value as the list of typed blocks (text, image, audio, embedded
 resource, resource link) that MCP results carry and the explorer's MCP-shaped API shows, each in the
-form a protocol version knows, and read back into the canonical value. A wire shape two dialects
-share, as :mod:`.jsonrpc` is framing: neither dialect imports the other for it."""
+form its reader knows (:class:`Forms`: MCP works them out from a request's revision, in
+:mod:`.mcp.revisions`), and read back into the canonical value. A wire shape two dialects share, as
+:mod:`.jsonrpc` is framing: neither dialect imports the other for it."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
 
 from ..tools.results import RichBlock, is_rich
 from .driver import Observation, failed_kind, text_value
 
+
+@dataclass(frozen=True)
+class Forms:
+    """The content blocks a reader knows: ``AudioContent`` (``audio``; without it audio is an
+    embedded resource) and ``ResourceLink`` (``links``; without it a link is an embedded
+    ``text/uri-list``)."""
+
+    audio: bool = True
+    links: bool = True
+
+
 #: The newest content blocks (what the explorer, which speaks no version, shows).
-LATEST = "2026-07-28"
-#: ``AudioContent`` exists from this version on; before it audio is an embedded resource.
-AUDIO_SINCE = "2025-03-26"
-#: ``ResourceLink`` content exists from this version on; before it a link is an embedded ``text/uri-list``.
-LINKS_SINCE = "2025-06-18"
+LATEST = Forms()
 
 
 def _embedded_uri(block: Mapping[str, Any]) -> str:
@@ -36,15 +45,15 @@ def _text(value: Any) -> dict[str, Any]:
 _TEXT = json.JSONEncoder(ensure_ascii=False)
 
 
-def content_block(value: Any, version: str = LATEST) -> dict[str, Any]:
-    """One content block: a rich result's own (in the form ``version`` knows), else text."""
+def content_block(value: Any, forms: Forms = LATEST) -> dict[str, Any]:
+    """One content block: a rich result's own (in the form its reader knows, ``forms``), else text."""
     if not isinstance(value, RichBlock):
         return _text(value)
     kind = value["type"]
-    if kind == "image" or (kind == "audio" and version >= AUDIO_SINCE):
+    if kind == "image" or (kind == "audio" and forms.audio):
         return {"type": kind, "data": value["data"], "mimeType": value["mimeType"]}
     if kind == "resource_link":
-        if version >= LINKS_SINCE:
+        if forms.links:
             return dict(value)
         return {"type": "resource", "resource": {"uri": value["uri"], "mimeType": "text/uri-list",
                                                  "text": value["uri"]}}
@@ -52,17 +61,17 @@ def content_block(value: Any, version: str = LATEST) -> dict[str, Any]:
                                              "blob": value["data"]}}
 
 
-def content_blocks(value: Any, version: str = LATEST) -> list[dict[str, Any]]:
+def content_blocks(value: Any, forms: Forms = LATEST) -> list[dict[str, Any]]:
     """A result value's content: one block per item of a list holding rich results, else one."""
     if isinstance(value, list) and is_rich(value):
-        return [content_block(item, version) for item in value]
-    return [content_block(value, version)]
+        return [content_block(item, forms) for item in value]
+    return [content_block(value, forms)]
 
 
 def rich_value(content: Any) -> Any:
     """What a tool returned, read back from content blocks holding rich results (the canonical
     form, a list when there were several blocks); ``None`` when they hold only text. A link sent
-    as an embedded ``text/uri-list`` (before 2025-06-18) cannot be read back whole."""
+    as an embedded ``text/uri-list`` (a reader without ``ResourceLink``) cannot be read back whole."""
     if not isinstance(content, list) or all(isinstance(b, dict) and b.get("type") == "text" for b in content):
         return None
     values = []
@@ -77,7 +86,7 @@ def rich_value(content: Any) -> Any:
             uri, mime = resource.get("uri"), str(resource.get("mimeType"))
             file = {"type": "file", "mimeType": mime, "data": resource.get("blob")}
             if mime.startswith("audio/") and uri == _embedded_uri({"type": "audio", "mimeType": mime}):
-                file["type"] = "audio"  # audio embedded for a 2024-11-05 caller
+                file["type"] = "audio"  # audio embedded for a caller without AudioContent
             elif uri != _embedded_uri(file):  # named
                 file["name"] = unquote(str(uri).removeprefix("file:///"))
             values.append(file)
@@ -110,4 +119,4 @@ def observe_result(result: Mapping[str, Any], *, wrapped: bool) -> Observation:
     return Observation("ok", values)
 
 
-__all__ = ["AUDIO_SINCE", "LATEST", "LINKS_SINCE", "content_block", "content_blocks", "observe_result", "rich_value"]
+__all__ = ["LATEST", "Forms", "content_block", "content_blocks", "observe_result", "rich_value"]

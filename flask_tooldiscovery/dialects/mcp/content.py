@@ -4,6 +4,7 @@ protocol version knows, and the ``outputSchema`` a tool shows (none for rich res
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections.abc import Mapping
 from typing import Any
@@ -13,7 +14,7 @@ from flask import has_request_context, request
 from ...runtime.invoke import Outcome
 from ...tools.model import Tool
 from ...tools.results import is_rich, is_rich_schema
-from ..content_blocks import content_blocks
+from ..content_blocks import Forms, content_blocks
 from . import revisions
 
 #: The version a request speaks when it names none (the streamable HTTP transport's rule).
@@ -28,6 +29,12 @@ def client_version(meta: Mapping[str, Any] | None = None) -> str:
     header = request.environ.get("HTTP_MCP_PROTOCOL_VERSION") if has_request_context() else None
     given = (meta or {}).get(VERSION_META_KEY)
     return header or (given if isinstance(given, str) else None) or DEFAULT_VERSION
+
+
+@functools.lru_cache(maxsize=32)
+def forms_of(version: str) -> Forms:
+    """The content blocks a caller speaking ``version`` knows (:mod:`.revisions` says)."""
+    return Forms(audio=revisions.has_audio_content(version), links=revisions.has_resource_links(version))
 
 
 def object_output_schema(tool: Tool) -> tuple[dict[str, Any] | None, bool]:
@@ -67,7 +74,8 @@ def call_result(outcome: Outcome, version: str | None = None) -> dict[str, Any]:
             text += "\nCorrect the arguments to match the tool's input schema and call it again."
         return carry_envelope(outcome, {"content": [{"type": "text", "text": text}], "isError": True})
     value = outcome.value
-    result: dict[str, Any] = {"content": content_blocks(value, version or client_version()), "isError": False}
+    result: dict[str, Any] = {"content": content_blocks(value, forms_of(version or client_version())),
+                              "isError": False}
     if is_rich(value):
         return carry_envelope(outcome, result)
     schema, wrapped = object_output_schema(outcome.tool)
@@ -85,9 +93,11 @@ ENVELOPE_META = "io.optimizely.opal/envelope"
 def carry_envelope(outcome: Outcome, result: dict[str, Any]) -> dict[str, Any]:
     """``result`` with the rest of the tool's v2 envelope (message, ui, operation, error,
     interaction) in ``_meta``, when it returned one (its content is the result's own)."""
-    rest = {k: v for k, v in (outcome.envelope or {}).items() if k not in ("content", "content_type")}
+    if not outcome.envelope:
+        return result
+    rest = {k: v for k, v in outcome.envelope.items() if k not in ("content", "content_type")}
     return {**result, "_meta": {**result.get("_meta", {}), ENVELOPE_META: rest}} if rest else result
 
 
 __all__ = ["DEFAULT_VERSION", "ENVELOPE_META", "VERSION_META_KEY", "call_result", "carry_envelope",
-           "client_version", "object_output_schema"]
+           "client_version", "forms_of", "object_output_schema"]

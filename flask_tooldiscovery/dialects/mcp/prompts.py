@@ -17,6 +17,7 @@ from ..content_blocks import content_block
 from . import jsonrpc as rpc
 from . import revisions
 from .asking import asking
+from .content import forms_of
 from .request import Handler, McpRequest
 from .settings import McpSettings
 
@@ -48,7 +49,7 @@ def listed(prompt: Prompt) -> dict[str, Any]:
 
 def message_block(content: Any, version: str) -> dict[str, Any]:
     """A canonical message's content as an MCP content block, in the form ``version`` knows."""
-    return dict(content) if is_embedded(content) else content_block(content, version)
+    return dict(content) if is_embedded(content) else content_block(content, forms_of(version))
 
 
 def methods(pipe: Pipeline) -> dict[str, Handler]:

@@ -57,6 +57,16 @@ def streams_requests(revision: str) -> bool:
     return R2025_03_26 <= revision < R2026_07_28
 
 
+def has_audio_content(revision: str) -> bool:
+    """Whether ``revision`` has ``AudioContent`` blocks (2025-03-26 on; before, audio is embedded)."""
+    return revision >= R2025_03_26
+
+
+def has_resource_links(revision: str) -> bool:
+    """Whether ``revision`` has ``ResourceLink`` content (2025-06-18 on; before, an embedded ``text/uri-list``)."""
+    return revision >= R2025_06_18
+
+
 def has_progress_message(revision: str) -> bool:
     """Whether ``revision``'s progress notifications have a ``message``."""
     return revision >= R2025_03_26

@@ -27,7 +27,7 @@ from ...tasks.task_input import open_questions
 from ...tools.results import RichBlock
 from ..content_blocks import content_blocks
 from . import jsonrpc as rpc
-from .content import call_result
+from .content import call_result, forms_of
 from .input_requests import wire_request
 from .revisions import LATEST, STATELESS, Era
 
@@ -72,7 +72,7 @@ def tool_result(pipe: Pipeline, task: Task, version: str) -> dict[str, Any]:
         value = _value(result.value, result.rich)
         tool = pipe.core.registry.resolve().get(task.tool, task.version)
         if tool is None:  # no longer offered: its value without its output schema
-            blocks = content_blocks(value, version)
+            blocks = content_blocks(value, forms_of(version))
             return {"content": blocks, "isError": False,
                     **({"structuredContent": value} if isinstance(value, dict) and not result.rich else {})}
         return call_result(Outcome(tool=tool, call_id=task.id, status="success", value=value), version)
