@@ -3,9 +3,8 @@
 from .catalog.prompts import EmbeddedResource, Message, Prompt
 from .catalog.ui import UI, UIError
 from .dialects import Dialect
-from .errors import CoreError, InsufficientScope, ToolDiscoveryError
+from .errors import AuthError, CoreError, InsufficientScope, ToolDiscoveryError
 from .extension import ToolDiscovery
-from .identity.sources import AuthError
 from .runtime.invoke import Failure, Outcome
 from .schema.signature import SignatureError
 from .settings import Settings, SettingsError

@@ -26,6 +26,25 @@ class ToolDiscoveryError(Exception):
     the built-in base it had (``SettingsError`` is still a ``ValueError``...)."""
 
 
+class AuthError(ToolDiscoveryError):
+    """Credentials are missing or wrong. ``reason`` is for the log, never for the client."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class ScopeError(AuthError):
+    """A valid token that lacks a required scope: refused with 403, not 401. ``challenge`` is the
+    ``WWW-Authenticate`` value (``error="insufficient_scope"``; ``None``: the authenticator's
+    ``Authenticator.scope_challenge``), ``scopes`` the ones required."""
+
+    def __init__(self, reason: str, *, challenge: str | None = None, scopes: Iterable[str]) -> None:
+        super().__init__(reason)
+        self.challenge = challenge
+        self.scopes = tuple(scopes)
+
+
 class CoreError(ToolDiscoveryError):
     """Base of the core's request errors: an HTTP status, a client-safe message, headers."""
 
@@ -312,6 +331,7 @@ class ViewFailed(ToolDiscoveryError, RuntimeError):
 
 __all__ = [
     "STATUS_NAMES",
+    "AuthError",
     "BadRequest",
     "Busy",
     "CannotAsk",
@@ -332,6 +352,7 @@ __all__ = [
     "RegistrationError",
     "RetryLater",
     "SchemaSourceError",
+    "ScopeError",
     "SettingsError",
     "SignatureError",
     "ToolDiscoveryError",

@@ -72,8 +72,13 @@ def test_the_exceptions_the_package_face_exports_live_in_errors() -> None:
     elsewhere = sorted(f"{value.__module__}.{name}" for name, value in exported.items()
                        if inspect.isclass(value) and issubclass(value, BaseException)
                        and value.__module__ != "flask_tooldiscovery.errors")
-    assert elsewhere == ["flask_tooldiscovery.identity.sources.AuthError"]  # the identity package's, for now
+    assert elsewhere == []
     assert ToolError is flask_tooldiscovery.ToolError and NoSuchPrompt is InErrors
+    # What an identity hook or verifier raises (a user's code raises and catches these too).
+    from flask_tooldiscovery import errors
+    from flask_tooldiscovery.identity import sources
+    assert sources.AuthError is errors.AuthError is flask_tooldiscovery.AuthError
+    assert sources.ScopeError is errors.ScopeError and issubclass(errors.ScopeError, errors.AuthError)
 
 
 def test_one_except_clause_catches_what_the_package_raises() -> None:

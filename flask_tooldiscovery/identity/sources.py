@@ -18,30 +18,13 @@ from typing import Any, TypeVar
 from asgiref.sync import sync_to_async
 from flask import Request
 
-from ..errors import CoreError, InsufficientScope, ToolDiscoveryError
+from ..errors import AuthError as AuthError
+from ..errors import CoreError, InsufficientScope
+from ..errors import ScopeError as ScopeError
 from ..runtime.async_bridge import await_sync, run_sync_serving_this_thread
 from ..tools.model import Identity
 
 T = TypeVar("T")
-
-
-class AuthError(ToolDiscoveryError):
-    """Credentials are missing or wrong. ``reason`` is for the log, never for the client."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-class ScopeError(AuthError):
-    """A valid token that lacks a required scope: refused with 403, not 401. ``challenge`` is the
-    ``WWW-Authenticate`` value (``error="insufficient_scope"``; ``None``: the authenticator's
-    ``Authenticator.scope_challenge``), ``scopes`` the ones required."""
-
-    def __init__(self, reason: str, *, challenge: str | None = None, scopes: Iterable[str]) -> None:
-        super().__init__(reason)
-        self.challenge = challenge
-        self.scopes = tuple(scopes)
 
 
 class Verifier:
