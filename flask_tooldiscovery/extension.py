@@ -330,10 +330,7 @@ class ToolDiscovery:
             core, table, mounts.toolsets(settings, self._toolsets, table), authenticators, pipelines)
         mounts.register(app, table, pipelines, in_toolsets)
         authorization_server.install(app, settings, core.guard.check, self._oauth_user)
-        every = [*pipelines.values(), *(pipe for toolset in in_toolsets.values() for pipe in toolset.values())]
-        app.extensions["tooldiscovery.fast"] = fastpath.install(app, post_paths=[  # MCP's endpoint, with or without "/"
-            path for pipe in every if pipe.dialect.learnable.post is not None
-            for path in {pipe.prefix or "/", f"{pipe.prefix}/"}])
+        app.extensions["tooldiscovery.fast"] = fastpath.install(app, mounts.post_paths(pipelines, in_toolsets))
         if settings.metrics and settings.metrics_path:
             from .observe import metrics
 
@@ -476,17 +473,12 @@ class ToolDiscovery:
 
     def call(self, tool: Tool, arguments: Any, context: ToolContext, *, coerce: bool | None = None,
              max_errors: int | None = None) -> Outcome:
-        """Run ``tool`` through the one invocation path (validation, coercion, timing, logging), with
-        the app's settings (:meth:`Core.call`), or outside an app the settings' defaults: the same
-        default deadline (:confval:`TOOLDISCOVERY_DEFAULT_TIMEOUT`, 25 s) and no coercion unless asked."""
+        """Run ``tool`` through the one invocation path (validation, coercion, timing, logging), with the
+        app's settings, or outside an app their defaults (the same default deadline, 25 s)."""
         if has_app_context() and STATE_KEY in current_app.extensions:
             return self.state().call(tool, arguments, context, coerce=coerce, max_errors=max_errors)
         return invoke(tool, arguments, context, coerce=bool(coerce), call_handler=self.call_handler, logger=log,
-                      max_errors=max_errors, default_timeout=_DEFAULT_TIMEOUT)
-
-
-#: :confval:`TOOLDISCOVERY_DEFAULT_TIMEOUT` when no app sets it (a call made outside an app).
-_DEFAULT_TIMEOUT: float = next(spec.default for spec in cfg.SPECS if spec.name == "DEFAULT_TIMEOUT")
+                      max_errors=max_errors, default_timeout=cfg.DEFAULTS["DEFAULT_TIMEOUT"])
 
 
 def _check_jwks_keys(settings: Settings, authenticators: dict[str, Authenticator | None]) -> None:
@@ -494,7 +486,7 @@ def _check_jwks_keys(settings: Settings, authenticators: dict[str, Authenticator
     verifiers = [v for auth in authenticators.values() if auth is not None for v in auth.verifiers]
     if any(isinstance(v, (JwksVerifier, OAuthResourceVerifier)) for v in verifiers):
         return
-    defaults = {spec.name: spec.default for spec in cfg.SPECS}
+    defaults = cfg.DEFAULTS
     changed = [cfg.key(name) for name, value in (("JWT_ALGORITHMS", list(settings.jwt_algorithms)),
                                                  ("JWT_JWKS_COOLDOWN", settings.jwt_jwks_cooldown))
                if value != defaults[name]]

@@ -345,6 +345,8 @@ class Settings:
 
 #: Every core setting: ``TOOLDISCOVERY_<name>``, its default, its parser, what it does.
 SPECS: tuple[Spec, ...] = specs(Settings)
+#: Each core setting's default, by name (``"DEFAULT_TIMEOUT"``...): what a call made outside an app gets.
+DEFAULTS: dict[str, Any] = {spec.name: spec.default for spec in SPECS}
 
 
 def key(name: str) -> str:
@@ -431,7 +433,7 @@ def host_allow_list(settings: Settings, trusted_hosts: Any) -> tuple[str, ...] |
 
 
 __all__ = [
-    "LOOPBACK_HOSTS", "PREFIX", "PUBLIC_KEY_ALGORITHMS", "SPECS", "DialectSettings", "Settings",
+    "DEFAULTS", "LOOPBACK_HOSTS", "PREFIX", "PUBLIC_KEY_ALGORITHMS", "SPECS", "DialectSettings", "Settings",
     "SettingsError", "Spec", "apply_defaults", "build_settings", "choice", "host_allow_list", "key", "matching",
     "number", "only_with", "optional", "parse_bool", "parse_categories", "parse_float", "parse_int", "parse_list",
     "parse_mapping", "parse_prefix", "parse_str", "parse_url", "parse_url_with_query", "parse_urls", "setting", "specs",

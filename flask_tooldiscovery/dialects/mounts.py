@@ -67,6 +67,14 @@ def build(core: Core, table: Mapping[str, Dialect], found: Mapping[str, Toolset]
     return built
 
 
+def post_paths(pipelines: Mapping[str, Pipeline], built: Toolsets) -> list[str]:
+    """Where a POST answer may be learned by the fast path: the endpoint (with or without ``/``) of
+    every mount, full or a toolset's, of a dialect whose ``learnable.post`` is set (MCP's)."""
+    every = [*pipelines.values(), *(pipe for mounts in built.values() for pipe in mounts.values())]
+    return [path for pipe in every if pipe.dialect.learnable.post is not None
+            for path in {pipe.prefix or "/", f"{pipe.prefix}/"}]
+
+
 def register(app: Flask, table: Mapping[str, Dialect], pipelines: Mapping[str, Pipeline], built: Toolsets) -> None:
     """Register each full mount's blueprints (and its root one, if any), then each toolset's (never
     a root one: ``/.well-known`` documents are the full mount's), refusing a toolset whose URL the
@@ -92,4 +100,4 @@ def _check_free(app: Flask, pipe: Pipeline, toolset: str) -> None:
                                 f"already routes {rule.rule} ({rule.endpoint}): rename the toolset or move the route")
 
 
-__all__ = ["Toolsets", "build", "register", "toolsets"]
+__all__ = ["Toolsets", "build", "post_paths", "register", "toolsets"]
