@@ -136,7 +136,8 @@ class Guard:
         origin = environ.get("HTTP_ORIGIN")
         if origin is not None and not self.origin_allowed(origin, req):
             raise Forbidden("Forbidden: origin not allowed.", reason=f"origin {origin!r} is not allowed")
-        if req.method == "POST" and req.mimetype != JSON_MIMETYPE:
+        # The usual header as sent is read as it is; any other is parsed (parameters, case).
+        if req.method == "POST" and environ.get("CONTENT_TYPE") != JSON_MIMETYPE and req.mimetype != JSON_MIMETYPE:
             empty = not content_length(environ) and "HTTP_TRANSFER_ENCODING" not in environ
             if not (empty and not req.mimetype):  # an empty POST with no type at all carries nothing to refuse
                 raise UnsupportedMediaType()
