@@ -105,7 +105,12 @@ def ten_at_once_run_once(bases: list[str], runs: Path) -> None:
         answers = list(pool.map(lambda i: send(bases[i % len(bases)], "opal", "refund",
                                                {"order": order, "amount": 500}, state), range(10)))
     assert sum(ran("opal", r) for r in answers) == 1, [r.text for r in answers]
-    assert sum(refused_as_invalid("opal", r) for r in answers) == 9
+    # Every other call is refused: its seal is spent. On a loaded machine a worker whose call slots
+    # are all taken answers 503 instead, which leaves the seal as it was (the test of a busy refusal
+    # below): a refusal all the same, never a second run.
+    others = [r for r in answers if not ran("opal", r)]
+    assert all(refused_as_invalid("opal", r) or r.status_code == 503 for r in others), \
+        [(r.status_code, r.text) for r in others]
     assert refunds(runs, order) == ["500"]
 
 
