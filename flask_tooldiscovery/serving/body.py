@@ -66,6 +66,11 @@ def read_body(limit: int, req: Request | None = None) -> bytes:
     """
     if req is None:
         req = request._get_current_object()  # type: ignore[attr-defined]
+    cached: bytes | None = getattr(req, "_cached_data", None)
+    if cached is not None:  # read before us by the app's code (a before_request's request.get_data())
+        if len(cached) > limit:
+            raise PayloadTooLarge()
+        return cached
     environ = req.environ
     length = content_length(environ)
     if length is not None and length <= limit and "stream" not in req.__dict__:

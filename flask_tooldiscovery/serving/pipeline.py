@@ -24,6 +24,7 @@ from ..calls.approvals import Approval, Approvals
 from ..calls.approvals import ApprovalGate as ApprovalGate
 from ..errors import CoreError, Forbidden, MisdirectedRequest, Unauthorized, Unavailable, from_http
 from ..errors import UnknownTool as UnknownTool
+from ..identity.csrf import exempt_from_csrf
 from ..identity.sources import Authenticator, Identity
 from ..observe.logs import log
 from ..observe.operations import observe_call
@@ -101,7 +102,7 @@ class Pipeline:
         response headers itself: no blueprint hook runs on a request. An error raised outside a
         view (an app's own ``before_request`` aborting, an unhandled exception's 500) is answered
         by the same mapping, with the same headers."""
-        bp = Blueprint(f"{self.blueprint_name}{suffix}", import_name, **options)
+        bp = exempt_from_csrf(Blueprint(f"{self.blueprint_name}{suffix}", import_name, **options))
         bp.register_error_handler(CoreError, lambda exc: self._finish_error(self.error_response(exc)))
         bp.register_error_handler(HTTPException, lambda exc: self._finish_error(self.error_response(from_http(exc))))
         if bp.has_static_folder:  # its files go through the guard and get the headers as any view

@@ -24,6 +24,7 @@ from werkzeug.wrappers import Response as BaseResponse
 from ...errors import CoreError
 from ...observe.logs import log
 from ...settings import Settings, SettingsError
+from ..csrf import exempt_from_csrf
 from . import metadata
 from .cimd import Documents
 from .consent import PARAMETERS, UserHook, can_tell_users, csrf_problem, csrf_token, login_url, signed_in
@@ -92,7 +93,8 @@ def mount(app: Flask, settings: Settings, guard: HostCheck, user_hook: UserHook 
 
 def blueprint(server: Server, settings: Settings, guard: HostCheck, user_hook: UserHook | None) -> Blueprint:
     options = server.options
-    bp = Blueprint("tooldiscovery_oauth", __name__, template_folder="../../templates")
+    # its forms carry a token of their own; its other routes are called by OAuth clients, not forms
+    bp = exempt_from_csrf(Blueprint("tooldiscovery_oauth", __name__, template_folder="../../templates"))
 
     @bp.before_request
     def check_host() -> Response | None:
