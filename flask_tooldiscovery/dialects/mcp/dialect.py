@@ -10,7 +10,7 @@ import weakref
 from collections.abc import Mapping
 from typing import Any
 
-from flask import Blueprint, Response, current_app, request
+from flask import Blueprint, Response, current_app, has_request_context, request
 from flask.json.provider import DefaultJSONProvider
 from marshmallow import fields
 
@@ -18,7 +18,7 @@ from ...errors import CoreError, RetryLater, Unavailable
 from ...lint import chatgpt, claude_directory
 from ...lint.protocols import MCP
 from ...observe.logs import log
-from ...serving import wire
+from ...serving import request_state, wire
 from ...serving.fastpath import Learnable
 from ...serving.openapi import openapi_post
 from ...serving.pipeline import MalformedBody, Pipeline, UnknownTool
@@ -96,7 +96,9 @@ def to_rpc(exc: CoreError) -> rpc.RpcError:
 
 
 def error_response(exc: CoreError) -> tuple[Any, int]:
-    """A transport-level refusal as a JSON-RPC error with no id."""
+    """A transport-level refusal as a JSON-RPC error with no id; a 429 (another extension's rate
+    limit, e.g. Flask-Limiter's) under the refused request's id when its body can be read
+    (:func:`refused_id`), so that the client can match it to its request and retry it."""
     if isinstance(exc, MalformedBody):
         return rpc.error_body(None, rpc.PARSE_ERROR, f"Parse error: {exc.detail}"), 400
     if exc.status == 405:
@@ -104,7 +106,30 @@ def error_response(exc: CoreError) -> tuple[Any, int]:
     message = {401: "Unauthorized.", 413: "Request body too large.",
                405: "Method Not Allowed: POST JSON-RPC messages to this endpoint."}.get(exc.status)
     error = rpc.RpcError(rpc.INVALID_REQUEST, message) if message else to_rpc(exc)
-    return rpc.error_body(None, error.code, error.message), exc.status
+    return rpc.error_body(refused_id() if exc.status == 429 else None, error.code, error.message), exc.status
+
+
+#: The largest body not read yet that a refusal reads to answer under the request's own id.
+REFUSED_BODY_READ = 65536
+
+
+def refused_id() -> Any:
+    """The id of the JSON-RPC request being refused before its body was read (by another
+    extension's ``before_request``: Flask-Limiter's 429), when the body is one JSON-RPC request of
+    at most :data:`REFUSED_BODY_READ` bytes; else ``None``, JSON-RPC's id of an answer whose
+    request's id cannot be told (a batch has several)."""
+    if not has_request_context():
+        return None
+    state = request_state.peek()
+    if state is not None and state.body is not request_state.UNREAD:
+        message = state.body
+    else:
+        length = request.content_length
+        if not length or length > REFUSED_BODY_READ or request.mimetype != JSON_MIMETYPE:
+            return None
+        message = rpc.message_of(request.get_data(cache=True))
+    ident = message.get("id") if isinstance(message, dict) else None
+    return ident if rpc.valid_id(ident) else None
 
 
 #: A JSON-RPC error with no id, as :func:`error_response` answers a refusal of the transport.

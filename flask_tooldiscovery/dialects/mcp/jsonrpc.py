@@ -116,6 +116,14 @@ def result_splice(result: bytes, dumps: Callable[[Any], str]) -> Callable[[Any],
     return splice
 
 
+def message_of(raw: bytes) -> Any:
+    """The JSON value of a body (``None`` when it is not JSON)."""
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+
+
 def shape(raw: bytes) -> tuple[str, Any] | None:
     """(the request without its id, as text; its id) of a body holding one JSON-RPC request, or
     ``None``: two requests of one shape get the same result under their own ids. The text is the
