@@ -5,6 +5,7 @@
 # slots leave one thread free, and several workers without a shared state store are warned about.
 # A post_fork of your own calls it with the same two arguments.
 from flask_tooldiscovery.serving.worker_threads import post_fork  # noqa: F401
+from werkzeug.middleware.proxy_fix import ProxyFix
 
 # A worker that stops gracefully (kill -HUP reload, kill -TERM, max_requests) first lets the tasks it
 # accepted end and sends their callbacks, within graceful_timeout; what is left is logged (tasks to
@@ -20,3 +21,11 @@ workers = 4  # about 2 x cores
 threads = 8
 # X-Forwarded-Proto is believed from nginx only.
 forwarded_allow_ips = "127.0.0.1"
+
+
+def post_worker_init(worker):
+    """nginx (deploy/nginx-site.conf) is the one proxy in front: believe the last X-Forwarded-For
+    address (the one nginx adds) and X-Forwarded-Proto, so that rate limits, logs and
+    request.remote_addr see each client rather than nginx's 127.0.0.1. Wrapping the loaded app
+    here, outside Flask's wsgi_app, keeps flask-tooldiscovery's learned discovery answers on."""
+    worker.wsgi = ProxyFix(worker.wsgi, x_for=1, x_proto=1)

@@ -85,19 +85,21 @@ def main_config(folder: Path, port: int, gunicorn_port: int) -> Path:
     return config
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
-    """gunicorn (the documented config, one worker of 4 threads) and nginx in front: the base URL
-    of gunicorn itself and of nginx."""
+@contextlib.contextmanager
+def recipe_stack(folder: Path, env: dict[str, str] | None = None,
+                 gunicorn_args: tuple[str, ...] = ()) -> Iterator[tuple[str, str]]:
+    """gunicorn (the documented config, one worker of 4 threads, ``env`` added to its environment)
+    and nginx (the documented site) in front, with every path in ``folder``: the base URL of
+    gunicorn itself and of nginx. Both are stopped after."""
     binary = nginx_binary()
-    folder = tmp_path_factory.mktemp("nginx")
     gunicorn_port, nginx_port = free_port(), free_port()
     procs: list[subprocess.Popen[str]] = []
     try:
         procs.append(subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "-c", str(GUNICORN_CONF), "--bind", f"127.0.0.1:{gunicorn_port}",
-             "--workers", "1", "--threads", "4", "example_app.wsgi:app"],
-            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), "TOOLDISCOVERY_WARN_UNAUTHENTICATED": "false"},
+             "--workers", "1", "--threads", "4", *gunicorn_args, "example_app.wsgi:app"],
+            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), "TOOLDISCOVERY_WARN_UNAUTHENTICATED": "false",
+                           **(env or {})},
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
         direct = f"http://127.0.0.1:{gunicorn_port}"
         wait_until_up(direct + "/oxp/health", procs[0], timeout=60)
@@ -113,6 +115,13 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]
     finally:
         for proc in reversed(procs):
             stop(proc)
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """The recipe's stack: the base URL of gunicorn itself and of nginx."""
+    with recipe_stack(tmp_path_factory.mktemp("nginx")) as urls:
+        yield urls
 
 
 class SlowClients:
