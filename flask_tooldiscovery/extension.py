@@ -369,8 +369,10 @@ class ToolDiscovery:
             shared.append(EpiHmacVerifier(settings.epi_hmac_app_key, decode_secret(settings.epi_hmac_secret), "tools",
                                           ledger=single_use.for_uri(settings.state_storage_uri),
                                           max_body=settings.max_content_length))
-            log.info("flask-tooldiscovery: epi-hmac signed requests accepted; each nonce once, remembered %s",
-                     "in the state store" if settings.state_storage_uri else "in this process only")
+            log.log(20 if settings.state_storage_uri else 30,  # INFO, else WARNING: seen under gunicorn's defaults
+                    "flask-tooldiscovery: epi-hmac signed requests accepted; each nonce once, remembered %s",
+                    "in the state store" if settings.state_storage_uri else "in this process only (another worker "
+                    "process, or this one after a restart, takes it again: set TOOLDISCOVERY_STATE_STORAGE_URI)")
         if OAuthServerSettings.of(settings).enabled:
             shared.append(ServerTokenVerifier(OAuthServerSettings.of(settings), settings.state_storage_uri, "tools"))
         out: dict[str, Authenticator | None] = {}

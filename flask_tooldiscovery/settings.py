@@ -200,7 +200,8 @@ class Settings:
     server_threads: int | None = setting("SERVER_THREADS", None, optional(whole_number(1)), "Threads per worker "
                                          "process of the server (the call slots' default); unset: gunicorn's hook.")
     server_workers: int | None = setting("SERVER_WORKERS", None, optional(whole_number(1)), "Worker processes "
-                                         "(several warn without STATE_STORAGE_URI); unset: gunicorn's hook.")
+                                         "(several need STATE_STORAGE_URI, see STATE_PER_PROCESS); unset: "
+                                         "gunicorn's hook.")
     default_timeout: float = setting("DEFAULT_TIMEOUT", 25, number(0.0), "Seconds before an async tool without "
                                      "its own timeout= is cancelled (sync tools are waited for); 0 for none.")
     busy_retry_after: float = setting("BUSY_RETRY_AFTER", 1, number(0.0), "Retry-After (s) sent when busy.")
@@ -283,6 +284,11 @@ class Settings:
         "STATE_STORAGE_URI", None, optional(parse_redis_url),
         "Where state every worker must see is kept (spent approvals, an MCP elicitation's answer): unset, "
         "in this worker process only; redis://host:6379/0 for every worker and host (needs the redis extra).")
+    state_per_process: bool = setting(
+        "STATE_PER_PROCESS", False, parse_bool,
+        "Accept once-only records (epi-hmac nonces, spent approvals, rollbacks, OAuth codes) kept in each worker "
+        "process's memory when several workers run without STATE_STORAGE_URI: once per process, not once. "
+        "Unset, init_app refuses to start so.")
     # --- tasks: calls that outlive their request ---
     task_engine: str = setting(
         "TASK_ENGINE", "thread", choice("thread", "celery"),

@@ -224,11 +224,15 @@ def test_scopes_must_be_a_mapping_of_scope_tokens(scopes: Any) -> None:
         ToolDiscovery().init_app(app)
 
 
-def test_several_workers_without_a_shared_store_are_warned_of(caplog: pytest.LogCaptureFixture) -> None:
+def test_several_workers_without_a_shared_store_are_refused_or_warned_of(caplog: pytest.LogCaptureFixture) -> None:
     import logging
 
-    with caplog.at_level(logging.WARNING, logger="flask_tooldiscovery"):
+    from flask_tooldiscovery import SettingsError
+
+    with pytest.raises(SettingsError, match="OAuth codes and refresh tokens would be remembered by each process"):
         oauth_app(TOOLDISCOVERY_SERVER_WORKERS=2, TOOLDISCOVERY_SERVER_THREADS=4)
+    with caplog.at_level(logging.WARNING, logger="flask_tooldiscovery"):
+        oauth_app(TOOLDISCOVERY_SERVER_WORKERS=2, TOOLDISCOVERY_SERVER_THREADS=4, TOOLDISCOVERY_STATE_PER_PROCESS=True)
     assert "an OAuth code or token issued by one worker is unknown to the others" in caplog.text
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="flask_tooldiscovery"):

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from flask import has_app_context
 
+from ..calls.approvals import needs_approval
 from ..calls.slots import Slots
 from ..catalog.prompts import PromptRegistry
 from ..catalog.resources import ResourceRegistry
@@ -86,7 +87,7 @@ class Core:
         #: Tool calls running at once in this worker (``TOOLDISCOVERY_MAX_CONCURRENT_CALLS``, else
         #: worked out from the server's threads per worker, so one stays free for discovery).
         self.slots = Slots(call_slots(settings.max_concurrent_calls, self.server), settings.busy_retry_after)
-        worker_threads.warn_unshared_state(self.server, settings.state_storage_uri, oauth=self._oauth_server)
+        self._check_workers(self.server)
         if self.server is None:  # loaded before gunicorn's worker forked (--preload): it may say so later
             worker_threads.listen(self._server_said)
         #: Rate limits, tracing and metrics (checked here, so a bad setting fails at ``init_app``).
@@ -108,7 +109,30 @@ class Core:
         """gunicorn's hook told this worker process what it runs, after the app was built."""
         self.server = worker
         self.slots.limit = call_slots(self.settings.max_concurrent_calls, worker)
-        worker_threads.warn_unshared_state(worker, self.settings.state_storage_uri, oauth=self._oauth_server)
+        self._check_workers(worker)  # refusing here stops the worker before it boots: gunicorn halts
+
+    def _check_workers(self, worker: Worker | None) -> None:
+        """Several workers without a shared state store: refused when something must happen once,
+        else warned about."""
+        settings = self.settings
+        worker_threads.refuse_unshared_once(worker, settings.state_storage_uri, self.once_only(),
+                                            per_process=settings.state_per_process)
+        worker_threads.warn_unshared_state(worker, settings.state_storage_uri, oauth=self._oauth_server)
+
+    def once_only(self) -> list[str]:
+        """What this app must do once whichever worker a request reaches: take an epi-hmac nonce,
+        spend a sealed approval or run a rollback (of the tools registered so far), use an OAuth
+        code or refresh token."""
+        settings, tools = self.settings, self.registry.registered
+        found = ["epi-hmac nonces"] if settings.epi_hmac_app_key and settings.epi_hmac_secret else []
+        approved = [t.name for t in tools if needs_approval(t, destructive=settings.approve_destructive)]
+        for what, names in (("sealed approvals", approved),
+                            ("rollbacks", [t.name for t in tools if t.metadata.get("rollback")])):
+            if names:
+                found.append(f"{what} ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})")
+        if self._oauth_server:
+            found.append("OAuth codes and refresh tokens")
+        return found
 
     @property
     def _oauth_server(self) -> bool:

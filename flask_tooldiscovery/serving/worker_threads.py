@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import SettingsError
 from ..observe.logs import log
 
 #: Call slots per worker when the server does not say how many threads its worker has: with
@@ -112,15 +113,34 @@ def from_settings(threads: int | None, processes: int | None) -> Worker | None:
     return Worker(kind, threads, processes)
 
 
+def refuse_unshared_once(worker: Worker | None, state_storage_uri: str | None, once_only: Sequence[str], *,
+                         per_process: bool) -> None:
+    """Refuse to start (:class:`~flask_tooldiscovery.errors.SettingsError`) when the server is known to
+    run several worker processes, they share no state store, and something must happen once
+    (``once_only``: ``"epi-hmac nonces"``...): each process would remember it alone, so a request
+    replayed to another worker would be taken again. ``per_process`` (``TOOLDISCOVERY_STATE_PER_PROCESS``)
+    accepts that (:func:`warn_unshared_state` still warns)."""
+    if per_process or state_storage_uri or not once_only or worker is None or worker.processes is None \
+            or worker.processes < 2:
+        return
+    what = f"{', '.join(once_only[:-1])} and {once_only[-1]}" if len(once_only) > 1 else once_only[0]
+    said = f"the server runs {worker.processes} worker processes and TOOLDISCOVERY_STATE_STORAGE_URI is unset"
+    raise SettingsError(f"{said}: {what} would be remembered by each process alone, so a request replayed to "
+                        f"another worker would be taken again. Set TOOLDISCOVERY_STATE_STORAGE_URI to a redis:// "
+                        f"URL every worker shares, run one worker, or set TOOLDISCOVERY_STATE_PER_PROCESS=true "
+                        f"to accept once per process")
+
+
 def warn_unshared_state(worker: Worker | None, state_storage_uri: str | None, *, oauth: bool = False) -> None:
     """Warn when the server runs several worker processes and they share no state store
     (``oauth``: the app is its own OAuth authorization server, whose records are state too)."""
     if state_storage_uri or worker is None or worker.processes is None or worker.processes < 2:
         return
     log.warning("flask-tooldiscovery: the server runs %s worker processes and TOOLDISCOVERY_STATE_STORAGE_URI "
-                "is unset: each process keeps its own state, so a sealed approval can run once in each of "
-                "them, an MCP approval answer reaching another worker is lost, %sand a task's record can only "
-                "be read on the worker that accepted it; set it to a redis:// URL every worker shares",
+                "is unset: each process keeps its own state, so an epi-hmac nonce, a sealed approval or a "
+                "rollback can be taken once in each of them, an MCP approval answer reaching another worker is "
+                "lost, %sand a task's record can only be read on the worker that accepted it; set it to a "
+                "redis:// URL every worker shares",
                 worker.processes, "an OAuth code or token issued by one worker is unknown to the others, "
                 if oauth else "")
 
@@ -156,4 +176,4 @@ def call_slots(configured: int | None, worker: Worker | None) -> int:
 
 
 __all__ = ["UNKNOWN_SERVER_SLOTS", "Worker", "call_slots", "from_settings", "gunicorn_worker", "listen",
-           "post_fork", "told", "warn_unshared_state"]
+           "post_fork", "refuse_unshared_once", "told", "warn_unshared_state"]
