@@ -14,7 +14,7 @@ from . import settings as cfg
 from .catalog.prompts import Prompt, PromptRegistry, prompt_from_function
 from .catalog.resources import ResourceRegistry, resource_from_function
 from .catalog.skills import SkillCatalog, serve_skills, skill_from_function
-from .catalog.ui import check_templates
+from .catalog.ui import watch_templates
 from .dialects import BUILTIN, Dialect, load, mounts
 from .identity import authorization_server
 from .identity.authorization_server.settings import OAuthServerSettings
@@ -313,7 +313,7 @@ class ToolDiscovery:
                     skills=serve_skills(self.skills, settings.skills_dir))
         authenticators = self._authenticators(settings)
         self._views.resolve(app)  # views offered with add_view(s): the app's URL map holds them by now
-        check_templates(app, self.registry.registered)  # every tool UI's template exists and compiles
+        watch_templates(app, self.registry.registered, self.registry.checks)  # each UI's template, now and later
         pipelines: dict[str, Pipeline] = {}
         for name in settings.dialects:
             dialect = self.dialect(name)

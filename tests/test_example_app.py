@@ -10,6 +10,7 @@ import subprocess
 import sys
 import zlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 from flask import Flask
@@ -94,13 +95,18 @@ def test_the_wsgi_entry_point_warns_of_a_key_per_process_without_flask_secret_ke
 def test_order_status_has_the_order_card_as_its_ui(example_app: Flask) -> None:
     client = example_app.test_client()
 
-    def rpc(method: str, params: dict) -> dict:
+    def rpc(method: str, params: dict, **headers: str) -> Any:
         return client.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params},
-                           headers=SSE).get_json()["result"]
+                           headers={**SSE, **headers})
 
-    tools = {t["name"]: t for t in rpc("tools/list", {})["tools"]}
+    # a host that renders MCP Apps says so at initialize: its session id carries it
+    ui = {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}
+    session = rpc("initialize", {"protocolVersion": "2025-11-25", "capabilities": {"extensions": ui},
+                                 "clientInfo": {"name": "host", "version": "1"}}).headers["Mcp-Session-Id"]
+    listed = rpc("tools/list", {}, **{"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"})
+    tools = {t["name"]: t for t in listed.get_json()["result"]["tools"]}
     assert tools["order_status"]["_meta"]["ui"] == {"resourceUri": "ui://example/order-card"}
-    (card,) = rpc("resources/read", {"uri": "ui://example/order-card"})["contents"]
+    (card,) = rpc("resources/read", {"uri": "ui://example/order-card"}).get_json()["result"]["contents"]
     assert card["mimeType"] == "text/html;profile=mcp-app" and card["_meta"] == {"ui": {"prefersBorder": True}}
     assert "<h1 id=\"order\">Example shop order</h1>" in card["text"] and "window.McpApps=" in card["text"]
     detail = client.get("/explorer/tools/order_status").get_json()

@@ -84,10 +84,21 @@ def test_one_uri_for_two_different_uis_fails_init_app() -> None:
 
 # -- MCP: the official client against a live server ------------------------------------------------
 
-async def _session(url: str, mode: str) -> dict[str, Any]:
-    from mcp import Client
+#: What a host that renders MCP Apps declares (at initialize, or in each stateless-era request).
+UI_EXTENSION = {"io.modelcontextprotocol/ui": {"mimeTypes": [MIME_TYPE]}}
 
-    async with Client(url, mode=mode) as client:  # type: ignore[arg-type]
+
+def ui_client(url: str, mode: str, *, declare: bool = True) -> Any:
+    """The official client, declaring the MCP Apps extension or not."""
+    from mcp import Client
+    from mcp.client.extension import advertise
+
+    extensions = [advertise(name, settings) for name, settings in UI_EXTENSION.items()] if declare else None
+    return Client(url, mode=mode, extensions=extensions)  # type: ignore[arg-type]
+
+
+async def _session(url: str, mode: str) -> dict[str, Any]:
+    async with ui_client(url, mode) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         listed = (await client.list_resources()).resources
         read = await client.read_resource(tools["get_order"].meta["ui"]["resourceUri"])
@@ -118,6 +129,76 @@ def test_the_official_client_reads_the_tools_interface(mode: str) -> None:
     assert out["refreshed"].structured_content == {"id": "A-17", "status": "shipped"}  # app-only, callable
     extensions = out["capabilities"].model_dump(by_alias=True).get("extensions") or {}
     assert "io.modelcontextprotocol/ui" in extensions
+
+
+async def _without_the_extension(url: str, mode: str) -> dict[str, Any]:
+    async with ui_client(url, mode, declare=False) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        listed = (await client.list_resources()).resources
+        called = await client.call_tool("get_order", {"order_id": "A-17"})
+        return {"tools": tools, "listed": listed, "called": called}
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_a_client_that_did_not_declare_the_extension_is_sent_no_interface(mode: str) -> None:
+    """The extension's metadata goes only where it was declared: a client without it gets the same
+    tools with no ``_meta.ui`` (nor the deprecated flat key) and no ``ui://`` resource listed; the
+    tools still run."""
+    with live_server(create_app(TOOLDISCOVERY_DIALECTS=["mcp"])) as base:
+        out = asyncio.run(_without_the_extension(f"{base}/mcp", mode))
+    tools = out["tools"]
+    assert {"get_order", "refresh_order", "ping"} <= set(tools)
+    for tool in tools.values():
+        assert not {"ui", "ui/resourceUri"} & set(tool.meta or {}), (tool.name, tool.meta)
+    assert not [r for r in out["listed"] if str(r.uri).startswith("ui://")]
+    assert not out["called"].is_error
+
+
+def test_each_era_says_it_its_own_way() -> None:
+    """Handshake era: the extension declared at ``initialize`` (the session id carries it), with the
+    mime type this server sends; stateless era: declared in each request's envelope."""
+    c = create_app(TOOLDISCOVERY_DIALECTS=["mcp"]).test_client()
+
+    def session(capabilities: dict[str, Any]) -> str:
+        r = rpc(c, "initialize", {"protocolVersion": "2025-11-25", "capabilities": capabilities,
+                                  "clientInfo": {"name": "t", "version": "1"}})
+        return r.headers["Mcp-Session-Id"]
+
+    def ui_of_listed(**headers: str) -> Any:
+        tools = rpc(c, "tools/list", **headers).get_json()["result"]["tools"]
+        return next(t for t in tools if t["name"] == "get_order").get("_meta")
+
+    version = {"MCP-Protocol-Version": "2025-11-25"}
+    assert ui_of_listed(**version, **{"Mcp-Session-Id": session({"extensions": UI_EXTENSION})})["ui"] == {
+        "resourceUri": "ui://shop/order-card"}
+    for declared in ({}, {"extensions": {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html"]}}}):
+        assert ui_of_listed(**version, **{"Mcp-Session-Id": session(declared)}) is None, declared
+    assert ui_of_listed(**version) is None  # no session id: nothing declared
+
+    def stateless(capabilities: dict[str, Any]) -> Any:
+        meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": capabilities}
+        r = c.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}},
+                   headers={"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"})
+        assert r.status_code == 200, r.text
+        found = next(t for t in r.get_json()["result"]["tools"] if t["name"] == "get_order")
+        return found.get("_meta")
+
+    assert stateless({"extensions": UI_EXTENSION})["ui"] == {"resourceUri": "ui://shop/order-card"}
+    assert stateless({}) is None
+    assert stateless({"extensions": UI_EXTENSION})["ui"] == {"resourceUri": "ui://shop/order-card"}  # not mixed up
+
+
+def test_a_tool_registered_after_init_app_with_a_missing_template_is_refused() -> None:
+    discovery = ToolDiscovery()
+    discovery.tool(name="card", ui="order_card.html")(lambda: "x")
+    app = Flask("later", template_folder=str(TEMPLATES))
+    discovery.init_app(app)
+    with pytest.raises(UIError, match=r"template 'no_such_card\.html' not found"):
+        discovery.tool(name="late", ui="no_such_card.html")(lambda: "x")
+    assert "late" not in [t.name for t in discovery.registry.registered]  # refused, not half-registered
+    discovery.tool(name="late_ok", ui=UI("order_card.html", uri="ui://shop/late"))(lambda: "x")
+    assert "late_ok" in [t.name for t in discovery.registry.registered]
 
 
 def test_the_extension_is_declared_in_both_eras_only_with_an_interface(make_app) -> None:
@@ -179,8 +260,13 @@ def test_app_resources_are_still_served_beside_the_interfaces() -> None:
 
     discovery.init_app(app)
     c = app.test_client()
-    listed = [r["uri"] for r in rpc(c, "resources/list").get_json()["result"]["resources"]]
+    declared = rpc(c, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {"extensions": UI_EXTENSION},
+                                     "clientInfo": {"name": "t", "version": "1"}}).headers["Mcp-Session-Id"]
+    listed = [r["uri"] for r in rpc(c, "resources/list", **{"Mcp-Session-Id": declared,
+                                                            "MCP-Protocol-Version": "2025-11-25"}
+                                    ).get_json()["result"]["resources"]]
     assert listed == ["config://app", "ui://order_card.html"]
+    assert [r["uri"] for r in rpc(c, "resources/list").get_json()["result"]["resources"]] == ["config://app"]
     assert rpc(c, "resources/read", {"uri": "config://app"}).get_json()["result"]["contents"][0]["text"] == "settings"
 
 

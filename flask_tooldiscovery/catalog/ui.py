@@ -16,10 +16,11 @@ from __future__ import annotations
 import contextvars
 import functools
 import re
+import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import UIError as UIError
 from .proteus import PROTEUS_MIME_TYPE, as_proteus, check_proteus, proteus_error, proteus_of, render_proteus
@@ -28,6 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from flask import Flask
     from jinja2 import Environment
 
+    from ..runtime.watchers import Checks
     from ..tools.model import Tool
 
 #: The MIME type of an MCP App's HTML (and of every UI resource served here).
@@ -43,6 +45,7 @@ PERMISSIONS = {"camera": "camera", "microphone": "microphone", "geolocation": "g
 _ORIGIN = re.compile(r"^(https?|wss?)://(\*\.)?[A-Za-z0-9.-]+(:\d+)?$")
 BRIDGE = Path(__file__).resolve().parent.parent / "static" / "tooldiscovery" / "ext-apps" / "app-with-deps.js"
 _ENV_KEY = "tooldiscovery.ui_env"
+_LATER_KEY = "tooldiscovery.ui_later"
 
 
 def _camel(name: str) -> str:
@@ -214,6 +217,28 @@ def check_templates(app: Flask, tools: Iterable[Tool]) -> None:
         except TemplateError as exc:
             raise UIError(f"UI {uri}: template {ui.template!r} does not compile: {exc}") from None
     check_proteus(app, tools, ui_of)  # every native Opal UI's template renders a Proteus document
+
+
+class _LaterTools:
+    """Checks the UI template of each tool registered after ``init_app`` against one app (held
+    weakly, as this check is by the registry: it lives in the app's extensions)."""
+
+    def __init__(self, app: Flask) -> None:
+        self._app = weakref.ref(app)
+
+    def check(self, tool: object) -> None:
+        app = self._app()
+        if app is not None:
+            check_templates(app, [cast("Tool", tool)])
+
+
+def watch_templates(app: Flask, tools: Iterable[Tool], checks: Checks) -> None:
+    """``init_app``: :func:`check_templates` of ``tools``, and of every tool the registry is asked
+    about later (``checks``: its :class:`~...runtime.watchers.Checks`), so that one registered after
+    ``init_app`` with a missing template is refused at registration."""
+    check_templates(app, tools)
+    later = app.extensions[_LATER_KEY] = _LaterTools(app)
+    checks.add(later.check)
 
 
 @functools.lru_cache(maxsize=1)

@@ -42,4 +42,28 @@ class Watchers:
                 log.exception("flask-tooldiscovery: a registry watcher failed")
 
 
-__all__ = ["Watchers"]
+class Checks:
+    """Bound methods a registry asks about each thing before it is registered: one that raises
+    refuses it (the error reaches the caller). Held weakly, as :class:`Watchers` are."""
+
+    def __init__(self) -> None:
+        self._methods: list[weakref.WeakMethod[Callable[[object], object]]] = []
+        self._lock = threading.Lock()
+
+    def add(self, method: Callable[[object], object]) -> None:
+        """Ask ``method`` (a bound method) about each new thing while its object lives."""
+        with self._lock:
+            self._methods = [ref for ref in self._methods if ref() is not None]
+            self._methods.append(weakref.WeakMethod(method))
+
+    def ask(self, thing: object) -> None:
+        """Ask every living check about ``thing``; the first that raises stops the others."""
+        with self._lock:
+            refs = list(self._methods)
+        for ref in refs:
+            method = ref()
+            if method is not None:
+                method(thing)
+
+
+__all__ = ["Checks", "Watchers"]

@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..catalog.ui import model_visible
-from ..runtime.watchers import Watchers
+from ..runtime.watchers import Checks, Watchers
 from .function_tools import RegistrationError, valid_tool_name
 from .model import CHANGES, Identity, Tool, parse_version, tool_changes
 from .providers import ProvidedTools, ProviderError, ToolsProvider, resolve_provider, tool_from_object
@@ -151,6 +151,9 @@ class ToolRegistry:
         self.version = 0
         #: Told when a tool or a provider is added (the tool list changed).
         self.watchers = Watchers()
+        #: Asked about each tool before it is registered (an app's checks, added at ``init_app``):
+        #: one that raises refuses the tool.
+        self.checks = Checks()
         #: Tool categories declared in code, by id (TDP groups tools by them).
         self.categories: dict[str, dict[str, Any]] = {}
         #: ``tool_changes()`` when the static tool set was built (a tool changed since: built anew).
@@ -179,6 +182,7 @@ class ToolRegistry:
                 f"tool {tool.name!r} version {tool.version} is already registered; give the new "
                 f"one another name or another version="
             )
+        self.checks.ask(tool)
         _claim_or_raise(tool, self._unique)
         self._keys.add(key)
         self._entries.append(("tool", tool))

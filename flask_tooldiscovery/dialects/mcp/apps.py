@@ -5,7 +5,12 @@ and ``resources/read`` (HTML of type ``text/html;profile=mcp-app`` with its ``_m
 permissions), beside the app's own resources when ``TOOLDISCOVERY_MCP_RESOURCES`` serves them.
 
 Tools with ``visibility=["app"]`` stay in ``tools/list``: the spec has the host keep them from the
-model and let only the interface call them."""
+model and let only the interface call them.
+
+A tool's ``_meta.ui`` and the ``ui://`` entries of ``resources/list`` go only to clients that
+declared the extension (:func:`shows_ui`): at ``initialize`` (its session id says so) or in a
+stateless-era request's envelope, ``{"extensions": {"io.modelcontextprotocol/ui": {"mimeTypes":
+["text/html;profile=mcp-app"]}}}``. A ``ui://`` resource is read for any client that names it."""
 
 from __future__ import annotations
 
@@ -39,6 +44,20 @@ def tool_meta(tool: Tool) -> dict[str, Any] | None:
     return {"ui": meta, LEGACY_URI_KEY: ui.resource_uri} if ui is not None else {"ui": meta}
 
 
+def shows_ui(req: McpRequest) -> bool:
+    """Whether the request's client declared MCP Apps, so it is sent tools' interfaces."""
+    return req.declares_extension(EXTENSION)
+
+
+def without_ui(entry: dict[str, Any]) -> dict[str, Any]:
+    """A ``tools/list`` entry without its MCP Apps metadata, for a client that did not declare them."""
+    meta = entry.get("_meta")
+    if not isinstance(meta, dict) or not ({"ui", LEGACY_URI_KEY} & meta.keys()):
+        return entry
+    rest = {k: v for k, v in meta.items() if k not in ("ui", LEGACY_URI_KEY)}
+    return {**{k: v for k, v in entry.items() if k != "_meta"}, **({"_meta": rest} if rest else {})}
+
+
 def capabilities(pipe: Pipeline, offered: dict[str, Any]) -> dict[str, Any]:
     """``offered`` with the extension declared (and ``resources``, which hosts read interfaces
     with) when a registered tool has an interface; unchanged otherwise."""
@@ -69,7 +88,8 @@ def methods(pipe: Pipeline, base: dict[str, Handler]) -> dict[str, Handler]:
     def list_resources(req: McpRequest) -> dict[str, Any]:
         listed = base_list(req) if base_list is not None else {}
         own = listed.get("resources", []) if isinstance(listed, dict) else []
-        return {"resources": [*own, *(_entry(ui) for ui in interfaces().values())]}
+        shown = interfaces().values() if shows_ui(req) else ()
+        return {"resources": [*own, *(_entry(ui) for ui in shown)]}
 
     def read(req: McpRequest) -> rpc.Result:
         uri = req.params.get("uri")
@@ -93,4 +113,4 @@ def methods(pipe: Pipeline, base: dict[str, Handler]) -> dict[str, Handler]:
     return {**base, **added}
 
 
-__all__ = ["EXTENSION", "capabilities", "methods", "tool_meta"]
+__all__ = ["EXTENSION", "capabilities", "methods", "shows_ui", "tool_meta", "without_ui"]

@@ -234,7 +234,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
     def list_tools(req: McpRequest) -> rpc.Encoded:
         """One page, encoded once per (visible tool set, page, era) in the pipeline's cache."""
         toolset, params = pipe.tools(), req.params
-        tools, size, stateless = toolset.latest(), options.page_size, req.stateless
+        tools, size, stateless, ui = toolset.latest(), options.page_size, req.stateless, apps.shows_ui(req)
         if tool_search.active(pipe, toolset):  # the search tools instead of every tool
             tools = tool_search.listed(toolset)
         try:
@@ -243,19 +243,21 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             raise rpc.RpcError(rpc.INVALID_PARAMS, "Invalid cursor.") from None
 
         def page() -> bytes:
-            result: dict[str, Any] = {"tools": [shown(t, stateless) for t in tools[start:start + size]]}
+            result: dict[str, Any] = {"tools": [shown(t, stateless, ui) for t in tools[start:start + size]]}
             if start + size < len(tools):
                 result["nextCursor"] = page_cursor(start + size)
             return dumps(complete("tools/list", result, stateless)).encode("utf-8")
 
-        data = pipe.cache.document(("tools/list", start, stateless), toolset, page).body
+        data = pipe.cache.document(("tools/list", start, stateless, ui), toolset, page).body
         if isinstance(pipe.body(), dict):  # one request, not a batch: the same again may skip Flask
             learn(toolset, data)
         return rpc.Encoded(data)
 
-    def shown(tool: Tool, stateless: bool) -> dict[str, Any]:
-        """A tool as ``tools/list`` shows it; with ``execution.taskSupport`` to handshake-era clients."""
+    def shown(tool: Tool, stateless: bool, ui: bool) -> dict[str, Any]:
+        """A tool as ``tools/list`` shows it; with ``execution.taskSupport`` to handshake-era clients,
+        its interface (``_meta.ui``) to clients that declared MCP Apps."""
         entry, support = pipe.dump(NAME, tool, _TOOL.dump), mcp_tasks.support(tool)
+        entry = entry if ui else apps.without_ui(entry)
         return entry if stateless or support == "forbidden" else {**entry, "execution": {"taskSupport": support}}
 
     def learn(toolset: ToolSet, data: bytes) -> None:
@@ -273,7 +275,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         if arguments is not None and not isinstance(arguments, dict):
             raise rpc.RpcError(rpc.INVALID_PARAMS, "tools/call params.arguments must be an object.")
         if searching:
-            searched = tool_search.answer(pipe, params, lambda tool: shown(tool, req.stateless))
+            searched = tool_search.answer(pipe, params, lambda tool: shown(tool, req.stateless,
+                                                                                    apps.shows_ui(req)))
             if searched is not None:
                 return searched
         tool = pipe.find(name)

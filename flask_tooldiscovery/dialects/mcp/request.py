@@ -106,6 +106,14 @@ class McpRequest:
             found = caps.get(capability)
         return isinstance(found, Mapping)
 
+    def declares_extension(self, extension: str) -> bool:
+        """Whether the client declared ``extension`` (one of :data:`.sessions.EXTENSION_FLAGS`, such
+        as MCP Apps): in the stateless era in the request's envelope; in the handshake era at
+        ``initialize``, as its session id says (a request without such an id: not declared)."""
+        if self.stateless:
+            return sessions.declares_extension(self.capabilities, extension)
+        return self.session_declares is not None and extension in self.session_declares
+
     def may_ask(self, kind: str) -> bool:
         """Whether the server may ask this request's client a request of ``kind`` (``elicitation``,
         ``sampling``, ``roots``): in the stateless era when its envelope declares it; in the

@@ -4,7 +4,8 @@ The server keeps nothing between requests, and the official clients send their c
 in ``initialize``. So the ``Mcp-Session-Id`` an ``initialize`` answer gives (every handshake-era
 client keeps it and sends it with each request after) names, besides an unguessable part, the
 kinds of request the client declared it can answer: ``elicitation`` (form mode), ``sampling`` and
-``roots``, as ``<token>.c<flags>``. A call then asks its caller only what it declared (else
+``roots``, and the extensions it declared that change what it is sent (MCP Apps,
+``io.modelcontextprotocol/ui``), as ``<token>.c<flags>``. A call then asks its caller only what it declared (else
 :class:`~...tools.questions.CannotAnswer`, as in the stateless era), and an approval is not put to a
 client without elicitation (:meth:`.request.McpRequest.may_ask` decides). A request without such an
 id (a client that does not keep it, or an id of another form) is asked as its protocol version
@@ -25,8 +26,12 @@ from flask import request
 SESSION_HEADER = "Mcp-Session-Id"
 #: The kinds of request a client may declare, and each one's flag in the session id.
 FLAGS = {"elicitation": "e", "sampling": "s", "roots": "r"}
+#: The extensions a client may declare that a session id names, each by its flag; an extension is
+#: declared when ``capabilities.extensions`` has it as an object whose ``mimeTypes`` (if any) hold
+#: the one given here.
+EXTENSION_FLAGS = {"io.modelcontextprotocol/ui": ("u", "text/html;profile=mcp-app")}
 _SESSION = re.compile(r"[\x21-\x7e]{16,128}")
-_DECLARED = re.compile(r"\.c([esr]{0,3})\Z")
+_DECLARED = re.compile(r"\.c([esru]{0,4})\Z")
 
 
 def _declares(capabilities: Mapping[str, Any], kind: str) -> bool:
@@ -37,10 +42,24 @@ def _declares(capabilities: Mapping[str, Any], kind: str) -> bool:
     return kind != "elicitation" or not declared or isinstance(declared.get("form"), Mapping)
 
 
+def declares_extension(capabilities: Any, extension: str) -> bool:
+    """Whether client ``capabilities`` (``initialize``'s, or a stateless-era request's envelope)
+    declare ``extension``, one of :data:`EXTENSION_FLAGS`: an object under ``extensions``, whose
+    ``mimeTypes``, when it lists any, include the one this server sends."""
+    extensions = capabilities.get("extensions") if isinstance(capabilities, Mapping) else None
+    declared = extensions.get(extension) if isinstance(extensions, Mapping) else None
+    if not isinstance(declared, Mapping):
+        return False
+    types = declared.get("mimeTypes")
+    return types is None or (isinstance(types, list) and EXTENSION_FLAGS[extension][1] in types)
+
+
 def new_id(capabilities: Any) -> str:
     """A fresh session id naming what ``capabilities`` (``initialize``'s) declare."""
     found = capabilities if isinstance(capabilities, Mapping) else {}
-    return f"{secrets.token_urlsafe(24)}.c{''.join(f for k, f in FLAGS.items() if _declares(found, k))}"
+    flags = [f for k, f in FLAGS.items() if _declares(found, k)]
+    flags += [f for k, (f, _) in EXTENSION_FLAGS.items() if declares_extension(found, k)]
+    return f"{secrets.token_urlsafe(24)}.c{''.join(flags)}"
 
 
 def headers(params: Mapping[str, Any]) -> dict[str, str]:
@@ -60,7 +79,10 @@ def declared_by(session: str) -> frozenset[str] | None:
     found = _DECLARED.search(session)
     if found is None:
         return None
-    return frozenset(kind for kind, flag in FLAGS.items() if flag in found.group(1))
+    flags = found.group(1)
+    return frozenset([*(kind for kind, flag in FLAGS.items() if flag in flags),
+                      *(ext for ext, (flag, _) in EXTENSION_FLAGS.items() if flag in flags)])
 
 
-__all__ = ["FLAGS", "SESSION_HEADER", "current", "declared_by", "headers", "new_id"]
+__all__ = ["EXTENSION_FLAGS", "FLAGS", "SESSION_HEADER", "current", "declared_by", "declares_extension", "headers",
+           "new_id"]
