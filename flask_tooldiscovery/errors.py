@@ -244,8 +244,10 @@ class ToolError(ToolDiscoveryError):
     """The error a tool raises on purpose.
 
     Its ``message`` is shown to the user or the model; ``developer_message`` is logged and sent
-    only by dialects whose wire format has a field for it (OXP). Any other exception a tool
-    raises is reported with a generic message and its traceback goes to the app logger only.
+    only by dialects whose wire format has a field for it (OXP). ``not_found``: what the call
+    names does not exist (an order, a pet), which each protocol answers as its own not-found (a
+    404 where it has one). Any other exception a tool raises is reported with a generic message
+    and its traceback goes to the app logger only.
     """
 
     def __init__(
@@ -256,6 +258,7 @@ class ToolError(ToolDiscoveryError):
         can_retry: bool = False,
         retry_after_ms: int | None = None,
         additional_prompt_content: str | None = None,
+        not_found: bool = False,
     ) -> None:
         super().__init__(message)
         self.message = str(message)
@@ -263,6 +266,7 @@ class ToolError(ToolDiscoveryError):
         self.can_retry = bool(can_retry)
         self.retry_after_ms = retry_after_ms
         self.additional_prompt_content = additional_prompt_content
+        self.not_found = bool(not_found)
 
 
 class RegistrationError(ToolDiscoveryError, ValueError):

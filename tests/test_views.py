@@ -185,7 +185,72 @@ def test_the_views_own_auth_sees_the_callers_headers() -> None:
 def test_a_views_404_is_the_tools_error() -> None:
     client = smorest_app(named_books()).test_client()
     result = mcp_call(client, "get_book", {"book_id": 99})
-    assert result["isError"] and result["content"][0]["text"] == "404 Not Found: No book 99."
+    assert result["isError"] and result["content"][0]["text"] == "Not found: No book 99."
+
+
+#: Each dialect's not-found answer to a call whose tool ran and found nothing under what it was
+#: given: (path, body of get_book(book_id=99)) -> (HTTP status, what the body says).
+NOT_FOUND: dict[str, tuple[str, dict[str, Any], int, Any]] = {
+    # Opal: 404 as for anything not there (its SDK answers only 400/401/500; opal-notes: 404 for the missing)
+    "opal": ("/opal/tools/get_book", {"parameters": {"book_id": 99}}, 404,
+             {"error": "Not found: No book 99.", "detail": "Not found: No book 99."}),
+    # TDP's own code for it: not_found, 404
+    "tdp": ("/api/v1/tools/execute", {"tool_name": "get_book", "arguments": {"book_id": 99}}, 404,
+            {"success": False, "error": "Not found: No book 99.", "code": "not_found", "is_async": False}),
+    "utcp": ("/utcp/tools/get_book", {"book_id": 99}, 404, {"error": "Not found: No book 99."}),
+    "explorer": ("/explorer/tools/get_book/call", {"book_id": 99}, 404,
+                 {"content": [{"type": "text", "text": "Not found: No book 99."}], "isError": True}),
+    # OXP: the tool ran and failed, which its taxonomy answers 200 success: false (400 is an unknown tool)
+    "oxp": ("/oxp/tools/call", {"request": {"tool_id": "Conformance.get_book", "input": {"book_id": 99}}}, 200,
+            {"success": False, "error": {"message": "Not found: No book 99."}}),
+    # MCP: a tool execution error (a JSON-RPC error is for an unknown tool or a malformed request)
+    "mcp": ("/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                     "params": {"name": "get_book", "arguments": {"book_id": 99}}}, 200,
+            {"content": [{"type": "text", "text": "Not found: No book 99."}], "isError": True}),
+}
+
+
+def reading(dialect: str, body: Any) -> Any:
+    """The part of a dialect's answer :data:`NOT_FOUND` says."""
+    if dialect == "oxp":
+        return {"success": body["result"]["success"], "error": {"message": body["result"]["error"]["message"]}}
+    if dialect == "mcp":
+        return {k: body["result"][k] for k in ("content", "isError")}
+    if dialect == "explorer":
+        return {k: body[k] for k in ("content", "isError")}
+    return body
+
+
+@pytest.mark.parametrize("dialect", sorted(NOT_FOUND))
+def test_a_views_404_is_each_dialects_not_found(dialect: str) -> None:
+    """A view offered as a tool that answers 404 (the book is not there) is the protocol's own
+    not-found, not a 500 (Opal, TDP), a 422 reading "404 Not Found:" (UTCP) or a bare tool error."""
+    client = smorest_app(named_books(), TOOLDISCOVERY_DIALECTS=[dialect]).test_client()
+    path, body, status, says = NOT_FOUND[dialect]
+    answer = client.post(path, json=body)
+    assert (answer.status_code, reading(dialect, answer.get_json())) == (status, says)
+
+
+@pytest.mark.parametrize("dialect", sorted(NOT_FOUND))
+def test_a_tool_says_not_found_with_tool_error(dialect: str) -> None:
+    """The same category for a tool of its own: ``ToolError(..., not_found=True)``."""
+    from flask_tooldiscovery import ToolError
+
+    discovery = ToolDiscovery()
+
+    @discovery.tool
+    def get_book(book_id: int) -> dict[str, Any]:
+        """One book.
+
+        Args:
+            book_id: The book's id.
+        """
+        raise ToolError(f"Not found: No book {book_id}.", not_found=True)
+
+    client = smorest_app(discovery, TOOLDISCOVERY_DIALECTS=[dialect]).test_client()
+    path, body, status, says = NOT_FOUND[dialect]
+    answer = client.post(path, json=body)
+    assert (answer.status_code, reading(dialect, answer.get_json())) == (status, says)
 
 
 @pytest.mark.parametrize("testing", [True, False])

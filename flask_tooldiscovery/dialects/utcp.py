@@ -115,7 +115,8 @@ def answer(outcome: Outcome) -> Response:
     more = failure.additional_prompt_content
     body = {"error": f"{failure.message}\n{more}" if more else failure.message,
             "can_retry": failure.can_retry or None, "retry_after_ms": failure.retry_after_ms}
-    return json_response({k: v for k, v in body.items() if v is not None}, 422 if failure.expected else 500)
+    status = 404 if failure.not_found else 422 if failure.expected else 500
+    return json_response({k: v for k, v in body.items() if v is not None}, status)
 
 
 def openapi_paths(pipe: Pipeline) -> dict[str, Any]:
@@ -173,6 +174,8 @@ class UtcpDriver(Driver):
             return Observation("ok", [body])
         if status == 400:
             kind = "invalid" if isinstance(body, dict) and "parameter_errors" in body else "malformed"
+        elif status == 404 and not message_of(body, "error").startswith("Tool not found:"):
+            kind = "tool_error"  # the tool ran: what it names is not there
         else:
             kind = {422: "tool_error", 500: "failure"}.get(status) or status_kind(status)
         return Observation(kind, message=message_of(body, "error"))

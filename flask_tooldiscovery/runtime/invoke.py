@@ -55,6 +55,9 @@ class Failure:
     expected: bool = True
     #: True when the caller cancelled the call (the tool stopped, or was told to).
     cancelled: bool = False
+    #: True when what the call names does not exist (``ToolError(not_found=True)``; a view offered
+    #: as a tool answered 404): each dialect answers its own not-found.
+    not_found: bool = False
 
     @classmethod
     def from_tool_error(cls, exc: ToolError) -> Failure:
@@ -64,6 +67,7 @@ class Failure:
             can_retry=exc.can_retry,
             retry_after_ms=exc.retry_after_ms,
             additional_prompt_content=exc.additional_prompt_content,
+            not_found=exc.not_found,
         )
 
 

@@ -127,6 +127,8 @@ def result_of(response: Response) -> Any:
         except ValueError:
             phrase = "Error"
         text = f"redirect to {response.headers.get('Location')}" if status < 400 else _error_text(response)
+        if status == 404:  # what the call names is not there: each protocol's own not-found
+            raise ToolError(f"Not found: {text}" if text else "Not found.", not_found=True)
         retry = response.headers.get("Retry-After", "")
         raise ToolError(f"{status} {phrase}" + (f": {text}" if text else ""), can_retry=status in (408, 429),
                         retry_after_ms=int(retry) * 1000 if retry.isdigit() else None)

@@ -30,6 +30,8 @@ class OpalDriver(Driver):
         if status == 400:
             return Observation("invalid" if isinstance(body, dict) and "parameter_errors" in body else "malformed",
                                message=message)
+        if status == 404 and not message.startswith("Tool not found:"):
+            return Observation("tool_error", message=message)  # the tool ran: what it names is not there
         return Observation(failed_kind(message) if status == 500 else status_kind(status), message=message)
 
 

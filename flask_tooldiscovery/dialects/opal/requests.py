@@ -133,7 +133,8 @@ def answer(outcome: Outcome) -> Response:
                               "parameter_errors": outcome.parameter_errors}, 400)
     if outcome.status == "failure":
         extra = {"can_retry": True} if outcome.failure and outcome.failure.can_retry else {}
-        return json_response({"error": outcome.error_message, "detail": outcome.error_message, **extra}, 500)
+        status = 404 if outcome.failure and outcome.failure.not_found else 500
+        return json_response({"error": outcome.error_message, "detail": outcome.error_message, **extra}, status)
     return json_response(outcome.value, 200, NO_CACHE)
 
 

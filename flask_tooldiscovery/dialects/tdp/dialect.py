@@ -181,7 +181,7 @@ def openapi_paths(pipe: Pipeline) -> dict[str, Any]:
     return {f"{pipe.prefix}/api/v1/tools/execute": openapi_post(
         pipe, tools, operation_id="tdp_execute", tags=[NAME], summary="Execute a tool (TDP)",
         schema=one_of(bodies), error_schema=ERROR_SCHEMA, responses={
-            "200": "success, result, is_async", "400": "invalid_args", "404": "unknown_tool",
+            "200": "success, result, is_async", "400": "invalid_args", "404": "unknown_tool, not_found",
             "500": "internal_error"})}
 
 
@@ -229,7 +229,9 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         if outcome.ok:
             result = outcome.value if isinstance(outcome.value, dict) else {"value": outcome.value}
             return json_response({"success": True, "result": result, "is_async": False})
-        code, status = ("invalid_args", 400) if outcome.status == "invalid" else ("internal_error", 500)
+        not_found = outcome.failure is not None and outcome.failure.not_found
+        code, status = (("invalid_args", 400) if outcome.status == "invalid" else
+                        ("not_found", 404) if not_found else ("internal_error", 500))
         return json_response(_failed(outcome.error_message, code), status)
 
     return bp

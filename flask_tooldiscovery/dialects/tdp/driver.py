@@ -33,6 +33,8 @@ class TdpDriver(Driver):
             if isinstance(body, dict) else ""
         if status == 400:
             return Observation("malformed" if message.startswith("Malformed JSON") else "invalid", message=message)
+        if status == 404 and isinstance(body, dict) and body.get("code") == "not_found":
+            return Observation("tool_error", message=message)  # the tool ran: what it names is not there
         return Observation(failed_kind(message) if status == 500 else status_kind(status), message=message)
 
 
