@@ -91,6 +91,15 @@ class Approval:
 
 def needs_approval(tool: Tool, *, destructive: bool) -> bool:
     """True when ``tool`` must be approved before each call (``destructive``: destructive tools too)."""
+    return _needs_approval(tool, destructive)
+
+
+def approved_tools(tools: Sequence[Tool], *, destructive: bool) -> list[str]:
+    """The names of ``tools`` that need approval (at start: what the app must spend once)."""
+    return [tool.name for tool in tools if _needs_approval(tool, destructive)]
+
+
+def _needs_approval(tool: Tool, destructive: bool) -> bool:
     if tool.metadata.get("requires_approval"):
         return True
     return destructive and bool((tool.annotations or {}).get("destructiveHint") is True)
@@ -337,5 +346,5 @@ class Approvals:
 
 
 __all__ = ["APPROVAL_HEADER", "Approval", "ApprovalGate", "ApprovalRequired", "Approvals", "CheckedApproval",
-           "InvalidApproval", "Opened", "Sealable", "Sealer", "UnsealedState", "carried_approval", "check_approval",
-           "digest", "needs_approval", "plain", "prompt_for", "sealer"]
+           "InvalidApproval", "Opened", "Sealable", "Sealer", "UnsealedState", "approved_tools",
+           "carried_approval", "check_approval", "digest", "needs_approval", "plain", "prompt_for", "sealer"]

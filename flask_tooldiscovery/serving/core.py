@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from flask import has_app_context
 
-from ..calls.approvals import needs_approval
+from ..calls.approvals import approved_tools
 from ..calls.slots import Slots
 from ..catalog.prompts import PromptRegistry
 from ..catalog.resources import ResourceRegistry
@@ -125,7 +125,7 @@ class Core:
         code or refresh token."""
         settings, tools = self.settings, self.registry.registered
         found = ["epi-hmac nonces"] if settings.epi_hmac_app_key and settings.epi_hmac_secret else []
-        approved = [t.name for t in tools if needs_approval(t, destructive=settings.approve_destructive)]
+        approved = approved_tools(tools, destructive=settings.approve_destructive)
         for what, names in (("sealed approvals", approved),
                             ("rollbacks", [t.name for t in tools if t.metadata.get("rollback")])):
             if names:
