@@ -115,10 +115,17 @@ def test_a_native_proteus_document_is_what_opal_reads_and_mcp_shows_no_app() -> 
     assert raw == SUMMARY and bridges(parsed.body) == []
     assert json.loads(sdk_serves(answer["uri"], parsed)["text"]) == raw
 
-    tools = {t["name"]: t for t in c.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
-             .get_json()["result"]["tools"]}
+    # a host that renders MCP Apps (it declared the extension at initialize: its session id says so)
+    ui = {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}
+    session = c.post("/mcp", json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"extensions": ui},
+        "clientInfo": {"name": "host", "version": "1"}}}).headers["Mcp-Session-Id"]
+    host = {"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
+    tools = {t["name"]: t for t in c.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                          headers=host).get_json()["result"]["tools"]}
     assert "ui" not in (tools["order_summary"].get("_meta") or {})
-    listed = c.post("/mcp", json={"jsonrpc": "2.0", "id": 2, "method": "resources/list"}).get_json()["result"]
+    listed = c.post("/mcp", json={"jsonrpc": "2.0", "id": 2, "method": "resources/list"},
+                    headers=host).get_json()["result"]
     assert [r["uri"] for r in listed["resources"]] == [CARD.resource_uri]  # the App alone, no Proteus
 
 
