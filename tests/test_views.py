@@ -198,7 +198,8 @@ NOT_FOUND: dict[str, tuple[str, dict[str, Any], int, Any]] = {
     "tdp": ("/api/v1/tools/execute", {"tool_name": "get_book", "arguments": {"book_id": 99}}, 404,
             {"success": False, "error": "Not found: No book 99.", "code": "not_found", "is_async": False}),
     "utcp": ("/utcp/tools/get_book", {"book_id": 99}, 404, {"error": "Not found: No book 99."}),
-    "explorer": ("/explorer/tools/get_book/call", {"book_id": 99}, 404,
+    # the explorer (F3): a tool's failure, 500 with isError (its 404 is an unknown tool)
+    "explorer": ("/explorer/tools/get_book/call", {"book_id": 99}, 500,
                  {"content": [{"type": "text", "text": "Not found: No book 99."}], "isError": True}),
     # OXP: the tool ran and failed, which its taxonomy answers 200 success: false (400 is an unknown tool)
     "oxp": ("/oxp/tools/call", {"request": {"tool_id": "Conformance.get_book", "input": {"book_id": 99}}}, 200,

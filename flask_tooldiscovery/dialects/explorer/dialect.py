@@ -172,16 +172,15 @@ def success_body(value: Any, meta: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def _result(outcome: Outcome, trace_id: str | None) -> Response:
-    """F3: the outcome, MCP-shaped; 400 for invalid arguments, 404 when what the call names does
-    not exist, 500 when the tool failed otherwise."""
+    """F3: the outcome, MCP-shaped; 400 for invalid arguments, 500 when the tool failed (a not-found
+    too: F3's 404 is an unknown tool)."""
     meta = {"_trace_id": trace_id} if trace_id else None
     if outcome.ok:
         return json_response(success_body(outcome.value, meta))
     invalid = outcome.status == "invalid"
     return json_response(_RESULT.dump({
         "content": [{"type": "text", "text": outcome.error_message}], "isError": True, "_meta": meta,
-        "errors": [e.as_dict() for e in outcome.errors] if invalid else None}),
-        400 if invalid else 404 if outcome.failure and outcome.failure.not_found else 500)
+        "errors": [e.as_dict() for e in outcome.errors] if invalid else None}), 400 if invalid else 500)
 
 
 def _limit(given: str | None) -> object:
