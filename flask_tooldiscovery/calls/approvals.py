@@ -91,18 +91,16 @@ class Approval:
 
 def needs_approval(tool: Tool, *, destructive: bool) -> bool:
     """True when ``tool`` must be approved before each call (``destructive``: destructive tools too)."""
-    return _needs_approval(tool, destructive)
-
-
-def approved_tools(tools: Sequence[Tool], *, destructive: bool) -> list[str]:
-    """The names of ``tools`` that need approval (at start: what the app must spend once)."""
-    return [tool.name for tool in tools if _needs_approval(tool, destructive)]
-
-
-def _needs_approval(tool: Tool, destructive: bool) -> bool:
     if tool.metadata.get("requires_approval"):
         return True
     return destructive and bool((tool.annotations or {}).get("destructiveHint") is True)
+
+
+def approved_tools(tools: Sequence[Tool], *, destructive: bool) -> list[str]:
+    """The names of ``tools`` that need approval, by :func:`needs_approval`'s rule (at start: what the
+    app must spend once; written out, so that each call's decision stays one function call)."""
+    return [tool.name for tool in tools if tool.metadata.get("requires_approval")
+            or (destructive and (tool.annotations or {}).get("destructiveHint") is True)]
 
 
 def prompt_for(tool: Tool, arguments: Mapping[str, Any]) -> str:
