@@ -1,11 +1,13 @@
 """gunicorn behind nginx (deploy/nginx-site.conf): ``gunicorn -c deploy/gunicorn.conf.py example_app.wsgi:app``."""
 
+# The one proxy in front, nginx, is believed about the client's address (post_worker_init below).
+from werkzeug.middleware.proxy_fix import ProxyFix
+
 # Tells flask-tooldiscovery, in each worker process, gunicorn's threads per worker and number of
 # workers as gunicorn resolved them (this file, the command line, GUNICORN_CMD_ARGS): the call
 # slots leave one thread free, and several workers without a shared state store are warned about.
 # A post_fork of your own calls it with the same two arguments.
 from flask_tooldiscovery.serving.worker_threads import post_fork  # noqa: F401
-from werkzeug.middleware.proxy_fix import ProxyFix
 
 # A worker that stops gracefully (kill -HUP reload, kill -TERM, max_requests) first lets the tasks it
 # accepted end and sends their callbacks, within graceful_timeout; what is left is logged (tasks to
