@@ -275,8 +275,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         if arguments is not None and not isinstance(arguments, dict):
             raise rpc.RpcError(rpc.INVALID_PARAMS, "tools/call params.arguments must be an object.")
         if searching:
-            searched = tool_search.answer(pipe, params, lambda tool: shown(tool, req.stateless,
-                                                                                    apps.shows_ui(req)))
+            ui = apps.shows_ui(req)
+            searched = tool_search.answer(pipe, params, lambda tool: shown(tool, req.stateless, ui))
             if searched is not None:
                 return searched
         tool = pipe.find(name)
