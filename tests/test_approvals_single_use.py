@@ -294,9 +294,11 @@ def test_the_digest_of_a_set_is_the_same_in_every_process() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("workers", [1, 2])
 def test_gunicorn_with_several_workers_and_no_store_warns_at_start(workers: int, tmp_path: Path) -> None:
+    """Accepted per process (TOOLDISCOVERY_STATE_PER_PROCESS; without it several workers are refused
+    at start, tests/test_once_workers.py), several workers without a store are warned about."""
     runs = tmp_path / "runs.txt"
     _, proc = start(APP, workers=workers, env={"SERVER_LABEL": "w", "APPROVAL_SECRET_KEY": KEY,
-                                               "APPROVAL_RUNS_FILE": str(runs)})
+                                               "APPROVAL_RUNS_FILE": str(runs), "APPROVAL_PER_PROCESS": "1"})
     stop(proc)
     output = proc.stdout.read() if proc.stdout else ""
     warned = "TOOLDISCOVERY_STATE_STORAGE_URI is unset" in output

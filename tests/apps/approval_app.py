@@ -60,4 +60,5 @@ def create_app() -> Flask:
                       SECRET_KEY=os.environ["APPROVAL_SECRET_KEY"], TOOLDISCOVERY_OXP_TOOLKIT="Approvals",
                       TOOLDISCOVERY_DIALECTS=["tdp", "oxp", "mcp", "opal", "utcp", "explorer"],
                       TOOLDISCOVERY_ALLOW_EXECUTE=True,
-                      TOOLDISCOVERY_STATE_STORAGE_URI=os.environ.get("APPROVAL_STORAGE") or None)
+                      TOOLDISCOVERY_STATE_STORAGE_URI=os.environ.get("APPROVAL_STORAGE") or None,
+                      TOOLDISCOVERY_STATE_PER_PROCESS=os.environ.get("APPROVAL_PER_PROCESS") == "1")
