@@ -289,6 +289,18 @@ class CannotAsk(ToolDiscoveryError, RuntimeError):
     """The call cannot ask its caller (nobody can answer where it runs)."""
 
 
+class CannotAnswer(CannotAsk):
+    """The caller cannot answer this kind of request: it did not declare ``capability``."""
+
+    def __init__(self, capability: str) -> None:
+        super().__init__(f"This tool asks its caller for {capability}, which the caller did not declare it can do.")
+        self.capability = capability
+
+
+class InvalidAnswer(CannotAsk):
+    """An answer the caller sent does not fit its request."""
+
+
 class NoSuchPrompt(ToolDiscoveryError, LookupError):
     """No prompt of this name for this caller."""
 
@@ -338,10 +350,12 @@ __all__ = [
     "AuthError",
     "BadRequest",
     "Busy",
+    "CannotAnswer",
     "CannotAsk",
     "CoreError",
     "Forbidden",
     "InsufficientScope",
+    "InvalidAnswer",
     "InvalidPromptArguments",
     "InvalidSchemaError",
     "MethodNotAllowed",

@@ -79,6 +79,11 @@ def test_the_exceptions_the_package_face_exports_live_in_errors() -> None:
     from flask_tooldiscovery.identity import sources
     assert sources.AuthError is errors.AuthError is flask_tooldiscovery.AuthError
     assert sources.ScopeError is errors.ScopeError and issubclass(errors.ScopeError, errors.AuthError)
+    # What a tool that asks its caller may catch, beside CannotAsk.
+    from flask_tooldiscovery.calls import input_rounds
+    from flask_tooldiscovery.tools import questions
+    assert questions.CannotAnswer is errors.CannotAnswer and input_rounds.InvalidAnswer is errors.InvalidAnswer
+    assert errors.CannotAnswer.__module__ == errors.InvalidAnswer.__module__ == "flask_tooldiscovery.errors"
 
 
 def test_one_except_clause_catches_what_the_package_raises() -> None:

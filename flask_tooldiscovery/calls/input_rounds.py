@@ -24,16 +24,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..tools.questions import CannotAnswer, CannotAsk, InputRequest, InputRequired, kind, reply_of
+from ..errors import InvalidAnswer as InvalidAnswer
+from ..tools.questions import CannotAnswer, InputRequest, InputRequired, kind, reply_of
 from .approvals import InvalidApproval, Sealable, Sealer, sealer
 
 PURPOSE = "input-round"
 #: The largest round state opened (the answers of earlier rounds ride in it, compressed).
 MAX_STATE = 64 * 1024
-
-
-class InvalidAnswer(CannotAsk):
-    """An answer the caller sent does not fit its request."""
 
 
 class RoundAsker:

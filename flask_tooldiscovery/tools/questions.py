@@ -27,6 +27,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from ..errors import CannotAnswer as CannotAnswer
 from ..errors import CannotAsk as CannotAsk
 
 ACTIONS = ("accept", "decline", "cancel")
@@ -125,14 +126,6 @@ InputRequest = Question | SamplingRequest | RootsRequest
 KINDS: dict[type, str] = {Question: "elicitation", SamplingRequest: "sampling", RootsRequest: "roots"}
 #: What answers a call's input requests: the requests, each with its key, in; their answers out (in order).
 Asker = Callable[[Sequence[InputRequest]], list[Any]]
-
-
-class CannotAnswer(CannotAsk):
-    """The caller cannot answer this kind of request: it did not declare ``capability``."""
-
-    def __init__(self, capability: str) -> None:
-        super().__init__(f"This tool asks its caller for {capability}, which the caller did not declare it can do.")
-        self.capability = capability
 
 
 class InputRequired(BaseException):
