@@ -24,7 +24,18 @@ from functools import lru_cache
 from typing import Any
 
 from ..tools.model import Tool
-from .vocabulary import DESTROYING, READING, STOPWORDS, action_of, expand, identifier_words, words
+from .vocabulary import (
+    DESTROYING,
+    READING,
+    STOPWORDS,
+    UNDOING,
+    action_of,
+    asked_for,
+    expand,
+    identifier_words,
+    understood,
+    words,
+)
 
 #: Field weights (name, title, description, parameters, tags) and BM25's constants.
 _WEIGHTS = (4.0, 5.0, 1.5, 0.6, 2.0)
@@ -38,6 +49,9 @@ _RELATIVE = 0.8
 #: How much what a tool's title is about, covered by the query, counts: its score is multiplied
 #: by ``1 - _ABOUT`` (nothing covered) to ``1 + _ABOUT`` (all of it).
 _ABOUT = 0.6
+#: Kinds of action a query may say for one another ("show" a list or one thing; "cancel" an
+#: invitation is to delete it).
+_NEIGHBOURS = ({"get", "list"}, {"cancel", "delete"})
 #: The longest query read, in characters and in words (the rest is ignored).
 MAX_QUERY_CHARS = 500
 MAX_QUERY_WORDS = 32
@@ -147,9 +161,10 @@ class SearchIndex:
             annotations = tool.annotations or {}
             title = tool.title or annotations.get("title") or ""
             title_words = words(title)
+            undone = [UNDOING[w] for w in title_words if w in UNDOING]  # "Unstar" is about a star too
             description = words(tool.description or "")[:80]
             name_stems, title_stems, description_stems = (
-                _stems(name_words), _stems(title_words), _stems(description))
+                _stems(name_words), _stems(title_words + undone), _stems(description))
             doc_fields = (name_stems, title_stems, description_stems, _param_words(tool.input_schema)[:120],
                           _stems(words(" ".join([*tool.tags, tool.category or "", tool.toolkit or ""]))))
             fields.append(doc_fields)
@@ -159,7 +174,7 @@ class SearchIndex:
                 read_only=bool(annotations.get("readOnlyHint")),
                 destructive=bool(annotations.get("destructiveHint")),
                 words=frozenset(name_stems + title_stems + description_stems[:40]),
-                about=frozenset(_stems([w for w in title_words or name_words if w not in STOPWORDS])),
+                about=frozenset(_stems([w for w in title_words or name_words if w not in STOPWORDS] + undone)),
             ))
         count = len(entries) or 1
         average = [max(sum(len(f[i]) for f in fields) / count, 1.0) for i in range(len(_WEIGHTS))]
@@ -199,8 +214,10 @@ class SearchIndex:
         """The ``limit`` tools that best match ``query``, best first (fewer when fewer match; none
         when the query has no word to search for: :func:`searchable` tells)."""
         said = words(query[:MAX_QUERY_CHARS])[:MAX_QUERY_WORDS]
-        terms = list(dict.fromkeys(_stem(t) for t in expand(said)))
+        meant, verbs = understood(said)
+        terms = list(dict.fromkeys(_stem(t) for t in meant))
         scores: dict[int, float] = {}
+        relatives: set[str] = set()
         get = scores.get
         for term in terms:
             found = self._postings.get(term)
@@ -210,10 +227,11 @@ class SearchIndex:
             if len(term) >= 5:  # its relatives: a light stemmer leaves "contribut" and "contributor" apart
                 for other in self._prefixes.get(term[:5], ()):
                     if other != term and (other.startswith(term) or term.startswith(other)):
+                        relatives.add(other)
                         for doc, value in zip(*self._postings[other], strict=True):
                             scores[doc] = get(doc, 0.0) + value * _RELATIVE
-        wanted = action_of(said)
-        asked = set(terms)
+        wanted = asked_for(verbs, said)
+        asked = set(terms) | relatives | ({wanted} if wanted and wanted not in READING else set())  # "pause": "Disable"
         ideas = {_stem(w) for w in said} & asked
         hits = []
         for doc, score in heapq.nlargest(_CANDIDATES, scores.items(), key=lambda item: item[1]):
@@ -221,7 +239,7 @@ class SearchIndex:
             if wanted is not None:
                 if entry.action == wanted:
                     score *= 1.6
-                elif entry.action is not None and {entry.action, wanted} != {"get", "list"}:  # "show" says either
+                elif entry.action is not None and {entry.action, wanted} not in _NEIGHBOURS:
                     score *= 0.8
                 if entry.read_only and wanted not in READING:
                     score *= 0.85

@@ -7,69 +7,211 @@ from __future__ import annotations
 
 import re
 
-#: Phrases a query may say, and what tools call the same thing. Keys are lower-case word
-#: sequences; a query's phrase adds its expansion's words to what it looks for (never removes any).
+#: Phrases a query may say, and what tools call the same thing, by concept. Keys are lower-case
+#: word sequences (the longest phrase wins); a query's phrase adds its expansion's words to what it
+#: looks for (never removes any), and a verb in an expansion says the action asked.
 SAME_THING: dict[tuple[str, ...], str] = {
+    # Code review: GitLab's merge requests, approving ("LGTM", "sign off"), asking for reviews.
     ("pr",): "pull request",
     ("prs",): "pull request",
     ("merge", "request"): "pull request",
-    ("merging",): "pull request merge",
-    ("logged", "in"): "authenticated user",
-    ("signed", "in"): "authenticated user",
-    ("ask",): "request",
-    ("starred",): "stargazers starred",
+    ("merge", "requests"): "pull request",
     ("mr",): "pull request",
+    ("mrs",): "pull request",
+    ("merging",): "pull request merge",
+    ("squash",): "merge",
+    ("rebase",): "update branch",
+    ("lgtm",): "approve review",
+    ("sign", "off"): "approve review",
+    ("signoff",): "approve review",
+    ("approve",): "approve review",
+    ("request", "changes"): "review",
+    ("reviewer",): "reviewers requested",
+    ("asked",): "requested",
+    ("ask",): "request",
+    ("draft", "review"): "pending review",
+    ("target", "branch"): "base branch",
+    # CI: Jenkins', GitLab's and everyone's words for GitHub Actions.
     ("ci",): "workflow run check",
     ("build",): "workflow run",
     ("builds",): "workflow run",
     ("pipeline",): "workflow run",
+    ("pipelines",): "workflow run",
     ("job",): "workflow job",
+    ("jobs",): "workflow job",
     ("actions",): "workflow",
+    ("nightly",): "scheduled workflow",
+    ("cron",): "scheduled workflow",
+    ("build", "machine"): "self hosted runner",
+    ("build", "agent"): "self hosted runner",
+    ("build", "agents"): "self hosted runner",
+    ("build", "server"): "self hosted runner",
+    ("build", "outputs"): "artifacts",
+    ("build", "output"): "artifacts",
+    ("console", "output"): "logs",
+    ("output",): "log",
+    ("minutes",): "usage billable",
+    ("by", "hand"): "manually dispatch",
+    ("manually",): "dispatch",
+    ("trigger",): "dispatch",
+    ("kick", "off"): "trigger dispatch",
+    ("config", "value"): "variable",
+    ("config", "values"): "variable",
+    ("env", "var"): "variable",
+    ("environment", "variable"): "variable",
+    # Issue trackers: Jira's tickets, bugs and defects, epics and sub-tasks, sprints.
+    ("open", "issues"): "list issue",
+    ("open", "tickets"): "list issue",
+    ("open", "bugs"): "list issue",
+    ("open", "prs"): "list pull request",
+    ("open", "mrs"): "list pull request",
     ("bug",): "issue",
+    ("bugs",): "issue",
     ("ticket",): "issue",
+    ("tickets",): "issue",
+    ("defect",): "issue",
+    ("problem",): "issue",
     ("report",): "issue",
+    ("epic",): "parent issue",
+    ("child",): "sub",
+    ("children",): "sub",
+    ("subtask",): "sub issue",
+    ("sprint",): "milestone",
+    ("unassign",): "remove assignees",
+    ("assign",): "assignees",
+    ("activity",): "events",
+    ("freeze",): "lock",
+    ("unfreeze",): "unlock",
+    # Repositories and what is in them.
     ("repo",): "repository",
     ("repos",): "repository",
     ("project",): "repository",
+    ("codebase",): "repository",
     ("branch",): "branch ref",
     ("tag",): "tag ref",
-    ("snippet",): "gist",
-    ("paste",): "gist",
-    ("env", "var"): "variable",
-    ("environment", "variable"): "variable",
+    ("git", "log"): "list commits",
+    ("source",): "content",
+    ("cut",): "create",
+    ("version",): "release",
+    ("versions",): "release",
+    ("shipped",): "release",
+    ("newest",): "latest",
+    ("invite",): "invitation collaborator",
+    ("teammate",): "collaborator member",
+    ("access",): "permission",
+    ("signed",): "signature",
+    ("private",): "visibility",
+    ("require",): "protection",
+    ("required",): "protection",
+    ("enforce",): "protection",
+    ("traffic",): "views clones referrers",
+    ("come", "from"): "referrers sources",
+    ("staging",): "environment",
+    ("production",): "environment deployment",
+    ("prod",): "environment deployment",
+    ("successful",): "status",
+    ("rebuild",): "request build",
+    ("tagged",): "topic",
+    ("board",): "project",
+    ("card",): "project item",
+    ("kanban",): "project",
+    ("quota",): "rate limit",
+    # Stars, watching and notifications (a bookmark or a favourite is a star).
+    ("starred",): "stargazers starred",
+    ("bookmark",): "star",
+    ("bookmarks",): "star",
+    ("bookmarked",): "starred",
+    ("favorite",): "star",
+    ("favourite",): "star",
+    ("notified",): "subscription notifications",
+    ("notify",): "subscription notifications",
+    ("notifications", "from"): "subscription",
+    ("mute",): "subscription ignored",
+    ("unsubscribe",): "delete subscription",
+    ("inbox",): "notifications read",
+    # Security: leaks, static analysis, vulnerable dependencies.
+    ("leaked",): "secret scanning alerts",
+    ("leak",): "secret scanning alerts",
+    ("static", "analysis"): "code scanning",
+    ("sast",): "code scanning",
+    ("findings",): "alerts",
+    ("vulnerabilities",): "alerts advisories",
+    ("vulnerable",): "dependabot alerts",
+    ("cve",): "advisory",
+    # Secrets and keys.
     ("credential",): "secret",
+    ("credentials",): "secret",
     ("password",): "secret",
     ("token",): "token secret",
+    # People, organisations, teams.
+    ("org",): "organization",
+    ("orgs",): "organization",
+    ("company",): "organization",
+    ("ban",): "block",
+    ("kick",): "remove member",
     ("people",): "user",
     ("developer",): "user",
     ("someone",): "user",
     ("profile",): "user",
     ("account",): "user",
+    ("folks",): "members",
+    ("logged", "in"): "authenticated user",
+    ("signed", "in"): "authenticated user",
     ("me",): "authenticated",
     ("my",): "authenticated",
     ("i",): "authenticated",
+    # Other products' words for GitHub's own.
+    ("snippet",): "gist",
+    ("paste",): "gist",
+    ("dev", "environment"): "codespace",
+    ("devcontainer",): "codespace",
+    ("shut", "down"): "stop",
+    ("docker",): "package container",
+    ("container", "image"): "package container",
+    ("bot",): "app installation",
     ("logs",): "log",
     ("emoji",): "reaction emojis",
     ("like",): "reaction star",
     ("deploy",): "deployment",
+    # Verbs said in several words, or in slang.
+    ("get", "rid"): "delete",
+    ("throw", "away"): "delete",
+    ("kick", "out"): "remove",
+    ("spin", "up"): "create",
+    ("set", "up"): "create",
+    ("turn", "off"): "disable",
+    ("switch", "off"): "disable",
+    ("turn", "on"): "enable",
+    ("switch", "on"): "enable",
+    ("back", "on"): "enable",
 }
 
 #: Kinds of action, each with the verbs that say it: a tool's kind is the first verb of its title
 #: or name; a query's, the first of its words that names one.
 ACTIONS: dict[str, frozenset[str]] = {
     "create": frozenset({"create", "open", "new", "make", "add", "file", "propose", "start", "write", "submit",
-                         "post", "raise", "generate", "upload", "register", "draft", "fork", "commit", "share"}),
-    "delete": frozenset({"delete", "remove", "drop", "erase", "destroy", "purge", "discard", "revoke"}),
+                         "post", "raise", "generate", "upload", "register", "draft", "fork", "commit", "share",
+                         "log", "push", "launch", "give", "grant", "invite", "store", "save", "report"}),
+    "delete": frozenset({"delete", "remove", "drop", "erase", "destroy", "purge", "discard", "revoke", "nuke",
+                         "wipe", "trash", "scrap", "decommission", "retire", "clear", "strip", "uninstall", "kick",
+                         "unstar", "unfollow", "unwatch", "unsubscribe", "unblock", "unpin", "unassign"}),
+    "disable": frozenset({"disable", "pause", "deactivate", "suspend"}),
+    "enable": frozenset({"enable", "activate", "resume", "unpause", "reactivate"}),
     "update": frozenset({"update", "edit", "change", "modify", "rename", "set", "replace", "close", "reopen",
-                         "configure", "move", "transfer"}),
-    "list": frozenset({"list", "all", "recent", "browse", "enumerate", "who", "which"}),
-    "get": frozenset({"get", "read", "fetch", "show", "see", "view", "look", "what", "download", "check",
+                         "configure", "move", "transfer", "resolve", "tweak"}),
+    "list": frozenset({"list", "all", "recent", "browse", "enumerate", "who", "which", "recently", "lately"}),
+    "get": frozenset({"get", "read", "fetch", "show", "see", "view", "look", "details", "what", "download", "check",
                       "how", "is", "has"}),
     "cancel": frozenset({"cancel", "stop", "abort", "halt", "kill", "terminate"}),
-    "rerun": frozenset({"rerun", "retry", "restart", "again", "rerequest", "re"}),
+    "rerun": frozenset({"rerun", "retry", "restart", "again", "rerequest", "re", "rebuild", "redo"}),
     "search": frozenset({"search", "find", "lookup", "query", "mentioning"}),
     "merge": frozenset({"merge", "merging", "combine", "land"}),
 }
+
+#: Verbs that undo another (``unstar`` a repository): a tool named by one is also about the other.
+UNDOING: dict[str, str] = {word: word[2:] for word in (
+    "unstar", "unfollow", "unwatch", "unsubscribe", "unblock", "unpin", "unassign", "unlock", "unarchive",
+    "unsuspend", "unlink", "unmute", "unset")}
 
 #: The actions a tool that only reads (``readOnlyHint``) or that destroys (``destructiveHint``) does.
 READING = frozenset({"list", "get", "search"})
@@ -108,19 +250,48 @@ def action_of(verbs: list[str]) -> str | None:
     return None
 
 
-def expand(query_words: list[str]) -> list[str]:
-    """``query_words`` with what each phrase of it also names, without stopwords, in order."""
+def asked_for(verbs: list[str], query_words: list[str]) -> str | None:
+    """The kind of action a query asks for (``verbs``: :func:`understood`'s): :func:`action_of`,
+    but a question or a "show" about a plural (``what bugs are open``, ``show the files``) asks
+    for a list."""
+    action = action_of(verbs)
+    if action == "get":
+        said = [w for w in query_words if w not in STOPWORDS and w not in _OWNERS]
+        at = next((i for i, w in enumerate(said) if w in ACTIONS["get"]), len(said))
+        following = said[at + 1:at + 2]
+        if following and following[0].endswith("s") and not following[0].endswith("ss") and len(following[0]) > 3:
+            return "list"
+    return action
+
+
+#: Words that say whose, between a verb and its object (``show me my issues``).
+_OWNERS = frozenset({"me", "my", "our", "your", "their", "his", "her", "all", "authenticated"})
+
+
+def understood(query_words: list[str]) -> tuple[list[str], list[str]]:
+    """``query_words`` with what each phrase of it also names, without stopwords, in order; and
+    the words that say its action, a phrase's expansion before the phrase (``turn off``: disable)."""
     found: list[str] = []
+    verbs: list[str] = []
     i = 0
     while i < len(query_words):
         for size in (2, 1):
             phrase = tuple(query_words[i:i + size])
             if len(phrase) == size and phrase in SAME_THING:
+                meant = SAME_THING[phrase].split()
                 found.extend(query_words[i:i + size])
-                found.extend(SAME_THING[phrase].split())
+                found.extend(meant)
+                verbs.extend(meant)
+                verbs.extend(query_words[i:i + size])
                 i += size
                 break
         else:
             found.append(query_words[i])
+            verbs.append(query_words[i])
             i += 1
-    return [w for w in found if w not in STOPWORDS]
+    return [w for w in found if w not in STOPWORDS], verbs
+
+
+def expand(query_words: list[str]) -> list[str]:
+    """``query_words`` with what each phrase of it also names, without stopwords, in order."""
+    return understood(query_words)[0]
