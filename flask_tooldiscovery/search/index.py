@@ -42,7 +42,7 @@ _WEIGHTS = (4.0, 5.0, 1.5, 0.6, 2.0)
 _K1 = 1.2
 _B = 0.75
 #: How many of BM25's best are ranked again.
-_CANDIDATES = 60
+_CANDIDATES = 100
 #: How much a query word's relatives count (``contribut`` and ``contributor``: one is the
 #: other's prefix), beside the word itself.
 _RELATIVE = 0.8

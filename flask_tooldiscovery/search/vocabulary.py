@@ -80,6 +80,7 @@ SAME_THING: dict[tuple[str, ...], str] = {
     ("unassign",): "remove assignees",
     ("assign",): "assignees",
     ("activity",): "events",
+    ("happened",): "events",
     ("freeze",): "lock",
     ("unfreeze",): "unlock",
     # Repositories and what is in them.
