@@ -78,12 +78,13 @@ class _Entry:
 
 @lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
-    """A light stem, so that ``requests`` meets ``request`` and ``merging`` meets ``merge`` in the
-    re-ranking (FTS5's own porter stemmer does this for the BM25 part)."""
+    """A light stem, so that ``requests`` meets ``request``, and ``issues``, ``merging`` and
+    ``created`` meet ``issue``, ``merge`` and ``create`` (a final "e" goes too)."""
     for suffix, keep in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: len(word) - len(suffix)] + keep
-    return word
+            word = word[: len(word) - len(suffix)] + keep
+            break
+    return word[:-1] if word.endswith("e") and len(word) >= 4 else word
 
 
 #: Texts analysed so far (a parameter's description recurs across the tools of one API), and
@@ -231,7 +232,7 @@ class SearchIndex:
                         for doc, value in zip(*self._postings[other], strict=True):
                             scores[doc] = get(doc, 0.0) + value * _RELATIVE
         wanted = asked_for(verbs, said)
-        asked = set(terms) | relatives | ({wanted} if wanted and wanted not in READING else set())  # "pause": "Disable"
+        asked = set(terms) | relatives | ({_stem(wanted)} if wanted and wanted not in READING else set())  # "pause": "Disable"
         ideas = {_stem(w) for w in said} & asked
         hits = []
         for doc, score in heapq.nlargest(_CANDIDATES, scores.items(), key=lambda item: item[1]):
