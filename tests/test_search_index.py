@@ -48,6 +48,52 @@ def test_the_words_people_use_find_what_the_tool_calls_it() -> None:
     assert names(index, "stop the CI build", 1) == ["runs_cancel"]
 
 
+GITHUB_LIKE = [
+    tool("issues_create", "Create an issue", "Open an issue in a repository."),
+    tool("issues_get", "Get an issue", annotations={"readOnlyHint": True}),
+    tool("issues_list", "List issues", annotations={"readOnlyHint": True}),
+    tool("pulls_create", "Create a pull request", "Open a pull request from a branch."),
+    tool("pulls_merge", "Merge a pull request"),
+    tool("reviews_create", "Create a review for a pull request", "Approve, comment or request changes."),
+    tool("runners_list", "List self-hosted runners for a repository", annotations={"readOnlyHint": True}),
+    tool("runs_list", "List workflow runs for a repository", annotations={"readOnlyHint": True}),
+    tool("workflows_enable", "Enable a workflow"),
+    tool("workflows_disable", "Disable a workflow"),
+    tool("repos_star", "Star a repository for the authenticated user"),
+    tool("repos_unstar", "Unstar a repository for the authenticated user", annotations={"destructiveHint": True}),
+    tool("repos_get", "Get a repository", annotations={"readOnlyHint": True}),
+]
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("log a defect", "issues_create"),  # Jira
+    ("LGTM this MR", "reviews_create"),  # GitLab, code review slang
+    ("sign off on the PR", "reviews_create"),
+    ("list our build agents", "runners_list"),  # Jenkins
+    ("bookmark a repo", "repos_star"),
+])
+def test_other_products_and_slang_find_what_github_calls_it(query: str, expected: str) -> None:
+    assert names(SearchIndex.build(GITHUB_LIKE), query, 1) == [expected]
+
+
+def test_a_phrase_or_a_synonym_says_the_action_asked() -> None:
+    index = SearchIndex.build(GITHUB_LIKE)
+    assert names(index, "turn off the workflow", 1) == ["workflows_disable"]
+    assert names(index, "pause the workflow", 1) == ["workflows_disable"]
+    assert names(index, "resume the workflow", 1) == ["workflows_enable"]
+
+
+def test_a_tool_that_undoes_is_found_by_what_it_undoes() -> None:
+    """"Unstar" removes a star: removing a bookmark (a star) finds it before starring."""
+    assert names(SearchIndex.build(GITHUB_LIKE), "remove my bookmark on this repository", 1) == ["repos_unstar"]
+
+
+def test_a_question_about_a_plural_asks_for_a_list() -> None:
+    index = SearchIndex.build([t for t in GITHUB_LIKE if t.name in ("issues_get", "issues_list")])
+    assert names(index, "what bugs are open", 1) == ["issues_list"]
+    assert names(index, "what is issue 42 about", 1) == ["issues_get"]
+
+
 def test_the_tool_doing_the_action_asked_comes_first() -> None:
     index = SearchIndex.build(WIDGETS)
     assert names(index, "remove the widget", 1) == ["widgets_delete"]
@@ -146,12 +192,21 @@ def recall_at_5(index: SearchIndex, file: str, which: str) -> tuple[float, int]:
 
 
 def test_githubs_rest_api_the_right_tool_is_in_the_top_5_for_most_tasks() -> None:
-    """Floors under bench/bench_search.py's figures, above a flat BM25's: the held tasks (0.96 when
-    written, tuned on since; flat BM25 0.78) and the blind ones, written by someone who had not read
-    the code and never tuned on (0.47 when written; flat BM25 0.34): a change that makes search
-    worse fails here."""
+    """Floors under bench/bench_search.py's figures, above a flat BM25's, all tuned on but the
+    blind set: the held tasks (0.97; flat BM25 0.78), the tune tasks (0.97; 0.57), the dev set
+    written for part 3 in the words people use (0.60 before part 3, 0.91 after; 0.42) and the
+    blind ones, written by someone who had not read the code and never tuned on (0.47 before part
+    3, 0.65 after; flat BM25 0.34): a change that makes search worse fails here."""
     index = SearchIndex.build(catalogue())
     held, count = recall_at_5(index, "search_tasks.txt", "held")
-    assert count >= 90 and held >= 0.93, held
+    assert count >= 90 and held >= 0.96, held
+    tune, count = recall_at_5(index, "search_tasks.txt", "tune")
+    assert count >= 30 and tune >= 0.96, tune
+    dev, count = recall_at_5(index, "search_tasks_dev.txt", "dev")
+    assert count >= 140 and dev >= 0.90, dev
     blind, count = recall_at_5(index, "search_tasks_blind.txt", "blind")
-    assert count >= 100 and blind >= 0.45, blind
+    assert count >= 100 and blind >= BLIND_FLOOR, blind
+
+
+#: The blind set's floor: the figure measured at the end of part 3 (0.65), less a margin.
+BLIND_FLOOR = 0.60
