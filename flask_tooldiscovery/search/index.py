@@ -232,7 +232,9 @@ class SearchIndex:
                         for doc, value in zip(*self._postings[other], strict=True):
                             scores[doc] = get(doc, 0.0) + value * _RELATIVE
         wanted = asked_for(verbs, said)
-        asked = set(terms) | relatives | ({_stem(wanted)} if wanted and wanted not in READING else set())  # "pause": "Disable"
+        asked = set(terms) | relatives  # and the action asked: "pause" covers "Disable"
+        if wanted is not None and wanted not in READING:
+            asked.add(_stem(wanted))
         ideas = {_stem(w) for w in said} & asked
         hits = []
         for doc, score in heapq.nlargest(_CANDIDATES, scores.items(), key=lambda item: item[1]):
