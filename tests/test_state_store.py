@@ -122,3 +122,24 @@ def test_process_memory_refuses_a_value_rather_than_forget_a_live_one() -> None:
         store.put("c", b"1", 30)
     assert store.put("a", b"2", 30) and len(store) == 2  # a live key may still change
     assert not store.post("nobody-waits", b"x", 30)  # in process, nothing is kept for an inbox not open
+
+
+def test_a_due_list_gives_each_due_member_to_one_taker(store: StateStore) -> None:
+    """What the task outbox keeps its jobs in: members with a value and a due time; taking the due
+    ones moves their due time on, so of several takers each member goes to one."""
+    k, now = key(), time.time()
+    store.schedule(k, "early", b"job-1", now - 5)
+    store.schedule(k, "later", b"job-2", now + 60)
+    got: list[list[tuple[str, bytes]]] = []
+    threads = [threading.Thread(target=lambda: got.append(store.take_due(k, time.time(), now + 30, 10)))
+               for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(x for taken in got for x in taken) == [("early", b"job-1")]  # once, and "later" not yet
+    assert store.take_due(k, now + 31, now + 90, 10) == [("early", b"job-1")]  # due again after ``until``
+    assert store.take_member(k, "later", now + 90) and store.take_due(k, now + 61, now + 120, 10) == []
+    store.unschedule(k, "early")
+    store.unschedule(k, "later")
+    assert not store.take_member(k, "early", now) and store.take_due(k, now + 1000, now + 2000, 10) == []

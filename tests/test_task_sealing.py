@@ -163,7 +163,9 @@ def test_a_job_sealed_with_the_old_key_is_opened_by_a_worker_given_it_as_a_fallb
     pytest.importorskip("celery")
     import redis
 
-    from flask_tooldiscovery.tasks.outbox import JOBS
+    from flask_tooldiscovery.tasks.outbox import OUTBOX
+
+    JOBS = f"{OUTBOX}:values"  # the due list's values in Redis
 
     celery_env(monkeypatch, redis_url, tmp_path, TD_SECRET_KEY="old-key-0451", TD_OUTBOX_GRACE="1",
                TD_BROKER_URL="redis://127.0.0.1:9/0")  # nothing listens there
@@ -191,7 +193,9 @@ def test_a_worker_without_the_key_ends_the_task_failed_and_says_why(redis_url: s
     pytest.importorskip("celery")
     import redis
 
-    from flask_tooldiscovery.tasks.outbox import JOBS
+    from flask_tooldiscovery.tasks.outbox import OUTBOX
+
+    JOBS = f"{OUTBOX}:values"  # the due list's values in Redis
 
     celery_env(monkeypatch, redis_url, tmp_path, TD_SECRET_KEY="old-key-0451", TD_OUTBOX_GRACE="3600",
                TD_BROKER_URL="redis://127.0.0.1:9/0")

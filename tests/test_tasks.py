@@ -291,7 +291,9 @@ def test_an_accept_the_broker_never_heard_of_is_sent_later_and_runs_once(
     pytest.importorskip("celery")
     import redis
 
-    from flask_tooldiscovery.tasks.outbox import JOBS, OUTBOX
+    from flask_tooldiscovery.tasks.outbox import OUTBOX
+
+    JOBS = f"{OUTBOX}:values"  # the due list's values in Redis
 
     monkeypatch.setenv("TD_REDIS_URL", redis_url)
     monkeypatch.setenv("TD_EFFECTS", str(tmp_path))

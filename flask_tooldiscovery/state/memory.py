@@ -48,6 +48,7 @@ class MemoryStore:
         self._expiries: list[tuple[float, str]] = []  # (expiry, key) of the values, soonest first
         self._sets: dict[str, tuple[float, set[str]]] = {}
         self._indexes: dict[str, tuple[float, dict[str, float]]] = {}
+        self._due: dict[str, dict[str, tuple[float, bytes]]] = {}  # due list -> member -> (due, value)
         self._inboxes: dict[str, _Queue] = {}
         self._channels: dict[str, set[_Queue]] = {}
         self._lock = threading.RLock()
@@ -195,6 +196,39 @@ class MemoryStore:
         with self._lock:
             scores = self._live_index(key, time.monotonic()) or {}
             return sorted(scores, key=lambda m: (scores[m], m), reverse=True)[:limit]
+
+    # due lists ------------------------------------------------------------------------------------
+
+    def schedule(self, key: str, member: str, value: bytes, due: float) -> None:
+        with self._lock:
+            self._due.setdefault(key, {})[member] = (due, value)
+
+    def take_due(self, key: str, now: float, until: float, limit: int) -> list[tuple[str, bytes]]:
+        with self._lock:
+            listed = self._due.get(key) or {}
+            taken = sorted((d, m) for m, (d, _) in listed.items() if d <= now)[:max(limit, 0)]
+            out = []
+            for _, member in taken:
+                value = listed[member][1]
+                listed[member] = (until, value)
+                out.append((member, value))
+            return out
+
+    def take_member(self, key: str, member: str, until: float) -> bool:
+        with self._lock:
+            listed = self._due.get(key) or {}
+            if member not in listed:
+                return False
+            listed[member] = (until, listed[member][1])
+            return True
+
+    def unschedule(self, key: str, member: str) -> None:
+        with self._lock:
+            listed = self._due.get(key)
+            if listed is not None:
+                listed.pop(member, None)
+                if not listed:
+                    del self._due[key]
 
     # inboxes and channels -------------------------------------------------------------------------
 

@@ -16,6 +16,37 @@ def _ms(ttl: float) -> int:
     return max(math.ceil(ttl * 1000), 1)
 
 
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+#: Take the members of the due list KEYS[1] due by ARGV[1] (at most ARGV[3]), each due again at
+#: ARGV[2], with their values (the hash KEYS[2]): [member, value, member, value...]. A member whose
+#: value is gone is dropped.
+_TAKE_DUE = """
+local members = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[3])
+local out = {}
+for _, member in ipairs(members) do
+  local value = redis.call('HGET', KEYS[2], member)
+  if value then
+    redis.call('ZADD', KEYS[1], ARGV[2], member)
+    table.insert(out, member); table.insert(out, value)
+  else
+    redis.call('ZREM', KEYS[1], member)
+  end
+end
+return out
+"""
+#: Take ARGV[1] of the due list KEYS[1] if it is there: due again at ARGV[2]. 1 when taken.
+_TAKE_MEMBER = """
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
+  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+  return 1
+end
+return 0
+"""
+
+
 class _List:
     def __init__(self, client: Any, key: str) -> None:
         self.client, self.key = client, key
@@ -51,6 +82,8 @@ class RedisStore:
     def __init__(self, uri: str) -> None:
         self.client: Any = redis_client(uri)
         self._db = self.client.connection_pool.connection_kwargs.get("db", 0)
+        self._take_due = self.client.register_script(_TAKE_DUE)
+        self._take_member = self.client.register_script(_TAKE_MEMBER)
 
     def get(self, key: str) -> bytes | None:
         value = self.client.get(key)
@@ -130,6 +163,26 @@ class RedisStore:
 
     def newest(self, key: str, limit: int) -> list[str]:
         return [m.decode() if isinstance(m, bytes) else str(m) for m in self.client.zrevrange(key, 0, limit - 1)]
+
+    # a due list is a sorted set of members by due time, their values in the hash <key>:values
+    def schedule(self, key: str, member: str, value: bytes, due: float) -> None:
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.hset(f"{key}:values", member, value)
+            pipe.zadd(key, {member: due})
+            pipe.execute()
+
+    def take_due(self, key: str, now: float, until: float, limit: int) -> list[tuple[str, bytes]]:
+        found = self._take_due(keys=[key, f"{key}:values"], args=[repr(now), repr(until), max(limit, 0)])
+        return [(_text(found[i]), bytes(found[i + 1])) for i in range(0, len(found), 2)]
+
+    def take_member(self, key: str, member: str, until: float) -> bool:
+        return bool(self._take_member(keys=[key], args=[member, repr(until)]))
+
+    def unschedule(self, key: str, member: str) -> None:
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.zrem(key, member)
+            pipe.hdel(f"{key}:values", member)
+            pipe.execute()
 
     @contextmanager
     def inbox(self, key: str) -> Iterator[Inbox]:

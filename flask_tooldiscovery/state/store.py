@@ -91,6 +91,21 @@ class StateStore(Protocol):
     def newest(self, key: str, limit: int) -> list[str]:
         """The index ``key``'s ``limit`` members of the highest score, highest first."""
 
+    def schedule(self, key: str, member: str, value: bytes, due: float) -> None:
+        """Keep ``value`` as ``member`` of the due list ``key``, due at ``due`` (a ``time.time()``):
+        kept until :meth:`unschedule` (not for a TTL: what is due must not vanish unseen)."""
+
+    def take_due(self, key: str, now: float, until: float, limit: int) -> list[tuple[str, bytes]]:
+        """Up to ``limit`` members of the due list ``key`` due by ``now``, with their values, each
+        due again at ``until`` as it is taken (atomically: of two takers, one gets it)."""
+
+    def take_member(self, key: str, member: str, until: float) -> bool:
+        """Take ``member`` of the due list ``key`` if it is still there: it is due again at
+        ``until``. True when taken."""
+
+    def unschedule(self, key: str, member: str) -> None:
+        """Take ``member`` out of the due list ``key``, with its value."""
+
     def inbox(self, key: str) -> AbstractContextManager[Inbox]:
         """Receive the values :meth:`post`-ed under ``key`` while the ``with`` block runs (values
         posted before and still live included, where the store keeps them); ``key`` is forgotten

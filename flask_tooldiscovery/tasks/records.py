@@ -250,14 +250,13 @@ class LocalTaskStore:
 
 #: Keep a new record (KEYS[1]: the record, KEYS[2]: its caller's index; ARGV: the record, its TTL in
 #: seconds, its creation time, the oldest creation time the index keeps): one round trip.
-#: (Also the start of the Celery engine's outbox script, which keeps a job beside its record.)
-PUT_LINES = """
+_PUT = """
 redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
 redis.call('ZREMRANGEBYSCORE', KEYS[2], 0, ARGV[5])
 redis.call('EXPIRE', KEYS[2], ARGV[2])
+return 1
 """
-_PUT = PUT_LINES + "return 1\n"
 #: Move a task to a terminal state unless it is terminal already (KEYS[1]: the record;
 #: ARGV: the new record, its TTL in seconds). 1 when moved.
 _FINISH = """
@@ -277,7 +276,7 @@ class RedisTaskStore:
 
     def __init__(self, uri: str) -> None:
         self._redis: Any = redis_client(uri)
-        #: The Redis client (the Celery engine's outbox writes beside the records).
+        #: The Redis client.
         self.redis = self._redis
         self._finish = self._redis.register_script(_FINISH)
         self._put = self._redis.register_script(_PUT)
@@ -369,5 +368,5 @@ def store_for(uri: str | None) -> TaskStore:
         return _SHARED.get(uri) or _SHARED.setdefault(uri, RedisTaskStore(uri))
 
 
-__all__ = ["COMPACT", "PUT_LINES", "REDIS_PREFIX", "TERMINAL", "LocalTaskStore", "RedisTaskStore", "ResultStatus",
+__all__ = ["COMPACT", "REDIS_PREFIX", "TERMINAL", "LocalTaskStore", "RedisTaskStore", "ResultStatus",
            "Task", "TaskResult", "TaskState", "TaskStore", "store_for"]

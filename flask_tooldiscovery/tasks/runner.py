@@ -33,6 +33,7 @@ from ..serving.guard import issued_call_id
 from ..serving.outside import call_as, charge
 from ..serving.pipeline import Pipeline
 from ..settings import Settings, SettingsError, key
+from ..state.redis_store import shared
 from ..tools.model import Identity, Tool, ToolContext
 from ..tools.results import is_rich
 from . import task_input
@@ -114,8 +115,9 @@ class Tasks:
         self._watcher = CancelWatcher(self.store, lease=float(settings.task_lease))
         self.engine = self._engine(app, settings)
         #: The Celery engine's outbox (accepted jobs kept beside their records until sent).
-        self.outbox = Outbox(cast(RedisTaskStore, self.store).redis, self.engine, float(settings.task_outbox_grace)) \
-            if isinstance(self.engine, CeleryEngine) else None
+        self.outbox = Outbox(shared(settings.state_storage_uri), self.store, self.engine,
+                             float(settings.task_outbox_grace)) \
+            if isinstance(self.engine, CeleryEngine) and settings.state_storage_uri else None
         if self.outbox is not None:
             self.outbox.start()  # every process that runs tasks sends what others accepted but never sent
         #: Whether a task's run lives in this web worker (the thread engine): its record then holds a lease.
