@@ -75,7 +75,7 @@ def test_a_tarpit_holds_no_task_thread_and_is_given_up_on(receiver: Receiver, ta
         trapped.append(accept(app, f"{tarpit.url}?n={i}", n=i))
         time.sleep(0.01)
     honest = receiver.url()
-    accept(app, honest, n=99)
+    honest_id = accept(app, honest, n=99)
     [(_, body)] = receiver.wait(honest)
     assert json.loads(body) == {"content": {"n": 99}, "content_type": "application/json"}
     store = tasks_of(app).store
@@ -85,12 +85,13 @@ def test_a_tarpit_holds_no_task_thread_and_is_given_up_on(receiver: Receiver, ta
         return dict(task.meta.get("delivery") or {}) if task is not None else {}
 
     wait_for(lambda: all(delivery(t).get("state") == "given_up" for t in trapped), 30)
-    tried = [delivery(t) for t in trapped if delivery(t)["attempts"]]
-    assert 2 <= len(tried) <= 4  # two at a time to one host; then its circuit is open
-    assert all("TimeoutError" in d["error"] or "timed out" in d["error"] for d in tried), tried
-    assert all("failed 2 attempts in a row" in delivery(t)["error"] for t in trapped if not delivery(t)["attempts"])
-    honest_task = [t for t in store.of_caller(None) if delivery(t.id).get("state") == "delivered"]
-    assert len(honest_task) == 1 and honest_task[0].meta["delivery"]["attempts"] == 1
+    given = [delivery(t) for t in trapped]
+    tried, untried = [d for d in given if d["attempts"]], [d for d in given if not d["attempts"]]
+    assert len(tried) >= 2 and len(untried) >= 20, given  # two at a time to one host; then its circuit is open
+    assert all("timed out" in d["error"] for d in tried), tried
+    assert all("failed 2 attempts in a row" in d["error"] for d in untried), untried
+    wait_for(lambda: delivery(honest_id).get("state") == "delivered", 10)
+    assert delivery(honest_id)["attempts"] == 1
 
 
 def test_a_graceful_stop_sends_the_callbacks_of_the_tasks_it_waited_for(

@@ -186,6 +186,10 @@ class CallbackSender:
 
     def start(self) -> None:
         """Start this process's dispatcher (once per process: a forked worker starts its own)."""
+        if self._pid != os.getpid() and self._thread is not None:
+            # forked from a process whose dispatcher ran (gunicorn --preload, Celery's pool): its lock
+            # may have been held at the fork, and its threads and the attempts it was making are not here
+            self._lock, self._mine = threading.Condition(), set()
         with self._lock:
             if self._thread is not None and self._pid == os.getpid():
                 return
