@@ -176,15 +176,19 @@ def _certificates(directory: Path) -> tuple[Path, Path, Path]:
 def network(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     """Two HTTPS receivers with a certificate for :data:`NAME` (trusted through ``SSL_CERT_FILE``):
     ``public`` is what :data:`PUBLIC` reaches, ``internal`` an internal service on 127.0.0.1.
-    ``connected`` lists every address a socket of this process connects to."""
+    ``connected`` lists every address a socket of the test's thread connects to (not those of the
+    callback senders that earlier tests' apps left running in this process)."""
     ca, cert, key = _certificates(tmp_path)
     monkeypatch.setenv("SSL_CERT_FILE", str(ca))
     public, internal = TlsReceiver(cert, key), TlsReceiver(cert, key)
     connected: list[tuple[str, int]] = []
     real_connect = socket.socket.connect
 
+    test_thread = threading.get_ident()
+
     def connect(sock: socket.socket, address: Any) -> None:
-        connected.append((address[0], address[1]))
+        if threading.get_ident() == test_thread:
+            connected.append((address[0], address[1]))
         if address[0] == PUBLIC:
             return real_connect(sock, ("127.0.0.1", public.port))
         if ipaddress.ip_address(address[0]).is_loopback:
