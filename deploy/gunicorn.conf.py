@@ -5,7 +5,8 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 # Tells flask-tooldiscovery, in each worker process, gunicorn's threads per worker and number of
 # workers as gunicorn resolved them (this file, the command line, GUNICORN_CMD_ARGS): the call
-# slots leave one thread free, and several workers without a shared state store are warned about.
+# slots leave one thread free, and several workers without a shared state store are refused at start
+# when something must happen once (epi-hmac nonces, approvals, rollbacks), else warned about.
 # A post_fork of your own calls it with the same two arguments.
 from flask_tooldiscovery.serving.worker_threads import post_fork  # noqa: F401
 
