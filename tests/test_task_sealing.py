@@ -236,3 +236,38 @@ def test_a_sealed_job_opens_only_with_its_key_or_a_fallback_holding_it() -> None
         job_from_wire(wire, Sealer("new"))
     with pytest.raises(Unsealable, match="no SECRET_KEY"):
         job_from_wire(wire, None)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("secret_key", ["set", "unset"])
+def test_an_opal_callback_token_is_kept_sealed_in_shared_records_or_nowhere(
+        secret_key: str, redis_url: str, tmp_path: Path, receiver: Receiver) -> None:  # noqa: F811
+    """The thread engine with shared (Redis) task records: the token Opal gives for its callback is
+    sealed in the record and sent in clear only to the callback; without a SECRET_KEY to seal it
+    with, the call is answered as it runs and the token is kept nowhere."""
+    from .apps.opal_async_app import create_app
+
+    store = redis_url + "/6"
+    callback_token = f"cb-{os.urandom(6).hex()}-callback-0454"
+    app = create_app(hosts="127.0.0.1", TOOLDISCOVERY_STATE_STORAGE_URI=store,
+                     **({} if secret_key == "set" else {"SECRET_KEY": None}))
+    url, gate = receiver.url(), tmp_path / "gate"
+
+    def held() -> list[str]:
+        return [name for name, values in everything(store).items()
+                if any(form in value for value in values for form in forms(callback_token))]
+
+    if secret_key == "unset":
+        gate.touch()  # answered as it runs: the gate must be open already
+    answer = app.test_client().post("/opal/tools/build_report", json={
+        "parameters": {"n": 4, "gate": str(gate)}, "async_callback": {"url": url, "callback_token": callback_token}})
+    if secret_key == "unset":
+        assert answer.status_code == 200 and answer.get_json() == {"n": 4, "double": 8}, answer.data
+        assert held() == [] and receiver.received(url) == []
+        return
+    assert answer.status_code == 202, answer.data
+    assert held() == []  # while it runs: the record holds the token sealed
+    gate.touch()
+    [(headers, body)] = receiver.wait(url)
+    assert headers["Authorization"] == f"Bearer {callback_token}" and json.loads(body)
+    assert held() == []  # after

@@ -114,6 +114,11 @@ class Tasks:
         self._carried = {name: carried | {h.lower() for h in (task_headers or {}).get(name, ())} for name in pipelines}
         self._watcher = CancelWatcher(self.store, lease=float(settings.task_lease))
         self.engine = self._engine(app, settings)
+        #: What seals a secret a task's record keeps (a callback's token) when the records are shared
+        #: (Redis): the Celery engine's sealer, else one from SECRET_KEY when there is one.
+        self.record_sealer: Sealer | None = self.sealer
+        if self.record_sealer is None and app.config.get("SECRET_KEY") and importlib.util.find_spec("cryptography"):
+            self.record_sealer = sealer_for(app.config, key("STATE_STORAGE_URI"))
         #: The Celery engine's outbox (accepted jobs kept beside their records until sent).
         self.outbox = Outbox(shared(settings.state_storage_uri), self.store, self.engine,
                              float(settings.task_outbox_grace)) \
@@ -134,6 +139,35 @@ class Tasks:
         if redis_store:
             self.callbacks.start()  # every process that runs tasks sends the callbacks others left
         register(self)
+
+    def keep_secret(self, value: str) -> dict[str, str] | None:
+        """``value`` (a credential the task needs later) as its record may keep it: as it is while the
+        records stay in this process's memory, sealed when they are shared (Redis, where anyone who
+        reads the store would read it); ``None`` when shared records have no key to seal it with
+        (no ``SECRET_KEY``): then nothing may keep it."""
+        if not isinstance(self.store, RedisTaskStore):
+            return {"clear": value}
+        if self.record_sealer is None:
+            return None
+        return {"sealed": self.record_sealer.seal(value.encode())}
+
+    def kept_secret(self, kept: Any) -> str | None:
+        """The value :meth:`keep_secret` kept (``None`` when there is none, or no key opens it: logged)."""
+        if isinstance(kept, str):  # a record the previous release wrote
+            return kept
+        if not isinstance(kept, dict):
+            return None
+        if "sealed" in kept:
+            if self.record_sealer is None:
+                log.warning("flask-tooldiscovery: a task's sealed secret cannot be opened: SECRET_KEY is unset")
+                return None
+            try:
+                return self.record_sealer.open(str(kept["sealed"])).decode()
+            except Unsealable as exc:
+                log.warning("flask-tooldiscovery: %s", exc)
+                return None
+        clear = kept.get("clear")
+        return clear if isinstance(clear, str) else None
 
     def _engine(self, app: Flask, settings: Settings) -> Engine:
         if settings.task_engine == "thread":

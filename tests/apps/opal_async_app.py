@@ -68,8 +68,8 @@ def create_app(hosts: str = "", retries: int = 2, call_log: str | None = None, *
         return {"n": n}
 
     app = Flask("opal_async")
-    app.config.update(SECRET_KEY="opal-async-tests", TOOLDISCOVERY_WARN_UNAUTHENTICATED=False,
-                      TOOLDISCOVERY_OPAL_CALLBACK_HOSTS=hosts,
-                      TOOLDISCOVERY_OPAL_CALLBACK_RETRIES=retries, TOOLDISCOVERY_CALL_LOG=call_log, **config)
+    app.config.update({"SECRET_KEY": "opal-async-tests", "TOOLDISCOVERY_WARN_UNAUTHENTICATED": False,
+                       "TOOLDISCOVERY_OPAL_CALLBACK_HOSTS": hosts, "TOOLDISCOVERY_OPAL_CALLBACK_RETRIES": retries,
+                       "TOOLDISCOVERY_CALL_LOG": call_log, **config})
     discovery.init_app(app)
     return app

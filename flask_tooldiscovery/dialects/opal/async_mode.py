@@ -30,6 +30,7 @@ from typing import Any
 from flask import Response, current_app
 
 from ...errors import BadRequest
+from ...observe.logs import log
 from ...runtime.invoke import prepare
 from ...serving.pipeline import ApprovalGate, Pipeline
 from ...serving.wire import json_response
@@ -94,10 +95,19 @@ def accept(pipe: Pipeline, gate: ApprovalGate, parameters: dict[str, Any], conte
         raise BadRequest(f"The callback URL is refused: {reason}.", reason=f"callback URL refused: {reason}")
     if not _valid(tool, parameters):
         return None
+    tasks = tasks_of(current_app)
+    kept = tasks.keep_secret(token) if isinstance(token, str) and token else {}
+    if kept is None:
+        # Shared records and no SECRET_KEY to seal the token with: it is kept nowhere, and the call
+        # is answered as it runs (Opal takes a result in the answer as well as at the callback).
+        log.warning("flask-tooldiscovery: opal: %s answered synchronously: its callback token would be kept in "
+                    "clear in the shared task store; set SECRET_KEY to seal it and answer it asynchronously",
+                    tool.name)
+        return None
     context.extra["async_callback"] = {"url": url, "tool_call_id": callback.get("tool_call_id")}
     meta = {"trace_id": context.trace_id, "callback": {
-        "url": url, "token": token if isinstance(token, str) else None, "tool_call_id": callback.get("tool_call_id")}}
-    task = tasks_of(current_app).start(pipe, tool, parameters, context, then=FINISHER, meta=meta)
+        "url": url, "token": kept or None, "tool_call_id": callback.get("tool_call_id")}}
+    task = tasks.start(pipe, tool, parameters, context, then=FINISHER, meta=meta)
     return json_response({"status": "accepted", "task_id": task.id}, 202)
 
 
@@ -108,7 +118,7 @@ def deliver_result(pipe: Pipeline, task: Task, attempt: int) -> float | None:
     task's record)."""
     callback = task.meta.get("callback") or {}
     options = OpalSettings.of(pipe.settings)
-    url, token = str(callback.get("url")), callback.get("token")
+    url, token = str(callback.get("url")), tasks_of(current_app).kept_secret(callback.get("token"))
     ids = f"call_id={task.id} trace_id={task.meta.get('trace_id')} tool_call_id={callback.get('tool_call_id')}"
     headers = {"Content-Type": RESULT_MIMETYPE, "User-Agent": "flask-tooldiscovery",
                **({"X-Trace-Id": str(task.meta["trace_id"])} if task.meta.get("trace_id") else {}),
