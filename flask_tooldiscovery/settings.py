@@ -312,8 +312,10 @@ class Settings:
         "SECRET_KEY on the Celery engine. Any other header, credentials included, stays with the request.")
     task_lease: float = setting(
         "TASK_LEASE", 30, number(0.5),
-        "Seconds after which a task run in a web worker (the thread engine's, a streamed call's) whose process "
-        "stopped renewing it is read as interrupted.")
+        "Seconds a task's run holds its lease, renewed every third of it while it runs: a run in a web worker (the "
+        "thread engine's, a streamed call's) whose process stopped renewing it is read as interrupted; a Celery "
+        "run's task is delivered again (run again if idempotent, else interrupted), and while the lease is held "
+        "a delivery of the task is dropped.")
     task_callback_workers: int = setting(
         "TASK_CALLBACK_WORKERS", 8, whole_number(1),
         "Threads in each process that send the callbacks of ended tasks (Opal async results): a pool of "

@@ -7,14 +7,17 @@ runs, with one thread for all of them (none while nothing runs), and cancels the
 cancelled at its next ``await``, a sync tool sees ``ctx.cancelled``.
 
 The same thread keeps the lease of the tasks this process holds (:meth:`CancelWatcher.hold`: the
-thread engine's, a streamed call's): renewed every third of ``lease`` seconds in the store, so a
-reader on any worker can tell a task whose process died (its lease lapsed) from one still running.
+thread engine's, a streamed call's; :meth:`CancelWatcher.keep`: a Celery worker's run, which took
+its lease itself): renewed every third of ``lease`` seconds in the store, so a reader on any worker
+can tell a task whose process died (its lease lapsed) from one still running, and a task delivered
+again while its run is alive is not taken for a dead one.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 from ..observe.logs import log
 from ..tools.model import ToolContext
@@ -27,10 +30,13 @@ INTERVAL = 0.5
 class CancelWatcher:
     """The running tasks of this process and their contexts."""
 
-    def __init__(self, store: TaskStore, interval: float = INTERVAL, lease: float = 30.0) -> None:
+    def __init__(self, store: TaskStore, interval: float = INTERVAL, lease: float = 30.0,
+                 renewer: Callable[[list[str], float], None] | None = None) -> None:
         self.store = store
         self.interval = interval
         self.lease = lease
+        #: What renews the leases (the task ids, seconds): the store's ``hold`` unless told otherwise.
+        self.renewer = renewer or (lambda ids, seconds: store.hold(ids, seconds))
         self._running: dict[str, ToolContext] = {}
         self._held: set[str] = set()
         self._renewed = 0.0
@@ -38,7 +44,7 @@ class CancelWatcher:
         self._thread: threading.Thread | None = None
 
     def _start(self) -> None:
-        if self._thread is None:
+        if self._thread is None or not self._thread.is_alive():  # none yet, or left behind by a fork
             self._thread = threading.Thread(target=self._watch, name="tooldiscovery-cancel-watch", daemon=True)
             self._thread.start()
         self._changed.notify()
@@ -52,6 +58,10 @@ class CancelWatcher:
     def hold(self, task_id: str) -> None:
         """Keep task ``task_id``'s lease while this process holds it (until :meth:`release`)."""
         self.store.hold((task_id,), self.lease)
+        self.keep(task_id)
+
+    def keep(self, task_id: str) -> None:
+        """Renew task ``task_id``'s lease, taken already, while this process holds it (until :meth:`release`)."""
         with self._changed:
             self._held.add(task_id)
             self._start()
@@ -69,7 +79,7 @@ class CancelWatcher:
             held = list(self._held)
         try:
             if held:
-                self.store.hold(held, self.lease)
+                self.renewer(held, self.lease)
             self._renewed = now
         except Exception:  # the store is unreachable for a moment: try again next time
             log.warning("flask-tooldiscovery: could not renew the leases of %d tasks", len(held), exc_info=True)

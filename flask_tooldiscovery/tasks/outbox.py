@@ -14,6 +14,13 @@ never take it together; a job is sent twice only when a publisher stalls for ``g
 between sending it and taking it out (and a redelivered task is never run twice: see
 :mod:`.runner`). A job kept whose record could not be (the store failed in between) runs into no
 record, and is dropped.
+
+The outbox also keeps each running task's way back: a run holds its task's lease
+(:meth:`Outbox.hold`, renewed by this process while it runs) and keeps its job in the outbox, due
+when the lease would lapse; each renewal moves that time on. A broker that delivers the task again
+while its run is alive (its visibility timeout passed) is answered by the runner dropping that
+delivery, which the broker then forgets; should the run's process die, its job comes due once its
+lease lapsed and any publisher sends it again, whatever the broker did with its own message.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from ..observe.logs import log
 from ..state.store import StateStore
 from .engines import CeleryEngine
 from .jobs import READABLE
-from .records import COMPACT, Task, TaskStore
+from .records import COMPACT, Task, TaskStore, lease_key
 
 #: The outbox's due list in the state store (in Redis: a sorted set, the jobs in ``<OUTBOX>:values``).
 OUTBOX = "flask-tooldiscovery:task:outbox"
@@ -39,6 +46,8 @@ BATCH = 50
 #: Jobs waiting in this process for its publisher, at most; past that (the broker slow or down) a
 #: job waits in Redis only, and is sent once due.
 WAITING = 1000
+#: What a running task's job is kept under in the outbox (beside an accepted one's: the task id).
+RUNNING = ":run"
 
 
 class Outbox:
@@ -55,6 +64,8 @@ class Outbox:
         self._thread: threading.Thread | None = None
         self._pid = 0
         self._unreachable = False  # said once per outage, not at every look
+        #: The jobs of the tasks whose runs this process holds (as JSON text), by task id.
+        self._running: dict[str, str] = {}
 
     def keep(self, task: Task, job: dict[str, Any]) -> None:
         """Keep ``task``'s job (its wire dict, sealed) in the outbox, then its record; the publisher
@@ -64,6 +75,35 @@ class Outbox:
         self.start()
         if self._queue.qsize() < WAITING:
             self._queue.put(job)
+
+    def hold(self, task_id: str, job: str, lease: float) -> bool:
+        """Keep task ``task_id``'s ``job`` (JSON text) in the outbox, due when a lease of ``lease``
+        seconds would lapse, then take that lease unless someone holds it; False when it is held:
+        the task's run is alive elsewhere (its job is the same, now due a little later)."""
+        self._state.schedule(OUTBOX, task_id + RUNNING, job.encode(), time.time() + lease)
+        if not self._state.put(lease_key(task_id), b"1", lease, only_new=True):
+            return False
+        with self._lock:
+            self._running[task_id] = job
+        return True
+
+    def renew(self, task_ids: list[str], lease: float) -> None:
+        """Renew the leases of ``task_ids`` for ``lease`` seconds; the jobs of the runs this process
+        holds are kept in the outbox (again, if a publisher took them meanwhile), due when the
+        leases would lapse."""
+        self._state.put_many([lease_key(i) for i in task_ids], b"1", lease)
+        due = time.time() + lease
+        with self._lock:  # a run that ended meanwhile (let_go) is not kept again
+            for task_id in task_ids:
+                if (job := self._running.get(task_id)) is not None:
+                    self._state.schedule(OUTBOX, task_id + RUNNING, job.encode(), due)
+
+    def let_go(self, task_id: str) -> None:
+        """The run of task ``task_id`` in this process ended: its lease and its kept job go."""
+        with self._lock:
+            self._running.pop(task_id, None)
+        self._state.unschedule(OUTBOX, task_id + RUNNING)
+        self._state.delete(lease_key(task_id))
 
     def start(self) -> None:
         """Start this process's publisher (once per process: a forked worker starts its own): it
@@ -105,25 +145,29 @@ class Outbox:
         if self._unreachable:
             log.info("flask-tooldiscovery: the task outbox is readable again")
             self._unreachable = False
-        for task_id, raw in taken:
-            log.warning("flask-tooldiscovery: task %s was accepted but not yet sent to the task engine; sending it "
-                        "now", task_id)
+        for member, raw in taken:
+            if member.endswith(RUNNING):
+                log.warning("flask-tooldiscovery: the run of task %s stopped renewing its lease (its process died); "
+                            "sending the task again", member.removesuffix(RUNNING))
+            else:
+                log.warning("flask-tooldiscovery: task %s was accepted but not yet sent to the task engine; sending "
+                            "it now", member)
             job = json.loads(raw)
             if not isinstance(job, dict) or job.get("v", 0) not in READABLE:  # left for a release that reads it
                 log.error("flask-tooldiscovery: task %s in the outbox is of a job version this release cannot read",
-                          task_id)
+                          member)
                 continue
-            sent += self._send(job)
+            sent += self._send(job, member)
         return sent
 
-    def _send(self, job: dict[str, Any]) -> int:
+    def _send(self, job: dict[str, Any], member: str | None = None) -> int:
         try:
             self._engine.send(job)
         except Exception:  # the broker is down: the job stays due and is sent again later
             log.warning("flask-tooldiscovery: could not send task %s to the task engine; it stays in the outbox",
                         job["task"], exc_info=True)
             return 0
-        self._state.unschedule(OUTBOX, job["task"])
+        self._state.unschedule(OUTBOX, member or job["task"])
         return 1
 
 
@@ -134,4 +178,4 @@ def _publish_while_kept(ref: weakref.ref[Outbox]) -> None:
         del outbox
 
 
-__all__ = ["BATCH", "OUTBOX", "WAITING", "Outbox"]
+__all__ = ["BATCH", "OUTBOX", "RUNNING", "WAITING", "Outbox"]

@@ -79,6 +79,11 @@ class TaskResult:
         return cls(status=status, **known)  # type: ignore[arg-type]
 
 
+def lease_key(task_id: str) -> str:
+    """Where the lease of task ``task_id`` is kept in Redis (present while a run holds it)."""
+    return f"{REDIS_PREFIX}{task_id}:lease"
+
+
 @dataclass(frozen=True)
 class Task:
     """One call that outlives its request (see the module's text). ``result`` is the outcome as
@@ -347,11 +352,11 @@ class RedisTaskStore:
     def hold(self, task_ids: Iterable[str], seconds: float) -> None:
         pipe = self._redis.pipeline(transaction=False)
         for task_id in task_ids:
-            pipe.set(f"{REDIS_PREFIX}{task_id}:lease", b"1", px=max(int(seconds * 1000), 1))
+            pipe.set(lease_key(task_id), b"1", px=max(int(seconds * 1000), 1))
         pipe.execute()
 
     def held(self, task_id: str) -> bool:
-        return bool(self._redis.exists(f"{REDIS_PREFIX}{task_id}:lease"))
+        return bool(self._redis.exists(lease_key(task_id)))
 
 
 _LOCAL = LocalTaskStore()
@@ -369,4 +374,4 @@ def store_for(uri: str | None) -> TaskStore:
 
 
 __all__ = ["COMPACT", "REDIS_PREFIX", "TERMINAL", "LocalTaskStore", "RedisTaskStore", "ResultStatus",
-           "Task", "TaskResult", "TaskState", "TaskStore", "store_for"]
+           "Task", "TaskResult", "TaskState", "TaskStore", "lease_key", "store_for"]

@@ -9,10 +9,13 @@ apply), keeps the outcome in the record, and hands the ended task to its dialect
 its attempts are made by the app's callback sender (:mod:`.callbacks`), never by the engine.
 :meth:`Tasks.stop` is a graceful stop (:mod:`.shutdown`).
 
-Nothing twice: a run that finds the record terminal does nothing; a run that finds an earlier run
-had started (the engine delivered the task again after a worker died) runs the tool again only
-when it is annotated ``idempotentHint: true``, and otherwise ends the task ``interrupted``: the
-caller can read that the call may or may not have taken effect, and it is never run twice.
+Nothing twice: a run that finds the record terminal does nothing. On Celery a run holds its task's
+lease (renewed while it runs), so a delivery of a task whose run is alive (the broker's visibility
+timeout passed while it ran) is dropped without touching the record. A run that finds an earlier
+run had started (it died: its lease lapsed, and the outbox or the broker delivered the task again)
+runs the tool again only when it is annotated ``idempotentHint: true``, and otherwise ends the task
+``interrupted``: the caller can read that the call may or may not have taken effect, and it is
+never run twice.
 """
 
 from __future__ import annotations
@@ -112,17 +115,19 @@ class Tasks:
         carried = CARRIED_HEADERS | {h.lower() for h in settings.task_headers}
         #: The headers a task carries, by dialect (its ``Dialect.task_headers`` beside the app's).
         self._carried = {name: carried | {h.lower() for h in (task_headers or {}).get(name, ())} for name in pipelines}
-        self._watcher = CancelWatcher(self.store, lease=float(settings.task_lease))
         self.engine = self._engine(app, settings)
         #: What seals a secret a task's record keeps (a callback's token) when the records are shared
         #: (Redis): the Celery engine's sealer, else one from SECRET_KEY when there is one.
         self.record_sealer: Sealer | None = self.sealer
         if self.record_sealer is None and app.config.get("SECRET_KEY") and importlib.util.find_spec("cryptography"):
             self.record_sealer = sealer_for(app.config, key("STATE_STORAGE_URI"))
-        #: The Celery engine's outbox (accepted jobs kept beside their records until sent).
+        #: The Celery engine's outbox (accepted jobs kept beside their records until sent, and the
+        #: jobs of running tasks, sent again when their lease lapses).
         self.outbox = Outbox(shared(settings.state_storage_uri), self.store, self.engine,
                              float(settings.task_outbox_grace)) \
             if isinstance(self.engine, CeleryEngine) and settings.state_storage_uri else None
+        self._watcher = CancelWatcher(self.store, lease=float(settings.task_lease),
+                                      renewer=None if self.outbox is None else self.outbox.renew)
         if self.outbox is not None:
             self.outbox.start()  # every process that runs tasks sends what others accepted but never sent
         #: Whether a task's run lives in this web worker (the thread engine): its record then holds a lease.
@@ -285,9 +290,12 @@ class Tasks:
             if isinstance(job, FinishJob):  # a finisher's attempt sent to the engine by an earlier release
                 self.callbacks.schedule(job.task, job.dialect, job.attempt, keep=True)
                 return
+            if self.outbox is not None:
+                self._run(job)
+                return
             try:
                 self._run(job)
-            finally:
+            finally:  # the thread engine: the lease the task's record was kept with
                 self._watcher.release(job.task)
 
     def run_wire(self, wire: dict[str, Any]) -> None:
@@ -313,10 +321,26 @@ class Tasks:
         task = self.store.get(job.task)
         if task is None:
             return  # expired
-        pipe = self.pipelines.get(job.dialect)
         if task.terminal:  # delivered again after it ended: nothing runs twice; its finisher may be due
             self._then(task, 1, keep=True)
             return
+        if self.outbox is None:
+            self._go(task, job)
+        elif not self.outbox.hold(task.id, COMPACT.encode(cast(CeleryEngine, self.engine).wire(job)),
+                                  self._watcher.lease):
+            log.info("flask-tooldiscovery: task %s of %s was delivered again while its run is still alive (it "
+                     "holds its lease); this delivery is dropped", task.id, task.tool)
+        else:  # this run holds the lease, renewed while it runs; the outbox sends the job again if it lapses
+            self._watcher.keep(task.id)
+            try:
+                self._go(task, job)
+            finally:
+                self._watcher.release(task.id)
+                self.outbox.let_go(task.id)
+
+    def _go(self, task: Task, job: CallJob) -> None:
+        """Run the task (the run it holds): once, or again only when it may be."""
+        pipe = self.pipelines.get(job.dialect)
         tool = None if pipe is None else pipe.core.registry.resolve().get(job.tool, job.version)
         runs = self.store.claim(task.id)
         if pipe is None or tool is None:

@@ -62,13 +62,15 @@ def create_app() -> Flask:
         # TD_API_KEY: the identity layer's API key; TD_TASK_HEADERS: headers a task carries
         TOOLDISCOVERY_API_KEY=os.environ.get("TD_API_KEY") or None,
         TOOLDISCOVERY_TASK_HEADERS=os.environ.get("TD_TASK_HEADERS", ""),
+        TOOLDISCOVERY_TASK_LEASE=float(os.environ.get("TD_TASK_LEASE", "30")),
         CELERY={
             # TD_BROKER_URL: a broker of its own (the tests point one web side at a dead one)
             "broker_url": os.environ.get("TD_BROKER_URL") or redis_url, "task_ignore_result": True,
             "task_acks_late": True,
             "task_reject_on_worker_lost": True, "worker_prefetch_multiplier": 1,
             # a task whose worker died is delivered again about 10 s later (see the Celery notes)
-            "broker_transport_options": {"visibility_timeout": 10, "unacked_restore_interval": 2,
+            "broker_transport_options": {"visibility_timeout": float(os.environ.get("TD_VISIBILITY_TIMEOUT", "10")),
+                                         "unacked_restore_interval": 2,
                                          "unacked_restore_throttle": 1},
         },
     )

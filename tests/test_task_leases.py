@@ -1,0 +1,108 @@
+"""A running task is never taken for a dead one. With a real Celery worker and a real Redis whose
+broker ``visibility_timeout`` (2 s) is shorter than the task: the broker delivers the task again
+while it runs, and that delivery is dropped (the run holds its lease, renewed while it runs), so
+the task completes once, its result is read, its side effect happened once, whether or not the
+tool is idempotent. A worker killed with ``kill -9`` after that (the broker has forgotten its
+message by then) is still recovered once its lease lapses: the outbox sends the task again, which
+ends ``interrupted`` (not idempotent) or runs again to completion (idempotent)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flask_tooldiscovery.tasks.outbox import OUTBOX, RUNNING
+from flask_tooldiscovery.tasks.records import lease_key
+from flask_tooldiscovery.tasks.runner import INTERRUPTED, tasks_of
+
+from .test_opal_async import Receiver
+from .test_operating_server import redis_url  # noqa: F401  (a fixture: a redis-server of our own)
+from .test_tasks import Worker, call, celery_side, effects, receiver, wait_for  # noqa: F401  (fixtures)
+
+pytestmark = pytest.mark.slow
+DROPPED = "was delivered again while its run is still alive"
+
+
+@pytest.fixture
+def short_visibility(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The broker delivers an unacknowledged task again after 2 s (swept every 2 s); a run's lease
+    is 3 s (renewed every second); the outbox looks for due jobs every second. (Requested before
+    ``celery_side``, which builds the web side and the workers' environment from these.)"""
+    monkeypatch.setenv("TD_VISIBILITY_TIMEOUT", "2")
+    monkeypatch.setenv("TD_TASK_LEASE", "3")
+    monkeypatch.setenv("TD_OUTBOX_GRACE", "3")
+    yield
+
+
+def dropped(log: Path) -> bool:
+    return DROPPED in log.read_text()
+
+
+def nothing_left(redis_url: str, task_id: str) -> bool:  # noqa: F811
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    member = task_id + RUNNING
+    return client.zscore(OUTBOX, member) is None and client.hget(f"{OUTBOX}:values", member) is None \
+        and not client.exists(lease_key(task_id))
+
+
+@pytest.mark.parametrize("tool", ["refund", "recount"])
+def test_a_task_longer_than_the_visibility_timeout_completes_once(
+        short_visibility: None, celery_side: Any, receiver: Receiver, redis_url: str, tool: str) -> None:  # noqa: F811
+    app, env, folder, workers = celery_side
+    workers.append(Worker(env, folder / "worker-1.log"))
+    workers.append(Worker(env, folder / "worker-2.log"))
+    url = receiver.url()
+    name = f"L{tool}"
+    task_id = call(app, tool, {"order" if tool == "refund" else "name": name}, url)
+    wait_for(lambda: effects(folder, f"{tool}-{name}") == 1)  # running on one worker, waiting for its gate
+    # the broker delivers it again to the other worker, which drops it: the run is alive
+    wait_for(lambda: any(dropped(w.log) for w in workers), 40)
+    assert receiver.received(url) == []  # nothing ended it meanwhile
+    task = tasks_of(app).read(task_id)
+    assert task is not None and task.state == "working"
+    (folder / f"gate-{name}").touch()
+    [(_, body)] = receiver.wait(url)
+    key = "refunded" if tool == "refund" else "recounted"
+    assert json.loads(body) == {"content": {key: name}, "content_type": "application/json"}
+    task = tasks_of(app).read(task_id)
+    assert task is not None and task.state == "completed" and task.result is not None
+    assert task.result.to_wire() == {"status": "success", "value": {key: name}}
+    wait_for(lambda: nothing_left(redis_url, task_id), 10)  # its lease and its kept job went with the run
+    assert effects(folder, f"{tool}-{name}") == 1 and len(receiver.received(url)) == 1
+
+
+@pytest.mark.parametrize("tool", ["refund", "recount"])
+def test_a_killed_worker_is_recovered_once_its_lease_lapses(
+        short_visibility: None, celery_side: Any, receiver: Receiver, tool: str) -> None:  # noqa: F811
+    """The broker's own copy was delivered again and dropped while the run was alive (so the
+    broker forgot the message): only the lease tells that the run died."""
+    app, env, folder, workers = celery_side
+    workers.append(Worker(env, folder / "worker-1.log"))
+    url = receiver.url()
+    name = f"K{tool}"
+    task_id = call(app, tool, {"order" if tool == "refund" else "name": name}, url)
+    wait_for(lambda: effects(folder, f"{tool}-{name}") == 1)
+    workers.append(Worker(env, folder / "worker-2.log"))
+    wait_for(lambda: dropped(workers[1].log), 40)
+    workers[0].kill()
+    if tool == "refund":
+        [(_, body)] = receiver.wait(url)
+        problem = json.loads(body)
+        assert problem["error"]["error_code"] == "INTERRUPTED" and problem["message"] == INTERRUPTED
+        (folder / f"gate-{name}").touch()
+        state = "interrupted"
+        assert effects(folder, f"{tool}-{name}") == 1  # never a second refund
+    else:
+        wait_for(lambda: effects(folder, f"{tool}-{name}") == 2)  # sent again and run again
+        (folder / f"gate-{name}").touch()
+        [(_, body)] = receiver.wait(url)
+        assert json.loads(body) == {"content": {"recounted": name}, "content_type": "application/json"}
+        state = "completed"
+    task = tasks_of(app).read(task_id)
+    assert task is not None and task.state == state and len(receiver.received(url)) == 1
