@@ -9,12 +9,15 @@ ends ``interrupted`` (not idempotent) or runs again to completion (idempotent)."
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from flask import Flask
 
+from flask_tooldiscovery import ToolDiscovery
 from flask_tooldiscovery.tasks.outbox import OUTBOX, RUNNING
 from flask_tooldiscovery.tasks.records import lease_key
 from flask_tooldiscovery.tasks.runner import INTERRUPTED, tasks_of
@@ -106,3 +109,54 @@ def test_a_killed_worker_is_recovered_once_its_lease_lapses(
         state = "completed"
     task = tasks_of(app).read(task_id)
     assert task is not None and task.state == state and len(receiver.received(url)) == 1
+
+
+# -- the settings check at start ---------------------------------------------------------------------
+
+
+def celery_app_with(redis_url: str, timeout: float | None, **config: Any) -> Flask:  # noqa: F811
+    """An app on the Celery engine whose broker's visibility timeout is ``timeout`` (``None``:
+    Celery's default), with a tool of ``config['tool_timeout']`` seconds (if given)."""
+    from celery import Celery
+
+    tool_timeout = config.pop("tool_timeout", None)
+    broker = config.pop("broker", redis_url)
+    discovery = ToolDiscovery()
+
+    @discovery.tool(long_running=True, timeout=tool_timeout)
+    def report(n: int) -> int:
+        """Make a report."""
+        return n
+
+    app = Flask("visibility")
+    app.config.update(TOOLDISCOVERY_DIALECTS=["opal"], TOOLDISCOVERY_TASK_ENGINE="celery",
+                      TOOLDISCOVERY_STATE_STORAGE_URI=redis_url, SECRET_KEY="s3cret-for-sealing", **config)
+    celery_app = Celery(app.name, broker=broker, set_as_current=False)
+    if timeout is not None:
+        celery_app.conf.broker_transport_options = {"visibility_timeout": timeout}
+    app.extensions["celery"] = celery_app
+    discovery.init_app(app)
+    return app
+
+
+def test_init_app_warns_when_a_task_may_outlast_the_brokers_visibility_timeout(
+        redis_url: str, caplog: pytest.LogCaptureFixture) -> None:  # noqa: F811
+    def warned(timeout: float | None, **config: Any) -> list[str]:
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="flask_tooldiscovery"):
+            celery_app_with(redis_url, timeout, **config)
+        return [r.getMessage() for r in caplog.records if "visibility_timeout" in r.getMessage()]
+
+    # the default deadline (TOOLDISCOVERY_DEFAULT_TIMEOUT, 25 s) past a 10 s visibility timeout
+    [warning] = warned(10)
+    assert "tasks may run 25 s" in warning and "visibility_timeout of 10 s" in warning
+    assert "TOOLDISCOVERY_TASK_LEASE" in warning and "never run twice" in warning
+    # a tool's own timeout past Celery's default for Redis (an hour)
+    [warning] = warned(None, tool_timeout=7200)
+    assert "tasks may run 7200 s" in warning and "visibility_timeout of 3600 s" in warning
+    # no deadline at all
+    [warning] = warned(600, TOOLDISCOVERY_DEFAULT_TIMEOUT=0)
+    assert "tasks have no deadline" in warning
+    # every task ends before the broker delivers it again, or a broker without a visibility timeout
+    assert warned(30) == [] and warned(None) == [] and warned(60, tool_timeout=50) == []
+    assert warned(None, broker="amqp://guest@127.0.0.1:9//", TOOLDISCOVERY_DEFAULT_TIMEOUT=0) == []

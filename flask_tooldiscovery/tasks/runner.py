@@ -39,7 +39,7 @@ from ..settings import Settings, SettingsError, key
 from ..state.redis_store import shared
 from ..tools.model import Identity, Tool, ToolContext
 from ..tools.results import is_rich
-from . import task_input
+from . import task_input, visibility
 from .callback_queue import LocalCallbackQueue, RedisCallbackQueue
 from .callbacks import CallbackSender, SenderOptions, backoff_for
 from .cancel_watch import CancelWatcher
@@ -192,6 +192,9 @@ class Tasks:
 
         # a Celery pool process that stops gracefully stops its tasks' callbacks first
         worker_process_shutdown.connect(on_celery_process_shutdown, weak=False, dispatch_uid="flask-tooldiscovery")
+        first = next(iter(self.pipelines.values()), None)
+        visibility.check(celery_app, first.core.registry.registered if first is not None else (),
+                         float(settings.default_timeout), float(settings.task_lease))
         return CeleryEngine(celery_app, self.run_wire, self.sealer)
 
     def start(self, pipe: Pipeline, tool: Tool, arguments: dict[str, Any], context: ToolContext, *,
