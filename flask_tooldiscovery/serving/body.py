@@ -11,7 +11,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from ..errors import BadRequest, PayloadTooLarge
 from . import request_state
-from .wire import content_length, parse_json
+from .wire import JSON_MIMETYPE, content_length, parse_json
 
 
 class MalformedBody(BadRequest):
@@ -54,6 +54,22 @@ def has_body(limit: int) -> bool:
         return json_body(limit) is not None
     except MalformedBody:
         return True
+
+
+def peek_json(limit: int) -> Any:
+    """The JSON body of a request refused before the pipeline read it (another extension's
+    ``before_request``): the value already read, else a JSON body of at most ``limit`` bytes parsed
+    now (kept for the app); ``None`` for anything else, or a body that is not JSON. Never raises."""
+    state = request_state.peek()
+    if state is not None and state.body is not request_state.UNREAD:
+        return state.body
+    length = request.content_length
+    if not length or length > limit or request.mimetype != JSON_MIMETYPE:
+        return None
+    try:
+        return parse_json(request.get_data(cache=True))
+    except (ValueError, RecursionError):
+        return None
 
 
 def read_body(limit: int, req: Request | None = None) -> bytes:

@@ -18,7 +18,8 @@ from ...errors import CoreError, RetryLater, Unavailable
 from ...lint import chatgpt, claude_directory
 from ...lint.protocols import MCP
 from ...observe.logs import log
-from ...serving import request_state, wire
+from ...serving import wire
+from ...serving.body import peek_json
 from ...serving.fastpath import Learnable
 from ...serving.openapi import openapi_post
 from ...serving.pipeline import MalformedBody, Pipeline, UnknownTool
@@ -120,14 +121,7 @@ def refused_id() -> Any:
     request's id cannot be told (a batch has several)."""
     if not has_request_context():
         return None
-    state = request_state.peek()
-    if state is not None and state.body is not request_state.UNREAD:
-        message = state.body
-    else:
-        length = request.content_length
-        if not length or length > REFUSED_BODY_READ or request.mimetype != JSON_MIMETYPE:
-            return None
-        message = rpc.message_of(request.get_data(cache=True))
+    message = peek_json(REFUSED_BODY_READ)
     ident = message.get("id") if isinstance(message, dict) else None
     return ident if rpc.valid_id(ident) else None
 
