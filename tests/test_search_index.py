@@ -206,7 +206,12 @@ def test_githubs_rest_api_the_right_tool_is_in_the_top_5_for_most_tasks() -> Non
     assert count >= 140 and dev >= 0.90, dev
     blind, count = recall_at_5(index, "search_tasks_blind.txt", "blind")
     assert count >= 100 and blind >= BLIND_FLOOR, blind
+    blind2, count = recall_at_5(index, "search_tasks_blind2.txt", "blind2")
+    assert count >= 250 and blind2 >= BLIND2_FLOOR, blind2
 
 
 #: The blind set's floor: the figure measured at the end of part 3 (0.65), less a margin.
 BLIND_FLOOR = 0.60
+#: The second blind set's floor (270 tasks written from the catalogue alone): 0.79 when it was
+#: first measured, on the index of part 3, less a margin.
+BLIND2_FLOOR = 0.75
