@@ -328,9 +328,9 @@ class ToolDiscovery:
         app.extensions[runner.EXTENSION_KEY] = runner.Tasks(app, settings, pipelines, finishers, carried)
         app.extensions[TOOLSETS_KEY] = in_toolsets = mounts.build(
             core, table, mounts.toolsets(settings, self._toolsets, table), authenticators, pipelines)
-        mounts.register(app, table, pipelines, in_toolsets)
+        more = mounts.register(app, table, pipelines, in_toolsets, authenticators)  # + the read-only mounts
         authorization_server.install(app, settings, core.guard.check, self._oauth_user)
-        app.extensions["tooldiscovery.fast"] = fastpath.install(app, mounts.post_paths(pipelines, in_toolsets))
+        app.extensions["tooldiscovery.fast"] = fastpath.install(app, mounts.post_paths(pipelines, in_toolsets, more))
         if settings.metrics and settings.metrics_path:
             from .observe import metrics
 

@@ -169,6 +169,10 @@ class Settings:
     toolsets: Mapping[str, Toolset] = setting(
         "TOOLSETS", {}, parse_toolsets, "Parts of the tools served at URLs of their own, by name: {'issues': "
         "{'tags': ['issues'], 'dialects': ['mcp']}} serves the tools tagged issues at /mcp/x/issues.")
+    readonly_mounts: bool = setting(
+        "READONLY_MOUNTS", True, parse_bool, "Serve each mount of a dialect that has a read-only form (MCP: the "
+        "full one and each toolset's) again at <mount>/readonly, listing and calling only the tools annotated "
+        "readOnlyHint, as GitHub's MCP server does (/mcp/readonly, /mcp/x/issues/readonly).")
     server_name: str = setting("SERVER_NAME", None, parse_str,
                                "Server name in every dialect (default: the app's name).")
     server_version: str = setting("SERVER_VERSION", "1.0.0", parse_str, "Server version.")

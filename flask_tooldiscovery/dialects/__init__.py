@@ -134,6 +134,10 @@ class Dialect:
     #: Where a toolset's mount of it goes: ``(its prefix, the toolset's name) -> prefix``
     #: (``/mcp`` -> ``/mcp/x/issues``, as GitHub's MCP server has it).
     toolset_prefix: Callable[[str, str], str] = lambda prefix, name: f"{prefix}/x/{name}"
+    #: Each of its mounts (full or a toolset's) is served again at this suffix with only the tools
+    #: annotated ``readOnlyHint`` (``TOOLDISCOVERY_READONLY_MOUNTS``; MCP: ``/readonly``, as GitHub's
+    #: MCP server has it), or ``None``: no read-only form.
+    read_only_suffix: str | None = None
 
 
 #: The dialects this package ships, by name: the module whose ``DIALECT`` describes each.

@@ -9,11 +9,15 @@ keyed by toolset then dialect, so that everything a pipeline keeps per mount (do
 ``ETag``, learned answers, the search index of its visible set, the routes the manifest lists) is
 the toolset's; credentials, approvals, limits and tasks are the dialect's, unchanged. The full
 mounts stay as they are.
+
+A dialect with a read-only form (``Dialect.read_only_suffix``: MCP's ``/readonly``) has each of its
+mounts, full or a toolset's, served once more at that suffix with only the tools annotated
+``readOnlyHint`` (``TOOLDISCOVERY_READONLY_MOUNTS``, on by default: it only ever shows less).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from flask import Flask
 
@@ -67,18 +71,32 @@ def build(core: Core, table: Mapping[str, Dialect], found: Mapping[str, Toolset]
     return built
 
 
-def post_paths(pipelines: Mapping[str, Pipeline], built: Toolsets) -> list[str]:
-    """Where a POST answer may be learned by the fast path: the endpoint (with or without ``/``) of
-    every mount, full or a toolset's, of a dialect whose ``learnable.post`` is set (MCP's)."""
+def read_only(table: Mapping[str, Dialect], authenticators: Mapping[str, Authenticator | None],
+              pipelines: Mapping[str, Pipeline], built: Toolsets) -> list[Pipeline]:
+    """With ``TOOLDISCOVERY_READONLY_MOUNTS``, a read-only pipeline for every mount (full or a
+    toolset's) of a dialect that has a ``read_only_suffix`` (MCP: ``/mcp/readonly``,
+    ``/mcp/x/issues/readonly``): the same tools less those not annotated ``readOnlyHint``, the
+    same credentials; a table of mounted dialects of its own (it is no full mount)."""
     every = [*pipelines.values(), *(pipe for mounts in built.values() for pipe in mounts.values())]
+    return [Pipeline(pipe.core, table[pipe.name], authenticators[pipe.name], mounted={}, toolset=pipe.toolset,
+                     prefix=pipe.prefix + suffix, toolsets=built, read_only=True)
+            for pipe in every if pipe.settings.readonly_mounts and (suffix := table[pipe.name].read_only_suffix)]
+
+
+def post_paths(pipelines: Mapping[str, Pipeline], built: Toolsets, more: Iterable[Pipeline] = ()) -> list[str]:
+    """Where a POST answer may be learned by the fast path: the endpoint (with or without ``/``) of
+    every mount, full, a toolset's or ``more`` (read-only ones), of a dialect whose ``learnable.post``
+    is set (MCP's)."""
+    every = [*pipelines.values(), *(pipe for mounts in built.values() for pipe in mounts.values()), *more]
     return [path for pipe in every if pipe.dialect.learnable.post is not None
             for path in {pipe.prefix or "/", f"{pipe.prefix}/"}]
 
 
-def register(app: Flask, table: Mapping[str, Dialect], pipelines: Mapping[str, Pipeline], built: Toolsets) -> None:
-    """Register each full mount's blueprints (and its root one, if any), then each toolset's (never
-    a root one: ``/.well-known`` documents are the full mount's), refusing a toolset whose URL the
-    app already serves."""
+def register(app: Flask, table: Mapping[str, Dialect], pipelines: Mapping[str, Pipeline], built: Toolsets,
+             authenticators: Mapping[str, Authenticator | None]) -> list[Pipeline]:
+    """Register each full mount's blueprints (and its root one, if any), then each toolset's, then
+    each read-only mount's (:func:`read_only`; never a root one: ``/.well-known`` documents are the
+    full mount's), refusing a mount whose URL the app already serves; the read-only mounts."""
     for name, pipe in pipelines.items():
         dialect = table[name]
         app.register_blueprint(dialect.make_blueprint(pipe), url_prefix=pipe.prefix or None)
@@ -87,17 +105,22 @@ def register(app: Flask, table: Mapping[str, Dialect], pipelines: Mapping[str, P
             app.register_blueprint(root)
     for toolset_name, mounts in built.items():
         for name, pipe in mounts.items():
-            _check_free(app, pipe, toolset_name)
+            _check_free(app, pipe, f"toolset {toolset_name!r}", "rename the toolset")
             app.register_blueprint(table[name].make_blueprint(pipe), url_prefix=pipe.prefix or None)
+    more = read_only(table, authenticators, pipelines, built)
+    for pipe in more:
+        _check_free(app, pipe, "the read-only mount", f"set {key('READONLY_MOUNTS')} = False")
+        app.register_blueprint(table[pipe.name].make_blueprint(pipe), url_prefix=pipe.prefix or None)
+    return more
 
 
-def _check_free(app: Flask, pipe: Pipeline, toolset: str) -> None:
-    """:class:`SettingsError` when a route of the app is at the toolset's URL or under it."""
+def _check_free(app: Flask, pipe: Pipeline, what: str, fix: str) -> None:
+    """:class:`SettingsError` when a route of the app is at the mount's URL or under it."""
     prefix = pipe.prefix
     for rule in app.url_map.iter_rules():
         if rule.rule == prefix or rule.rule.startswith(prefix + "/"):
-            raise SettingsError(f"toolset {toolset!r} would be served under {pipe.name} at {prefix}, where the app "
-                                f"already routes {rule.rule} ({rule.endpoint}): rename the toolset or move the route")
+            raise SettingsError(f"{what} would be served under {pipe.name} at {prefix}, where the app already "
+                                f"routes {rule.rule} ({rule.endpoint}): {fix} or move the route")
 
 
-__all__ = ["Toolsets", "build", "post_paths", "register", "toolsets"]
+__all__ = ["Toolsets", "build", "post_paths", "read_only", "register", "toolsets"]

@@ -58,7 +58,8 @@ class Pipeline:
 
     def __init__(self, core: Core, dialect: Translator, authenticator: Authenticator | None = None,
                  mounted: dict[str, Pipeline] | None = None, *, toolset: Toolset | None = None,
-                 prefix: str | None = None, toolsets: Mapping[str, Mapping[str, Pipeline]] | None = None) -> None:
+                 prefix: str | None = None, toolsets: Mapping[str, Mapping[str, Pipeline]] | None = None,
+                 read_only: bool = False) -> None:
         self.core = core
         self.dialect = dialect
         self.name = dialect.name
@@ -66,9 +67,17 @@ class Pipeline:
         self.cache = WireCache()
         #: The toolset this mount serves (only its tools, at a URL of its own), or ``None``: every tool.
         self.toolset = toolset
+        #: This mount serves only the tools annotated ``readOnlyHint`` (a ``<mount>/readonly``).
+        self.read_only = read_only
+        #: Request headers that narrow a request's tools further, by their WSGI keys, and how
+        #: (``(tool set, environ) -> narrower set``): set by a dialect that reads such headers
+        #: (MCP's ``X-MCP-Toolsets``); a request without any of them is not narrowed.
+        self.chosen_by: tuple[str, ...] = ()
+        self.choose: Callable[[ToolSet, Any], ToolSet] | None = None
         self.prefix = prefix if prefix is not None else core.settings.prefixes.get(dialect.name, dialect.default_prefix)
         #: Its blueprint's name: ``tooldiscovery_<dialect>``, and ``__x_<toolset>`` after it for a toolset's.
-        self.blueprint_name = f"tooldiscovery_{self.name}" + (f"__x_{toolset.name}" if toolset is not None else "")
+        self.blueprint_name = (f"tooldiscovery_{self.name}" + (f"__x_{toolset.name}" if toolset is not None else "")
+                               + ("__readonly" if read_only else ""))
         #: The pipelines of every toolset's mounts, by toolset then dialect (shared by the app's pipelines).
         self.toolsets: Mapping[str, Mapping[str, Pipeline]] = toolsets if toolsets is not None else {}
         #: The credentials this dialect's routes need: its own, and the identity layer's.
@@ -219,8 +228,23 @@ class Pipeline:
             toolset = self._listed(self._visible(identity=identity))
             if identity is None and static is not None:
                 self._shown = (static, toolset)
+        if self.chosen_by:  # the request may narrow it further by headers (never widen it)
+            req = state.request
+            environ = req.environ if req is not None else request.environ if has_request_context() else {}
+            for key in self.chosen_by:
+                if key in environ and self.choose is not None:
+                    toolset = self.choose(toolset, environ)
+                    break
         state.listed = (self, identity, toolset)
         return toolset
+
+    def tools_now(self) -> ToolSet:
+        """:meth:`tools` worked out again, for a request that outlives the moment it began (a
+        stream: the registry or a provider may have changed since)."""
+        state = request_state.peek()
+        if state is not None:
+            state.listed = state.toolsets = None
+        return self.tools()
 
     def anonymous_tools(self) -> ToolSet | None:
         """The tools this dialect's lists show a caller without credentials, whoever this request's
@@ -244,8 +268,11 @@ class Pipeline:
         return self._narrow(toolset.visible_to(caller))  # type: ignore[arg-type]
 
     def _narrow(self, toolset: ToolSet) -> ToolSet:
-        """``toolset`` as this mount serves it: the tools of its toolset, or all of them."""
-        return toolset if self.toolset is None else toolset.tagged(self.toolset.tags)
+        """``toolset`` as this mount serves it: the tools of its toolset, or all of them (only
+        those that read, for a read-only mount)."""
+        if self.toolset is not None:
+            toolset = toolset.tagged(self.toolset.tags)
+        return toolset.read_only() if self.read_only else toolset
 
     def find(self, name: str) -> Tool:
         """The latest version of tool ``name`` (one only an interface calls too: unlisted, still

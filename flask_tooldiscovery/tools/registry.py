@@ -35,6 +35,14 @@ def digest(texts: Iterable[str]) -> str:
     return h.hexdigest()
 
 
+#: How many narrowed views (:meth:`ToolSet.narrowed`) one tool set keeps.
+NARROWED_KEPT = 64
+
+
+def _reads_only(tool: Tool) -> bool:
+    return tool.hint("readOnlyHint") is True
+
+
 @dataclass
 class ToolSet:
     """The tools in force for one request, all versions, in registration order."""
@@ -53,6 +61,7 @@ class ToolSet:
         self._latest: list[Tool] | None = None
         self._for_model: ToolSet | None = None
         self._tagged: dict[frozenset[str], ToolSet] = {}
+        self._narrowed: dict[Hashable, ToolSet] = {}
         if self.fingerprint is None:
             self.fingerprint = ("tools", digest(t.fingerprint for t in self.tools))
         self._by_name: dict[str, list[Tool]] = {}
@@ -113,6 +122,23 @@ class ToolSet:
             found = self._tagged[tags] = self if len(shown) == len(self.tools) else ToolSet(
                 shown, fingerprint=(self.fingerprint, "tagged", tuple(sorted(tags))))
         return found
+
+    def narrowed(self, key: Hashable, keep: Callable[[Tool], bool]) -> ToolSet:
+        """The set less the tools ``keep`` refuses, built once per set and ``key`` (what names
+        ``keep``: its fingerprint is this set's with ``key``); the last :data:`NARROWED_KEPT` kept."""
+        found = self._narrowed.get(key)
+        if found is None:
+            shown = [t for t in self.tools if keep(t)]
+            found = self if len(shown) == len(self.tools) else ToolSet(
+                shown, fingerprint=(self.fingerprint, "narrowed", key))
+            if len(self._narrowed) >= NARROWED_KEPT:  # a client naming ever new choices keeps no more
+                self._narrowed.clear()
+            self._narrowed[key] = found
+        return found
+
+    def read_only(self) -> ToolSet:
+        """The set less the tools not annotated ``readOnlyHint`` (built once per set)."""
+        return self.narrowed("read only", _reads_only)
 
     def get(self, name: str, version: str | None = None) -> Tool | None:
         """The tool ``name`` at ``version`` (exact ``x.y.z``), or its latest version."""

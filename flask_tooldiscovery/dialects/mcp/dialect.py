@@ -31,6 +31,7 @@ from .. import Dialect, Protocol
 from . import approval as mcp_approval
 from . import (
     apps,
+    choice,
     completion,
     param_headers,
     prompts,
@@ -202,6 +203,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
     bp = pipe.blueprint(__name__)
     settings, options = pipe.settings, McpSettings.of(pipe.settings)
     searching = settings.tool_search is not None  # the search tools may answer (tool_search.active)
+    chosen_by = choice.install(pipe)  # X-MCP-Toolsets, X-MCP-Readonly: a request narrows what it sees
+    narrowing = choice.KEYS
     server_info = {"name": settings.server_name, "version": settings.server_version, "title": settings.server_title,
                    **({"icons": [dict(i) for i in settings.server_icons]} if settings.server_icons else {})}
 
@@ -243,8 +246,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             return dumps(complete("tools/list", result, stateless)).encode("utf-8")
 
         data = pipe.cache.document(("tools/list", start, stateless, ui), toolset, page).body
-        if isinstance(pipe.body(), dict):  # one request, not a batch: the same again may skip Flask
-            learn(toolset, data)
+        if isinstance(pipe.body(), dict) and not choice.chosen(request.environ):  # one request, not a batch,
+            learn(toolset, data)  # its tools not narrowed by headers: the same again may skip Flask
         return rpc.Encoded(data)
 
     def shown(tool: Tool, stateless: bool, ui: bool) -> dict[str, Any]:
@@ -361,7 +364,11 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
 
     @pipe.route("", "call", subscriptions.http_methods(settings), endpoint="endpoint", strict_slashes=False)
     def endpoint() -> Response:
+        environ = request.environ
+        narrowed = narrowing[0] in environ or narrowing[1] in environ
         if request.method == "GET":
+            if narrowed and (wrong := choice.refusal(chosen_by, environ, None)) is not None:
+                return json_response(wrong, 400)
             return subscriptions.get_stream(pipe, server_capabilities(pipe))
         payload = pipe.body()
         if payload is None:
@@ -369,6 +376,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         refused = header_refusal(payload)
         if refused is not None:
             return json_response(*refused)
+        if narrowed and (wrong := choice.refusal(chosen_by, environ, payload)) is not None:
+            return json_response(wrong, 400)  # an unknown toolset: said before anything is read or run
         if searching:  # call_tool (tool search): read as the call it makes, before anything else reads it
             payload = [tool_search.rewrite(pipe, m) for m in payload] if isinstance(payload, list) \
                 else tool_search.rewrite(pipe, payload)
@@ -404,8 +413,10 @@ DIALECT = Dialect(
     protocol=Protocol("Model Context Protocol, streamable HTTP", ALL_VERSIONS, transport=TRANSPORT),
     driver=McpDriver(), target=MCP,
     more_targets=(claude_directory.target(remote_auth), chatgpt.target(remote_auth)), authenticator=authenticator,
-    cors_headers=("MCP-Protocol-Version", "Mcp-Session-Id", "Last-Event-ID", "Mcp-Method", "Mcp-Name", "Mcp-Param-*"),
+    cors_headers=("MCP-Protocol-Version", "Mcp-Session-Id", "Last-Event-ID", "Mcp-Method", "Mcp-Name", "Mcp-Param-*",
+                  choice.TOOLSETS_HEADER, choice.READONLY_HEADER),
     exposed_headers=("Mcp-Session-Id",), security_warning=security_warning, openapi_paths=openapi_paths,
     root_blueprint=root_blueprint, manifest_section=manifest_section, settings=McpSettings,
     learnable=Learnable(post=list_shape), lists_app_tools=True, export_document=export_document,
+    read_only_suffix=choice.READONLY_SUFFIX,
 )
