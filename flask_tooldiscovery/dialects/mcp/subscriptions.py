@@ -12,6 +12,12 @@ prompt or resource list changed, and that a resource they subscribed to changed,
   ``resources/unsubscribe`` keep the caller's URIs under that name in the state store; the client's
   ``GET`` with that header is the stream of list changes and ``notifications/resources/updated`` for its URIs.
 
+A stream whose client sees a part of the tools (a toolset's URL, a ``/readonly`` one, or
+``X-MCP-Toolsets``/``X-MCP-Readonly`` on its request: :mod:`.choice`) is told a tools change only
+when that part changed: the worker works out what the client sees again and compares its
+fingerprint with what it saw (a change of another toolset's tools, or a tool hidden from the
+caller, says nothing to it). The full mount's streams are told every tools change, as before.
+
 Changes travel on the core's change bus (:mod:`...state.changes`: in process, or Redis pub/sub with
 ``TOOLDISCOVERY_STATE_STORAGE_URI``), so the worker a client listens on hears what another announced:
 ``discovery.resource_changed(uri)``, ``discovery.list_changed(...)``, or a registration after start.
@@ -22,18 +28,20 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from flask import Response, current_app, g, request, stream_with_context
 
 from ...catalog.resources import NoSuchResource
+from ...errors import CoreError
 from ...observe.logs import log
 from ...serving.pipeline import Pipeline
 from ...serving.wire import accepts, json_response
 from ...settings import Settings
 from ...state.changes import Change
+from ...tools.registry import digest
 from . import jsonrpc as rpc
 from . import sessions
 from .request import Handler, McpRequest
@@ -88,6 +96,10 @@ class Stream:
     uris: frozenset[str] = frozenset()
     key: str | None = None
     subscription_id: str | int | None = None
+    #: The fingerprint of the tools the stream's client sees, when the mount or the request narrows
+    #: them (a toolset's URL, ``/readonly``, ``X-MCP-Toolsets``): a tools change is told only when
+    #: it changes them. ``None``: every tools change is told (the full mount's whole list).
+    tools: Hashable = None
 
 
 def _lists(offered: Mapping[str, Any]) -> frozenset[str]:
@@ -199,7 +211,26 @@ def get_stream(pipe: Pipeline, offered: Mapping[str, Any]) -> Response:
     return _response(pipe, Stream(lists, key=_key(pipe, session)), None)
 
 
+def _narrowed(pipe: Pipeline) -> bool:
+    """Whether what this request's client sees is a part of the tools: the mount's (a toolset's,
+    a read-only one) or the request's own choice (:mod:`.choice`'s headers)."""
+    environ = request.environ
+    return pipe.toolset is not None or pipe.read_only or any(key in environ for key in pipe.chosen_by)
+
+
+def _seen(pipe: Pipeline) -> Hashable:
+    """A digest of the tools this request's client sees now, of their content only (a part's
+    fingerprint also names the whole set it was cut from); ``None`` when they cannot be told (a
+    provider failing: a change is then always told)."""
+    try:
+        return digest(tool.fingerprint for tool in pipe.tools_now())
+    except CoreError:
+        return None
+
+
 def _response(pipe: Pipeline, stream: Stream, final: dict[str, Any] | None) -> Response:
+    if "tools" in stream.lists and _narrowed(pipe):
+        stream = replace(stream, tools=_seen(pipe))
     return current_app.response_class(stream_with_context(_events(pipe, stream, final)), mimetype="text/event-stream",
                                       headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
@@ -233,6 +264,7 @@ def _events(pipe: Pipeline, stream: Stream, final: dict[str, Any] | None) -> Ite
                 yield frame(_message(ACKNOWLEDGED, {"notifications": {**lists, **uris}}, stream))
             else:
                 yield b": stream\n\n"
+            seen = stream.tools
             while (left := deadline - time.monotonic()) > 0:
                 change = changes.get(min(keepalive, left))
                 if change is None:
@@ -240,6 +272,11 @@ def _events(pipe: Pipeline, stream: Stream, final: dict[str, Any] | None) -> Ite
                         pipe.core.resource_subscriptions.touch(stream.key, SUBSCRIPTION_TTL)
                     yield b": keep-alive\n\n"
                     continue
+                if seen is not None and change.kind == "tools" and "tools" in stream.lists:
+                    now = _seen(pipe)  # a part of the tools: told only when that part changed
+                    if now == seen:
+                        continue
+                    seen = now if now is not None else seen
                 message = _notification(pipe, stream, change)
                 if message is not None:
                     yield frame(message)
