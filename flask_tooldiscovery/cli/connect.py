@@ -2,8 +2,10 @@
 
 The configuration goes to stdout exactly as the client takes it (a JSON file's content, or the
 command to run), so it can be parsed or pasted; where it goes and what it needs (a public HTTPS
-address, a sign-in, the token) go to stderr. A credential is never printed: where the client
-needs one, the configuration names the environment variable that holds it.
+address, a sign-in, the token) go to stderr. ``--toolset`` and ``--readonly`` point the client
+at a part of the tools: a toolset's URL, the ``X-MCP-Toolsets`` header, the ``/readonly`` URL. A
+credential is never printed: where the client needs one, the configuration names the environment
+variable that holds it.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from flask import current_app
 from flask.cli import with_appcontext
 
 from ..dialects.mcp.auth import remote_auth
+from ..dialects.mcp.choice import READONLY_HEADER, READONLY_SUFFIX, TOOLSETS_HEADER
 from ..dialects.mcp.settings import McpSettings
 from ..dialects.server_card import shorten
 
@@ -56,6 +59,8 @@ class Endpoint:
     title: str
     description: str
     version: str
+    #: Headers every request sends as they are (``X-MCP-Toolsets``: several toolsets chosen).
+    chosen: tuple[tuple[str, str], ...] = ()
 
     @property
     def https(self) -> bool:
@@ -96,6 +101,8 @@ def claude_desktop(endpoint: Endpoint) -> Snippet:
         args.append("--allow-http")
     args += ["--transport", "http-only"]
     entry: dict[str, Any] = {"command": "npx", "args": args}
+    for name, value in endpoint.chosen:
+        args += ["--header", f"{name}:{value}"]
     if endpoint.header is not None and not endpoint.oauth:
         # The value travels in env: Claude Desktop splits an argument at its spaces on Windows.
         args += ["--header", f"{endpoint.header.name}:${{AUTH_HEADER}}"]
@@ -121,6 +128,8 @@ def claude_desktop(endpoint: Endpoint) -> Snippet:
 def claude_code(endpoint: Endpoint) -> Snippet:
     """``claude mcp add --transport http NAME URL``, the header read from the shell's environment."""
     words = ["claude", "mcp", "add", "--transport", "http", shlex.quote(endpoint.name), shlex.quote(endpoint.url)]
+    for name, value in endpoint.chosen:
+        words += ["--header", shlex.quote(f"{name}: {value}")]
     if endpoint.header is not None and not endpoint.oauth:
         words += ["--header", f'"{endpoint.header.name}: {endpoint.header.prefix}${endpoint.header.variable}"']
     notes = ["Run it in a shell (add --scope user to use the server in every project)."]
@@ -128,9 +137,10 @@ def claude_code(endpoint: Endpoint) -> Snippet:
 
 
 def _headers(endpoint: Endpoint, reference: Callable[[str], str]) -> dict[str, Any]:
-    if endpoint.header is None or endpoint.oauth:
-        return {}
-    return {"headers": {endpoint.header.name: endpoint.header.value(reference(endpoint.header.variable))}}
+    headers = dict(endpoint.chosen)
+    if endpoint.header is not None and not endpoint.oauth:
+        headers[endpoint.header.name] = endpoint.header.value(reference(endpoint.header.variable))
+    return {"headers": headers} if headers else {}
 
 
 def cursor(endpoint: Endpoint) -> Snippet:
@@ -143,12 +153,14 @@ def cursor(endpoint: Endpoint) -> Snippet:
 def vscode(endpoint: Endpoint) -> Snippet:
     """``.vscode/mcp.json``: the secret asked once by VS Code and kept in its secret storage."""
     document: dict[str, Any] = {"servers": {endpoint.name: {"type": "http", "url": endpoint.url}}}
+    if endpoint.chosen:
+        document["servers"][endpoint.name]["headers"] = dict(endpoint.chosen)
     if endpoint.header is not None and not endpoint.oauth:
         key = "tooldiscovery-token"
         document["inputs"] = [{"type": "promptString", "id": key, "password": True,
                                "description": f"{endpoint.header.variable} of {endpoint.title}"}]
         value = endpoint.header.value(f"${{input:{key}}}")
-        document["servers"][endpoint.name]["headers"] = {endpoint.header.name: value}
+        document["servers"][endpoint.name]["headers"] = {**dict(endpoint.chosen), endpoint.header.name: value}
     notes = [".vscode/mcp.json in the workspace (or MCP: Open User Configuration): merge servers (and inputs)."]
     if endpoint.header is not None and not endpoint.oauth:
         notes.append(f"VS Code asks for the credential ({endpoint.header.variable}) once and keeps it.")
@@ -174,10 +186,14 @@ def mcp_json(endpoint: Endpoint) -> Snippet:
 def server_json(endpoint: Endpoint) -> Snippet:
     """The MCP registry's ``server.json`` for a remote: the endpoint under ``remotes``."""
     remote: dict[str, Any] = {"type": "streamable-http", "url": endpoint.url}
+    headers: list[dict[str, Any]] = [{"name": name, "value": value, "isRequired": True, "isSecret": False}
+                                     for name, value in endpoint.chosen]
     if endpoint.header is not None and not endpoint.oauth:
-        remote["headers"] = [{"name": endpoint.header.name, "value": endpoint.header.value("{token}"),
-                              "isRequired": True, "isSecret": True, "description": "The credential this server "
-                              "issued you.", "variables": {"token": {"isRequired": True, "isSecret": True}}}]
+        headers.append({"name": endpoint.header.name, "value": endpoint.header.value("{token}"),
+                        "isRequired": True, "isSecret": True, "description": "The credential this server "
+                        "issued you.", "variables": {"token": {"isRequired": True, "isSecret": True}}})
+    if headers:
+        remote["headers"] = headers
     document = {"$schema": SERVER_JSON_SCHEMA, "name": registry_name(endpoint), "title": shorten(endpoint.title),
                 "description": shorten(endpoint.description), "version": endpoint.version, "remotes": [remote]}
     notes = ["server.json for the MCP registry: publish it with the registry's mcp-publisher (its name's namespace "
@@ -254,13 +270,42 @@ def _checked_url(ctx: click.Context, param: click.Parameter, value: str | None) 
     return value
 
 
+def chosen(address: str, name: str, toolsets: tuple[str, ...], read_only: bool,
+           mounted: dict[str, Any], readonly_mounts: bool) -> tuple[str, str, tuple[tuple[str, str], ...]]:
+    """The address, the server's name and the headers that choose ``toolsets`` (and only the tools
+    that read, when ``read_only``): one toolset mounted under MCP is its URL (``/mcp/x/issues``),
+    several go in ``X-MCP-Toolsets``; read-only is the ``/readonly`` URL (or ``X-MCP-Readonly``
+    when those mounts are off). ``mounted``: the app's toolsets, by name, with their MCP mounts."""
+    names = list(dict.fromkeys(toolsets))
+    if unknown := [n for n in names if n not in mounted]:
+        there = ", ".join(sorted(mounted)) or "none (TOOLDISCOVERY_TOOLSETS declares them)"
+        raise click.BadParameter(f"unknown toolset(s) {', '.join(map(repr, unknown))}; the toolsets are: {there}",
+                                 param_hint="--toolset")
+    headers: list[tuple[str, str]] = []
+    if len(names) == 1 and "mcp" in mounted[names[0]]:
+        address = f"{address.rstrip('/')}/x/{names[0]}"
+    elif names:
+        headers.append((TOOLSETS_HEADER, ",".join(names)))
+    if read_only and readonly_mounts:
+        address = f"{address.rstrip('/')}{READONLY_SUFFIX}"
+    elif read_only:
+        headers.append((READONLY_HEADER, "true"))
+    name = "-".join([name, *names, *(["readonly"] if read_only else [])])[:64]
+    return address, name, tuple(headers)
+
+
 @click.command("connect")
 @click.argument("client", metavar="CLIENT", type=click.Choice(list(CLIENTS)))
 @click.option("--url", metavar="URL", callback=_checked_url,
               help="The MCP endpoint's public address (default: TOOLDISCOVERY_MCP_RESOURCE, else Flask's "
                    "SERVER_NAME, else http://127.0.0.1:5000, with the mcp prefix).")
+@click.option("--toolset", "toolsets", metavar="NAME", multiple=True,
+              help="Only the tools of this toolset (TOOLDISCOVERY_TOOLSETS); repeat it for several: one is its "
+                   "URL (/mcp/x/NAME), several the X-MCP-Toolsets header.")
+@click.option("--readonly", "read_only", is_flag=True,
+              help="Only the tools annotated readOnlyHint: the /readonly URL (or the X-MCP-Readonly header).")
 @with_appcontext
-def connect(client: str, url: str | None) -> None:
+def connect(client: str, url: str | None, toolsets: tuple[str, ...] = (), read_only: bool = False) -> None:
     """Print what CLIENT needs to reach this app's MCP endpoint: its configuration on stdout, where it
     goes and what it needs on stderr. A credential is never printed; the configuration names it."""
     ext = current_app.extensions["tooldiscovery"]
@@ -269,14 +314,16 @@ def connect(client: str, url: str | None) -> None:
     settings = ext.settings
     header, oauth = credential(settings)
     address = url or McpSettings.of(settings).resource or default_url(settings.prefixes["mcp"])
+    address, name, headers = chosen(address, server_name(settings), toolsets, read_only,
+                                    dict(ext.toolset_pipelines()), settings.readonly_mounts)
     description = settings.server_description or f"Tools from {settings.server_title}, over MCP."
-    endpoint = Endpoint(name=server_name(settings), url=address, header=header, oauth=oauth,
-                        title=settings.server_title, description=description, version=settings.server_version)
+    endpoint = Endpoint(name=name, url=address, header=header, oauth=oauth, title=settings.server_title,
+                        description=description, version=settings.server_version, chosen=headers)
     snippet = CLIENTS[client](endpoint)
     click.echo(snippet.text)
     for note in snippet.notes:
         click.echo(note, err=True)
 
 
-__all__ = ["CLIENTS", "SERVER_JSON_SCHEMA", "Endpoint", "Header", "Snippet", "connect", "credential",
+__all__ = ["CLIENTS", "SERVER_JSON_SCHEMA", "Endpoint", "Header", "Snippet", "chosen", "connect", "credential",
            "default_url", "registry_name", "server_name"]

@@ -138,6 +138,10 @@ class Dialect:
     #: annotated ``readOnlyHint`` (``TOOLDISCOVERY_READONLY_MOUNTS``; MCP: ``/readonly``, as GitHub's
     #: MCP server has it), or ``None``: no read-only form.
     read_only_suffix: str | None = None
+    #: The optional request headers that narrow what a client sees, as the Server Card describes
+    #: them for a remote of it (``(its full mount's pipeline, the remote is a toolset's) -> headers``:
+    #: MCP's ``X-MCP-Toolsets`` and ``X-MCP-Readonly``), or ``None``.
+    card_headers: Callable[[Pipeline, bool], list[dict[str, Any]]] | None = None
 
 
 #: The dialects this package ships, by name: the module whose ``DIALECT`` describes each.

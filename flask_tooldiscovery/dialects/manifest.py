@@ -76,15 +76,20 @@ def _search(pipe: Pipeline, entries: dict[str, Any]) -> dict[str, Any]:
 
 def _toolsets(pipe: Pipeline) -> dict[str, Any]:
     """Each toolset (``TOOLDISCOVERY_TOOLSETS``): its tags, how many of its tools the caller sees,
-    and its mount under each dialect it names, as the full mounts' entries say theirs."""
+    its mount under each dialect it names, as the full mounts' entries say theirs, and the URL of
+    the read-only form of each mount that has one (``readonly``, by dialect: MCP's ``/readonly``)."""
     out: dict[str, Any] = {}
     for name, mounts in pipe.toolsets.items():
         first = next(iter(mounts.values()))
         toolset = first.toolset
+        entries = {dialect: _entry(mount) for dialect, mount in mounts.items()}
         out[name] = {"title": toolset.title if toolset else None,
                      "description": toolset.description if toolset else None,
                      "tags": sorted(toolset.tags) if toolset else [], "tools": len(first.tools().latest()),
-                     "dialects": {dialect: _entry(mount) for dialect, mount in mounts.items()}}
+                     "dialects": entries,
+                     "readonly": {dialect: f"{entries[dialect]['url']}{suffix}" for dialect, mount in mounts.items()
+                                  if mount.settings.readonly_mounts and entries[dialect]["url"]
+                                  and (suffix := dialect_of(mount).read_only_suffix)}}
     return out
 
 

@@ -3,7 +3,10 @@
 ``/.well-known/ai-catalog.json``: who the server is and where its streamable-HTTP endpoint is, for
 clients and crawlers, before any MCP round-trip. A card lists no tools (the current draft dropped
 them: ``tools/list`` is the authority). It describes the endpoints of the mounted dialects whose
-:class:`~.Protocol` has a ``transport`` (``mcp``), from their fields: one must be mounted.
+:class:`~.Protocol` has a ``transport`` (``mcp``), from their fields: one must be mounted. With
+toolsets, each toolset's mount of such a dialect is a remote too (after the full endpoints), and
+each remote names the optional headers that narrow what a client sees (``X-MCP-Toolsets``,
+``X-MCP-Readonly``); without toolsets the card is as it always was.
 """
 
 from __future__ import annotations
@@ -69,18 +72,27 @@ def remotes(pipe: Pipeline) -> list[tuple[str, Protocol]]:
     return found
 
 
-def _remote(pipe: Pipeline, name: str, protocol: Protocol) -> dict[str, Any]:
-    """One ``remotes`` entry: the transport, its URL absolute from this request, its versions and
-    the header that carries the credential its calls need (never the credential)."""
-    remote: dict[str, Any] = {"type": protocol.transport,
-                              "url": request.url_root.rstrip("/") + (pipe.settings.prefixes[name] or "/"),
+def _remote(pipe: Pipeline, name: str, protocol: Protocol, prefix: str | None = None,
+            toolset: bool = False) -> dict[str, Any]:
+    """One ``remotes`` entry: the transport, its URL absolute from this request (``prefix``: a
+    toolset's mount), its versions and the header that carries the credential its calls need (never
+    the credential); with toolsets, the optional headers that narrow what a client sees (the
+    dialect's ``card_headers``: MCP's ``X-MCP-Toolsets`` on the full endpoint, ``X-MCP-Readonly``)."""
+    path = pipe.settings.prefixes[name] if prefix is None else prefix
+    remote: dict[str, Any] = {"type": protocol.transport, "url": request.url_root.rstrip("/") + (path or "/"),
                               "supportedProtocolVersions": list(protocol.versions)}
+    headers: list[dict[str, Any]] = []
     scheme = next(iter(security_schemes(pipe.mounted[name].authenticator).values()), None)
     if scheme is not None:
-        remote["headers"] = [{"name": scheme.get("name", "Authorization"), "isRequired": True, "isSecret": True,
-                              "value": "{token}" if scheme["type"] == "apiKey" else "Bearer {token}",
-                              "variables": {"token": {"description": "The credential issued for this server.",
-                                                      "isRequired": True, "isSecret": True}}}]
+        headers.append({"name": scheme.get("name", "Authorization"), "isRequired": True, "isSecret": True,
+                        "value": "{token}" if scheme["type"] == "apiKey" else "Bearer {token}",
+                        "variables": {"token": {"description": "The credential issued for this server.",
+                                                "isRequired": True, "isSecret": True}}})
+    optional = table_of(pipe)[name].card_headers
+    if pipe.toolsets and optional is not None:  # only then: a card without toolsets reads as it always did
+        headers += optional(pipe.mounted[name], toolset)
+    if headers:
+        remote["headers"] = headers
     return remote
 
 
@@ -90,7 +102,9 @@ def card(pipe: Pipeline) -> dict[str, Any]:
     description = settings.server_description or f"Tools from {settings.server_name}, over MCP."
     found = {"$schema": SCHEMA_URL, "name": card_name(pipe), "version": settings.server_version,
              "title": shorten(settings.server_title), "description": shorten(description),
-             "remotes": [_remote(pipe, name, protocol) for name, protocol in remotes(pipe)]}
+             "remotes": [_remote(pipe, name, protocol) for name, protocol in remotes(pipe)]
+             + [_remote(pipe, name, protocol, mounts[name].prefix, toolset=True)
+                for mounts in pipe.toolsets.values() for name, protocol in remotes(pipe) if name in mounts]}
     if settings.server_icons:  # TOOLDISCOVERY_SERVER_ICONS, as MCP's serverInfo shows them
         found["icons"] = [dict(icon) for icon in settings.server_icons]
     return found

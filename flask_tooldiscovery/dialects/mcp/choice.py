@@ -94,6 +94,31 @@ def install(pipe: Pipeline) -> Callable[[Mapping[str, Any]], Choice]:
     return choice
 
 
+def manifest(pipe: Pipeline, url: str | None) -> dict[str, Any]:
+    """What the discovery manifest's ``mcp`` entry says of narrowing (the endpoint at ``url``):
+    ``readonly``, the header and the read-only URL (``null`` with ``TOOLDISCOVERY_READONLY_MOUNTS``
+    off); with toolsets, ``toolsets``: the header and the names it takes."""
+    read_only = url + READONLY_SUFFIX if url and pipe.settings.readonly_mounts else None
+    out: dict[str, Any] = {"readonly": {"header": READONLY_HEADER, "url": read_only}}
+    if names := sorted(known(pipe)):
+        out["toolsets"] = {"header": TOOLSETS_HEADER, "names": names}
+    return out
+
+
+def card_headers(pipe: Pipeline, *, toolsets: bool) -> list[dict[str, Any]]:
+    """The Server Card's optional headers of a remote: ``X-MCP-Toolsets`` (with the names it takes,
+    when ``toolsets``: the full endpoint) and ``X-MCP-Readonly``."""
+    names = sorted(known(pipe))
+    out: list[dict[str, Any]] = []
+    if toolsets and names:
+        out.append({"name": TOOLSETS_HEADER, "description": "Only the tools of these toolsets, comma-separated "
+                    f"(unset: every tool): {', '.join(names)}.", "isRequired": False, "isSecret": False,
+                    "placeholder": ",".join(names[:2])})
+    out.append({"name": READONLY_HEADER, "description": "true: only the tools that only read (readOnlyHint).",
+                "format": "boolean", "default": "false", "isRequired": False, "isSecret": False})
+    return out
+
+
 def chosen(environ: Mapping[str, Any]) -> bool:
     """Whether a request carries a header that may narrow its tools."""
     return KEYS[0] in environ or KEYS[1] in environ
@@ -112,5 +137,5 @@ def refusal(choice: Callable[[Mapping[str, Any]], Choice], environ: Mapping[str,
     return None
 
 
-__all__ = ["KEYS", "READONLY_HEADER", "READONLY_SUFFIX", "TOOLSETS_HEADER", "Choice", "chosen", "install", "known",
-           "read", "refusal"]
+__all__ = ["KEYS", "READONLY_HEADER", "READONLY_SUFFIX", "TOOLSETS_HEADER", "Choice", "card_headers", "chosen",
+           "install", "known", "manifest", "read", "refusal"]

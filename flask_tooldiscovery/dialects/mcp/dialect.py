@@ -191,9 +191,11 @@ def server_capabilities(pipe: Pipeline) -> dict[str, Any]:
 
 def manifest_section(pipe: Pipeline, entry: Mapping[str, Any], about: Mapping[str, Any]) -> dict[str, Any]:
     """The discovery manifest's ``mcp`` entry: the endpoint, its transport, versions and capabilities,
-    the documents about it (the Server Card) and, with OAuth, where clients get access tokens."""
+    the documents about it (the Server Card), how a client narrows what it sees (:func:`.choice.manifest`)
+    and, with OAuth, where clients get access tokens."""
     section = {"url": entry["url"], "transport": TRANSPORT, "protocolVersions": list(ALL_VERSIONS),
-               "capabilities": {**server_capabilities(pipe), "tasks": mcp_tasks.HANDSHAKE_CAPABILITY}, **about}
+               "capabilities": {**server_capabilities(pipe), "tasks": mcp_tasks.HANDSHAKE_CAPABILITY}, **about,
+               **choice.manifest(pipe, entry["url"])}
     oauth = authorization(pipe.settings, request)
     return {**section, "authorization": oauth} if oauth else section
 
@@ -419,4 +421,5 @@ DIALECT = Dialect(
     root_blueprint=root_blueprint, manifest_section=manifest_section, settings=McpSettings,
     learnable=Learnable(post=list_shape), lists_app_tools=True, export_document=export_document,
     read_only_suffix=choice.READONLY_SUFFIX,
+    card_headers=lambda pipe, toolset: choice.card_headers(pipe, toolsets=not toolset),
 )
