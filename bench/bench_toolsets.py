@@ -2,7 +2,9 @@
 ``tools/list`` (every page) at the full mount ``/mcp`` and at each toolset's ``/mcp/x/<name>``, with
 GitHub's REST API as 1,223 tools (registered as a provider; each tool tagged with GitHub's own
 category of the operation, its operationId's first part), and what tool search costs instead
-(``tools/list`` with ``TOOLDISCOVERY_TOOL_SEARCH``, plus one ``search_tools`` answer of 5 tools).
+(``tools/list`` with ``TOOLDISCOVERY_TOOL_SEARCH``, plus one ``search_tools`` answer of 5 tools);
+also the read-only forms (``/mcp/readonly``, ``/mcp/x/issues/readonly``) and two toolsets chosen by
+the ``X-MCP-Toolsets`` header.
 
     python bench/bench_toolsets.py [path/to/github-rest-tools.json] [category ...]
 
@@ -43,18 +45,19 @@ def app(tools: list[dict[str, Any]], categories: tuple[str, ...], **config: Any)
     return flask_app
 
 
-def rpc(client: Any, path: str, method: str, params: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
+def rpc(client: Any, path: str, method: str, params: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
     response = client.post(path, json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}},
-                           headers=HEADERS)
+                           headers={**HEADERS, **(headers or {})})
     return len(response.get_data()), response.get_json()["result"]
 
 
-def listing(client: Any, path: str) -> tuple[int, int, int]:
+def listing(client: Any, path: str, headers: dict[str, str] | None = None) -> tuple[int, int, int]:
     """(tools, pages, bytes) of a whole ``tools/list``."""
     tools = pages = size = 0
     cursor = None
     while True:
-        read, result = rpc(client, path, "tools/list", {"cursor": cursor} if cursor else None)
+        read, result = rpc(client, path, "tools/list", {"cursor": cursor} if cursor else None, headers)
         tools, pages, size = tools + len(result["tools"]), pages + 1, size + read
         cursor = result.get("nextCursor")
         if not cursor:
@@ -67,16 +70,21 @@ def main() -> None:
     tools = catalogue(path)
     client = app(tools, categories).test_client()
     full = listing(client, "/mcp")
-    print(f"{'mount':<22}{'tools':>7}{'pages':>7}{'bytes':>11}{'of full':>9}")
-    print(f"{'/mcp (full)':<22}{full[0]:>7}{full[1]:>7}{full[2]:>11,}{'100%':>9}")
+    print(f"{'mount':<30}{'tools':>7}{'pages':>7}{'bytes':>11}{'of full':>9}")
+    print(f"{'/mcp (full)':<30}{full[0]:>7}{full[1]:>7}{full[2]:>11,}{'100%':>9}")
     for name in categories:
         count, pages, size = listing(client, f"/mcp/x/{name}")
-        print(f"{'/mcp/x/' + name:<22}{count:>7}{pages:>7}{size:>11,}{size / full[2]:>9.1%}")
+        print(f"{'/mcp/x/' + name:<30}{count:>7}{pages:>7}{size:>11,}{size / full[2]:>9.1%}")
+    for label, where, headers in (("/mcp/readonly", "/mcp/readonly", None),
+                                  ("/mcp/x/issues/readonly", "/mcp/x/issues/readonly", None),
+                                  ("X-MCP-Toolsets: issues,pulls", "/mcp", {"X-MCP-Toolsets": "issues,pulls"})):
+        count, pages, size = listing(client, where, headers)
+        print(f"{label:<30}{count:>7}{pages:>7}{size:>11,}{size / full[2]:>9.1%}")
     searching = app(tools, (), TOOLDISCOVERY_TOOL_SEARCH=True).test_client()
     count, pages, size = listing(searching, "/mcp")
     found, _ = rpc(searching, "/mcp", "tools/call",
                    {"name": "search_tools", "arguments": {"query": "comment on an issue", "limit": 5}})
-    print(f"{'/mcp, tool search':<22}{count:>7}{pages:>7}{size:>11,}{size / full[2]:>9.1%}"
+    print(f"{'/mcp, tool search':<30}{count:>7}{pages:>7}{size:>11,}{size / full[2]:>9.1%}"
           f"   + {found:,} bytes a search_tools answer of 5 tools")
 
 

@@ -275,3 +275,28 @@ def test_a_browser_may_send_the_headers() -> None:
                                                 "Access-Control-Request-Headers": "x-mcp-toolsets, x-mcp-readonly"})
     allowed = {h.strip().lower() for h in preflight.headers["Access-Control-Allow-Headers"].split(",")}
     assert {"x-mcp-toolsets", "x-mcp-readonly"} <= allowed
+
+
+def test_githubs_1223_tools_read_only_and_chosen_by_header() -> None:
+    from .test_toolsets import github_catalogue, mcp_tools
+
+    catalogue = github_catalogue()
+    discovery = ToolDiscovery(tools=catalogue, call_handler=lambda name, arguments: {"called": name})
+    app = build(discovery, TOOLDISCOVERY_TOOLSETS={"issues": {"tags": ["issues"]}, "pulls": {"tags": ["pulls"]}})
+    client = app.test_client()
+    reading = {t["name"] for t in catalogue if (t.get("annotations") or {}).get("readOnlyHint") is True}
+    assert {t["name"] for t in mcp_tools(client, "/mcp/readonly")} == reading and len(reading) == 639
+
+    def chosen(headers: dict[str, str]) -> set[str]:
+        out, cursor = set(), None
+        while True:
+            result = rpc(client, "/mcp", "tools/list", {"cursor": cursor} if cursor else None,
+                         headers).get_json()["result"]
+            out |= {t["name"] for t in result["tools"]}
+            if not (cursor := result.get("nextCursor")):
+                return out
+
+    both = {t["name"] for t in catalogue if t["category"] in ("issues", "pulls")}
+    assert chosen({"X-MCP-Toolsets": "pulls,issues"}) == both and len(both) == 87
+    assert chosen({"X-MCP-Toolsets": "issues", "X-MCP-Readonly": "true"}) == {
+        t["name"] for t in catalogue if t["category"] == "issues"} & reading
