@@ -33,9 +33,9 @@ import secrets
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from flask import current_app, has_request_context, request
+from flask import current_app
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 
 from ..errors import BadRequest, CoreError, Unavailable
@@ -44,6 +44,9 @@ from ..schema.coerce import to_jsonable
 from ..settings import Settings
 from ..state import single_use
 from ..tools.model import Tool, ToolContext
+
+if TYPE_CHECKING:  # pragma: no cover
+    from flask import Request
 
 SALT = "flask-tooldiscovery.approval"
 #: The request header a JSON dialect's client sends the sealed state back in, once the person approved.
@@ -241,10 +244,10 @@ def sealer(max_age: int, audience: str, *, purpose: str = "", max_state: int = 4
                   max_state=max_state)
 
 
-def carried_approval() -> Approval | None:
-    """The approval the current request carries: the sealed state a client sends back in the
-    ``X-Tool-Approval`` header once the person approved (``None`` without one)."""
-    if not has_request_context():
+def carried_approval(request: Request | None) -> Approval | None:
+    """The approval a call's ``request`` carries: the sealed state a client sends back in the
+    ``X-Tool-Approval`` header once the person approved (``None`` without one, or without a request)."""
+    if request is None:
         return None
     state = request.headers.get(APPROVAL_HEADER, "").strip()
     return Approval(state, True) if state else None
@@ -304,8 +307,8 @@ class ApprovalGate:
 
     def check(self, arguments: Any, context: ToolContext, approval: Approval | None, *,
               coerce: bool | None = None) -> CheckedApproval | None:
-        """The approval this call carries (``approval``; without one, the request's
-        ``X-Tool-Approval``), checked (:func:`check_approval`: none at all is
+        """The approval this call carries (``approval``: the caller hands in the one its request
+        carries, :func:`carried_approval`), checked (:func:`check_approval`: none at all is
         :class:`ApprovalRequired` with the sealed request). ``None`` when the call needs none, or its
         arguments do not fit."""
         if not self.required:
@@ -314,7 +317,7 @@ class ApprovalGate:
         if not fits:
             return None
         settings = self.settings
-        return check_approval(self.tool, ready, _subject(context), context.call_id, approval or carried_approval(),
+        return check_approval(self.tool, ready, _subject(context), context.call_id, approval,
                               max_age=settings.approval_ttl, audience=settings.server_name,
                               storage=settings.state_storage_uri)
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
-from flask import Flask, current_app, request
+from flask import Flask, current_app
 
 from .. import signals
 from ..calls.limits import RateLimits
@@ -24,6 +24,8 @@ from ..settings import Settings, SettingsError, key
 from ..tools.model import Tool, ToolContext
 
 if TYPE_CHECKING:  # pragma: no cover
+    from flask import Request
+
     from ..tools.model import Identity
     from .metrics import CallMetrics
     from .tracing import Tracer
@@ -50,9 +52,6 @@ class Operations:
             metrics.require()
             self.metrics = metrics.call_metrics()
 
-    def span(self, tool: Tool, context: ToolContext, dialect: str) -> AbstractContextManager[Any]:
-        return self.tracer.span(tool, context, dialect) if self.tracer is not None else nullcontext()
-
 
 def _error_type(outcome: Outcome) -> str:
     if outcome.status == "invalid":
@@ -61,11 +60,13 @@ def _error_type(outcome: Outcome) -> str:
 
 
 def observe_call(ops: Operations, dialect: str, identity: Identity | None, tool: Tool, context: ToolContext,
-                 call: Callable[[], Outcome], *, check_limits: bool = True) -> Outcome:
+                 call: Callable[[], Outcome], *, check_limits: bool = True, origin: Request | None = None) -> Outcome:
     """``call()`` (which runs the tool in a call slot) made through ``dialect`` by ``identity``,
     within the caller's rate limit, between the signals, inside the call's span, counted in the
-    metrics. Core errors (refusals) are re-raised for the dialect's ``error_response``; the
-    outcome is returned as it is."""
+    metrics. ``origin`` is the request the call came on (``None``: none), as the caller's request
+    state holds it (never ``flask.request``): its address keys the rate limit of a caller without
+    an identity, its ``traceparent`` may parent the span. Core errors (refusals) are re-raised for
+    the dialect's ``error_response``; the outcome is returned as it is."""
     if (ops.tracer is None and ops.metrics is None and not (check_limits and (
             ops.any_limits or "rate_limit_per_minute" in tool.metadata))
             and not (signals.tool_called.receivers or signals.tool_succeeded.receivers
@@ -90,12 +91,13 @@ def observe_call(ops: Operations, dialect: str, identity: Identity | None, tool:
     ran, label = False, "error"
     tracer = ops.tracer
     try:
-        with tracer.span(tool, context, dialect) if tracer is not None else nullcontext() as span:
+        with tracer.span(tool, context, dialect, origin.headers if origin is not None else None) \
+                if tracer is not None else nullcontext() as span:
             try:
                 limits = (ops.limits.limits_for(tool, dialect) if check_limits and (
                     ops.any_limits or "rate_limit_per_minute" in tool.metadata) else None)
                 if limits:  # whom to count only when something counts
-                    ops.limits.check(tool, limits, RateLimits.caller(identity, request.remote_addr))
+                    ops.limits.check(tool, limits, RateLimits.caller(identity, origin.remote_addr if origin else None))
                 ran = True
                 outcome = call()
             except CoreError as exc:

@@ -5,23 +5,24 @@ execution: named ``execute_tool <tool>``, kind INTERNAL, with ``gen_ai.operation
 ``execute_tool``, ``gen_ai.tool.name``, ``gen_ai.tool.call.id``, ``gen_ai.tool.type`` and
 ``gen_ai.tool.description``; on failure, status ERROR and ``error.type``. Arguments and results
 are never recorded. Its parent is the span already current (an instrumented Flask app's server
-span), else the W3C ``traceparent`` the call came with (the request's header; MCP's
-``_meta.traceparent``). The app configures the SDK (tracer provider, exporter) as usual; without
-one, spans are no-ops.
+span), else the W3C ``traceparent`` the call came with (MCP's ``_meta.traceparent``; the header
+of the request it came on, as its request state holds it: a task carries it where it runs). The
+app configures the SDK (tracer provider, exporter) as usual; without one, spans are no-ops.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from importlib import metadata
-from typing import Any
-
-from flask import request
+from typing import TYPE_CHECKING, Any
 
 from ..settings import SettingsError, key
 from ..tools.model import Tool, ToolContext
+
+if TYPE_CHECKING:  # pragma: no cover
+    from werkzeug.datastructures import Headers
 
 INSTALL = 'pip install "flask-tooldiscovery[otel]"'
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")
@@ -54,15 +55,17 @@ class Tracer:
         self._version = _package_version()
 
     @contextmanager
-    def span(self, tool: Tool, context: ToolContext, dialect: str) -> Iterator[Any]:
-        """The call's span, current for the ``with`` block (a tool's own spans nest under it)."""
+    def span(self, tool: Tool, context: ToolContext, dialect: str,
+             headers: Mapping[str, Any] | Headers | None = None) -> Iterator[Any]:
+        """The call's span, current for the ``with`` block (a tool's own spans nest under it);
+        ``headers``: those of the request the call came on (its ``traceparent``), if any."""
         from opentelemetry import propagate
         from opentelemetry.trace import SpanKind
 
         parent = None
         if not self._trace.get_current_span().get_span_context().is_valid:
             given = (context.trace_id or "").strip().lower()
-            carrier: Any = {"traceparent": given} if _TRACEPARENT.match(given) else request.headers
+            carrier: Any = {"traceparent": given} if _TRACEPARENT.match(given) else (headers or {})
             parent = propagate.extract(carrier)
         attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool.name,
                       "gen_ai.tool.call.id": context.call_id, "gen_ai.tool.type": "function",

@@ -20,7 +20,7 @@ from typing import Any
 from flask import Blueprint, Response, current_app, has_request_context, request
 from werkzeug.exceptions import HTTPException
 
-from ..calls.approvals import Approval, Approvals
+from ..calls.approvals import Approval, Approvals, carried_approval
 from ..calls.approvals import ApprovalGate as ApprovalGate
 from ..errors import CoreError, Forbidden, MisdirectedRequest, Unauthorized, Unavailable, from_http
 from ..errors import UnknownTool as UnknownTool
@@ -325,8 +325,7 @@ class Pipeline:
             fields["extra"] = {CLAIMED_USER_ID: claimed, **(fields.get("extra") or {})}
         named = identity.subject if identity is not None else None
         fields["user_id"] = claimed if named is None else named
-        req = state.request or request._get_current_object()  # type: ignore[attr-defined]
-        return ToolContext(dialect=self.name, request=req, identity=identity, **fields)
+        return ToolContext(dialect=self.name, request=state.request, identity=identity, **fields)
 
     def invoke(self, tool: Tool, arguments: Any, context: ToolContext, *, coerce: bool | None = None,
                approval: Approval | None = None, gate: ApprovalGate | None = None, charged: bool = False) -> Outcome:
@@ -336,17 +335,20 @@ class Pipeline:
 
         A tool that needs a person's approval (``gate``: the call's approval as decided already,
         else :attr:`approvals` decides now) runs only with an ``approval`` of this very call
-        (:mod:`~flask_tooldiscovery.calls.approvals`; without ``approval``, the one the request
-        carries in ``X-Tool-Approval``): without one,
+        (:mod:`~flask_tooldiscovery.calls.approvals`; without ``approval``, the one the call's
+        request carries in ``X-Tool-Approval``, as the request state holds it): without one,
         :class:`~flask_tooldiscovery.calls.approvals.ApprovalRequired` carries the sealed request
         to send back; a declined one ends the call unrun. The approval is spent once declined, or
         once the call holds its slot: refused before (rate limit, busy), it stays good."""
         settings, core = self.settings, self.core
         if self.admission.around_call is not None:
             self.admission.refuse_unadmitted()
+        state = ACTIVE.get() or request_state.peek()
+        origin = state.request if state is not None else None  # the request the call came on (the caller's facts)
         gate = gate if gate is not None and gate.tool is tool else self.approvals.gate(tool)
         # Approved as the tool will receive them (coerced, loaded); invalid ones are answered unrun.
-        checked = gate.check(arguments, context, approval, coerce=coerce) if gate.required else None
+        checked = gate.check(arguments, context, approval if approval is not None else carried_approval(origin),
+                             coerce=coerce) if gate.required else None
         if checked is not None and not checked.approved:
             checked.spend()  # declined: it cannot come back approved
             return Outcome(tool=tool, call_id=context.call_id, status="failure",
@@ -365,9 +367,8 @@ class Pipeline:
             finally:
                 slots.free()
 
-        state = ACTIVE.get() or request_state.peek()
         return observe_call(core.operations, self.name, state.identity if state is not None else None, tool, context,
-                            call, check_limits=not charged)
+                            call, check_limits=not charged, origin=origin)
 
     @property
     def awaits_admission(self) -> bool:

@@ -7,6 +7,13 @@ document the fast path may learn. While a guarded view runs (:func:`begin` to :f
 state is also the value of a context variable, :data:`ACTIVE`, which the call path reads directly
 instead of resolving ``flask.g`` each time; outside it (a streamed answer's generator, an error
 handler, the CLI) :func:`current` finds it in ``flask.g``.
+
+The call path learns what it knows of its caller here, never from ``flask.request``: the identity,
+and the request the call came on (:attr:`RequestState.request`: its address keys a rate limit, its
+``X-Tool-Approval`` carries an approval, its ``traceparent`` parents a span, and the tool sees it
+as ``ctx.request``). A call made outside a request (:mod:`.outside`: a task, ``flask tools call``)
+runs with a state of its own made :data:`ACTIVE` (never kept in ``flask.g``), whose request is a
+detached one rebuilt from what the call carried, or ``None``.
 """
 
 from __future__ import annotations
@@ -36,7 +43,9 @@ class RequestState:
                  "unadmitted")
 
     def __init__(self, request: Request | None = None) -> None:
-        #: The request itself, when the state was begun for one (read instead of Flask's proxy).
+        #: The request the call came on: Flask's own while a view runs (read instead of its proxy);
+        #: for a call made outside a request, a detached one (never pushed) rebuilt from what it
+        #: carried (headers, address); ``None`` when there is none.
         self.request = request
         self.trace_id = ""
         self.identity: Identity | None = None

@@ -153,7 +153,12 @@ class ToolContext:
     #: Dialect-specific data: Opal's ``auth``, ``environment`` and ``x-opal-*`` headers, MCP ``_meta``,
     #: the body's ``claimed_user_id``...
     extra: dict[str, Any] = field(default_factory=dict)
-    #: The Flask request the call arrived on, or ``None`` (CLI calls).
+    #: The request the call came on. Over HTTP it is Flask's request, and ``flask.has_request_context()``
+    #: is True while the tool runs. A task (wherever it runs) and ``flask tools call`` run with no
+    #: request context (``has_request_context()`` is False, ``flask.request`` is unbound): a task's
+    #: ``request`` is a detached ``Request`` holding what the task carried of the request it came on,
+    #: its allowed ``headers`` (never a credential) and ``remote_addr``, with no body, its URL the
+    #: dialect's mount on ``SERVER_NAME`` (else ``localhost``); ``flask tools call``'s is ``None``.
     request: Request | None = None
     #: Who is calling, when the dialect's credentials established it.
     identity: Identity | None = None

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from celery import Celery, Task
-from flask import Flask
+from flask import Flask, has_request_context
 
 from flask_tooldiscovery import ToolContext, ToolDiscovery
 
@@ -111,6 +111,16 @@ def create_app() -> Flask:
         return {"method": ctx.identity.method if ctx.identity is not None else None,
                 "token": ctx.authorization.get("acme") == os.environ.get("TD_EXPECT_TOKEN"),
                 "tenant": tenant is not None and tenant == os.environ.get("TD_EXPECT_TENANT"),
+                "api_key_header": ctx.request is not None and "X-API-Key" in ctx.request.headers}
+
+    @discovery.tool(long_running=True)
+    def where(name: str, ctx: ToolContext) -> dict:
+        """Say whether the task runs inside a request context (it does not) and what it knows of
+        its caller: its identity's method, the header it carries, the address it came from."""
+        tenant = ctx.request.headers.get("X-Tenant-Key") if ctx.request is not None else None
+        return {"in_request": has_request_context(), "method": ctx.identity.method if ctx.identity else None,
+                "tenant": tenant is not None and tenant == os.environ.get("TD_EXPECT_TENANT"),
+                "remote_addr": ctx.request.remote_addr if ctx.request is not None else None,
                 "api_key_header": ctx.request is not None and "X-API-Key" in ctx.request.headers}
 
     @discovery.tool(long_running=True)
