@@ -18,69 +18,21 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.error
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(HERE))
 HONEST, PACE, WAIT = 20, 0.25, 40.0
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class Tarpit:
-    """Accepts every connection, never answers."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(4096)
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/cb"
-        self.held: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                self.held.append(self.sock.accept()[0])
-            except OSError:
-                return
-
-
-class Receiver:
-    """Records when each callback path was first POSTed to."""
-
-    def __init__(self) -> None:
-        self.arrived: dict[str, float] = {}
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                receiver.arrived.setdefault(self.path, time.monotonic())
-                self.send_response(204)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+from tests.loopback import Receiver, Tarpit, free_port  # noqa: E402  (the tests' loopback servers)
 
 
 def post(url: str, body: dict[str, Any]) -> tuple[int, float]:
@@ -117,7 +69,7 @@ def serve(root: Path, log: Path) -> tuple[str, subprocess.Popen[bytes]]:
 
 
 def run(root: Path, tarpits: int) -> dict[str, Any]:
-    tarpit, receiver = Tarpit(), Receiver()
+    tarpit, receiver = Tarpit(backlog=4096), Receiver()
     with tempfile.TemporaryDirectory() as folder:
         base, proc = serve(root, Path(folder) / "gunicorn.log")
         try:
@@ -149,8 +101,8 @@ def run(root: Path, tarpits: int) -> dict[str, Any]:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-    tarpit.sock.close()
-    receiver.server.shutdown()
+    tarpit.close()
+    receiver.close()
     return {"tarpit": tarpits, "tarpit_accepted": trapped.count(202), "accepted": accepted, "reported": len(reported),
             "accept_ms": statistics.median(accept_times) * 1000 if accept_times else None,
             "report_s": statistics.median(reported) if reported else None,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import socket
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -14,11 +13,7 @@ from werkzeug.serving import make_server
 
 from flask_tooldiscovery import ToolDiscovery
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from .loopback import Receiver, free_port  # noqa: F401  (free_port: the tests import it from here)
 
 
 @contextlib.contextmanager
@@ -33,6 +28,14 @@ def live_server(app: Flask) -> Iterator[str]:
         server.shutdown()
         thread.join(5)
         server.server_close()
+
+
+@pytest.fixture(scope="module")
+def receiver() -> Iterator[Receiver]:
+    """A callback receiver on 127.0.0.1 for the module's tests (:class:`tests.loopback.Receiver`)."""
+    r = Receiver()
+    yield r
+    r.close()
 
 
 AppFactory = Callable[..., Flask]

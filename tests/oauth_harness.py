@@ -20,19 +20,20 @@ import queue
 import secrets
 import shutil
 import ssl
-import threading
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from .loopback import LoopbackServer, QuietHandler
+
 CHROMIUM = os.environ.get("TOOLDISCOVERY_CHROMIUM", "/usr/bin/chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+HTML = "text/html; charset=utf-8"
 #: The MCP eras the official clients speak: (the Python SDK's ``mode``, the version it settles on).
 ERAS = [("legacy", "2025-11-25"), ("auto", "2026-07-28")]
 
@@ -76,7 +77,7 @@ def pkce() -> tuple[str, str]:
 # --- the loopback listener a desktop client takes its redirect on ---
 
 
-class CallbackListener:
+class CallbackListener(LoopbackServer):
     """An HTTP server on 127.0.0.1 that takes authorization responses at ``/callback`` (as a desktop
     client does, RFC 8252 §7.3) and hands each one's query to ``wait``."""
 
@@ -84,35 +85,21 @@ class CallbackListener:
         self.answers: queue.Queue[dict[str, str]] = queue.Queue()
         answers = self.answers
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self) -> None:
                 parts = urlsplit(self.path)
                 if parts.path != "/callback":
                     self.send_error(404)
                     return
                 answers.put({k: v[0] for k, v in parse_qs(parts.query).items()})
-                body = b"<!doctype html><title>Signed in</title><p>You may close this window."
-                self.send_response(200)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                self.reply(200, b"<!doctype html><title>Signed in</title><p>You may close this window.", HTML)
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/callback"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
+        super().__init__(Handler)
+        self.url = f"http://127.0.0.1:{self.port}/callback"
 
     def wait(self, timeout: float = 60) -> dict[str, str]:
         """The next authorization response's query parameters (``code``, ``state``, ``iss`` or ``error``)."""
         return self.answers.get(timeout=timeout)
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @contextlib.contextmanager
@@ -124,30 +111,18 @@ def callback_listener() -> Iterator[CallbackListener]:
         listener.close()
 
 
-class HTMLServer:
+class HTMLServer(LoopbackServer):
     """A page of another site (another origin: its own port on 127.0.0.1) at ``url``."""
 
     def __init__(self, page: str) -> None:
         body = page.encode()
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                self.reply(200, body, HTML)
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(Handler)
+        self.url = f"http://127.0.0.1:{self.port}/"
 
 
 # --- Client ID Metadata Documents over HTTPS on loopback ---
@@ -190,7 +165,7 @@ def _test_ca(folder: Path) -> tuple[Path, Path, Path]:
     return ca_file, cert_file, key_file
 
 
-class MetadataServer:
+class MetadataServer(LoopbackServer):
     """An HTTPS server on 127.0.0.1 serving Client ID Metadata Documents: ``put(path, document)``
     serves ``document`` (a dict) at ``https://127.0.0.1:PORT/path``; ``fetches`` counts the GETs.
     ``ca_file`` is the CA a fetcher must trust (``env`` names it for Python's ssl, requests and httpx)."""
@@ -201,7 +176,7 @@ class MetadataServer:
         self.fetches: dict[str, int] = {}
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self) -> None:
                 path = urlsplit(self.path).path
                 server.fetches[path] = server.fetches.get(path, 0) + 1
@@ -209,23 +184,12 @@ class MetadataServer:
                 if document is None:
                     self.send_error(404)
                     return
-                body = json.dumps(document).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                self.reply(200, json.dumps(document).encode(), "application/json")
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(cert, key)
-        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
-        self.base = f"https://127.0.0.1:{self.server.server_port}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
+        super().__init__(Handler, tls=context)
+        self.base = f"https://127.0.0.1:{self.port}"
 
     @property
     def env(self) -> dict[str, str]:
@@ -244,10 +208,6 @@ class MetadataServer:
         return self.put(path, {"client_id": url, "client_name": "CIMD test client", "redirect_uris": [redirect_uri],
                                "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
                                "token_endpoint_auth_method": "none", **metadata})
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 # --- a person in Chromium ---

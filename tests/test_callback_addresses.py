@@ -15,7 +15,6 @@ import socket
 import ssl
 import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from flask_tooldiscovery.tasks import callbacks
+
+from .loopback import LoopbackServer, QuietHandler
 
 HOSTS = "TOOLDISCOVERY_OPAL_CALLBACK_HOSTS"
 PUBLIC = "93.184.215.14"  # a public address: the tests route it to a local receiver, never beyond
@@ -113,7 +114,7 @@ def test_every_address_a_name_resolves_to_is_checked(resolver: FakeResolver) -> 
     assert callbacks.refused("https://public.example/cb", (), HOSTS) is None
 
 
-class TlsReceiver:
+class TlsReceiver(LoopbackServer):
     """An HTTPS server on 127.0.0.1 with the certificate ``cert``: it records each POST and
     the name each client asked for (SNI), and answers 204."""
 
@@ -122,15 +123,11 @@ class TlsReceiver:
         self.sni: list[str | None] = []
         receiver = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 receiver.posts.append((self.path, dict(self.headers), body))
-                self.send_response(204)
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
+                self.reply(204)
 
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(cert, key)
@@ -139,14 +136,7 @@ class TlsReceiver:
             self.sni.append(name)
 
         context.sni_callback = sni
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
-        self.port: int = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(Handler, tls=context)
 
 
 def _certificates(directory: Path) -> tuple[Path, Path, Path]:

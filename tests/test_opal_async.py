@@ -5,11 +5,8 @@ receiver here), retried on 503; everything else stays synchronous; unsafe callba
 from __future__ import annotations
 
 import json
-import threading
 import time
-import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -19,72 +16,13 @@ import requests
 from flask_tooldiscovery.runtime.invoke import GENERIC_FAILURE
 from flask_tooldiscovery.tasks import callbacks
 
-from .conftest import free_port
+from .loopback import WAIT, LoopbackServer, QuietHandler, Receiver, free_port
 from .test_deploy import stop
 from .test_operating_server import start
 
 pytestmark = pytest.mark.slow
 
 RESULT_TYPE = "application/vnd.optimizely.opal.tools+json"
-WAIT = 60  # seconds a test waits for a callback at most (it normally comes at once)
-
-
-class Receiver:
-    """An HTTP server on 127.0.0.1 recording every POST (and GET) by path; ``fail[path]`` statuses are
-    answered first, one per POST, then 204."""
-
-    def __init__(self) -> None:
-        self.posts: dict[str, list[tuple[dict[str, str], bytes]]] = {}
-        self.fail: dict[str, list[int]] = {}
-        self.changed = threading.Condition()
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                with receiver.changed:
-                    receiver.posts.setdefault(self.path, []).append((dict(self.headers), body))
-                    statuses = receiver.fail.get(self.path) or []
-                    status = statuses.pop(0) if statuses else 204
-                    receiver.changed.notify_all()
-                self.send_response(status)
-                if 300 <= status < 400:
-                    self.send_header("Location", receiver.base + self.path + "/moved")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            do_GET = do_POST  # a followed redirect would arrive as a GET: recorded too
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
-        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def url(self, *fail: int) -> str:
-        """A fresh callback URL whose first POSTs are answered with ``fail``."""
-        path = f"/callbacks/{uuid.uuid4().hex}"
-        self.fail[path] = list(fail)
-        return self.base + path
-
-    def wait(self, url: str, count: int = 1) -> list[tuple[dict[str, str], bytes]]:
-        path = url[len(self.base):]
-        with self.changed:
-            assert self.changed.wait_for(lambda: len(self.posts.get(path, [])) >= count, WAIT), self.posts
-            return list(self.posts[path])
-
-    def received(self, url: str) -> list[tuple[dict[str, str], bytes]]:
-        with self.changed:
-            return list(self.posts.get(url[len(self.base):], []))
-
-
-@pytest.fixture(scope="module")
-def receiver() -> Iterator[Receiver]:
-    r = Receiver()
-    yield r
-    r.server.shutdown()
-    r.server.server_close()
 
 
 @pytest.fixture(scope="module")
@@ -343,15 +281,10 @@ def test_a_receiver_down_around_completion_gets_the_result_once_it_is_up(tmp_pat
     port = free_port()
     got: list[bytes] = []
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_POST(self) -> None:
             got.append(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-            self.send_response(204)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, *args: Any) -> None:
-            pass
+            self.reply(204)
 
     base, proc = start("tests.apps.opal_async_app:create_app(hosts='127.0.0.1', retries=None)")
     try:
@@ -359,15 +292,13 @@ def test_a_receiver_down_around_completion_gets_the_result_once_it_is_up(tmp_pat
         assert call(base, "build_report", {"n": 1}, callback(url)).status_code == 202
         time.sleep(4)  # the receiver is down: the first attempts fail to connect
         assert got == []
-        server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        server = LoopbackServer(Handler, port)
         deadline = time.monotonic() + WAIT
         while not got and time.monotonic() < deadline:
             time.sleep(0.1)
         time.sleep(1)
         assert [json.loads(body) for body in got] == [{"content": {"n": 1, "double": 2},
                                                        "content_type": "application/json"}]
-        server.shutdown()
-        server.server_close()
+        server.close()
     finally:
         stop(proc)

@@ -10,12 +10,9 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,22 +21,13 @@ import requests
 
 from flask_tooldiscovery.tasks.records import RedisTaskStore
 
-from .conftest import free_port
+from .loopback import Receiver, Tarpit, free_port
 from .test_deploy import ROOT, wait_until_up
-from .test_opal_async import Receiver
 from .test_operating_server import GUNICORN_CONF, redis_url  # noqa: F401  (redis_url: a fixture)
 from .test_tasks import Worker, effects, wait_for
 
 pytestmark = pytest.mark.slow
 WAIT = 60
-
-
-@pytest.fixture(scope="module")
-def receiver() -> Iterator[Receiver]:
-    r = Receiver()
-    yield r
-    r.server.shutdown()
-    r.server.server_close()
 
 
 class Gunicorn:
@@ -167,31 +155,6 @@ def test_on_celery_a_reload_or_stop_of_gunicorn_and_of_the_celery_worker_loses_n
 
 
 # -- callback tarpits -----------------------------------------------------------------------------
-
-
-class Tarpit:
-    """A loopback server that accepts every connection and never answers."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(1024)
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/cb"
-        self.held: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.held.append(conn)
-
-    def close(self) -> None:
-        self.sock.close()
-        for conn in self.held:
-            conn.close()
 
 
 def test_a_callback_tarpit_does_not_starve_honest_calls_and_is_given_up_on(
