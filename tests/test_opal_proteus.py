@@ -22,7 +22,8 @@ from pydantic import ValidationError
 
 from flask_tooldiscovery import UI, RegistrationError, ToolDiscovery, UIError
 
-from .apps.proteus_app import CARD, SUMMARY, TEMPLATES, create_app
+from .apps.proteus_app import CARD, SUMMARY, create_app
+from .apps.ui_app import TEMPLATES
 from .conftest import live_server
 from .opal_sdk import by_name, sdk, sdk_app
 

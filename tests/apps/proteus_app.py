@@ -4,14 +4,14 @@ both (its own Proteus template, framing the App), ``ping`` none."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, TypedDict
 
 from flask import Flask
 
 from flask_tooldiscovery import UI, ToolDiscovery
 
-TEMPLATES = Path(__file__).resolve().parent / "ui_templates"
+from .ui_app import app_with
+
 CARD = UI("order_card.html", uri="ui://shop/order-card", context={"heading": "Your order"}, preferred_size=(420, 260))
 SUMMARY = {
     "$type": "Document",
@@ -64,7 +64,4 @@ def make_discovery() -> ToolDiscovery:
 
 
 def create_app(**config: Any) -> Flask:
-    app = Flask(__name__, template_folder=str(TEMPLATES))
-    app.config.update(TESTING=True, TOOLDISCOVERY_ALLOW_EXECUTE=True, **config)
-    make_discovery().init_app(app)
-    return app
+    return app_with(make_discovery(), __name__, **config)

@@ -38,8 +38,13 @@ def make_discovery() -> ToolDiscovery:
     return discovery
 
 
-def create_app(**config: Any) -> Flask:
-    app = Flask(__name__, template_folder=str(TEMPLATES))
+def app_with(discovery: ToolDiscovery, name: str = __name__, **config: Any) -> Flask:
+    """A test app serving ``discovery``, its templates from :data:`TEMPLATES`, calls allowed."""
+    app = Flask(name, template_folder=str(TEMPLATES))
     app.config.update(TESTING=True, TOOLDISCOVERY_ALLOW_EXECUTE=True, **config)
-    make_discovery().init_app(app)
+    discovery.init_app(app)
     return app
+
+
+def create_app(**config: Any) -> Flask:
+    return app_with(make_discovery(), **config)
