@@ -161,3 +161,23 @@ def test_loopback_redirect_may_change_port() -> None:
     other = REDIRECT.replace("5173", "61234")
     page = consent(client, authorize_params(registered["client_id"], challenge, redirect_uri=other))
     assert page.fields["redirect_uri"] == other
+
+
+def test_token_revocation_and_registration_answer_any_origin() -> None:
+    """A browser-based client on another origin may call the token, revocation and registration
+    endpoints: each preflight is answered 204, and each answer (refusals included) allows any origin."""
+    client = oauth_app().test_client()
+    for path in ("/oauth/token", "/oauth/revoke", "/oauth/register"):
+        preflight = client.options(path, headers={"Origin": "https://app.example",
+                                                  "Access-Control-Request-Method": "POST"})
+        assert preflight.status_code == 204 and preflight.get_data() == b"", path
+        assert preflight.headers["Access-Control-Allow-Origin"] == "*", path
+        assert preflight.headers["Access-Control-Allow-Methods"] == "GET, POST, OPTIONS", path
+    refused = client.post("/oauth/token", data={"grant_type": "authorization_code", "code": "nope"})
+    assert refused.status_code in (400, 401) and refused.headers["Access-Control-Allow-Origin"] == "*"
+    not_json = client.post("/oauth/register", data="[1]", content_type="application/json")
+    assert not_json.status_code == 400 and not_json.get_json()["error"] == "invalid_client_metadata"
+    assert not_json.headers["Access-Control-Allow-Origin"] == "*" and not_json.headers["Cache-Control"] == "no-store"
+    client_id, answer = tokens(client)
+    revoked = client.post("/oauth/revoke", data={"token": answer["access_token"], "client_id": client_id})
+    assert revoked.status_code == 200 and revoked.headers["Access-Control-Allow-Origin"] == "*"

@@ -45,6 +45,21 @@ OPEN_HEADERS = {"Access-Control-Allow-Origin": "*", "Access-Control-Allow-Header
                 "Access-Control-Allow-Methods": "GET, POST, OPTIONS"}
 
 
+def cross_origin(view: Callable[..., Response]) -> Callable[..., Response]:
+    """An endpoint any origin may call (token, revocation, registration): its preflight (OPTIONS)
+    answered 204 and its answer carrying :data:`OPEN_HEADERS`."""
+
+    @functools.wraps(view)
+    def run(**kwargs: Any) -> Response:
+        if request.method == "OPTIONS":
+            return Response(status=204, headers=OPEN_HEADERS)
+        response = view(**kwargs)
+        response.headers.update(OPEN_HEADERS)
+        return response
+
+    return run
+
+
 def oauth_error(error: str, description: str, status: int = 400, headers: dict[str, str] | None = None) -> Response:
     response = jsonify({"error": error, "error_description": description})
     response.status_code = status
@@ -201,35 +216,25 @@ def blueprint(server: Server, settings: Settings, guard: HostCheck, user_hook: U
 
     @bp.route(metadata.TOKEN, methods=["POST", "OPTIONS"])
     @guarded
+    @cross_origin
     def token() -> Response:
-        if request.method == "OPTIONS":
-            return Response(status=204, headers=OPEN_HEADERS)
-        response = answered(server.create_token_response(), "token request")
-        response.headers.update(OPEN_HEADERS)
-        return response
+        return answered(server.create_token_response(), "token request")
 
     @bp.route(metadata.REVOKE, methods=["POST", "OPTIONS"])
     @guarded
+    @cross_origin
     def revoke() -> Response:
-        if request.method == "OPTIONS":
-            return Response(status=204, headers=OPEN_HEADERS)
-        response = answered(server.create_endpoint_response("revocation"), "revocation")
-        response.headers.update(OPEN_HEADERS)
-        return response
+        return answered(server.create_endpoint_response("revocation"), "revocation")
 
     if options.registration:
         @bp.route(metadata.REGISTER, methods=["POST", "OPTIONS"])
         @guarded
+        @cross_origin
         def register() -> Response:
-            if request.method == "OPTIONS":
-                return Response(status=204, headers=OPEN_HEADERS)
             if not isinstance(request.get_json(silent=True), dict):
                 log.warning("flask-tooldiscovery: oauth: registration refused: the body is not a JSON object")
-                return oauth_error("invalid_client_metadata", "The body must be a JSON object of client metadata.",
-                                   headers=OPEN_HEADERS)
-            response = answered(server.create_endpoint_response("client_registration"), "registration")
-            response.headers.update(OPEN_HEADERS)
-            return response
+                return oauth_error("invalid_client_metadata", "The body must be a JSON object of client metadata.")
+            return answered(server.create_endpoint_response("client_registration"), "registration")
 
     @bp.route(metadata.GRANTS, methods=["GET"])
     @guarded
