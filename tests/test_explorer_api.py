@@ -347,7 +347,8 @@ def test_page_files_and_a_browser_reload(app) -> None:
     html = c.get("/explorer/").get_data(as_text=True)
     assert '<script src="/explorer/static/tooldiscovery/theme.js"></script>' in html  # not deferred
     assert '<link rel="icon" type="image/svg+xml" href="/explorer/static/tooldiscovery/favicon.svg">' in html
-    for name, mimetype in (("explorer.js", "text/javascript"), ("theme.js", "text/javascript"),
+    for name, mimetype in (("page.js", "text/javascript"), ("explorer.js", "text/javascript"),
+                           ("prompts.js", "text/javascript"), ("theme.js", "text/javascript"),
                            ("explorer.css", "text/css"), ("favicon.svg", "image/svg+xml")):
         url = f"/explorer/static/tooldiscovery/{name}"
         with c.get(url) as r:

@@ -4,29 +4,14 @@
 (function () {
   "use strict";
 
-  var config = JSON.parse(document.getElementById("td-config").textContent);
-  var base = location.pathname.replace(/[^/]*$/, "");  // the explorer's prefix, e.g. /explorer/
-  var $ = function (id) { return document.getElementById(id); };
+  var P = window.TooldiscoveryPage;
+  var config = P.config(), base = P.base, $ = P.$;
+  var el = P.el, clear = P.clear, pretty = P.pretty;
+  var authorization = P.authorization, headers = P.headers, request = P.request, answer = P.answer;
   var state = { tools: [], current: null, detail: null, mode: "form", running: null, runningTask: null, urls: [],
                 serverApproval: {}, tasks: {}, uiShown: 0 };
   var HISTORY_LIMIT = 20;
 
-  function el(tag, attrs, children) {
-    var node = document.createElement(tag);
-    Object.keys(attrs || {}).forEach(function (key) {
-      var value = attrs[key];
-      if (value === undefined || value === null || value === false) return;
-      if (key === "text") node.textContent = value;
-      else if (key === "className") node.className = value;
-      else if (key.slice(0, 2) === "on") node.addEventListener(key.slice(2), value);
-      else node.setAttribute(key, value === true ? "" : String(value));
-    });
-    (children || []).forEach(function (child) { if (child) node.appendChild(child); });
-    return node;
-  }
-
-  function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
-  function pretty(value) { return JSON.stringify(value, null, 2); }
   function toolUrl(name, suffix) {
     return base + "tools/" + name.split("/").map(encodeURIComponent).join("/") + (suffix || "");
   }
@@ -46,33 +31,8 @@
   });
 
   /* ---------- HTTP ---------- */
-  // The token field takes the token with or without its scheme: "abc" and "Bearer abc" both send
-  // "Authorization: Bearer abc"; the scheme alone is no token.
-  function authorization() {
-    var token = $("td-token").value.trim().replace(/^bearer(\s+|$)/i, "");
-    return token ? "Bearer " + token : null;
-  }
+  // authorization(), headers(), request() and answer() are page.js's.
   function showTokenStatus() { $("td-token-status").textContent = authorization() ? "Token set" : "No token"; }
-  function headers(json) {
-    var h = { "Accept": "application/json" };
-    if (json) h["Content-Type"] = "application/json";
-    var auth = authorization();
-    if (auth) h["Authorization"] = auth;
-    return h;
-  }
-  // {status, ok, data, raw}: data is the parsed JSON (else {error: text}); raw is what "Raw response"
-  // shows: the whole JSON document pretty-printed (_meta included), else the body as it came.
-  function request(method, url, body) {
-    return fetch(url, { method: method, headers: headers(body !== undefined), body: body === undefined ? undefined : JSON.stringify(body) })
-      .then(answer);
-  }
-  function answer(response) {
-    return response.text().then(function (text) {
-      var data = null, raw = text;
-      try { data = text ? JSON.parse(text) : null; raw = data === null ? "" : pretty(data); } catch (e) { data = { error: text }; }
-      return { status: response.status, ok: response.ok, data: data, raw: raw };
-    });
-  }
 
   /* ---------- live calls ---------- */
   // A call asking for events (Accept: text/event-stream): progress and log lines reach onEvent as

@@ -4,45 +4,11 @@
 (function () {
   "use strict";
 
-  var config = JSON.parse(document.getElementById("td-config").textContent);
-  var base = location.pathname.replace(/[^/]*$/, "");
-  var $ = function (id) { return document.getElementById(id); };
+  var P = window.TooldiscoveryPage;
+  var config = P.config(), base = P.base, $ = P.$, el = P.el, clear = P.clear, request = P.request;
   var state = { prompts: [], current: null, fields: {}, pending: null };
 
-  function el(tag, attrs, children) {
-    var node = document.createElement(tag);
-    Object.keys(attrs || {}).forEach(function (key) {
-      var value = attrs[key];
-      if (value === undefined || value === null || value === false) return;
-      if (key === "text") node.textContent = value;
-      else if (key === "className") node.className = value;
-      else if (key.slice(0, 2) === "on") node.addEventListener(key.slice(2), value);
-      else node.setAttribute(key, value === true ? "" : String(value));
-    });
-    (children || []).forEach(function (child) { if (child) node.appendChild(child); });
-    return node;
-  }
-  function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
   function promptUrl(name, action) { return base + "prompts/" + encodeURIComponent(name) + (action ? "/" + action : ""); }
-
-  // The same token field as the tools: "abc" and "Bearer abc" both send "Authorization: Bearer abc".
-  function headers(json) {
-    var h = { "Accept": "application/json" };
-    if (json) h["Content-Type"] = "application/json";
-    var token = $("td-token").value.trim().replace(/^bearer(\s+|$)/i, "");
-    if (token) h["Authorization"] = "Bearer " + token;
-    return h;
-  }
-  function request(method, url, body) {
-    return fetch(url, { method: method, headers: headers(body !== undefined), body: body === undefined ? undefined : JSON.stringify(body) })
-      .then(function (response) {
-        return response.text().then(function (text) {
-          var data;
-          try { data = text ? JSON.parse(text) : null; } catch (e) { data = { error: text }; }
-          return { status: response.status, ok: response.ok, data: data };
-        });
-      });
-  }
 
   /* ---------- the list ---------- */
   // Loaded at start, and again once the token changes (as the tools list is).
