@@ -8,6 +8,7 @@ from __future__ import annotations
 import struct
 import threading
 import zlib
+from collections.abc import Iterator
 
 import pytest
 from flask import Flask
@@ -56,6 +57,7 @@ class Tools:
         self.gate = threading.Event()
         self.saw_cancel = threading.Event()
         self.ran: list[str] = []
+        self.base = ""  # where the tools fixture serves the app
         d = ToolDiscovery()
 
         @d.tool
@@ -115,186 +117,181 @@ class Tools:
         d.init_app(self.app)
 
 
-def open_tool(page, base: str, name: str) -> None:
-    page.goto(f"{base}/explorer/#tool={name}")
+@pytest.fixture
+def tools() -> Iterator[Tools]:
+    """A fresh :class:`Tools` app served on a free port (``tools.base``) for the test."""
+    fresh = Tools()
+    with live_server(fresh.app) as base:
+        fresh.base = base
+        yield fresh
+
+
+def open_tool(page, tools: Tools, name: str) -> None:
+    page.goto(f"{tools.base}/explorer/#tool={name}")
     page.wait_for_selector("body[data-ready='true']")
     page.wait_for_selector(f"#td-name:has-text('{name}')")
 
 
-def test_progress_and_log_lines_show_while_the_tool_runs(page) -> None:
-    tools = Tools()
-    with live_server(tools.app) as base:
-        open_tool(page, base, "crunch")
-        page.click("#td-execute")
-        # The tool is blocked on the gate: all of this arrives before any result.
-        expect(page.locator("#td-progress-text")).to_have_text("3 / 3 \u2014 step 3 of 3")
-        expect(page.locator("#td-log li")).to_have_count(4)
-        assert page.get_attribute("#td-progress", "max") == "3"
-        assert page.evaluate("document.getElementById('td-progress').value") == 3
-        lines = page.locator("#td-log li").all_inner_texts()
-        assert lines[:3] == [f"[info] finished step {i}" for i in (1, 2, 3)]
-        assert lines[3] == "[warning] <b>not bold</b>"  # text, never HTML
-        assert page.locator("#td-log b").count() == 0
-        assert page.is_visible("#td-stop") and page.is_hidden("#td-result-wrap")
-        assert "Running" in page.inner_text("#td-status")
-        assert not tools.gate.is_set()
-        tools.gate.set()
-        page.wait_for_selector("#td-status:has-text('Done')")
-        assert page.inner_text("#td-result").strip() == "crunched"
-        assert page.is_hidden("#td-stop") and page.is_visible("#td-live")
-        assert page.locator("#td-history li:not(.muted)").count() == 1
-        page.click("[data-tool='picture']")  # another tool: the last call's progress goes with it
-        page.wait_for_selector("#td-name:has-text('picture')")
-        assert page.is_hidden("#td-live")
+def run_tool(page, tools: Tools, name: str) -> None:
+    """Open ``name``, press Execute and wait until the call is done."""
+    open_tool(page, tools, name)
+    page.click("#td-execute")
+    page.wait_for_selector("#td-status:has-text('Done')")
 
 
-def test_stop_cancels_the_call_on_the_server(page) -> None:
-    tools = Tools()
-    with live_server(tools.app) as base:
-        open_tool(page, base, "hang")
-        page.click("#td-execute")
-        expect(page.locator("#td-progress-text")).to_have_text("1 / 2 \u2014 hanging on")
-        page.click("#td-stop")
-        page.wait_for_selector("#td-status:has-text('cancelled')")
-        assert tools.saw_cancel.wait(WAIT), "the tool never saw the cancellation"
-        assert page.is_hidden("#td-stop") and page.is_hidden("#td-result-wrap")
-        assert page.is_enabled("#td-execute")
+def test_progress_and_log_lines_show_while_the_tool_runs(page, tools: Tools) -> None:
+    open_tool(page, tools, "crunch")
+    page.click("#td-execute")
+    # The tool is blocked on the gate: all of this arrives before any result.
+    expect(page.locator("#td-progress-text")).to_have_text("3 / 3 \u2014 step 3 of 3")
+    expect(page.locator("#td-log li")).to_have_count(4)
+    assert page.get_attribute("#td-progress", "max") == "3"
+    assert page.evaluate("document.getElementById('td-progress').value") == 3
+    lines = page.locator("#td-log li").all_inner_texts()
+    assert lines[:3] == [f"[info] finished step {i}" for i in (1, 2, 3)]
+    assert lines[3] == "[warning] <b>not bold</b>"  # text, never HTML
+    assert page.locator("#td-log b").count() == 0
+    assert page.is_visible("#td-stop") and page.is_hidden("#td-result-wrap")
+    assert "Running" in page.inner_text("#td-status")
+    assert not tools.gate.is_set()
+    tools.gate.set()
+    page.wait_for_selector("#td-status:has-text('Done')")
+    assert page.inner_text("#td-result").strip() == "crunched"
+    assert page.is_hidden("#td-stop") and page.is_visible("#td-live")
+    assert page.locator("#td-history li:not(.muted)").count() == 1
+    page.click("[data-tool='picture']")  # another tool: the last call's progress goes with it
+    page.wait_for_selector("#td-name:has-text('picture')")
+    assert page.is_hidden("#td-live")
 
 
-def test_image_result_renders_at_its_natural_size(page) -> None:
-    with live_server(Tools().app) as base:
-        open_tool(page, base, "picture")
-        page.click("#td-execute")
-        page.wait_for_selector("#td-status:has-text('Done')")
-        image = page.locator("#td-result img")
-        expect(image).to_have_count(1)
-        page.wait_for_function("document.querySelector('#td-result img').complete")
-        size = page.evaluate("(function (i) { return [i.naturalWidth, i.naturalHeight]; })"
-                             "(document.querySelector('#td-result img'))")
-        assert size == [3, 2]
-        assert image.get_attribute("src").startswith("data:image/png;base64,")
+def test_stop_cancels_the_call_on_the_server(page, tools: Tools) -> None:
+    open_tool(page, tools, "hang")
+    page.click("#td-execute")
+    expect(page.locator("#td-progress-text")).to_have_text("1 / 2 \u2014 hanging on")
+    page.click("#td-stop")
+    page.wait_for_selector("#td-status:has-text('cancelled')")
+    assert tools.saw_cancel.wait(WAIT), "the tool never saw the cancellation"
+    assert page.is_hidden("#td-stop") and page.is_hidden("#td-result-wrap")
+    assert page.is_enabled("#td-execute")
 
 
-def test_svg_is_offered_as_a_download_never_shown_inline(page, tmp_path) -> None:
-    with live_server(Tools().app) as base:
-        open_tool(page, base, "drawing")
-        page.click("#td-execute")
-        page.wait_for_selector("#td-status:has-text('Done')")
-        assert page.locator("#td-result img, #td-result svg, #td-result object, #td-result iframe").count() == 0
-        link = page.locator("#td-result a[download]")
-        expect(link).to_have_count(1)
-        assert link.get_attribute("download") == "image.svg"
-        assert link.get_attribute("href").startswith("blob:")
-        with page.expect_download() as info:
-            link.click()
-        saved = tmp_path / "image.svg"
-        info.value.save_as(saved)
-        assert saved.read_bytes() == SVG
-        assert page.evaluate("window.pwned") is None
+def test_image_result_renders_at_its_natural_size(page, tools: Tools) -> None:
+    run_tool(page, tools, "picture")
+    image = page.locator("#td-result img")
+    expect(image).to_have_count(1)
+    page.wait_for_function("document.querySelector('#td-result img').complete")
+    size = page.evaluate("(function (i) { return [i.naturalWidth, i.naturalHeight]; })"
+                         "(document.querySelector('#td-result img'))")
+    assert size == [3, 2]
+    assert image.get_attribute("src").startswith("data:image/png;base64,")
 
 
-def test_audio_files_and_links(page, tmp_path) -> None:
-    with live_server(Tools().app) as base:
-        open_tool(page, base, "media")
-        page.click("#td-execute")
-        page.wait_for_selector("#td-status:has-text('Done')")
-        audio = page.locator("#td-result audio[controls]")
-        expect(audio).to_have_count(1)
-        assert audio.get_attribute("src").startswith("blob:")
-        page.wait_for_function("document.querySelector('#td-result audio').readyState >= 1")  # it loads: CSP allows it
-        assert page.evaluate("document.querySelector('#td-result audio').duration") == pytest.approx(0.1)
-        download = page.locator("#td-result a[download]")
-        expect(download).to_have_count(1)
-        assert download.get_attribute("download") == "hello.txt"
-        with page.expect_download() as info:
-            download.click()
-        info.value.save_as(tmp_path / "hello.txt")
-        assert (tmp_path / "hello.txt").read_bytes() == b"hello, file"
-        links = page.locator("#td-result a:not([download])")
-        expect(links).to_have_count(1)
-        assert links.get_attribute("href") == "https://example.com/report"
-        assert links.inner_text() == "The report"
-        assert "javascript:window.pwned=1" in page.inner_text("#td-result")  # shown as text only
-        assert page.locator("#td-result [href^='javascript']").count() == 0
+def test_svg_is_offered_as_a_download_never_shown_inline(page, tools: Tools, tmp_path) -> None:
+    run_tool(page, tools, "drawing")
+    assert page.locator("#td-result img, #td-result svg, #td-result object, #td-result iframe").count() == 0
+    link = page.locator("#td-result a[download]")
+    expect(link).to_have_count(1)
+    assert link.get_attribute("download") == "image.svg"
+    assert link.get_attribute("href").startswith("blob:")
+    with page.expect_download() as info:
+        link.click()
+    saved = tmp_path / "image.svg"
+    info.value.save_as(saved)
+    assert saved.read_bytes() == SVG
+    assert page.evaluate("window.pwned") is None
 
 
-def test_approval_confirm_runs_only_after_yes(page) -> None:
-    tools = Tools()
-    with live_server(tools.app) as base:
-        open_tool(page, base, "wipe")
-        page.fill("[data-path='/target']", "<img src=x onerror=window.pwned=1>")
-        page.click("#td-execute")
-        page.wait_for_selector("#td-approve[open]")
-        assert page.locator("#td-confirm[open]").count() == 0  # not destructive: no page-side confirm
-        prompt = page.inner_text("#td-approve-text")
-        assert "wipe" in prompt and "<img src=x onerror=window.pwned=1>" in prompt  # as text
-        assert page.locator("#td-approve-text img").count() == 0
-        page.click("#td-approve-cancel")
-        page.wait_for_selector("#td-status:has-text('not run')")
-        assert tools.ran == [] and page.is_hidden("#td-result-wrap")
-        page.fill("[data-path='/target']", "disk")
-        page.click("#td-execute")
-        page.wait_for_selector("#td-approve[open]")
-        assert "disk" in page.inner_text("#td-approve-text")
-        assert tools.ran == []
-        page.click("#td-approve-run")
-        page.wait_for_selector("#td-status:has-text('Done')")
-        assert tools.ran == ["disk"]
-        assert page.inner_text("#td-result").strip() == "wiped disk"
-        assert page.evaluate("window.pwned") is None
+def test_audio_files_and_links(page, tools: Tools, tmp_path) -> None:
+    run_tool(page, tools, "media")
+    audio = page.locator("#td-result audio[controls]")
+    expect(audio).to_have_count(1)
+    assert audio.get_attribute("src").startswith("blob:")
+    page.wait_for_function("document.querySelector('#td-result audio').readyState >= 1")  # it loads: CSP allows it
+    assert page.evaluate("document.querySelector('#td-result audio').duration") == pytest.approx(0.1)
+    download = page.locator("#td-result a[download]")
+    expect(download).to_have_count(1)
+    assert download.get_attribute("download") == "hello.txt"
+    with page.expect_download() as info:
+        download.click()
+    info.value.save_as(tmp_path / "hello.txt")
+    assert (tmp_path / "hello.txt").read_bytes() == b"hello, file"
+    links = page.locator("#td-result a:not([download])")
+    expect(links).to_have_count(1)
+    assert links.get_attribute("href") == "https://example.com/report"
+    assert links.inner_text() == "The report"
+    assert "javascript:window.pwned=1" in page.inner_text("#td-result")  # shown as text only
+    assert page.locator("#td-result [href^='javascript']").count() == 0
 
 
-def test_destructive_tool_without_server_approval_keeps_the_pages_confirm(page) -> None:
-    tools = Tools()
-    with live_server(tools.app) as base:
-        open_tool(page, base, "purge")
-        page.fill("[data-path='/target']", "cache")
-        page.click("#td-execute")
-        page.wait_for_selector("#td-confirm[open]")
-        page.click("#td-confirm-cancel")
-        page.wait_for_selector("#td-status:has-text('Cancelled')")
-        assert tools.ran == []
-        page.click("#td-execute")
-        page.wait_for_selector("#td-confirm[open]")
-        page.click("#td-confirm-run")
-        page.wait_for_selector("#td-status:has-text('Done')")
-        assert tools.ran == ["cache"] and page.locator("#td-approve[open]").count() == 0
+def test_approval_confirm_runs_only_after_yes(page, tools: Tools) -> None:
+    open_tool(page, tools, "wipe")
+    page.fill("[data-path='/target']", "<img src=x onerror=window.pwned=1>")
+    page.click("#td-execute")
+    page.wait_for_selector("#td-approve[open]")
+    assert page.locator("#td-confirm[open]").count() == 0  # not destructive: no page-side confirm
+    prompt = page.inner_text("#td-approve-text")
+    assert "wipe" in prompt and "<img src=x onerror=window.pwned=1>" in prompt  # as text
+    assert page.locator("#td-approve-text img").count() == 0
+    page.click("#td-approve-cancel")
+    page.wait_for_selector("#td-status:has-text('not run')")
+    assert tools.ran == [] and page.is_hidden("#td-result-wrap")
+    page.fill("[data-path='/target']", "disk")
+    page.click("#td-execute")
+    page.wait_for_selector("#td-approve[open]")
+    assert "disk" in page.inner_text("#td-approve-text")
+    assert tools.ran == []
+    page.click("#td-approve-run")
+    page.wait_for_selector("#td-status:has-text('Done')")
+    assert tools.ran == ["disk"]
+    assert page.inner_text("#td-result").strip() == "wiped disk"
+    assert page.evaluate("window.pwned") is None
 
 
-def test_a_reload_lists_the_running_task_and_then_shows_its_result(page) -> None:
+def test_destructive_tool_without_server_approval_keeps_the_pages_confirm(page, tools: Tools) -> None:
+    open_tool(page, tools, "purge")
+    page.fill("[data-path='/target']", "cache")
+    page.click("#td-execute")
+    page.wait_for_selector("#td-confirm[open]")
+    page.click("#td-confirm-cancel")
+    page.wait_for_selector("#td-status:has-text('Cancelled')")
+    assert tools.ran == []
+    page.click("#td-execute")
+    page.wait_for_selector("#td-confirm[open]")
+    page.click("#td-confirm-run")
+    page.wait_for_selector("#td-status:has-text('Done')")
+    assert tools.ran == ["cache"] and page.locator("#td-approve[open]").count() == 0
+
+
+def test_a_reload_lists_the_running_task_and_then_shows_its_result(page, tools: Tools) -> None:
     """A live call is a task on the server: reloading the page leaves it running, the page lists
     it, follows it to its end and shows its result."""
-    tools = Tools()
-    with live_server(tools.app) as base:
-        open_tool(page, base, "crunch")
-        page.click("#td-execute")
-        expect(page.locator("#td-progress-text")).to_have_text("3 / 3 \u2014 step 3 of 3")
-        expect(page.locator("#td-tasks li[data-state='working']")).to_have_count(1)
-        page.reload()
-        page.wait_for_selector("body[data-ready='true']")
-        running = page.locator("#td-tasks li[data-state='working']")
-        expect(running).to_have_count(1)
-        expect(running.locator(".task-tool")).to_have_text("crunch")
-        assert not tools.gate.is_set()  # the reload cancelled nothing: the tool still waits
-        tools.gate.set()
-        done = page.locator("#td-tasks li[data-state='completed']")
-        expect(done).to_have_count(1)
-        done.locator("button", has_text="Show result").click()
-        expect(page.locator("#td-result")).to_have_text("crunched")
-        expect(page.locator("#td-status")).to_contain_text("crunch: Done")
+    open_tool(page, tools, "crunch")
+    page.click("#td-execute")
+    expect(page.locator("#td-progress-text")).to_have_text("3 / 3 \u2014 step 3 of 3")
+    expect(page.locator("#td-tasks li[data-state='working']")).to_have_count(1)
+    page.reload()
+    page.wait_for_selector("body[data-ready='true']")
+    running = page.locator("#td-tasks li[data-state='working']")
+    expect(running).to_have_count(1)
+    expect(running.locator(".task-tool")).to_have_text("crunch")
+    assert not tools.gate.is_set()  # the reload cancelled nothing: the tool still waits
+    tools.gate.set()
+    done = page.locator("#td-tasks li[data-state='completed']")
+    expect(done).to_have_count(1)
+    done.locator("button", has_text="Show result").click()
+    expect(page.locator("#td-result")).to_have_text("crunched")
+    expect(page.locator("#td-status")).to_contain_text("crunch: Done")
 
 
-def test_stop_in_the_task_list_after_a_reload_cancels_the_call(page) -> None:
-    tools = Tools()
-    with live_server(tools.app) as base:
-        open_tool(page, base, "hang")
-        page.click("#td-execute")
-        expect(page.locator("#td-progress-text")).to_have_text("1 / 2 \u2014 hanging on")
-        page.reload()
-        page.wait_for_selector("body[data-ready='true']")
-        running = page.locator("#td-tasks li[data-state='working']")
-        expect(running).to_have_count(1)
-        assert not tools.saw_cancel.is_set()
-        running.locator("button", has_text="Stop").click()
-        assert tools.saw_cancel.wait(WAIT), "the tool never saw the cancellation"
-        expect(page.locator("#td-tasks li[data-state='cancelled']")).to_have_count(1)
+def test_stop_in_the_task_list_after_a_reload_cancels_the_call(page, tools: Tools) -> None:
+    open_tool(page, tools, "hang")
+    page.click("#td-execute")
+    expect(page.locator("#td-progress-text")).to_have_text("1 / 2 \u2014 hanging on")
+    page.reload()
+    page.wait_for_selector("body[data-ready='true']")
+    running = page.locator("#td-tasks li[data-state='working']")
+    expect(running).to_have_count(1)
+    assert not tools.saw_cancel.is_set()
+    running.locator("button", has_text="Stop").click()
+    assert tools.saw_cancel.wait(WAIT), "the tool never saw the cancellation"
+    expect(page.locator("#td-tasks li[data-state='cancelled']")).to_have_count(1)
