@@ -1,23 +1,20 @@
 """What the end-to-end OAuth tests need around the app and the clients: a person who signs in and
 decides in Chromium (Playwright, Debian's chromium), the loopback listener a desktop client takes
 its authorization redirect on (RFC 8252), an HTTPS server on loopback for Client ID Metadata
-Documents (with its own test CA, which the app under test is told to trust), the token storage the
-official Python client asks for, and PKCE pairs for raw requests.
+Documents (with its own test CA, which the app under test is told to trust, as a module fixture), and
+the token storage the official Python client asks for. (PKCE pairs: :func:`tests.oauth_helpers.pkce`.)
 
 Nothing here knows the authorization server's internals: every step is what a browser, a client or
 an attacker does over HTTP."""
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import datetime
-import hashlib
 import ipaddress
 import json
 import os
 import queue
-import secrets
 import shutil
 import ssl
 from collections.abc import AsyncIterator, Iterator
@@ -65,13 +62,6 @@ def require_oauth_server() -> None:
         unavailable(f"the authorization server cannot start: {exc}")
     if not served:
         unavailable("the authorization server (TOOLDISCOVERY_OAUTH_SERVER, issue #38) is not in this tree")
-
-
-def pkce() -> tuple[str, str]:
-    """A PKCE verifier and its S256 challenge (RFC 7636)."""
-    verifier = secrets.token_urlsafe(48)
-    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
-    return verifier, challenge
 
 
 # --- the loopback listener a desktop client takes its redirect on ---
@@ -210,6 +200,16 @@ class MetadataServer(LoopbackServer):
                                "token_endpoint_auth_method": "none", **metadata})
 
 
+@pytest.fixture(scope="module")
+def documents(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MetadataServer]:
+    """Client ID Metadata Documents over HTTPS on 127.0.0.1, signed by a test CA the app trusts."""
+    server = MetadataServer(tmp_path_factory.mktemp("cimd"))
+    try:
+        yield server
+    finally:
+        server.close()
+
+
 # --- a person in Chromium ---
 
 
@@ -225,6 +225,12 @@ class Person:
     seen: list[tuple[str, str]] = field(default_factory=list)
     context: Any = None
 
+    async def sign_in(self, page: Any) -> None:
+        """Fill in the app's login form ``page`` shows and press **Sign in**."""
+        await page.get_by_label("Username").fill(self.username)
+        await page.get_by_label("Password").fill(self.password)
+        await page.get_by_role("button", name="Sign in").click()
+
     async def authorize(self, url: str, redirect_prefix: str) -> str:
         """Open the authorization ``url``, sign in and decide; the address the browser was sent back to."""
         page = await self.context.new_page()
@@ -232,9 +238,7 @@ class Person:
             await page.goto(url)
             if urlsplit(page.url).path == "/login":
                 self.seen.append((page.url, await page.inner_text("body")))
-                await page.get_by_label("Username").fill(self.username)
-                await page.get_by_label("Password").fill(self.password)
-                await page.get_by_role("button", name="Sign in").click()
+                await self.sign_in(page)
             button = page.get_by_role("button", name=self.decision, exact=True)
             await button.wait_for()
             self.seen.append((page.url, await page.inner_text("body")))
@@ -305,3 +309,12 @@ def app_server(redis_url: str, *, env: dict[str, str] | None = None, **settings:
         yield base
     finally:
         stop(proc)
+
+
+@contextlib.contextmanager
+def app_trusting(documents: MetadataServer, redis_url: str) -> Iterator[str]:
+    """:func:`app_server` (with Chromium at hand) trusting ``documents``' CA and fetching Client ID
+    Metadata Documents from loopback; its base URL."""
+    require_chromium()
+    with app_server(redis_url, env=documents.env, OAUTH_CIMD_ALLOW_LOOPBACK=True) as url:
+        yield url

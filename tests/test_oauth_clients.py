@@ -31,10 +31,10 @@ from .oauth_harness import (
     MemoryStorage,
     MetadataServer,
     Person,
-    app_server,
+    app_trusting,
     callback_listener,
     chromium,
-    require_chromium,
+    documents,  # noqa: F401  (a fixture)
 )
 from .test_operating_server import redis_url  # noqa: F401  (a redis-server of our own)
 
@@ -46,19 +46,8 @@ CLIENT_NAME = "Acme desktop (Python SDK)"
 
 
 @pytest.fixture(scope="module")
-def documents(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MetadataServer]:
-    """Client ID Metadata Documents over HTTPS on 127.0.0.1, signed by a test CA the app trusts."""
-    server = MetadataServer(tmp_path_factory.mktemp("cimd"))
-    try:
-        yield server
-    finally:
-        server.close()
-
-
-@pytest.fixture(scope="module")
 def base(redis_url: str, documents: MetadataServer) -> Iterator[str]:  # noqa: F811
-    require_chromium()
-    with app_server(redis_url + "/1", env=documents.env, OAUTH_CIMD_ALLOW_LOOPBACK=True) as url:
+    with app_trusting(documents, redis_url + "/1") as url:
         yield url
 
 
@@ -122,8 +111,8 @@ def connect(server_url: str, auth: OAuthClientProvider, mode: str, *people: Pers
 
 @pytest.mark.parametrize(("mode", "version"), ERAS)
 @pytest.mark.parametrize("registration", ["dcr", "cimd"])
-def test_the_python_sdk_signs_a_user_in_and_calls_as_them(base: str, documents: MetadataServer, registration: str,
-                                                          mode: str, version: str) -> None:
+def test_the_python_sdk_signs_a_user_in_and_calls_as_them(
+        base: str, documents: MetadataServer, registration: str, mode: str, version: str) -> None:  # noqa: F811
     server_url = f"{base}/mcp"
     person, storage = Person(**ALICE), MemoryStorage()
     with callback_listener() as listener:

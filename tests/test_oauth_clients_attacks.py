@@ -32,9 +32,9 @@ from .oauth_harness import (
     app_server,
     callback_listener,
     chromium,
-    pkce,
     require_chromium,
 )
+from .oauth_helpers import pkce
 from .test_operating_server import redis_url  # noqa: F401  (a redis-server of our own)
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -233,9 +233,7 @@ def test_an_unregistered_redirect_uri_is_never_sent_the_person(base: str, listen
             async with chromium(person):
                 page = await person.context.new_page()
                 await page.goto(f"{base}/login")
-                await page.get_by_label("Username").fill("alice")
-                await page.get_by_label("Password").fill("wonderland")
-                await page.get_by_role("button", name="Sign in").click()
+                await person.sign_in(page)
                 await page.wait_for_url(f"{base}/")
                 seen = []
                 for redirect_uri in wrong:
@@ -266,9 +264,7 @@ def test_the_person_revokes_a_client_on_the_grants_page(base: str, listener: Cal
         async with chromium(person):
             page = await person.context.new_page()
             await page.goto(f"{base}/oauth/grants")  # not signed in: the app's login, then back here
-            await page.get_by_label("Username").fill("alice")
-            await page.get_by_label("Password").fill("wonderland")
-            await page.get_by_role("button", name="Sign in").click()
+            await person.sign_in(page)
             await page.wait_for_url(f"{base}/oauth/grants")
             listed = await (await page.request.get(f"{base}/oauth/grants",
                                                    headers={"Accept": "application/json"})).json()
@@ -302,9 +298,7 @@ def test_another_site_cannot_frame_the_consent_page(base: str, listener: Callbac
         async with chromium(person):
             page = await person.context.new_page()
             await page.goto(f"{base}/login")
-            await page.get_by_label("Username").fill("alice")
-            await page.get_by_label("Password").fill("wonderland")
-            await page.get_by_role("button", name="Sign in").click()
+            await person.sign_in(page)
             await page.wait_for_url(f"{base}/")
             direct = await (await page.goto(consent)).text()  # type: ignore[union-attr]  # the page itself shows
             await page.goto(decoy.url)

@@ -27,7 +27,14 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from .oauth_harness import ERAS, MetadataServer, Person, app_server, chromium, require_chromium
+from .oauth_harness import (
+    ERAS,
+    MetadataServer,
+    Person,
+    app_trusting,
+    chromium,
+    documents,  # noqa: F401  (a fixture)
+)
 from .test_mcp_tasks_servers import conformance  # noqa: F401  (conformance: Node 22)
 from .test_mcp_ts_client_servers import ts_client  # noqa: F401  (the TypeScript client, from npm)
 from .test_operating_server import redis_url  # noqa: F401  (a redis-server of our own)
@@ -129,18 +136,8 @@ say("result", out);
 
 
 @pytest.fixture(scope="module")
-def documents(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MetadataServer]:
-    server = MetadataServer(tmp_path_factory.mktemp("cimd"))
-    try:
-        yield server
-    finally:
-        server.close()
-
-
-@pytest.fixture(scope="module")
 def base(redis_url: str, documents: MetadataServer) -> Iterator[str]:  # noqa: F811
-    require_chromium()
-    with app_server(redis_url + "/3", env=documents.env, OAUTH_CIMD_ALLOW_LOOPBACK=True) as url:
+    with app_trusting(documents, redis_url + "/3") as url:
         yield url
 
 
@@ -196,8 +193,8 @@ def run_client(node_client: tuple[Path, Path], base: str, mode: str, person: Per
 @pytest.mark.parametrize(("mode", "version"), ERAS)
 @pytest.mark.parametrize("registration", ["dcr", "cimd"])
 def test_the_ts_client_signs_a_user_in_and_calls_as_them(node_client: tuple[Path, Path], base: str,
-                                                         documents: MetadataServer, registration: str, mode: str,
-                                                         version: str) -> None:
+                                                         documents: MetadataServer,  # noqa: F811
+                                                         registration: str, mode: str, version: str) -> None:
     person = Person("alice", "wonderland")
     document = ""
     if registration == "cimd":  # the redirect URI is the client's listener: a loopback port any (RFC 8252)
