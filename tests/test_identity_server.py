@@ -6,6 +6,7 @@ server. Every one is a 401 with the challenge, on calls and on discovery; none i
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Iterator
@@ -17,11 +18,10 @@ import requests
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from .conftest import live_server
-from .test_deploy import stop
+from .loopback import Receiver
 from .test_identity import KeyServer
 from .test_jwt_settings import failing_tokens
-from .test_opal_async import Receiver
-from .test_operating_server import start
+from .test_operating_server import app_servers
 
 pytestmark = pytest.mark.slow
 
@@ -31,20 +31,9 @@ ISSUER = "https://issuer.test"
 
 @pytest.fixture
 def serve() -> Iterator[Any]:
-    """``serve(**create_app_args)``: the identity app under gunicorn gthread; its base URL."""
-    procs = []
-
-    def start_one(**args: Any) -> str:
-        call = ", ".join(f"{k}={v!r}" for k, v in args.items())
-        base, proc = start(f"tests.apps.identity_app:create_app({call})", workers=2, threads=4)
-        procs.append(proc)
-        return base
-
-    try:
-        yield start_one
-    finally:
-        for proc in procs:
-            stop(proc)
+    """``serve(**create_app_args)``: the identity app under gunicorn gthread (2 workers); its base URL."""
+    with app_servers("tests.apps.identity_app:create_app", "/oxp/health") as start_one:
+        yield functools.partial(start_one, workers=2)
 
 
 def calls(base: str, claimed: str | None = None) -> dict[str, tuple[str, dict[str, Any]]]:
