@@ -5,6 +5,7 @@ wrongly signed state is refused, and nothing runs."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from typing import Any
 
@@ -59,17 +60,27 @@ def build(**config: Any) -> tuple[Flask, list[str]]:
     return app, runs
 
 
-def call(client: Any, dialect: str, tool: str, args: dict[str, Any], state: str | None = None,
-         headers: dict[str, str] | None = None) -> Any:
-    """One call of ``tool`` through ``dialect``, sending ``state`` back in ``X-Tool-Approval``."""
-    sent = {**(headers or {}), **({"X-Tool-Approval": state} if state is not None else {})}
-    path, body = {
+_ids = itertools.count(1)
+
+
+def call_request(dialect: str, tool: str, args: dict[str, Any]) -> tuple[str, Any]:
+    """The path and JSON body of a call of ``tool`` (of the ``Approvals`` toolkit) through ``dialect``."""
+    return {
         "opal": (f"/opal/tools/{tool}", {"parameters": args}),
         "oxp": ("/oxp/tools/call", {"request": {"tool_id": f"Approvals.{tool}", "input": args}}),
         "tdp": ("/api/v1/tools/execute", {"tool_name": tool, "arguments": args}),
         "utcp": (f"/utcp/tools/{tool}", args),
         "explorer": (f"/explorer/tools/{tool}/call", args),
+        "mcp": ("/mcp", {"jsonrpc": "2.0", "id": next(_ids), "method": "tools/call",
+                         "params": {"name": tool, "arguments": args}}),
     }[dialect]
+
+
+def call(client: Any, dialect: str, tool: str, args: dict[str, Any], state: str | None = None,
+         headers: dict[str, str] | None = None) -> Any:
+    """One call of ``tool`` through ``dialect``, sending ``state`` back in ``X-Tool-Approval``."""
+    sent = {**(headers or {}), **({"X-Tool-Approval": state} if state is not None else {})}
+    path, body = call_request(dialect, tool, args)
     return client.post(path, json=body, headers=sent)
 
 

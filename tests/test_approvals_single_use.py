@@ -28,6 +28,7 @@ from flask_tooldiscovery.state.single_use import Ledger, SpendError
 
 from .apps.approval_app import wiping_app
 from .conftest import free_port, live_server
+from .test_approvals import call_request
 from .test_deploy import stop
 from .test_operating_server import (
     redis_url,  # noqa: F401  (a fixture: a redis-server of our own)
@@ -43,15 +44,7 @@ _ids = itertools.count(1)
 def send(base: str, dialect: str, tool: str, args: dict[str, Any], state: str | None = None) -> requests.Response:
     """One call of ``tool`` through ``dialect`` (``state`` sent back in ``X-Tool-Approval``)."""
     headers = {"X-Tool-Approval": state} if state is not None else {}
-    path, body = {
-        "opal": (f"/opal/tools/{tool}", {"parameters": args}),
-        "oxp": ("/oxp/tools/call", {"request": {"tool_id": f"Approvals.{tool}", "input": args}}),
-        "tdp": ("/api/v1/tools/execute", {"tool_name": tool, "arguments": args}),
-        "utcp": (f"/utcp/tools/{tool}", args),
-        "explorer": (f"/explorer/tools/{tool}/call", args),
-        "mcp": ("/mcp", {"jsonrpc": "2.0", "id": next(_ids), "method": "tools/call",
-                         "params": {"name": tool, "arguments": args}}),
-    }[dialect]
+    path, body = call_request(dialect, tool, args)
     return requests.post(base + path, json=body, headers=headers, timeout=30)
 
 
