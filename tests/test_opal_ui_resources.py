@@ -9,13 +9,12 @@ from __future__ import annotations
 import json
 import logging
 
-from flask import Flask
 from pydantic import BaseModel, Field
 
 from flask_tooldiscovery import ToolDiscovery, UIError
 from flask_tooldiscovery.catalog.ui import MIME_TYPE
 
-from .apps.ui_app import TEMPLATES, create_app
+from .apps.ui_app import create_app, leaky_app
 from .opal_sdk import by_name, sdk, sdk_app, shape
 
 CARD = "ui://shop/order-card"
@@ -89,11 +88,7 @@ def test_resources_read_takes_the_credentials_calls_take() -> None:
 
 
 def test_a_failing_template_is_a_plain_500(caplog) -> None:
-    discovery = ToolDiscovery()
-    discovery.tool(name="leak", ui="leaky.html")(lambda: "x")
-    app = Flask("leaky_opal", template_folder=str(TEMPLATES))
-    app.config.update(TESTING=True, TOOLDISCOVERY_DIALECTS=["opal"])
-    discovery.init_app(app)
+    app = leaky_app("opal")
     with caplog.at_level(logging.ERROR, logger="flask_tooldiscovery"):
         r = app.test_client().post("/opal/resources/read", json={"uri": "ui://leaky.html"})
     assert r.status_code == 500

@@ -17,7 +17,7 @@ from flask import Flask
 from flask_tooldiscovery import UI, RegistrationError, ToolDiscovery, UIError
 from flask_tooldiscovery.catalog.ui import MIME_TYPE, bridge_script
 
-from .apps.ui_app import TEMPLATES, create_app
+from .apps.ui_app import TEMPLATES, create_app, leaky_app
 from .conftest import live_server
 
 ALL = ["explorer", "opal", "oxp", "tdp", "mcp", "utcp"]
@@ -224,11 +224,7 @@ def test_the_html_is_the_same_for_every_caller() -> None:
 
 
 def test_a_template_reading_the_request_fails_at_read_time_logged_without_the_trace(caplog) -> None:
-    discovery = ToolDiscovery()
-    discovery.tool(name="leak", ui="leaky.html")(lambda: "x")
-    app = Flask("leaky", template_folder=str(TEMPLATES))
-    app.config.update(TESTING=True, TOOLDISCOVERY_DIALECTS=["mcp"])
-    discovery.init_app(app)  # it compiles: the failure is the caller's data it asks for
+    app = leaky_app("mcp")  # it compiles: the failure is the caller's data it asks for
     with caplog.at_level(logging.ERROR, logger="flask_tooldiscovery"):
         r = rpc(app.test_client(), "resources/read", {"uri": "ui://leaky.html"}, Authorization="Bearer secret-x")
     body = r.get_json()
@@ -312,11 +308,7 @@ def test_the_manifest_offers_what_initialize_offers() -> None:
 
 
 def test_the_explorer_preview_route_answers_a_failing_template_with_a_plain_500(caplog) -> None:
-    discovery = ToolDiscovery()
-    discovery.tool(name="leak", ui="leaky.html")(lambda: "x")
-    app = Flask("leaky_explorer", template_folder=str(TEMPLATES))
-    app.config.update(TESTING=True, TOOLDISCOVERY_DIALECTS=["explorer"])
-    discovery.init_app(app)
+    app = leaky_app("explorer")
     with caplog.at_level(logging.ERROR, logger="flask_tooldiscovery"):
         r = app.test_client().get("/explorer/tools/leak/ui", headers={"Authorization": "Bearer secret-y"})
     assert r.status_code == 500 and r.get_json() == {

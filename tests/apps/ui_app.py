@@ -48,3 +48,14 @@ def app_with(discovery: ToolDiscovery, name: str = __name__, **config: Any) -> F
 
 def create_app(**config: Any) -> Flask:
     return app_with(make_discovery(), **config)
+
+
+def leaky_app(dialect: str) -> Flask:
+    """An app serving only ``dialect``, whose one tool ``leak`` has a UI template (leaky.html) that
+    reads the request: it compiles, and fails when rendered outside a request."""
+    discovery = ToolDiscovery()
+    discovery.tool(name="leak", ui="leaky.html")(lambda: "x")
+    app = Flask(f"leaky_{dialect}", template_folder=str(TEMPLATES))
+    app.config.update(TESTING=True, TOOLDISCOVERY_DIALECTS=[dialect])
+    discovery.init_app(app)
+    return app
