@@ -35,13 +35,8 @@ import json
 import logging
 import re
 import secrets
-import shutil
-import socket
 import statistics
-import subprocess
 import sys
-import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -55,19 +50,13 @@ logging.disable(logging.CRITICAL)
 import jwt  # noqa: E402
 from cryptography.hazmat.primitives.asymmetric import rsa  # noqa: E402
 from flask import Flask, jsonify  # noqa: E402
-from werkzeug.serving import make_server  # noqa: E402
 
 from tests.apps.oauth_login_app import create_app  # noqa: E402
+from tests.loopback import RedisServer, live_server, redis_binary  # noqa: E402
 
 ISSUER, AUDIENCE, KID = "https://login.example.test", "http://127.0.0.1/mcp", "bench-1"
 CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "whoami", "arguments": {}}}
 HEADERS = {"HTTP_ACCEPT": "application/json, text/event-stream", "HTTP_MCP_PROTOCOL_VERSION": "2025-11-25"}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextmanager
@@ -76,42 +65,21 @@ def jwks_server(key: rsa.RSAPrivateKey) -> Iterator[str]:
     issuer = Flask("jwks")
     jwk = {**json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key())), "kid": KID, "use": "sig", "alg": "RS256"}
     issuer.get("/jwks.json")(lambda: jsonify({"keys": [jwk]}))
-    server = make_server("127.0.0.1", 0, issuer, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}/jwks.json"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with live_server(issuer) as base:
+        yield base + "/jwks.json"
 
 
 @contextmanager
 def redis_server() -> Iterator[str | None]:
     """A redis-server of our own on a free port (``None`` when there is none)."""
-    binary = shutil.which("redis-server") or shutil.which("/usr/bin/redis-server")
-    if binary is None:
+    if redis_binary() is None:
         yield None
         return
-    port = free_port()
-    folder = tempfile.mkdtemp()
-    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                             "--dir", folder], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = RedisServer()
     try:
-        import redis
-
-        client = redis.Redis(port=port)
-        for _ in range(100):
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
+        yield server.url + "/0"
     finally:
-        proc.terminate()
-        proc.wait(10)
-        shutil.rmtree(folder, ignore_errors=True)
+        server.close()
 
 
 def hidden_inputs(page: str) -> dict[str, str]:

@@ -35,12 +35,10 @@ import json
 import logging
 import os
 import re
-import shutil
 import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -57,14 +55,9 @@ from flask_tooldiscovery import ToolDiscovery  # noqa: E402
 from flask_tooldiscovery.tasks.outbox import OUTBOX, Outbox  # noqa: E402
 from flask_tooldiscovery.tasks.records import RedisTaskStore, Task  # noqa: E402
 from flask_tooldiscovery.tasks.runner import EXTENSION_KEY  # noqa: E402
+from tests.loopback import RedisServer, free_port  # noqa: E402
 
 ROUNDS, PER_ROUND = 9, 200
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def app_with(engine: str, redis_url: str) -> Flask:
@@ -269,23 +262,11 @@ def main() -> None:
     if sys.argv[1:2] == ["--requests"]:
         counted_run(sys.argv[3], int(sys.argv[2]))
         return
-    binary = shutil.which("redis-server") or "/usr/bin/redis-server"
-    port, folder = free_port(), tempfile.mkdtemp()
-    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                             "--dir", folder], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"redis://127.0.0.1:{port}/0"
+    server = RedisServer()
+    url = server.url + "/0"
     try:
         import redis
 
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                redis.Redis.from_url(url).ping()
-                break
-            except redis.ConnectionError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
         if sys.argv[1:2] == ["--instructions"]:
             counted = {case: instructions(case, url) for case in INSTRUCTION_CASES}
             for case, count in counted.items():
@@ -365,9 +346,7 @@ def main() -> None:
         print(f"\nweb process memory after 2,000 accepted celery tasks no worker took: {grown / 1024:+.1f} KiB "
               f"({grown / 2000:+.1f} bytes per task)")
     finally:
-        proc.terminate()
-        proc.wait(10)
-        shutil.rmtree(folder, ignore_errors=True)
+        server.close()
 
 
 if __name__ == "__main__":

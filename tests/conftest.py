@@ -2,32 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
-import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from flask import Flask
-from werkzeug.serving import make_server
 
 from flask_tooldiscovery import ToolDiscovery
 
-from .loopback import Receiver, free_port  # noqa: F401  (free_port: the tests import it from here)
-
-
-@contextlib.contextmanager
-def live_server(app: Flask) -> Iterator[str]:
-    """Serve ``app`` on 127.0.0.1 at a free port in a thread; yields the base URL; stops it."""
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        thread.join(5)
-        server.server_close()
+from .loopback import Receiver, free_port, live_server  # noqa: F401  (the tests import these from here)
 
 
 @pytest.fixture(scope="module")

@@ -1,18 +1,42 @@
-"""Servers on 127.0.0.1 that the tests and the benchmarks both start: a free port, a quiet HTTP
-server in a thread, the receiver Opal callbacks are POSTed to, and a tarpit that accepts every
-connection and never answers. No pytest here: bench/ imports this module too."""
+"""Servers on 127.0.0.1 that the tests and the benchmarks both start: a free port, a WSGI app
+served in a thread, a quiet HTTP server in a thread, the receiver Opal callbacks are POSTed to, and
+a tarpit that accepts every connection and never answers, and a redis-server of our own. No pytest
+here: bench/ imports it too."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
 import socket
 import ssl
+import subprocess
+import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
+from werkzeug.serving import make_server
+
 WAIT = 60  # seconds a receiver waits for a callback at most (it normally comes at once)
+
+
+@contextlib.contextmanager
+def live_server(app: Any) -> Iterator[str]:
+    """Serve the WSGI ``app`` on 127.0.0.1 at a free port in a thread; yields the base URL; stops it."""
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        thread.join(5)
+        server.server_close()
 
 
 def free_port() -> int:
@@ -100,6 +124,61 @@ class Receiver(LoopbackServer):
     def received(self, url: str) -> list[tuple[dict[str, str], bytes]]:
         with self.changed:
             return list(self.posts.get(url[len(self.base):], []))
+
+
+#: The redis-server :class:`RedisServer` starts (``TOOLDISCOVERY_REDIS_SERVER``, else Debian's, else the PATH's).
+REDIS_SERVER = os.environ.get("TOOLDISCOVERY_REDIS_SERVER", "/usr/bin/redis-server")
+
+
+def redis_binary() -> str | None:
+    return REDIS_SERVER if Path(REDIS_SERVER).exists() else shutil.which("redis-server")
+
+
+class RedisServer:
+    """A redis-server of our own on 127.0.0.1 at a free port, without persistence, its files in
+    ``folder`` (else a temporary folder, removed by :meth:`close`); ``url`` names it (no database)."""
+
+    def __init__(self, folder: Path | None = None) -> None:
+        import redis
+
+        binary = redis_binary()
+        if binary is None:
+            raise RuntimeError(f"no redis-server at {REDIS_SERVER} nor on the PATH")
+        self.folder, self.owned = (folder, False) if folder else (Path(tempfile.mkdtemp()), True)
+        port = free_port()
+        self.proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                                      "--appendonly", "no", "--dir", str(self.folder)],
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.url = f"redis://127.0.0.1:{port}"
+        try:
+            client = redis.Redis.from_url(self.url)
+            deadline = time.monotonic() + 15
+            while True:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"redis-server exited:\n{self.proc.stdout.read() if self.proc.stdout else ''}")
+                try:
+                    client.ping()
+                    break
+                except redis.ConnectionError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.1)
+            client.close()
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+        if self.proc.stdout:
+            self.proc.stdout.close()
+        if self.owned:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
 
 class Tarpit:

@@ -8,12 +8,9 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import os
-import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,50 +19,29 @@ from flask import Flask
 
 from flask_tooldiscovery import ToolDiscovery
 
-from .conftest import free_port
+from .loopback import REDIS_SERVER, RedisServer, free_port, redis_binary
 from .test_deploy import ROOT, stop, wait_until_up
 
 pytestmark = pytest.mark.slow
-
-REDIS_SERVER = os.environ.get("TOOLDISCOVERY_REDIS_SERVER", "/usr/bin/redis-server")
 
 
 @pytest.fixture(scope="module")
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A redis-server of our own on 127.0.0.1 at a free port, without persistence."""
-    binary = REDIS_SERVER if Path(REDIS_SERVER).exists() else shutil.which("redis-server")
-    missing = None if binary else f"no redis-server at {REDIS_SERVER}"
+    missing = None if redis_binary() else f"no redis-server at {REDIS_SERVER}"
     try:
-        import redis
+        import redis  # noqa: F401
     except ImportError:
         missing = missing or "the redis package is not installed (pip install -e '.[test]')"
     if missing:
         if os.environ.get("CI"):
             pytest.fail(f"Redis tests cannot run in CI: {missing}")
         pytest.skip(missing)
-    port = free_port()
-    folder = tmp_path_factory.mktemp("redis")
-    proc = subprocess.Popen([str(binary), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no", "--dir", str(folder)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    url = f"redis://127.0.0.1:{port}"
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
     try:
-        client = redis.Redis.from_url(url)
-        deadline = time.monotonic() + 15
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"redis-server exited:\n{proc.stdout.read() if proc.stdout else ''}")
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
-        client.close()
-        yield url
+        yield server.url
     finally:
-        stop(proc)
+        server.close()
 
 
 #: The shipped gunicorn configuration: its post_fork hook tells the app its workers and threads, as
