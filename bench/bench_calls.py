@@ -10,12 +10,9 @@ of (case / the bare view measured just before it) over rounds.
 
 from __future__ import annotations
 
-import gc
-import io
 import json
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,6 +21,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import http_apps  # noqa: E402
+from timing import calibrated, us_per, wsgi_request  # noqa: E402
 
 CALL = {"city": "Oslo", "days": 2}
 HEADERS = {"HTTP_ACCEPT": "application/json, text/event-stream", "HTTP_MCP_PROTOCOL_VERSION": "2025-06-18"}
@@ -39,27 +37,8 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
 
 
 def post(app: Any, path: str, body: dict[str, Any]) -> Callable[[], bytes]:
-    data = json.dumps(body).encode()
-    base = {"REQUEST_METHOD": "POST", "PATH_INFO": path, "SERVER_NAME": "127.0.0.1", "SERVER_PORT": "80",
-            "HTTP_HOST": "127.0.0.1", "wsgi.url_scheme": "http", "CONTENT_TYPE": "application/json",
-            "CONTENT_LENGTH": str(len(data)), "wsgi.errors": sys.stderr, **HEADERS}
-
-    def run() -> bytes:
-        statuses: list[str] = []
-        out = b"".join(app({**base, "wsgi.input": io.BytesIO(data)}, lambda s, h: statuses.append(s)))
-        assert statuses[0].startswith("200") and b'"isError":true' not in out and b'"success":false' not in out, \
-            (path, statuses, out[:300])
-        return out
-
-    return run
-
-
-def us_per(fn: Callable[[], object], n: int) -> float:
-    gc.collect()
-    start = time.perf_counter()
-    for _ in range(n):
-        fn()
-    return (time.perf_counter() - start) / n * 1e6
+    return wsgi_request(app, "POST", path, json.dumps(body).encode(), HEADERS,
+                        check=lambda out: b'"isError":true' not in out and b'"success":false' not in out)
 
 
 def main() -> None:
@@ -67,11 +46,7 @@ def main() -> None:
     ours, bare = http_apps.ours(), http_apps.bare()
     reference = post(bare, "/call", CALL)
     cases = [(label, post(ours, path, body)) for label, path, body in CASES if _mounted(ours, path)]
-    n = 0
-    start = time.perf_counter()
-    while time.perf_counter() - start < 0.2:
-        reference()
-        n += 1
+    n = calibrated(reference, 0.2)
     times: dict[str, list[float]] = {"bare Flask: parse, call, JSON": []}
     ratios: dict[str, list[float]] = {}
     for _ in range(rounds):

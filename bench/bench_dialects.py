@@ -7,11 +7,8 @@ adds, not network or server overhead. Each figure is the median of 5 rounds.
 
 from __future__ import annotations
 
-import gc
 import json
-import statistics
 import sys
-import time
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +16,7 @@ from typing import Annotated, Literal
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import timing
 from flask import Flask, jsonify, request
 
 from flask_tooldiscovery import ToolDiscovery
@@ -66,14 +64,7 @@ def bare_app() -> Flask:
 
 
 def per_second(fn: Callable[[], object], n: int) -> float:
-    rates = []
-    for _ in range(ROUNDS):
-        gc.collect()
-        start = time.perf_counter()
-        for _ in range(n):
-            fn()
-        rates.append(n / (time.perf_counter() - start))
-    return statistics.median(rates)
+    return timing.per_second(fn, n, ROUNDS)
 
 
 def main() -> None:

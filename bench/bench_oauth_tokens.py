@@ -27,10 +27,8 @@ over rounds. bench/RESULTS.rst ("OAuth tokens") records runs.
 from __future__ import annotations
 
 import base64
-import gc
 import hashlib
 import html
-import io
 import json
 import logging
 import re
@@ -50,6 +48,7 @@ logging.disable(logging.CRITICAL)
 import jwt  # noqa: E402
 from cryptography.hazmat.primitives.asymmetric import rsa  # noqa: E402
 from flask import Flask, jsonify  # noqa: E402
+from timing import calibrated, us_per, wsgi_request  # noqa: E402
 
 from tests.apps.oauth_login_app import create_app  # noqa: E402
 from tests.loopback import RedisServer, live_server, redis_binary  # noqa: E402
@@ -125,28 +124,10 @@ def own_token(app: Flask) -> str:
 
 
 def mcp_call(app: Flask, token: str) -> Callable[[], bytes]:
-    data = json.dumps(CALL).encode()
-    environ = {"REQUEST_METHOD": "POST", "PATH_INFO": "/mcp", "SERVER_NAME": "127.0.0.1", "SERVER_PORT": "80",
-               "HTTP_HOST": "127.0.0.1", "wsgi.url_scheme": "http", "CONTENT_TYPE": "application/json",
-               "CONTENT_LENGTH": str(len(data)), "wsgi.errors": sys.stderr, "HTTP_AUTHORIZATION": f"Bearer {token}",
-               **HEADERS}
-
-    def run() -> bytes:
-        statuses: list[str] = []
-        out = b"".join(app({**environ, "wsgi.input": io.BytesIO(data)}, lambda s, h: statuses.append(s)))
-        assert statuses[0].startswith("200") and b'"user_id": "' in out and b'"isError": true' not in out, \
-            (statuses, out[:300])
-        return out
-
-    return run
-
-
-def us_per(fn: Callable[[], object], n: int) -> float:
-    gc.collect()
-    start = time.perf_counter()
-    for _ in range(n):
-        fn()
-    return (time.perf_counter() - start) / n * 1e6
+    """MCP ``tools/call`` of ``whoami`` with ``token``, straight into the WSGI callable."""
+    headers = {**HEADERS, "HTTP_AUTHORIZATION": f"Bearer {token}"}
+    return wsgi_request(app, "POST", "/mcp", json.dumps(CALL).encode(), headers,
+                        check=lambda out: b'"user_id": "' in out and b'"isError": true' not in out)
 
 
 def main() -> None:
@@ -168,11 +149,7 @@ def main() -> None:
         calls = dict((label, fn) for label, fn, _ in cases)
         for fn in calls.values():
             fn()  # the JWKS is fetched once, then cached
-        n = 0
-        start = time.perf_counter()
-        while time.perf_counter() - start < 0.3:
-            calls["JWT (JWKS), in process"]()
-            n += 1
+        n = calibrated(calls["JWT (JWKS), in process"], 0.3)
         times: dict[str, list[float]] = {label: [] for label in calls}
         ratios: dict[str, list[float]] = {}
         for _ in range(rounds):

@@ -9,18 +9,16 @@ Each figure is the median of 5 rounds.
 
 from __future__ import annotations
 
-import gc
-import io
 import json
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import timing
 from flask import Flask, Response, jsonify, request
+from timing import calibrated, wsgi_request
 
 from flask_tooldiscovery import ToolDiscovery
 
@@ -63,34 +61,12 @@ def bare(document: bytes) -> Flask:
 
 
 def wsgi(app: Flask, method: str, path: str, body: bytes = b"") -> Callable[[], bytes]:
-    """A request straight into the WSGI callable; returns the body."""
-    base = {"REQUEST_METHOD": method, "PATH_INFO": path, "SERVER_NAME": "127.0.0.1", "SERVER_PORT": "80",
-            "HTTP_HOST": "127.0.0.1", "wsgi.url_scheme": "http", "CONTENT_TYPE": "application/json",
-            "CONTENT_LENGTH": str(len(body)), "wsgi.errors": sys.stderr}
-
-    def run() -> bytes:
-        statuses: list[str] = []
-        environ = {**base, "wsgi.input": io.BytesIO(body)}
-        out = b"".join(app.wsgi_app(environ, lambda status, headers: statuses.append(status)))
-        assert statuses[0].startswith("200"), (statuses, out[:200])
-        return out
-
-    return run
+    """A request straight into the app's WSGI callable; returns the body."""
+    return wsgi_request(app.wsgi_app, method, path, body)
 
 
 def per_second(fn: Callable[[], object]) -> float:
-    n, rates = 0, []
-    start = time.perf_counter()
-    while time.perf_counter() - start < 0.3:  # calibrate: about 0.3 s a round
-        fn()
-        n += 1
-    for _ in range(ROUNDS):
-        gc.collect()
-        start = time.perf_counter()
-        for _ in range(n):
-            fn()
-        rates.append(n / (time.perf_counter() - start))
-    return statistics.median(rates)
+    return timing.per_second(fn, calibrated(fn, 0.3), ROUNDS)  # about 0.3 s a round
 
 
 def main() -> None:
