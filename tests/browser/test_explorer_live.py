@@ -17,6 +17,7 @@ from playwright.sync_api import expect
 from flask_tooldiscovery import Audio, File, Image, ResourceLink, ToolContext, ToolDiscovery
 
 from ..conftest import live_server
+from .explorer import execute, open_tool
 
 pytestmark = pytest.mark.browser
 
@@ -126,21 +127,14 @@ def tools() -> Iterator[Tools]:
         yield fresh
 
 
-def open_tool(page, tools: Tools, name: str) -> None:
-    page.goto(f"{tools.base}/explorer/#tool={name}")
-    page.wait_for_selector("body[data-ready='true']")
-    page.wait_for_selector(f"#td-name:has-text('{name}')")
-
-
 def run_tool(page, tools: Tools, name: str) -> None:
     """Open ``name``, press Execute and wait until the call is done."""
-    open_tool(page, tools, name)
-    page.click("#td-execute")
-    page.wait_for_selector("#td-status:has-text('Done')")
+    open_tool(page, tools.base + "/explorer", name)
+    execute(page)
 
 
 def test_progress_and_log_lines_show_while_the_tool_runs(page, tools: Tools) -> None:
-    open_tool(page, tools, "crunch")
+    open_tool(page, tools.base + "/explorer", "crunch")
     page.click("#td-execute")
     # The tool is blocked on the gate: all of this arrives before any result.
     expect(page.locator("#td-progress-text")).to_have_text("3 / 3 \u2014 step 3 of 3")
@@ -165,7 +159,7 @@ def test_progress_and_log_lines_show_while_the_tool_runs(page, tools: Tools) -> 
 
 
 def test_stop_cancels_the_call_on_the_server(page, tools: Tools) -> None:
-    open_tool(page, tools, "hang")
+    open_tool(page, tools.base + "/explorer", "hang")
     page.click("#td-execute")
     expect(page.locator("#td-progress-text")).to_have_text("1 / 2 \u2014 hanging on")
     page.click("#td-stop")
@@ -224,7 +218,7 @@ def test_audio_files_and_links(page, tools: Tools, tmp_path) -> None:
 
 
 def test_approval_confirm_runs_only_after_yes(page, tools: Tools) -> None:
-    open_tool(page, tools, "wipe")
+    open_tool(page, tools.base + "/explorer", "wipe")
     page.fill("[data-path='/target']", "<img src=x onerror=window.pwned=1>")
     page.click("#td-execute")
     page.wait_for_selector("#td-approve[open]")
@@ -248,7 +242,7 @@ def test_approval_confirm_runs_only_after_yes(page, tools: Tools) -> None:
 
 
 def test_destructive_tool_without_server_approval_keeps_the_pages_confirm(page, tools: Tools) -> None:
-    open_tool(page, tools, "purge")
+    open_tool(page, tools.base + "/explorer", "purge")
     page.fill("[data-path='/target']", "cache")
     page.click("#td-execute")
     page.wait_for_selector("#td-confirm[open]")
@@ -265,7 +259,7 @@ def test_destructive_tool_without_server_approval_keeps_the_pages_confirm(page, 
 def test_a_reload_lists_the_running_task_and_then_shows_its_result(page, tools: Tools) -> None:
     """A live call is a task on the server: reloading the page leaves it running, the page lists
     it, follows it to its end and shows its result."""
-    open_tool(page, tools, "crunch")
+    open_tool(page, tools.base + "/explorer", "crunch")
     page.click("#td-execute")
     expect(page.locator("#td-progress-text")).to_have_text("3 / 3 \u2014 step 3 of 3")
     expect(page.locator("#td-tasks li[data-state='working']")).to_have_count(1)
@@ -284,7 +278,7 @@ def test_a_reload_lists_the_running_task_and_then_shows_its_result(page, tools: 
 
 
 def test_stop_in_the_task_list_after_a_reload_cancels_the_call(page, tools: Tools) -> None:
-    open_tool(page, tools, "hang")
+    open_tool(page, tools.base + "/explorer", "hang")
     page.click("#td-execute")
     expect(page.locator("#td-progress-text")).to_have_text("1 / 2 \u2014 hanging on")
     page.reload()

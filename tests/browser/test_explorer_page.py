@@ -13,6 +13,7 @@ from example_app import create_app
 from flask_tooldiscovery import Identity, ToolDiscovery
 
 from ..conftest import live_server
+from .explorer import execute, open_explorer, open_tool
 
 PREFIX = "/admin/tool-explorer"
 
@@ -31,8 +32,7 @@ def make(**config) -> Flask:
 
 
 def open_page(page, base, fragment=""):
-    page.goto(f"{base}{PREFIX}/{fragment}")
-    page.wait_for_selector("body[data-ready='true']")
+    open_explorer(page, base + PREFIX, fragment)
 
 
 def test_lists_filters_fills_validates_executes(page, artifacts) -> None:
@@ -66,8 +66,7 @@ def test_lists_filters_fills_validates_executes(page, artifacts) -> None:
         assert "integer" in page.inner_text("[data-error-for='/round_to']")
         # Running with an empty list: the tool's own ToolError comes back as an error result.
         page.fill("[data-path='/round_to']", "")
-        page.click("#td-execute")
-        page.wait_for_selector("#td-status:has-text('The tool reported an error')")
+        execute(page, "The tool reported an error")
         assert "Give at least one value." in page.inner_text("#td-result")
         # Fill the repeatable list through the generated form.
         for i, value in enumerate(["2", "4", "9"]):
@@ -77,8 +76,7 @@ def test_lists_filters_fills_validates_executes(page, artifacts) -> None:
         assert json.loads(page.input_value("#td-json")) == {"values": [2, 4, 9], "round_to": 1}
         page.click("#td-validate")
         page.wait_for_selector("#td-status:has-text('Arguments are valid')")
-        page.click("#td-execute")
-        page.wait_for_selector("#td-status:has-text('Done')")
+        execute(page)
         assert page.inner_text("#td-result").strip() == "5.0"
         assert page.inner_text("#td-elapsed").endswith("ms")
         curl = page.text_content("#td-curl")
@@ -89,8 +87,7 @@ def test_lists_filters_fills_validates_executes(page, artifacts) -> None:
 
 def test_nested_object_enum_and_inline_errors(page) -> None:
     with live_server(make()) as base:
-        open_page(page, base, "#tool=create_order")  # deep link
-        page.wait_for_selector("#td-name:has-text('create_order')")
+        open_tool(page, base + PREFIX, "create_order")  # deep link
         page.fill("[data-path='/ship_to/street']", "Main 1")
         page.click("#td-validate")
         page.wait_for_selector("[data-error-for='/ship_to/city']:not([hidden])")
@@ -112,8 +109,7 @@ def test_nested_object_enum_and_inline_errors(page) -> None:
 
 def test_destructive_confirmation_and_structured_content(page) -> None:
     with live_server(make()) as base:
-        open_page(page, base, "#tool=create_order")
-        page.wait_for_selector("#td-name:has-text('create_order')")
+        open_tool(page, base + PREFIX, "create_order")
         page.fill("[data-path='/ship_to/street']", "Main 1")
         page.fill("[data-path='/ship_to/city']", "Berlin")
         page.click("[data-add='/items']")
@@ -146,8 +142,7 @@ def test_destructive_confirmation_and_structured_content(page) -> None:
 
 def test_execution_disabled_hides_execute(page) -> None:
     with live_server(make(TOOLDISCOVERY_ALLOW_EXECUTE=False)) as base:
-        open_page(page, base, "#tool=add")
-        page.wait_for_selector("#td-name:has-text('add')")
+        open_tool(page, base + PREFIX, "add")
         assert not page.is_visible("#td-execute")
         assert page.is_visible("#td-disabled")
         assert "disabled" in page.inner_text("#td-disabled")
@@ -192,8 +187,7 @@ def test_token_field_sends_authorization(page) -> None:
         page.wait_for_selector("#td-result:has-text('Unauthorized')")
         assert "token" in page.inner_text("#td-result").lower()
         page.fill("#td-token", "letmein")
-        page.click("#td-execute")
-        page.wait_for_selector("#td-status:has-text('Done')")
+        execute(page)
         assert page.inner_text("#td-result").strip() == "you"
     assert seen == [None, "Bearer letmein"]
 
@@ -244,12 +238,10 @@ def test_token_with_or_without_the_scheme(page) -> None:
 
 def test_403_hides_execute_and_shows_the_notice(page) -> None:
     with live_server(make()) as base:
-        open_page(page, base, "#tool=add")
-        page.wait_for_selector("#td-name:has-text('add')")
+        open_tool(page, base + PREFIX, "add")
         page.fill("[data-path='/a']", "1")
         page.fill("[data-path='/b']", "2")
-        page.click("#td-execute")
-        page.wait_for_selector("#td-status:has-text('Done')")
+        execute(page)
         assert page.locator("#td-history button:has-text('Replay')").count() == 1
         # Another 403 (an origin refused, say) is an error, not the switch.
         page.route("**/call", lambda route: route.fulfill(
@@ -275,8 +267,7 @@ def test_403_hides_execute_and_shows_the_notice(page) -> None:
 
 def test_tool_error_is_not_a_crash_and_raw_response(page) -> None:
     with live_server(make()) as base:
-        open_page(page, base, "#tool=mean")
-        page.wait_for_selector("#td-name:has-text('mean')")
+        open_tool(page, base + PREFIX, "mean")
         page.click("#td-execute")  # no values: the tool raises its own ToolError
         page.wait_for_selector("#td-status:has-text('The tool reported an error')")
         assert "Failed" not in page.inner_text("#td-status")
@@ -286,14 +277,12 @@ def test_tool_error_is_not_a_crash_and_raw_response(page) -> None:
         assert raw["isError"] is True and raw["_meta"]["_trace_id"]
         # A 500 that is not a tool result is a failure.
         page.route("**/call", lambda route: route.fulfill(status=500, content_type="text/html", body="<h1>oops</h1>"))
-        page.click("#td-execute")
-        page.wait_for_selector("#td-status:has-text('Failed (HTTP 500)')")
+        execute(page, "Failed (HTTP 500)")
         page.unroute("**/call")
         # A success: the whole JSON, _meta included, behind "Raw response".
         page.click("[data-add='/values']")
         page.fill("[data-path='/values/0']", "3")
-        page.click("#td-execute")
-        page.wait_for_selector("#td-status:has-text('Done')")
+        execute(page)
         assert page.is_hidden("#td-raw")
         page.click("#td-raw-wrap summary")
         raw = json.loads(page.inner_text("#td-raw"))
@@ -303,8 +292,7 @@ def test_tool_error_is_not_a_crash_and_raw_response(page) -> None:
 
 def test_annotations_as_json_in_the_detail(page) -> None:
     with live_server(make()) as base:
-        open_page(page, base, "#tool=create_order")
-        page.wait_for_selector("#td-name:has-text('create_order')")
+        open_tool(page, base + PREFIX, "create_order")
         assert page.is_visible("#td-annotations")
         assert json.loads(page.inner_text("#td-annotations")) == {
             "title": "Place an order", "readOnlyHint": False, "destructiveHint": True, "idempotentHint": False,
@@ -382,8 +370,7 @@ def test_destructive_confirmation_after_validation(page) -> None:
     validated: list[str] = []
     with live_server(make()) as base:
         page.on("request", lambda r: validated.append(r.url.rsplit("/", 1)[1]) if r.method == "POST" else None)
-        open_page(page, base, "#tool=create_order")
-        page.wait_for_selector("#td-name:has-text('create_order')")
+        open_tool(page, base + PREFIX, "create_order")
         page.click("#td-execute")  # ship_to and items missing: no confirmation, the errors
         page.wait_for_selector("[data-error-for='/ship_to/city']:not([hidden])", timeout=5000)
         assert page.locator("#td-confirm[open]").count() == 0

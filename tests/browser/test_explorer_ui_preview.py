@@ -18,6 +18,7 @@ from flask_tooldiscovery import Identity
 
 from ..apps.ui_app import CARD, ORDERS, TEMPLATES, create_app, make_discovery
 from ..conftest import live_server
+from .explorer import open_tool
 
 pytestmark = pytest.mark.browser
 
@@ -28,9 +29,7 @@ def test_the_preview_shows_the_result_of_the_call_made_on_the_page(page) -> None
     app = create_app(TOOLDISCOVERY_DIALECTS=["explorer"], TOOLDISCOVERY_BEARER_TOKEN=TOKEN)
     page.set_default_timeout(15_000)
     with live_server(app) as base:
-        page.goto(f"{base}/explorer/#tool=get_order")
-        page.wait_for_selector("body[data-ready='true']")
-        page.wait_for_selector("#td-name:has-text('get_order')")
+        open_tool(page, base + "/explorer", "get_order")
         expect(page.locator("[data-tool='refresh_order'] .badge")).to_have_text(["app only"])
         page.fill("#td-token", TOKEN)
         page.fill("[data-path='/order_id']", "A-17")
@@ -76,8 +75,7 @@ def test_a_tool_only_members_see_is_framed_with_the_grant_its_detail_gives(page)
     page.set_default_timeout(15_000)
     with live_server(app) as base:
         page.context.add_cookies([{"name": "member", "value": "ann", "url": base}])
-        page.goto(f"{base}/explorer/#tool=members_order")
-        page.wait_for_selector("#td-name:has-text('members_order')")
+        open_tool(page, base + "/explorer", "members_order")
         page.fill("[data-path='/order_id']", "A-17")
         page.click("#td-execute")
         expect(page.locator("#td-status")).to_have_text("Done (HTTP 200).")

@@ -8,6 +8,7 @@ import pytest
 
 from ..conftest import live_server
 from ..test_identity_recipes import recipe
+from .explorer import execute
 
 pytestmark = pytest.mark.browser
 
@@ -16,8 +17,7 @@ def run_refused(page) -> str:
     page.wait_for_selector("body[data-ready='true']")
     page.click("[data-tool='whoami']")
     page.wait_for_selector("#td-name:has-text('whoami')")
-    page.click("#td-execute")
-    page.wait_for_selector("#td-status:has-text('Failed')")
+    execute(page, "Failed")
     return str(page.inner_text("#td-status")).strip()
 
 
@@ -38,6 +38,5 @@ def test_a_user_signed_in_with_the_apps_login_form_runs_a_tool_on_the_explorer_p
         assert page.locator("[data-tool='my_orders']").count() == 1  # alice's own tools are listed
         page.click("[data-tool='whoami']")
         page.wait_for_selector("#td-name:has-text('whoami')")
-        page.click("#td-execute")
-        page.wait_for_selector("#td-status:has-text('Done')")
+        execute(page)
         assert page.inner_text("#td-result").strip() == "alice"
