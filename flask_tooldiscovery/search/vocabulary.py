@@ -248,21 +248,30 @@ def action_of(verbs: list[str]) -> str | None:
         for action, said in ACTIONS.items():
             if word in said:
                 return action
+        if word[:2] in ("un", "de") and word[2:] in ACTIONS["create"]:  # unregister, deregister, uninvite
+            return "delete"
     return None
 
 
 def asked_for(verbs: list[str], query_words: list[str]) -> str | None:
     """The kind of action a query asks for (``verbs``: :func:`understood`'s): :func:`action_of`,
-    but a question or a "show" about a plural (``what bugs are open``, ``show the files``) asks
-    for a list."""
+    but a question or a "show" about a plural (``what bugs are open``, ``show the files``), or a
+    plural said without a verb (``webhooks of the organization``), asks for a list; a verb that
+    undoes one that creates (``unregister``, ``deregister``) asks to delete."""
     action = action_of(verbs)
+    said = [w for w in query_words if w not in STOPWORDS and w not in _OWNERS]
     if action == "get":
-        said = [w for w in query_words if w not in STOPWORDS and w not in _OWNERS]
         at = next((i for i, w in enumerate(said) if w in ACTIONS["get"]), len(said))
-        following = said[at + 1:at + 2]
-        if following and following[0].endswith("s") and not following[0].endswith("ss") and len(following[0]) > 3:
+        if _plural(said[at + 1:at + 2]):
             return "list"
+    elif action is None and _plural(said[:1]):  # a plural said without a verb: "my codespaces"
+        return "list"
     return action
+
+
+def _plural(found: list[str]) -> bool:
+    """Whether ``found`` is one word that looks like a plural (``webhooks``, not ``access``)."""
+    return bool(found) and found[0].endswith("s") and not found[0].endswith("ss") and len(found[0]) > 3
 
 
 #: Words that say whose, between a verb and its object (``show me my issues``).
