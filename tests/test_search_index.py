@@ -95,6 +95,31 @@ def test_a_question_about_a_plural_asks_for_a_list() -> None:
     assert names(index, "what is issue 42 about", 1) == ["issues_get"]
 
 
+@pytest.mark.parametrize("query", ["read the contents of src/app.py", "read .github/workflows/ci.yml",
+                                   "get README.md"])
+def test_a_path_in_a_query_is_a_file_not_its_words(query: str) -> None:
+    """"src/app.py" asks for a file: its words (an app, "py") are not what the query is about."""
+    index = SearchIndex.build([
+        tool("apps_list", "List installations for the authenticated app", "Lists the app's installations.",
+             annotations={"readOnlyHint": True}),
+        tool("workflows_list", "List repository workflows", "Lists the workflows in a repository.",
+             annotations={"readOnlyHint": True}),
+        tool("contents_get", "Get repository content", "Gets the contents of a file or directory in a repository.",
+             annotations={"readOnlyHint": True}),
+    ])
+    assert names(index, query, 1) == ["contents_get"]
+
+
+def test_a_commit_hash_in_a_query_is_a_commit() -> None:
+    index = SearchIndex.build([
+        tool("commits_get", "Get a commit", "Returns the contents of a single commit reference.",
+             annotations={"readOnlyHint": True}),
+        tool("files_list", "List pull request files", "Lists the files changed in a pull request.",
+             annotations={"readOnlyHint": True}),
+    ])
+    assert names(index, "what changed in 9fceb02", 1) == ["commits_get"]
+
+
 def test_the_tool_doing_the_action_asked_comes_first() -> None:
     index = SearchIndex.build(WIDGETS)
     assert names(index, "remove the widget", 1) == ["widgets_delete"]

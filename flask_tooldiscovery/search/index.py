@@ -33,6 +33,7 @@ from .vocabulary import (
     asked_for,
     expand,
     identifier_words,
+    query_words,
     understood,
     words,
 )
@@ -137,7 +138,7 @@ def _param_words(schema: dict[str, Any] | None) -> list[str]:
 
 def searchable(query: str) -> bool:
     """Whether ``query`` has a word to search for (not only punctuation and words like "the")."""
-    return bool(expand(words(query[:MAX_QUERY_CHARS])[:MAX_QUERY_WORDS]))
+    return bool(expand(query_words(query[:MAX_QUERY_CHARS])[:MAX_QUERY_WORDS]))
 
 
 class SearchIndex:
@@ -214,7 +215,7 @@ class SearchIndex:
     def search(self, query: str, limit: int = 5) -> list[Hit]:
         """The ``limit`` tools that best match ``query``, best first (fewer when fewer match; none
         when the query has no word to search for: :func:`searchable` tells)."""
-        said = words(query[:MAX_QUERY_CHARS])[:MAX_QUERY_WORDS]
+        said = query_words(query[:MAX_QUERY_CHARS])[:MAX_QUERY_WORDS]
         meant, verbs = understood(said)
         terms = list(dict.fromkeys(_stem(t) for t in meant))
         scores: dict[int, float] = {}

@@ -237,6 +237,36 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
+#: Values a query may quote, each a whole word between spaces, and what each is.
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_HASH = re.compile(r"(?=.*[0-9])(?=.*[a-f])[0-9a-f]{7,40}")
+_FILE_NAME = re.compile(r"[\w.-]*\w\.(?:md|txt|py|js|ts|json|ya?ml|toml|cfg|ini|sh|go|rs|rb|java|c|h|cpp|html|css|lock|"
+                        r"xml|csv)", re.IGNORECASE)
+
+
+def _value(word: str) -> str:
+    """What a word of a query quotes: ``url``, ``email``, ``commit`` (a hash), ``file`` (a path:
+    ``src/app.py``, ``.github/workflows``, ``README.md``), else the word itself."""
+    bare = word.rstrip(",;:!?)'\"").rstrip(".")
+    if bare.startswith(("http://", "https://")):
+        return "url"
+    if _EMAIL.fullmatch(bare):
+        return "email"
+    if _HASH.fullmatch(bare):
+        return "commit"
+    last = bare.rsplit("/", 1)[-1]
+    if (_FILE_NAME.fullmatch(last) or (bare[:1] in "./" and any(c.isalnum() for c in bare))
+            or (bare.count("/") >= 2 and not bare.endswith("/"))):
+        return "file"
+    return word
+
+
+def query_words(query: str) -> list[str]:
+    """A query's words (:func:`words`), each value it quotes said as what it is: ``src/app.py``
+    is a file (not an app), ``9fceb02`` a commit."""
+    return words(" ".join(_value(word) for word in query.split()))
+
+
 def identifier_words(name: str) -> list[str]:
     """An identifier's words, lower-case (``listPullRequests``, ``pulls__list``, ``get-repo``)."""
     return [w.lower() for w in _PART.findall(name)]
