@@ -4,7 +4,7 @@ Quality: recall@1 and recall@5 of the index over the plain-language tasks of
 ``bench/search_tasks.txt`` (the "tune" set and the "held" set reported apart), of
 ``bench/search_tasks_dev.txt`` (the "dev" set, written for part 3 in the words people use), of
 ``bench/search_tasks_dev2.txt`` (part 4's, from the catalogue alone: "dev2" tuned on, "dev2held"
-held out), of
+held out), of ``bench/search_tasks_dev3.txt`` ("dev3held", held out), of
 ``bench/search_tasks_blind.txt`` (the "blind" set: written before its author read the search code)
 and of ``bench/search_tasks_blind2.txt`` (the "blind2" set: 270 tasks written from the catalogue
 alone, by someone who read neither the search code, its vocabulary nor the other sets); the misses
@@ -41,8 +41,8 @@ DEFAULT_DATA = HERE.parent.parent / "shared" / "data" / "github-rest-tools.json"
 
 def load_tasks() -> list[tuple[str, str, set[str]]]:
     tasks = []
-    for file in ("search_tasks.txt", "search_tasks_dev.txt", "search_tasks_dev2.txt", "search_tasks_blind.txt",
-                 "search_tasks_blind2.txt"):
+    for file in ("search_tasks.txt", "search_tasks_dev.txt", "search_tasks_dev2.txt", "search_tasks_dev3.txt",
+                 "search_tasks_blind.txt", "search_tasks_blind2.txt"):
         for line in (HERE / file).read_text().splitlines():
             if not line.strip() or line.startswith("#"):
                 continue
@@ -77,7 +77,7 @@ def main() -> None:
     flat = flat_bm25(tools)
     print(f"{len(tools)} tools, {len(tasks)} tasks")
     misses = []
-    for which in ("tune", "held", "dev", "dev2", "dev2held", "blind", "blind2"):
+    for which in ("tune", "held", "dev", "dev2", "dev2held", "dev3held", "blind", "blind2"):
         chosen = [(task, expected) for w, task, expected in tasks if w == which]
         ours = [[h.name for h in index.search(task, 5)] for task, _ in chosen]
         theirs = [flat_search(flat, tools, task, 5) for task, _ in chosen]

@@ -234,32 +234,29 @@ def github_index() -> SearchIndex:
 
 
 def test_githubs_rest_api_the_right_tool_is_in_the_top_5_for_most_tasks() -> None:
-    """Floors under bench/bench_search.py's figures, above a flat BM25's, all tuned on but the
-    blind set: the held tasks (0.97; flat BM25 0.78), the tune tasks (0.97; 0.57), the dev set
-    written for part 3 in the words people use (0.60 before part 3, 0.91 after; 0.42) and the
-    blind ones, written by someone who had not read the code and never tuned on (0.47 before part
-    3, 0.65 after; flat BM25 0.34); and part 4's two halves of search_tasks_dev2.txt, written from
-    the catalogue alone, "dev2" tuned on (0.68 before part 4, 0.71 after; flat BM25 0.53) and
-    "dev2held" held out (0.82; 0.45): a change that makes search worse fails here."""
+    """Floors under bench/bench_search.py's recall@5, each the figure last measured less a margin.
+    Tuned on: the held tasks (0.97; flat BM25 0.78), the tune tasks (0.97; 0.57), the dev set
+    written for part 3 in the words people use (0.91; 0.42), the "dev2" half of the set written for
+    part 4 from the catalogue alone (0.68 before part 4, 0.73 after; 0.53). Never tuned on: its
+    "dev2held" half (0.82; 0.45), the "dev3held" set in other styles (0.82; 0.67), and the blind
+    sets, written by people who had not read the code (blind: 0.65 before part 4, 0.66 after, flat
+    BM25 0.34; blind2: 0.79 before, 0.80 after, 0.54): a change that makes search worse fails here."""
     index = SearchIndex.build(catalogue())
-    held, count = recall_at_5(index, "search_tasks.txt", "held")
-    assert count >= 90 and held >= 0.96, held
-    tune, count = recall_at_5(index, "search_tasks.txt", "tune")
-    assert count >= 30 and tune >= 0.96, tune
-    dev, count = recall_at_5(index, "search_tasks_dev.txt", "dev")
-    assert count >= 140 and dev >= 0.90, dev
-    dev2, count = recall_at_5(index, "search_tasks_dev2.txt", "dev2 ")
-    assert count >= 90 and dev2 >= 0.68, dev2
-    dev2held, count = recall_at_5(index, "search_tasks_dev2.txt", "dev2held")
-    assert count >= 90 and dev2held >= 0.79, dev2held
-    blind, count = recall_at_5(index, "search_tasks_blind.txt", "blind")
-    assert count >= 100 and blind >= BLIND_FLOOR, blind
-    blind2, count = recall_at_5(index, "search_tasks_blind2.txt", "blind2")
-    assert count >= 250 and blind2 >= BLIND2_FLOOR, blind2
+    for file, which, count, floor in (
+            ("search_tasks.txt", "held", 90, 0.96),
+            ("search_tasks.txt", "tune", 30, 0.96),
+            ("search_tasks_dev.txt", "dev", 140, 0.90),
+            ("search_tasks_dev2.txt", "dev2 ", 90, 0.70),
+            ("search_tasks_dev2.txt", "dev2held", 90, 0.79),
+            ("search_tasks_dev3.txt", "dev3held", 60, 0.79),
+            ("search_tasks_blind.txt", "blind", 100, BLIND_FLOOR),
+            ("search_tasks_blind2.txt", "blind2", 250, BLIND2_FLOOR)):
+        found, tasks = recall_at_5(index, file, which)
+        assert tasks >= count and found >= floor, (which, found)
 
 
-#: The blind set's floor: the figure measured at the end of part 3 (0.65), less a margin.
-BLIND_FLOOR = 0.60
-#: The second blind set's floor (270 tasks written from the catalogue alone): 0.79 when it was
-#: first measured, on the index of part 3, less a margin.
-BLIND2_FLOOR = 0.75
+#: The blind set's floor: 0.66 at the end of part 4, less a margin.
+BLIND_FLOOR = 0.62
+#: The second blind set's floor (270 tasks written from the catalogue alone): 0.80 at the end of
+#: part 4, less a margin.
+BLIND2_FLOOR = 0.77
