@@ -1,10 +1,30 @@
-"""Every exception a user's code may catch, in one place: :class:`ToolDiscoveryError`, the base of
-every exception this package raises on purpose; the core's request errors (:class:`CoreError` and
-its family: what can go wrong with a request before or around a tool call); and what registration,
-``init_app``, tools, prompts and resources raise to the app (:class:`SettingsError`,
-:class:`ToolError`, :class:`RegistrationError`...). The modules that raise them import them from
-here (their old import paths still work); exceptions raised and caught inside one module stay
-private to it (a leading underscore).
+"""Every exception a user's code may catch, in one place. What "may catch" means: a tool, an app's
+error handler, an identity hook, a custom dialect or a script calling ``discovery.call`` can meet
+it. :class:`ToolDiscoveryError` is the base of every exception this package raises on purpose;
+each keeps the built-in base it had (``SettingsError`` is still a ``ValueError``)::
+
+    ToolDiscoveryError
+      ToolError                     a tool's own failure, raised on purpose
+      SettingsError, RegistrationError, SignatureError, SchemaSourceError, InvalidSchemaError,
+      UnsupportedType, PlatformOptionError, UIError, ProviderError     registration, init_app
+      CannotAsk > CannotAnswer, InvalidAnswer                          a tool asking its caller
+      NoSuchPrompt, InvalidPromptArguments, NoSuchResource, UnknownArgument, ViewFailed
+      AuthError > ScopeError        raised by identity hooks and verifiers
+      CoreError                     a refused request: an HTTP status, a client-safe message
+        BadRequest > MalformedBody, InvalidApproval > UnsealedState
+        Unauthorized, Forbidden > InsufficientScope, NotFound > UnknownTool, MethodNotAllowed,
+        PayloadTooLarge, UnsupportedMediaType, MisdirectedRequest, Unavailable,
+        RetryLater > Busy, RateLimited;  ApprovalRequired (428, the sealed request to approve)
+      StorageError                  the state storage could not decide (unreachable, or full)
+        StoreFull, SpendError, OnceError, RendezvousError, StoreError
+
+The modules that raise them import them from here. An exception raised and caught inside the
+package is private to where it is raised (a leading underscore, never exported). Three live
+elsewhere on purpose, and no user's code catches them: ``tools.questions.InputRequired`` (a
+``BaseException``: the control-flow signal that ends a round of input requests, which a tool
+lets pass), ``dialects.mcp.jsonrpc.RpcError`` (MCP's JSON-RPC error, answered by the MCP
+dialect's dispatcher) and ``identity.authorization_server.grants.InvalidTargetError`` (an Authlib
+``OAuth2Error``, answered by Authlib). ``tests/test_errors_module.py`` holds the package to this.
 
 The pipeline raises the core errors; each dialect maps them to its own wire error shape in one function
 (its ``error_response``), which is the only error code a dialect has. Messages are written for the
@@ -199,6 +219,46 @@ class Unavailable(CoreError):
     default_message = "The tool list is unavailable right now."
 
 
+class MalformedBody(BadRequest):
+    """The body is not JSON (or nests too deep, or holds a non-finite number).
+
+    ``detail`` is the parser's own sentence; dialects word the message their own way.
+    """
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"Malformed JSON: {detail}")
+        self.detail = detail
+
+
+class ApprovalRequired(CoreError):
+    """The tool needs a person's approval first; ``state`` is the sealed request to send back
+    with it, ``prompt`` the question to put to the person."""
+
+    status = 428
+    default_message = "This tool needs approval before it runs."
+
+    def __init__(self, tool: Any, state: str, prompt: str) -> None:  # a Tool (errors.py imports no layer)
+        super().__init__(f"Tool {tool.name!r} needs approval before it runs.",
+                         extra={"code": "approval_required", "approval_state": state, "prompt": prompt})
+        self.tool = tool
+        self.state = state
+        self.prompt = prompt
+
+
+class InvalidApproval(BadRequest):
+    """The approval state sent back is tampered with, expired, or for another call."""
+
+    default_message = "The approval is invalid or expired; call the tool again to ask anew."
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(extra={"code": "invalid_approval"}, reason=reason)
+
+
+class UnsealedState(InvalidApproval):
+    """The state sent back was not sealed by this server for this use (tampered with, another key,
+    or sealed for another purpose)."""
+
+
 #: The HTTP status of each core error, for dialects whose shape keys off it.
 STATUS_NAMES = {
     400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
@@ -345,8 +405,42 @@ class ViewFailed(ToolDiscoveryError, RuntimeError):
     """The view answered 5xx (or not at all): logged, never sent."""
 
 
+# -- the state storage could not decide (an unreachable Redis, a full store in process memory) --
+
+
+class StorageError(ToolDiscoveryError, RuntimeError):
+    """The state storage (``TOOLDISCOVERY_STATE_STORAGE_URI``: Redis, else process memory) could not
+    decide: it is unreachable, or the store in process memory is full. A request that meets one is
+    refused (each dialect's 503), never run on a guess; code that uses the package outside a request
+    (a worker, a script calling ``discovery.call``) catches every kind below with this one class."""
+
+
+class StoreFull(StorageError):
+    """A store in process memory holds as many live keys as it may: it refuses a new one rather
+    than forget one still live."""
+
+
+class SpendError(StorageError):
+    """Whether a single-use key (a sealed approval, a signed request's nonce) was spent cannot be
+    decided: the storage is unreachable, or full."""
+
+
+class OnceError(StorageError):
+    """Whether a run-once key is taken cannot be decided: the storage is unreachable, or full."""
+
+
+class RendezvousError(StorageError):
+    """The storage was unreachable while a call waited for its caller's answer."""
+
+
+class StoreError(StorageError):
+    """The authorization server's records cannot be read or written: the storage is unreachable
+    (or, in process, full). Its views answer 503 and its verifier refuses the token."""
+
+
 __all__ = [
     "STATUS_NAMES",
+    "ApprovalRequired",
     "AuthError",
     "BadRequest",
     "Busy",
@@ -356,23 +450,31 @@ __all__ = [
     "Forbidden",
     "InsufficientScope",
     "InvalidAnswer",
+    "InvalidApproval",
     "InvalidPromptArguments",
     "InvalidSchemaError",
+    "MalformedBody",
     "MethodNotAllowed",
     "MisdirectedRequest",
     "NoSuchPrompt",
     "NoSuchResource",
     "NotFound",
+    "OnceError",
     "PayloadTooLarge",
     "PlatformOptionError",
     "ProviderError",
     "RateLimited",
     "RegistrationError",
+    "RendezvousError",
     "RetryLater",
     "SchemaSourceError",
     "ScopeError",
     "SettingsError",
     "SignatureError",
+    "SpendError",
+    "StorageError",
+    "StoreError",
+    "StoreFull",
     "ToolDiscoveryError",
     "ToolError",
     "UIError",
@@ -380,6 +482,7 @@ __all__ = [
     "Unavailable",
     "UnknownArgument",
     "UnknownTool",
+    "UnsealedState",
     "UnsupportedMediaType",
     "UnsupportedType",
     "ViewFailed",

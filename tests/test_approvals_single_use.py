@@ -23,8 +23,9 @@ from typing import Any
 import pytest
 import requests
 
+from flask_tooldiscovery.errors import SpendError
 from flask_tooldiscovery.state.memory import MemoryStore
-from flask_tooldiscovery.state.single_use import Ledger, SpendError
+from flask_tooldiscovery.state.single_use import Ledger
 
 from .apps.approval_app import wiping_app
 from .conftest import free_port, live_server

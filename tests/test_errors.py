@@ -39,7 +39,7 @@ def test_every_exception_of_the_package_derives_from_the_one_base() -> None:
     # The walk reaches every layer (a walk that found nothing would pass the check below).
     for name in ("flask_tooldiscovery.errors.CoreError", "flask_tooldiscovery.errors.SettingsError",
                  "flask_tooldiscovery.errors.ToolError", "flask_tooldiscovery.errors.ProviderError",
-                 "flask_tooldiscovery.calls.approvals.ApprovalRequired",
+                 "flask_tooldiscovery.errors.ApprovalRequired",
                  "flask_tooldiscovery.dialects.mcp.jsonrpc.RpcError"):
         assert name in found, name
     strays = sorted(name for name, cls in found.items() if issubclass(cls, Exception)
@@ -55,7 +55,7 @@ def test_every_exception_of_the_package_derives_from_the_one_base() -> None:
     ("errors.InvalidSchemaError", ValueError), ("errors.SignatureError", TypeError),
     ("errors.SchemaSourceError", TypeError), ("errors.NoSuchResource", LookupError),
     ("errors.ProviderError", RuntimeError), ("errors.ViewFailed", RuntimeError),
-    ("state.rendezvous.RendezvousError", RuntimeError),
+    ("errors.RendezvousError", RuntimeError), ("errors.StorageError", RuntimeError),
 ])
 def test_each_keeps_its_built_in_base(cls: str, builtin: type[Exception]) -> None:
     assert issubclass(package_exceptions()[f"flask_tooldiscovery.{cls}"], builtin)

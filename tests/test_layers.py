@@ -99,7 +99,6 @@ KNOWN_EXCEPTIONS = {
     "dialects.mcp.input_requests -> calls.input_rounds",
     "dialects.mcp.stream -> calls.streaming",
     "dialects.mcp.subscriptions -> state.changes",
-    "dialects.mcp.task_questions -> state.rendezvous",
     "dialects.mcp.task_questions -> tasks.task_input",
     "dialects.mcp.task_questions -> tasks.records",
     "dialects.mcp.task_wire -> tasks.task_input",

@@ -28,9 +28,10 @@ from mcp_types import ElicitResult
 from werkzeug.wrappers import Request, Response
 
 from flask_tooldiscovery import ToolDiscovery
+from flask_tooldiscovery.errors import RendezvousError
 from flask_tooldiscovery.settings import SettingsError
 from flask_tooldiscovery.state.redis_store import RedisStore
-from flask_tooldiscovery.state.rendezvous import LOCAL, Rendezvous, RendezvousError, for_uri
+from flask_tooldiscovery.state.rendezvous import LOCAL, Rendezvous, for_uri
 
 from .conftest import free_port, live_server
 from .test_mcp_stream import SSE, WAIT, Stream, call_body

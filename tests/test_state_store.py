@@ -10,9 +10,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from flask_tooldiscovery.errors import StoreFull
 from flask_tooldiscovery.state.memory import MemoryStore
 from flask_tooldiscovery.state.redis_store import RedisStore
-from flask_tooldiscovery.state.store import StateStore, StoreFull
+from flask_tooldiscovery.state.store import StateStore
 
 from .test_operating_server import redis_url  # noqa: F401  (a fixture: a redis-server of our own)
 

@@ -15,7 +15,7 @@ from flask import Flask
 
 from flask_tooldiscovery import ToolContext, ToolDiscovery, ToolError
 from flask_tooldiscovery.runtime.invoke import CANCELLED
-from flask_tooldiscovery.tasks.jobs import CallJob, FinishJob, JobVersionError, job_from_wire
+from flask_tooldiscovery.tasks.jobs import CallJob, FinishJob, _JobVersionError, job_from_wire
 from flask_tooldiscovery.tasks.records import Task, TaskResult
 from flask_tooldiscovery.tasks.runner import tasks_of
 from flask_tooldiscovery.tasks.sealing import Sealer
@@ -75,7 +75,7 @@ def test_a_job_queued_by_the_previous_release_still_runs() -> None:
 
 
 def test_a_job_of_a_newer_release_is_refused_with_a_message_saying_so() -> None:
-    with pytest.raises(JobVersionError, match=r"wire version 7.*cannot read.*upgrade the workers"):
+    with pytest.raises(_JobVersionError, match=r"wire version 7.*cannot read.*upgrade the workers"):
         job_from_wire({**PREVIOUS_JOB, "v": 7}, None)
     with pytest.raises(ValueError, match="no task id"):
         job_from_wire({"kind": "call"}, None)

@@ -20,7 +20,7 @@ from flask import Flask
 from flask_tooldiscovery import SettingsError, ToolDiscovery
 from flask_tooldiscovery.tasks.jobs import CallJob, job_from_wire
 from flask_tooldiscovery.tasks.runner import UNSEALED, tasks_of
-from flask_tooldiscovery.tasks.sealing import Sealer, Unsealable
+from flask_tooldiscovery.tasks.sealing import Sealer, _Unsealable
 
 from .test_deploy import ROOT
 from .test_opal_async import Receiver
@@ -232,9 +232,9 @@ def test_a_sealed_job_opens_only_with_its_key_or_a_fallback_holding_it() -> None
     wire = job.to_wire(Sealer("old"))
     assert not any(form in json.dumps(wire).encode() for s in SECRETS for form in forms(s))
     assert job_from_wire(wire, Sealer("new", ["old"])) == job
-    with pytest.raises(Unsealable, match="SECRET_KEY_FALLBACKS"):
+    with pytest.raises(_Unsealable, match="SECRET_KEY_FALLBACKS"):
         job_from_wire(wire, Sealer("new"))
-    with pytest.raises(Unsealable, match="no SECRET_KEY"):
+    with pytest.raises(_Unsealable, match="no SECRET_KEY"):
         job_from_wire(wire, None)
 
 

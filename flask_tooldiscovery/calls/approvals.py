@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from flask import current_app
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 
-from ..errors import BadRequest, CoreError, Unavailable
+from ..errors import ApprovalRequired, InvalidApproval, SpendError, Unavailable, UnsealedState
 from ..runtime.invoke import prepare
 from ..schema.coerce import to_jsonable
 from ..settings import Settings
@@ -53,35 +53,6 @@ SALT = "flask-tooldiscovery.approval"
 APPROVAL_HEADER = "X-Tool-Approval"
 #: Seconds a spent seal is remembered past its lifetime, for hosts whose clocks disagree.
 CLOCK_MARGIN = 60
-
-
-class ApprovalRequired(CoreError):
-    """The tool needs a person's approval first; ``state`` is the sealed request to send back
-    with it, ``prompt`` the question to put to the person."""
-
-    status = 428
-    default_message = "This tool needs approval before it runs."
-
-    def __init__(self, tool: Tool, state: str, prompt: str) -> None:
-        super().__init__(f"Tool {tool.name!r} needs approval before it runs.",
-                         extra={"code": "approval_required", "approval_state": state, "prompt": prompt})
-        self.tool = tool
-        self.state = state
-        self.prompt = prompt
-
-
-class InvalidApproval(BadRequest):
-    """The approval state sent back is tampered with, expired, or for another call."""
-
-    default_message = "The approval is invalid or expired; call the tool again to ask anew."
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(extra={"code": "invalid_approval"}, reason=reason)
-
-
-class UnsealedState(InvalidApproval):
-    """The state sent back was not sealed by this server for this use (tampered with, another key,
-    or sealed for another purpose)."""
 
 
 @dataclass(frozen=True)
@@ -224,7 +195,7 @@ class Sealer:
         ttl = self.max_age - (time.time() - opened.sealed_at) + CLOCK_MARGIN
         try:
             first = single_use.for_uri(storage).spend(opened.key, ttl)
-        except single_use.SpendError as exc:
+        except SpendError as exc:
             raise Unavailable("This tool's approval cannot be checked right now; try again later.",
                               reason=f"approvals cannot be spent: {exc}") from None
         if not first:
@@ -346,6 +317,6 @@ class Approvals:
         return ApprovalGate(tool, needs_approval(tool, destructive=self.settings.approve_destructive), self.settings)
 
 
-__all__ = ["APPROVAL_HEADER", "Approval", "ApprovalGate", "ApprovalRequired", "Approvals", "CheckedApproval",
-           "InvalidApproval", "Opened", "Sealable", "Sealer", "UnsealedState", "approved_tools",
+__all__ = ["APPROVAL_HEADER", "Approval", "ApprovalGate", "Approvals", "CheckedApproval",
+           "Opened", "Sealable", "Sealer", "approved_tools",
            "carried_approval", "check_approval", "digest", "needs_approval", "plain", "prompt_for", "sealer"]

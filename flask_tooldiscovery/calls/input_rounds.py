@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidAnswer as InvalidAnswer
+from ..errors import InvalidApproval
 from ..tools.questions import CannotAnswer, InputRequest, InputRequired, kind, reply_of
-from .approvals import InvalidApproval, Sealable, Sealer, sealer
+from .approvals import Sealable, Sealer, sealer
 
 PURPOSE = "input-round"
 #: The largest round state opened (the answers of earlier rounds ride in it, compressed).
@@ -99,7 +100,7 @@ def seal_round(seal: Sealer, tool: Sealable, arguments: Any, subject: str | None
 def open_round(seal: Sealer, state: str, tool: Sealable, arguments: Any, subject: str | None,
                storage: str | None) -> tuple[dict[str, Any], str | None]:
     """The answers a round's ``state`` carries and the approval it carries (if any), once checked
-    (this call's, unexpired, untampered) and spent: :class:`~.approvals.InvalidApproval` otherwise,
+    (this call's, unexpired, untampered) and spent: :class:`~..errors.InvalidApproval` otherwise,
     or when it was spent before."""
     opened = seal.open(state, tool, arguments, subject)
     carried = opened.data.get("x")

@@ -10,9 +10,9 @@ import click
 from flask import current_app
 from flask.cli import AppGroup, FlaskGroup, run_command
 
-from ..calls.approvals import Approval, ApprovalRequired
+from ..calls.approvals import Approval
 from ..dialects import Dialect
-from ..errors import CoreError, RetryLater
+from ..errors import ApprovalRequired, CoreError, RetryLater
 from ..lint.check import lint, lint_targets
 from ..lint.check import targets as known_targets
 from ..lint.targets import Target

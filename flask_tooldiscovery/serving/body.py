@@ -9,20 +9,9 @@ from typing import Any
 from flask import Request, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from ..errors import BadRequest, PayloadTooLarge
+from ..errors import BadRequest, MalformedBody, PayloadTooLarge
 from . import request_state
 from .wire import JSON_MIMETYPE, content_length, parse_json
-
-
-class MalformedBody(BadRequest):
-    """The body is not JSON (or nests too deep, or holds a non-finite number).
-
-    ``detail`` is the parser's own sentence; dialects word the message their own way.
-    """
-
-    def __init__(self, detail: str) -> None:
-        super().__init__(f"Malformed JSON: {detail}")
-        self.detail = detail
 
 
 def json_body(limit: int, *, required: bool = False) -> Any:
@@ -114,4 +103,4 @@ def read_body(limit: int, req: Request | None = None) -> bytes:
     return raw
 
 
-__all__ = ["MalformedBody", "has_body", "json_body", "read_body"]
+__all__ = ["has_body", "json_body", "read_body"]

@@ -27,9 +27,9 @@ from urllib.parse import quote
 
 from flask import Request
 
-from ..errors import Unavailable
+from ..errors import SpendError, Unavailable
 from ..identity.sources import AuthError, Verifier
-from ..state.single_use import Ledger, SpendError
+from ..state.single_use import Ledger
 from ..tools.model import Identity
 from . import request_state
 from .body import read_body

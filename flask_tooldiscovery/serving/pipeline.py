@@ -37,7 +37,6 @@ from ..tools.providers import ProviderError
 from ..tools.registry import ToolSet
 from . import request_state
 from .admission import Admission
-from .body import MalformedBody as MalformedBody
 from .body import has_body, json_body
 from .cache import Document, WireCache
 from .core import Core, Translator
@@ -337,7 +336,7 @@ class Pipeline:
         else :attr:`approvals` decides now) runs only with an ``approval`` of this very call
         (:mod:`~flask_tooldiscovery.calls.approvals`; without ``approval``, the one the call's
         request carries in ``X-Tool-Approval``, as the request state holds it): without one,
-        :class:`~flask_tooldiscovery.calls.approvals.ApprovalRequired` carries the sealed request
+        :class:`~flask_tooldiscovery.errors.ApprovalRequired` carries the sealed request
         to send back; a declined one ends the call unrun. The approval is spent once declined, or
         once the call holds its slot: refused before (rate limit, busy), it stays good."""
         settings, core = self.settings, self.core
@@ -443,4 +442,4 @@ class Pipeline:
         state.headers = {**(state.headers or {}), **headers}
 
 
-__all__ = ["ApprovalGate", "MalformedBody", "Pipeline", "UnknownTool"]
+__all__ = ["ApprovalGate", "Pipeline", "UnknownTool"]

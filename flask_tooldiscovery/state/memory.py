@@ -9,7 +9,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 
-from .store import Inbox, StoreFull
+from ..errors import StoreFull
+from .store import Inbox
 
 #: Values a store in process memory holds at most (live ones: expired values are dropped first).
 CAPACITY = 100_000
@@ -39,7 +40,7 @@ class _Queue:
 
 class MemoryStore:
     """A :class:`~.store.StateStore` in this process's memory, at most ``capacity`` live values
-    (a full store refuses a new one with :class:`~.store.StoreFull`). Nothing is kept for an inbox
+    (a full store refuses a new one with :class:`~..errors.StoreFull`). Nothing is kept for an inbox
     nobody opened: a post to it reaches nobody."""
 
     def __init__(self, capacity: int = CAPACITY) -> None:

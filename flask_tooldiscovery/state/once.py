@@ -17,7 +17,7 @@ import threading
 import weakref
 from typing import Any
 
-from ..errors import ToolDiscoveryError
+from ..errors import OnceError, ToolDiscoveryError
 from .memory import MemoryStore
 from .redis_store import shared
 from .store import StateStore
@@ -27,10 +27,6 @@ RUNNING = {"state": "running"}
 _RUNNING = json.dumps(RUNNING).encode()
 #: Keys the in-process table holds at most (expired ones are dropped first).
 LOCAL_CAPACITY = 100_000
-
-
-class OnceError(ToolDiscoveryError, RuntimeError):
-    """Whether the key is taken cannot be decided: the storage is unreachable, or full."""
 
 
 def _failed(exc: Exception) -> OnceError:
@@ -98,4 +94,4 @@ def for_uri(uri: str | None, owner: Any = None) -> Once:
         return _OWNED.get(owner) or _OWNED.setdefault(owner, Once(MemoryStore(LOCAL_CAPACITY)))
 
 
-__all__ = ["LOCAL", "RUNNING", "Once", "OnceError", "for_uri"]
+__all__ = ["LOCAL", "RUNNING", "Once", "for_uri"]

@@ -15,17 +15,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Protocol
 
-from ..errors import ToolDiscoveryError
+from ..errors import RendezvousError
 from ..observe.logs import log
 from .memory import MemoryStore
 from .redis_store import shared
 from .store import Inbox, StateStore
 
 REDIS_PREFIX = "flask-tooldiscovery:rendezvous:"
-
-
-class RendezvousError(ToolDiscoveryError, RuntimeError):
-    """The storage was unreachable while waiting."""
 
 
 class Mailbox(Protocol):
@@ -81,4 +77,4 @@ def for_uri(uri: str | None) -> Rendezvous:
     return _shared(uri) if uri else LOCAL
 
 
-__all__ = ["LOCAL", "Mailbox", "Rendezvous", "RendezvousError", "for_uri"]
+__all__ = ["LOCAL", "Mailbox", "Rendezvous", "for_uri"]

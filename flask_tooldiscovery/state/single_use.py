@@ -13,18 +13,14 @@ from __future__ import annotations
 
 import functools
 
-from ..errors import ToolDiscoveryError
+from ..errors import SpendError, StoreFull
 from .memory import MemoryStore
 from .redis_store import shared
-from .store import StateStore, StoreFull
+from .store import StateStore
 
 REDIS_PREFIX = "flask-tooldiscovery:spent:"
 #: Keys the in-process ledger holds at most (live ones: expired keys are dropped first).
 LOCAL_CAPACITY = 100_000
-
-
-class SpendError(ToolDiscoveryError, RuntimeError):
-    """Whether the key was spent cannot be decided: the storage is unreachable, or full."""
 
 
 class Ledger:
@@ -63,4 +59,4 @@ def for_uri(uri: str | None) -> Ledger:
     return _shared(uri) if uri else LOCAL
 
 
-__all__ = ["LOCAL", "LOCAL_CAPACITY", "Ledger", "SpendError", "for_uri"]
+__all__ = ["LOCAL", "LOCAL_CAPACITY", "Ledger", "for_uri"]

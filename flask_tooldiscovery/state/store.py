@@ -19,15 +19,8 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from ..errors import ToolDiscoveryError
-
 _CLIENTS: dict[str, Any] = {}
 _LOCK = threading.Lock()
-
-
-class StoreFull(ToolDiscoveryError, RuntimeError):
-    """A store in process memory holds as many live keys as it may: it refuses a new one rather
-    than forget one still live."""
 
 
 class Inbox(Protocol):
@@ -135,4 +128,4 @@ def redis_client(uri: str) -> Any:
         return client
 
 
-__all__ = ["Inbox", "StateStore", "StoreFull", "redis_client"]
+__all__ = ["Inbox", "StateStore", "redis_client"]

@@ -7,7 +7,7 @@ arguments, the caller's identity, secrets and credentials, the headers it carrie
 sealed (:mod:`.sealing`), beside the few fields that route it in clear. The wire dict names its
 version (``"v"``); a message an earlier release queued (no ``"v"``, everything in clear) still
 reads, and one of a version this release does not know is refused with
-:class:`JobVersionError` rather than run half-understood.
+:class:`_JobVersionError` rather than run half-understood.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ToolDiscoveryError
-from .sealing import Sealer, Unsealable
+from .sealing import Sealer, _Unsealable
 
 #: The version of the job's wire dict this release writes (2: what the call holds of its request, sealed).
 WIRE_VERSION = 2
@@ -28,7 +28,7 @@ SEALED = ("arguments", "user_id", "secrets", "authorization", "extra", "headers"
 _COMPACT = json.JSONEncoder(separators=(",", ":"), default=str)
 
 
-class JobVersionError(ToolDiscoveryError, ValueError):
+class _JobVersionError(ToolDiscoveryError, ValueError):
     """A job whose wire version this release cannot read (queued by a newer release)."""
 
 
@@ -101,21 +101,21 @@ def _dict(value: Any) -> dict[str, Any]:
 
 def job_from_wire(data: Any, sealer: Sealer | None) -> Job:
     """The job of a wire dict (this release's, or an earlier one's), its sealed part opened with
-    ``sealer``; :class:`JobVersionError` for a version it cannot read,
-    :class:`~.sealing.Unsealable` for a sealed part no key opens, :class:`ValueError` for what
+    ``sealer``; :class:`_JobVersionError` for a version it cannot read,
+    :class:`~.sealing._Unsealable` for a sealed part no key opens, :class:`ValueError` for what
     is no job."""
     if not isinstance(data, dict) or not isinstance(data.get("task"), str):
         raise ValueError("not a flask-tooldiscovery job: no task id")
     version = data.get("v", 0)
     if version not in READABLE:
-        raise JobVersionError(f"job of task {data['task']} has wire version {version!r}, which this release of "
+        raise _JobVersionError(f"job of task {data['task']} has wire version {version!r}, which this release of "
                               f"flask-tooldiscovery cannot read (it reads {sorted(READABLE)}): upgrade the workers")
     if data.get("kind") == "finish":
         return FinishJob(task=data["task"], dialect=str(data.get("dialect") or ""),
                          attempt=int(data.get("attempt") or 1))
     if "sealed" in data:
         if sealer is None:
-            raise Unsealable(f"job of task {data['task']} is sealed, and this app has no SECRET_KEY to open it")
+            raise _Unsealable(f"job of task {data['task']} is sealed, and this app has no SECRET_KEY to open it")
         opened = json.loads(sealer.open(str(data["sealed"])))
         data = {**data, **{name: opened.get(name) for name in SEALED}}
     identity = data.get("identity")
@@ -129,4 +129,4 @@ def job_from_wire(data: Any, sealer: Sealer | None) -> Job:
         remote_addr=data.get("remote_addr"), identity=dict(identity) if isinstance(identity, dict) else None)
 
 
-__all__ = ["READABLE", "SEALED", "WIRE_VERSION", "CallJob", "FinishJob", "Job", "JobVersionError", "job_from_wire"]
+__all__ = ["READABLE", "SEALED", "WIRE_VERSION", "CallJob", "FinishJob", "Job", "job_from_wire"]

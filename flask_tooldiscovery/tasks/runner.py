@@ -44,10 +44,10 @@ from .callback_queue import LocalCallbackQueue, RedisCallbackQueue
 from .callbacks import CallbackSender, SenderOptions, backoff_for
 from .cancel_watch import CancelWatcher
 from .engines import CELERY_INSTALL, CeleryEngine, Engine, ThreadEngine
-from .jobs import CallJob, FinishJob, Job, JobVersionError, job_from_wire
+from .jobs import CallJob, FinishJob, Job, _JobVersionError, job_from_wire
 from .outbox import Outbox
 from .records import COMPACT, RedisTaskStore, Task, TaskResult, TaskState, TaskStore, store_for
-from .sealing import Sealer, Unsealable, sealer_for
+from .sealing import Sealer, _Unsealable, sealer_for
 from .shutdown import on_celery_process_shutdown, register, stop
 
 #: What a dialect does with a task of its own once it ended (deliver its result somewhere), declared
@@ -168,7 +168,7 @@ class Tasks:
                 return None
             try:
                 return self.record_sealer.open(str(kept["sealed"])).decode()
-            except Unsealable as exc:
+            except _Unsealable as exc:
                 log.warning("flask-tooldiscovery: %s", exc)
                 return None
         clear = kept.get("clear")
@@ -306,10 +306,10 @@ class Tasks:
         read is dropped, and one whose request cannot be opened ends its task failed; both logged."""
         try:
             job = job_from_wire(wire, self.sealer)
-        except JobVersionError as exc:  # queued by a newer release: refused, never run half-read
+        except _JobVersionError as exc:  # queued by a newer release: refused, never run half-read
             log.error("flask-tooldiscovery: %s; the message is dropped", exc)
             return
-        except Unsealable as exc:
+        except _Unsealable as exc:
             log.error("flask-tooldiscovery: task %s cannot run: %s", wire.get("task"), exc)
             task = self.store.get(str(wire.get("task")))
             if task is not None and not task.terminal:

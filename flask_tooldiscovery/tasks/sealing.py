@@ -26,7 +26,7 @@ INFO = b"the request a task carries, v1"
 INSTALL = "pip install 'flask-tooldiscovery[celery]'"
 
 
-class Unsealable(ToolDiscoveryError, ValueError):
+class _Unsealable(ToolDiscoveryError, ValueError):
     """A sealed value none of the app's keys (``SECRET_KEY``, ``SECRET_KEY_FALLBACKS``) opens."""
 
 
@@ -55,7 +55,7 @@ class Sealer:
         try:
             return self._fernet.decrypt(token.encode("ascii"))
         except (InvalidToken, UnicodeEncodeError, TypeError, ValueError):
-            raise Unsealable("a task's sealed request could not be opened with SECRET_KEY or any of "
+            raise _Unsealable("a task's sealed request could not be opened with SECRET_KEY or any of "
                              "SECRET_KEY_FALLBACKS: it was sealed with another key") from None
 
 
@@ -77,4 +77,4 @@ def sealer_for(config: Mapping[str, Any], needed_by: str) -> Sealer:
     return Sealer(secret, tuple(fallbacks))
 
 
-__all__ = ["INSTALL", "Sealer", "Unsealable", "sealer_for"]
+__all__ = ["INSTALL", "Sealer", "sealer_for"]

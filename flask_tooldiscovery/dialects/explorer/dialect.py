@@ -19,11 +19,11 @@ from flask import Blueprint, Response, current_app, render_template, request
 from marshmallow import fields
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from ...errors import CoreError, Forbidden, MethodNotAllowed, PayloadTooLarge, Unauthorized
+from ...errors import CoreError, Forbidden, MalformedBody, MethodNotAllowed, PayloadTooLarge, Unauthorized
 from ...identity.sources import Authenticator
 from ...runtime.invoke import Outcome, check_arguments
 from ...serving.openapi import arguments_body, body_required, openapi_post
-from ...serving.pipeline import MalformedBody, Pipeline
+from ...serving.pipeline import Pipeline
 from ...serving.wire import JSON_MIMETYPE, WireSchema, json_response
 from ...settings import DialectSettings, Settings, parse_bool, setting
 from ...tools.results import is_rich

@@ -14,7 +14,7 @@ from flask import Blueprint, Response, current_app, has_request_context, request
 from flask.json.provider import DefaultJSONProvider
 from marshmallow import fields
 
-from ...errors import CoreError, RetryLater, Unavailable
+from ...errors import CoreError, MalformedBody, RetryLater, Unavailable
 from ...lint import chatgpt, claude_directory
 from ...lint.protocols import MCP
 from ...observe.logs import log
@@ -22,7 +22,7 @@ from ...serving import wire
 from ...serving.body import peek_json
 from ...serving.fastpath import Learnable
 from ...serving.openapi import openapi_post
-from ...serving.pipeline import MalformedBody, Pipeline, UnknownTool
+from ...serving.pipeline import Pipeline, UnknownTool
 from ...serving.wire import JSON_MIMETYPE, WireSchema, json_response, page_cursor, read_cursor
 from ...tools.model import Tool
 from ...tools.questions import declared

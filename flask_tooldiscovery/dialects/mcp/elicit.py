@@ -29,10 +29,11 @@ from typing import Any
 
 from flask import current_app as app
 
+from ...errors import RendezvousError
 from ...observe.logs import log
 from ...serving.pipeline import Pipeline
 from ...settings import Settings
-from ...state.rendezvous import Mailbox, RendezvousError, for_uri
+from ...state.rendezvous import Mailbox, for_uri
 from ...tools.model import Identity, ToolContext
 from ...tools.questions import CannotAnswer, CannotAsk, InputRequest, kind, reply_of
 from . import input_requests as mcp_input
@@ -79,7 +80,7 @@ def ask_on_stream(settings: Settings, plan: sse.Plan, context: ToolContext, requ
     """Send ``request`` on the call's stream under a fresh unguessable id and wait for the client's
     answer (``{"result": ...}`` or ``{"error": ...}``), which may reach any worker; ``None`` when it
     did not come in time or the call was cancelled (the client is told the request is off).
-    :class:`~...state.rendezvous.RendezvousError` when the storage is unreachable."""
+    :class:`~...errors.RendezvousError` when the storage is unreachable."""
     request_id = prefix + secrets.token_urlsafe(24)
     wait = timeout(settings) if prefix == ID_PREFIX else McpSettings.of(settings).elicitation_timeout
     sent = mcp_input.wire_request(request, plan.version)

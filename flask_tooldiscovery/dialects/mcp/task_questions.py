@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from flask import current_app
 
+from ...errors import RendezvousError
 from ...observe.logs import log
 from ...serving.pipeline import Pipeline
-from ...state.rendezvous import RendezvousError
 from ...tasks import task_input
 from ...tasks.records import Task
 from ...tasks.runner import tasks_of

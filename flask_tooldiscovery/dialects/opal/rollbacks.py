@@ -21,7 +21,7 @@ from typing import Any
 
 from flask import Response
 
-from ...errors import BadRequest, CoreError, NotFound, Unavailable
+from ...errors import BadRequest, CoreError, NotFound, OnceError, Unavailable
 from ...schema.json_schema import inline_refs
 from ...serving.openapi import arguments_body, openapi_post
 from ...serving.pipeline import Pipeline
@@ -101,7 +101,7 @@ def openapi(pipe: Pipeline, error_schema: dict[str, Any]) -> dict[str, Any]:
     return paths
 
 
-class RollbackRunning(CoreError):
+class _RollbackRunning(CoreError):
     """A rollback of this operation was claimed by a call that has not ended yet."""
 
     status = 409
@@ -127,11 +127,11 @@ def run(pipe: Pipeline, name: str) -> Response:
     claim = (tool.timeout or settings.default_timeout or 300) + 60  # a worker that died lets go after this
     try:
         found = records.begin(key, claim)
-    except once.OnceError as exc:
+    except OnceError as exc:
         raise Unavailable("Rollbacks cannot be run right now.", reason=str(exc)) from None
     if found is not None:
         if found.get("state") != "done":
-            raise RollbackRunning()
+            raise _RollbackRunning()
         return Response(found["body"], status=200, mimetype=found["mimetype"], headers=NO_CACHE)
     try:
         outcome = pipe.invoke(tool, data, context, coerce=True)
@@ -148,4 +148,4 @@ def run(pipe: Pipeline, name: str) -> Response:
     return response
 
 
-__all__ = ["RollbackRunning", "find", "listed", "openapi", "rollback_name", "run"]
+__all__ = ["find", "listed", "openapi", "rollback_name", "run"]

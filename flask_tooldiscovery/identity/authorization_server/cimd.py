@@ -31,7 +31,7 @@ LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 SETTING = "TOOLDISCOVERY_OAUTH_CIMD_ALLOW_LOOPBACK"
 
 
-class DocumentError(ToolDiscoveryError):
+class _DocumentError(ToolDiscoveryError):
     """The document cannot describe the client; the message says why (for the log and the client)."""
 
 
@@ -76,11 +76,11 @@ class Documents:
         try:
             document = self.fetch(url)
             if not isinstance(document, dict) or document.get("client_id") != url:
-                raise DocumentError("its client_id is not its URL")
+                raise _DocumentError("its client_id is not its URL")
             if "client_secret" in document or "client_secret_expires_at" in document:
-                raise DocumentError("it holds a client_secret")
+                raise _DocumentError("it holds a client_secret")
             found = client_from_metadata(url, document, supported_scopes=self.supported_scopes, document=True)
-        except DocumentError as exc:
+        except _DocumentError as exc:
             log.warning("flask-tooldiscovery: oauth: client metadata document %s refused: %s", _shown(url), exc)
             what = f"The client metadata document cannot be used: {exc}."
             raise InvalidClientError(description=shown(what)) from None
@@ -94,13 +94,13 @@ class Documents:
         return found
 
     def fetch(self, url: str) -> object:
-        """The JSON at ``url``; :class:`DocumentError` saying why not."""
+        """The JSON at ``url``; :class:`_DocumentError` saying why not."""
         if problem := url_problem(url):
-            raise DocumentError(problem)
+            raise _DocumentError(problem)
         hosts = LOOPBACK_NAMES if self.allow_loopback else ()
         reason, addresses = checked(url, hosts, SETTING)
         if reason is not None:
-            raise DocumentError(reason)
+            raise _DocumentError(reason)
         deadline = time.monotonic() + self.timeout
         parts = urlsplit(url)
         try:
@@ -112,16 +112,16 @@ class Documents:
                              headers={"Accept": "application/json", "User-Agent": "flask-tooldiscovery"})
                 response = conn.getresponse()
                 if response.status != 200:
-                    raise DocumentError(f"it answered HTTP {response.status}"
+                    raise _DocumentError(f"it answered HTTP {response.status}"
                                         + (" (redirects are not followed)" if 300 <= response.status < 400 else ""))
                 declared = response.getheader("Content-Length")
                 if declared and declared.isdigit() and int(declared) > self.max_bytes:
-                    raise DocumentError(f"it is larger than {self.max_bytes} bytes")
+                    raise _DocumentError(f"it is larger than {self.max_bytes} bytes")
                 body = b""
                 while True:
                     left = deadline - time.monotonic()
                     if left <= 0:
-                        raise DocumentError(f"it took longer than {self.timeout:g} s")
+                        raise _DocumentError(f"it took longer than {self.timeout:g} s")
                     if conn.sock is not None:
                         conn.sock.settimeout(left)
                     chunk = response.read1(min(self.max_bytes + 1 - len(body), 65536))
@@ -129,17 +129,17 @@ class Documents:
                         break
                     body += chunk
                     if len(body) > self.max_bytes:
-                        raise DocumentError(f"it is larger than {self.max_bytes} bytes")
+                        raise _DocumentError(f"it is larger than {self.max_bytes} bytes")
             finally:
                 conn.close()
         except TimeoutError:
-            raise DocumentError(f"it took longer than {self.timeout:g} s") from None
+            raise _DocumentError(f"it took longer than {self.timeout:g} s") from None
         except (OSError, http.client.HTTPException, ValueError) as exc:
-            raise DocumentError(f"it could not be fetched ({type(exc).__name__})") from None
+            raise _DocumentError(f"it could not be fetched ({type(exc).__name__})") from None
         try:
             return json.loads(body)
         except ValueError:
-            raise DocumentError("it is not JSON") from None
+            raise _DocumentError("it is not JSON") from None
 
 
 def _shown(url: str) -> str:
@@ -147,4 +147,4 @@ def _shown(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}{parts.path}"[:300]
 
 
-__all__ = ["DocumentError", "Documents", "is_document_url", "url_problem"]
+__all__ = ["Documents", "is_document_url", "url_problem"]

@@ -16,20 +16,15 @@ import json
 import threading
 from typing import Any
 
-from ...errors import ToolDiscoveryError
+from ...errors import StoreError, StoreFull
 from ...state.memory import MemoryStore
 from ...state.redis_store import shared
-from ...state.store import StateStore, StoreFull
+from ...state.store import StateStore
 
 PREFIX = "flask-tooldiscovery:oauth:"
 #: Records the in-process store holds at most (live ones; expired ones are dropped first).
 LOCAL_CAPACITY = 100_000
 Record = dict[str, Any]
-
-
-class StoreError(ToolDiscoveryError, RuntimeError):
-    """The storage is unreachable (or, in process, full): nothing can be decided. Never leaves the
-    package: the views answer 503, the verifier refuses the token."""
 
 
 def digest(secret: str) -> str:
@@ -135,4 +130,4 @@ def for_uri(uri: str | None) -> Store:
         return _SHARED.get(uri) or _SHARED.setdefault(uri, Store(shared(uri)))
 
 
-__all__ = ["Store", "StoreError", "digest", "for_uri", "named_grant", "naming_grant"]
+__all__ = ["Store", "digest", "for_uri", "named_grant", "naming_grant"]

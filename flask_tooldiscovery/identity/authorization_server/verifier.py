@@ -15,11 +15,12 @@ from collections.abc import Callable, Iterable
 
 from flask import Request
 
+from ...errors import StoreError
 from ...tools.model import Identity
 from ..sources import AuthError, ScopeError, Verifier
 from ..verifiers import AUTHORIZATION, bearer_token
 from .settings import OAuthServerSettings
-from .storage import Store, StoreError, digest, for_uri, named_grant
+from .storage import Store, digest, for_uri, named_grant
 
 
 def issuer_of(options: OAuthServerSettings, req: Request) -> str:

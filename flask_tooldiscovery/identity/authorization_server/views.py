@@ -21,7 +21,7 @@ from authlib.oauth2.rfc6749.errors import OAuth2Error
 from flask import Blueprint, Flask, Request, Response, jsonify, redirect, render_template, request
 from werkzeug.wrappers import Response as BaseResponse
 
-from ...errors import CoreError
+from ...errors import CoreError, StoreError
 from ...observe.logs import log
 from ...settings import Settings, SettingsError
 from ..csrf import exempt_from_csrf
@@ -33,7 +33,7 @@ from .models import User
 from .records import Records
 from .server import Server
 from .settings import OAuthServerSettings
-from .storage import StoreError, for_uri
+from .storage import for_uri
 
 #: The core's check of every request (its host allowed, its size): raises a CoreError.
 HostCheck = Callable[[Request], object]
