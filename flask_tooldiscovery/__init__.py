@@ -5,12 +5,12 @@ from .catalog.ui import UI, UIError
 from .dialects import Dialect
 from .errors import AuthError, CoreError, InsufficientScope, ToolDiscoveryError
 from .extension import ToolDiscovery
-from .runtime.invoke import Failure, Outcome
 from .schema.signature import SignatureError
 from .settings import Settings, SettingsError
 from .tools.envelope import Envelope
 from .tools.function_tools import RegistrationError
 from .tools.model import Identity, Tool, ToolContext, ToolError
+from .tools.outcome import Failure, Outcome
 from .tools.providers import ProviderError
 from .tools.questions import Answer, CannotAsk, Question, Root, RootsRequest, Sampled, SamplingRequest
 from .tools.results import Audio, File, Image, ResourceLink

@@ -23,10 +23,10 @@ _signals = Namespace()
 
 #: A call is about to run (before its rate limit and call slot are checked); ``duration_ms`` is 0.
 tool_called = _signals.signal("tooldiscovery-tool-called")
-#: The tool ran and returned; ``outcome`` is the :class:`~.invoke.Outcome`.
+#: The tool ran and returned; ``outcome`` is the :class:`~flask_tooldiscovery.Outcome`.
 tool_succeeded = _signals.signal("tooldiscovery-tool-succeeded")
 #: The call did not succeed: invalid arguments (the tool did not run) or a failing tool;
-#: ``outcome`` is the :class:`~.invoke.Outcome` (``None`` when an unexpected exception left the
+#: ``outcome`` is the :class:`~flask_tooldiscovery.Outcome` (``None`` when an unexpected exception left the
 #: core, then ``error`` is that exception).
 tool_failed = _signals.signal("tooldiscovery-tool-failed")
 #: The call was refused before the tool ran; ``error`` is the core error (``RateLimited``,

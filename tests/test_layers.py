@@ -75,18 +75,6 @@ ALLOWED: dict[str, set[str]] = {
 #: line when its import goes (the test below says which are gone).
 KNOWN_EXCEPTIONS = {
     # A dialect reaching past serving and the tool model's public face (DESIGN.md: nothing else).
-    # The outcome of a call (runtime.invoke: Outcome, CANCELLED, GENERIC_FAILURE) should reach a
-    # dialect through serving or the tool model's face:
-    "dialects.driver -> runtime.invoke",
-    "dialects.explorer.dialect -> runtime.invoke",
-    "dialects.explorer.stream -> runtime.invoke",
-    "dialects.explorer.live_calls -> runtime.invoke",
-    "dialects.mcp.content -> runtime.invoke",
-    "dialects.mcp.task_wire -> runtime.invoke",
-    "dialects.mcp.task_methods -> runtime.invoke",
-    "dialects.opal.async_mode -> runtime.invoke",
-    "dialects.opal.requests -> runtime.invoke",
-    "dialects.utcp -> runtime.invoke",
     # The call services (approvals, tasks, task input, rounds, streaming, rendezvous, callbacks)
     # should be reached through the pipeline, or declared on the Dialect contract:
     "dialects.explorer.stream -> calls.streaming",

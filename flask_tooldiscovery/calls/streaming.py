@@ -80,7 +80,7 @@ def stream_call(invoke: Callable[[Tool, Any, ToolContext], Outcome], tool: Tool,
                 context: ToolContext, *, keepalive: float = 15.0, cancel_on_close: bool = True) -> Iterator[StreamItem]:
     """Run ``invoke(tool, arguments, context)`` (the pipeline's, which guards and counts the call) in a helper thread
     and yield what it reports while it runs, :class:`KeepAlive` every ``keepalive`` seconds of
-    silence, and finally its :class:`~.invoke.Outcome` (or the :class:`~.errors.CoreError` that
+    silence, and finally its :class:`~flask_tooldiscovery.Outcome` (or the :class:`~.errors.CoreError` that
     refused it).
 
     Iterate it inside the request (``flask.stream_with_context``): the helper thread sees the same

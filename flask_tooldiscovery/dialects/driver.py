@@ -22,9 +22,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..runtime.invoke import GENERIC_FAILURE
 from ..settings import Settings
 from ..tools.model import Tool
+from ..tools.outcome import GENERIC_FAILURE
 
 #: The kind of an HTTP status that says the same in every dialect.
 STATUS_KINDS = {401: "refused", 403: "refused", 404: "unknown", 413: "too_large", 415: "refused", 421: "refused",

@@ -12,13 +12,13 @@ from urllib.parse import quote
 
 from flask import Blueprint, Response, request
 
-from ..runtime.invoke import Outcome
 from ..schema.json_schema import inline_refs
 from ..serving.openapi import arguments_body, body_required, openapi_post
 from ..serving.pipeline import Pipeline
 from ..serving.wire import JSON_MIMETYPE, json_response, security_schemes
 from ..settings import Settings
 from ..tools.model import Tool
+from ..tools.outcome import Outcome
 from . import Dialect, Protocol
 from .driver import Driver, Observation, WireRequest, message_of, status_kind
 

@@ -1,7 +1,8 @@
 """One invocation path for every dialect: coerce, validate, load, call (sync or async), time it.
 
 :func:`invoke` never raises for a client's mistake or a tool's failure; it returns an
-:class:`Outcome` that each dialect translates into its wire format.
+:class:`~flask_tooldiscovery.tools.outcome.Outcome` that each dialect translates into its wire
+format (the checks it makes first are :func:`~flask_tooldiscovery.tools.arguments.prepare`).
 """
 
 from __future__ import annotations
@@ -10,107 +11,25 @@ import asyncio
 import inspect
 import logging
 import time
-import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Literal
-
-from jsonschema.exceptions import SchemaError
-from marshmallow import ValidationError as MarshmallowValidationError
+from typing import Any
 
 from ..errors import ToolDiscoveryError
-from ..schema.argument_validation import ArgumentError, parameter_errors, quick_check_of, validate_arguments
-from ..schema.coerce import Coercion, coercion, to_jsonable
-from ..schema.quick_check import Check
+from ..schema.coerce import to_jsonable
+from ..tools.arguments import prepare
 from ..tools.envelope import Envelope
 from ..tools.model import Tool, ToolContext, ToolError
+from ..tools.outcome import CANCELLED as CANCELLED
+from ..tools.outcome import GENERIC_FAILURE as GENERIC_FAILURE
+from ..tools.outcome import Failure as Failure
+from ..tools.outcome import Outcome as Outcome
 from ..tools.questions import CannotAsk, InputRequired
 from .async_bridge import run_sync
 from .call_log import log, log_call
 
-GENERIC_FAILURE = "The tool failed with an unexpected error."
-CANCELLED = "The call was cancelled."
-#: Each tool's compiled argument coercion (its input schema read once, not on every call), with
-#: the resolved schema it was compiled from.
-_COERCIONS: weakref.WeakKeyDictionary[Tool, tuple[dict[str, Any], Coercion]] = weakref.WeakKeyDictionary()
-#: Each tool's quick argument check (``None``: it has none), with the input schema it was made for.
-_CHECKS: weakref.WeakKeyDictionary[Tool, tuple[Any, Check | None]] = weakref.WeakKeyDictionary()
-
-
 
 class _DeadlinePassed(ToolDiscoveryError):
     """An async tool was cancelled at its call's deadline (not a ``TimeoutError`` the tool raised itself)."""
-
-
-@dataclass(frozen=True)
-class Failure:
-    """Why a tool call failed, in the words that may be shown to a client."""
-
-    message: str
-    developer_message: str | None = None
-    can_retry: bool = False
-    retry_after_ms: int | None = None
-    additional_prompt_content: str | None = None
-    #: True when the tool raised :class:`ToolError` on purpose.
-    expected: bool = True
-    #: True when the caller cancelled the call (the tool stopped, or was told to).
-    cancelled: bool = False
-    #: True when what the call names does not exist (``ToolError(not_found=True)``; a view offered
-    #: as a tool answered 404): each dialect answers its own not-found.
-    not_found: bool = False
-
-    @classmethod
-    def from_tool_error(cls, exc: ToolError) -> Failure:
-        return cls(
-            message=exc.message,
-            developer_message=exc.developer_message,
-            can_retry=exc.can_retry,
-            retry_after_ms=exc.retry_after_ms,
-            additional_prompt_content=exc.additional_prompt_content,
-            not_found=exc.not_found,
-        )
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """The result of one call, before any dialect has shaped it.
-
-    ``status`` is ``"success"`` (``value`` holds the JSON-ready return value), ``"invalid"``
-    (``errors`` says how the arguments fail the input schema; the tool did not run) or
-    ``"failure"`` (the tool ran and failed; ``failure`` says how).
-    """
-
-    tool: Tool
-    call_id: str
-    status: Literal["success", "invalid", "failure"]
-    value: Any = None
-    failure: Failure | None = None
-    errors: tuple[ArgumentError, ...] = ()
-    duration_ms: float = 0.0
-    #: The tool returned an :class:`~flask_tooldiscovery.tools.envelope.Envelope`: it as
-    #: Opal's wire holds it (``value`` is its plain result; with an ``error``, the call
-    #: failed and ``failure`` says so).
-    envelope: dict[str, Any] | None = None
-
-    @property
-    def ok(self) -> bool:
-        """True when the tool ran and succeeded."""
-        return self.status == "success"
-
-    @property
-    def parameter_errors(self) -> dict[str, str]:
-        """``{parameter: message}`` for invalid arguments."""
-        return parameter_errors(self.errors)
-
-    @property
-    def error_message(self) -> str:
-        """One readable sentence for dialects that carry a single message."""
-        if self.status == "invalid":
-            parts = [(f"{e.parameter}: " if e.parameter else "") + e.message.rstrip(".") for e in self.errors]
-            return "Invalid arguments: " + "; ".join(parts) + "."
-        if self.failure is not None:
-            return self.failure.message
-        return ""
 
 
 def _overran(tool: Tool, context: ToolContext, deadline: float, spent: float, logger: logging.Logger) -> None:
@@ -165,77 +84,6 @@ def _call(tool: Tool, arguments: dict[str, Any], context: ToolContext, call_hand
 
         return run_sync(wait)
     return result
-
-
-def _loader_errors(exc: Exception) -> tuple[ArgumentError, ...]:
-    if isinstance(exc, MarshmallowValidationError) and isinstance(exc.messages, dict):
-        out = []
-        for key, msgs in exc.messages.items():
-            text = "; ".join(msgs) if isinstance(msgs, list) and all(isinstance(m, str) for m in msgs) else str(msgs)
-            out.append(ArgumentError(f"/{key}", str(key), text, "load"))
-        return tuple(out)
-    return (ArgumentError("", None, str(exc).splitlines()[0] if str(exc) else type(exc).__name__, "load"),)
-
-
-def check_arguments(
-    tool: Tool, arguments: Any, logger: logging.Logger | logging.LoggerAdapter[Any] | None = None,
-    *, max_errors: int | None = None,
-) -> list[ArgumentError]:
-    """How ``arguments`` fail ``tool``'s input schema (empty when valid), at most ``max_errors``
-    of them: past that, one last entry says how many more there were.
-
-    A schema that cannot be compiled is reported as one error with keyword ``schema``: nothing
-    validates against it, and nothing raises.
-    """
-    if not isinstance(arguments, dict):
-        return [ArgumentError("", None, "Arguments must be a JSON object.", "type")]
-    try:
-        errors = validate_arguments(tool.input_schema, arguments, limit=max_errors)
-    except SchemaError as exc:
-        (logger or log).error("tool %s has an invalid input schema: %s", tool.name, exc.message)
-        return [ArgumentError("", None, "The tool's input schema is not a valid JSON Schema.", "schema")]
-    return errors
-
-
-def prepare(
-    tool: Tool, arguments: Any, *, coerce: bool = False,
-    logger: logging.Logger | logging.LoggerAdapter[Any] | None = None, max_errors: int | None = None,
-) -> tuple[Any, tuple[ArgumentError, ...]]:
-    """What :func:`invoke` does before it runs ``tool``: ``None`` read as ``{}``, a non-object
-    refused, strings coerced (``coerce``), the input schema checked, then the arguments loaded
-    into the Python values the function declared. ``(arguments ready to pass, ())``, or
-    ``(arguments, errors)`` when they do not fit; nothing runs, nothing is logged but schema bugs."""
-    if arguments is None:
-        arguments = {}
-    if not isinstance(arguments, dict):
-        return arguments, (ArgumentError("", None, "Arguments must be a JSON object.", "type"),)
-    if coerce:
-        schema = tool.resolved_input_schema
-        compiled = _COERCIONS.get(tool)
-        if compiled is None or compiled[0] is not schema:  # new, or its schema was assigned anew
-            compiled = _COERCIONS[tool] = (schema, coercion({"type": "object", **schema}))
-        arguments = compiled[1](arguments)
-    schema = tool.input_schema
-    checked = _CHECKS.get(tool)
-    if checked is None or checked[0] is not schema:  # the tool's quick check, found once per schema
-        try:
-            checked = _CHECKS[tool] = (schema, quick_check_of(schema))
-        except SchemaError:
-            checked = (schema, None)  # answered (and logged) below
-    if checked[1] is None or not checked[1](arguments):  # not known valid at a glance: every error
-        try:
-            errors = validate_arguments(schema, arguments, limit=max_errors)
-        except SchemaError as exc:
-            (logger or log).error("tool %s has an invalid input schema: %s", tool.name, exc.message)
-            errors = [ArgumentError("", None, "The tool's input schema is not a valid JSON Schema.", "schema")]
-        if errors:
-            return arguments, tuple(errors)
-    if tool.func is not None and tool.load_arguments is not None:
-        try:  # into the Python values the function declared (enum members, dataclasses...)
-            arguments = tool.load_arguments(arguments)
-        except Exception as exc:
-            return arguments, _loader_errors(exc)
-    return arguments, ()
 
 
 def invoke(

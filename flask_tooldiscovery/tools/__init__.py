@@ -1,3 +1,4 @@
 """The tool model: :class:`~.model.Tool`, :class:`~.model.ToolContext` and
 :class:`~.model.ToolError`, tools made from decorated functions and from providers, the registry
-and the tool set in force for a request, and the rich results and envelope a tool may return."""
+and the tool set in force for a request, the rich results and envelope a tool may return, and
+what a call is made of: its arguments checked and loaded, and its outcome (what dialects read)."""

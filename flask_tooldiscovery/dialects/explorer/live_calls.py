@@ -22,12 +22,12 @@ from typing import Any
 from flask import Response, current_app
 
 from ...errors import CoreError, NotFound
-from ...runtime.invoke import Outcome
 from ...serving.pipeline import Pipeline
 from ...serving.wire import json_response
 from ...tasks.records import Task, TaskResult
 from ...tasks.runner import ended_state, tasks_of
 from ...tools.model import Tool, ToolContext
+from ...tools.outcome import Outcome
 
 Invoke = Callable[[Tool, Any, ToolContext], Outcome]
 #: Longest task id read (the ids are UUIDs); anything longer is unknown at once.

@@ -18,10 +18,10 @@ from flask import Request, Response, current_app, stream_with_context
 from ...calls.streaming import KeepAlive, StreamItem, stream_call
 from ...errors import CoreError
 from ...observe.logs import log
-from ...runtime.invoke import Outcome
 from ...serving.pipeline import Pipeline
 from ...serving.wire import best_accepted
 from ...tools.model import LogEntry, Progress, Tool, ToolContext
+from ...tools.outcome import Outcome
 from .live_calls import begin
 
 SSE = "text/event-stream"

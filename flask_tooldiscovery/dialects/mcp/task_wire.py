@@ -20,10 +20,10 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
-from ...runtime.invoke import Outcome
 from ...serving.pipeline import Pipeline
 from ...tasks.records import Task, TaskResult
 from ...tasks.task_input import open_questions
+from ...tools.outcome import Outcome
 from ...tools.results import RichBlock
 from ..content_blocks import content_blocks
 from . import jsonrpc as rpc

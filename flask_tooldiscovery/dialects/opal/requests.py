@@ -23,10 +23,10 @@ from typing import Any
 from flask import Response, request
 
 from ...errors import BadRequest
-from ...runtime.invoke import Outcome
 from ...serving.pipeline import Pipeline
 from ...serving.wire import json_response
 from ...tools.model import ToolContext
+from ...tools.outcome import Outcome
 
 #: The media type of a v2 answer (the SDK's RESPONSE_MIME_TYPE).
 RESPONSE_V2 = "application/vnd.optimizely.opal.tools+json"
