@@ -4,7 +4,8 @@ packages it may import. From the top: the public face and the extension, the CLI
 the serving core and identity, the call services, observability and the lint rules, the catalog,
 views and the call runtime, the tool model, the schema engine, and the foundation modules
 (errors, settings, signals) everyone may use. A dialect reaches ``serving`` (and ``identity``,
-split from it), its lint target and the public face of the tool model, nothing else.
+split from it), its lint target, the public face of the tool model and the JSON-Schema reading
+helpers it is made of, nothing else.
 
 An edge today's code has and the design forbids is listed in :data:`KNOWN_EXCEPTIONS`, one import
 a line, so that it is seen and the list can only shrink: a listed import that is gone fails too."""
@@ -39,7 +40,11 @@ ALLOWED: dict[str, set[str]] = {
     # A dialect reaches serving (identity was part of it) and the tool model's public face, names
     # its lint target (the Dialect contract's lint_tool), and logs on the library's logger.
     # The tasks service (tasks.runner: start, read, answer and cancel a task) is reached as serving is.
-    "dialects": {"serving", "identity", "tasks.runner", "lint", "tools", "observe.logs", *FOUNDATION},
+    # The tool model is made of JSON Schemas, and a dialect's wire translation reads them node by
+    # node with the schema engine's reading helpers (schema.json_schema: split_nullable,
+    # primary_type, inline_refs; pure functions over JSON that know no tool), as lint and the CLI do.
+    "dialects": {"serving", "identity", "tasks.runner", "lint", "tools", "schema.json_schema", "observe.logs",
+                 *FOUNDATION},
     # The serving core: the pipeline orchestrates identity, the call services, the runtime.
     "serving": {"identity", "calls", "state", "observe", "catalog", "runtime", "search", "tools", *FOUNDATION},
     # Calls that outlive their request: run through the serving core's pipelines, kept in the state store.
@@ -108,14 +113,6 @@ KNOWN_EXCEPTIONS = {
     "dialects.mcp.skills -> catalog.skills",
     "dialects.mcp.subscriptions -> catalog.resources",
     "dialects.opal.resources -> catalog.ui",
-    # JSON-Schema reading (inline_refs, primary_type) should be part of the tool model's face, or
-    # of serving's wire helpers:
-    "dialects.opal.dialect -> schema.json_schema",
-    "dialects.opal.discovery -> schema.json_schema",
-    "dialects.opal.rollbacks -> schema.json_schema",
-    "dialects.oxp -> schema.json_schema",
-    "dialects.tdp.dialect -> schema.json_schema",
-    "dialects.utcp -> schema.json_schema",
     # Observability calling into a call service (the rate limit in the operations around a call):
     "observe.operations -> calls.limits",
     # The schema engine knowing the tool model (the injected ToolContext, the rich result types):
