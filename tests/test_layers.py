@@ -115,11 +115,6 @@ KNOWN_EXCEPTIONS = {
     "dialects.opal.resources -> catalog.ui",
     # Observability calling into a call service (the rate limit in the operations around a call):
     "observe.operations -> calls.limits",
-    # The schema engine knowing the tool model (the injected ToolContext, the rich result types):
-    "schema.coerce -> tools.results",
-    "schema.signature -> tools.model",
-    "schema.signature -> tools.results",
-    "schema.type_schemas -> tools.results",
     # The tool model reaching up: tool UIs (catalog.ui) checked at registration and hidden from
     # models, the async bridge resolving providers, watchers told of registry changes:
     "tools.function_tools -> catalog.ui",

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..tools.results import RichResult, from_bytes
+from .hooks import RICH
 from .json_schema import primary_type, split_nullable
 
 _INT = re.compile(r"^[+-]?\d+$")
@@ -27,8 +27,8 @@ _PLAIN = frozenset({str, int, bool, type(None)})
 def to_jsonable(value: Any, *, bytes_mime_type: str | None = None) -> Any:
     """Turn a tool's return value into JSON-ready data (dataclasses, enums, sets, dates...).
 
-    Rich results (:mod:`flask_tooldiscovery.tools.results`: ``Image``, ``Audio``, ``File``,
-    ``ResourceLink``) become their canonical form; ``bytes`` become base64 text, or, with
+    Rich results (registered by :mod:`flask_tooldiscovery.tools.results`: ``Image``, ``Audio``,
+    ``File``, ``ResourceLink``) become their canonical form; ``bytes`` become base64 text, or, with
     ``bytes_mime_type`` (the tool's
     ``result_mime_type``), the canonical form of an image, audio or file of that type.
     """
@@ -45,7 +45,7 @@ def to_jsonable(value: Any, *, bytes_mime_type: str | None = None) -> Any:
         if math.isnan(value) or math.isinf(value):
             raise TypeError("NaN and infinity cannot be sent as JSON")
         return value
-    if isinstance(value, RichResult):
+    if isinstance(value, RICH[0].base):
         return value.to_json()
     if isinstance(value, Mapping):
         return {str(k): to_jsonable(v, bytes_mime_type=bytes_mime_type) for k, v in value.items()}
@@ -53,7 +53,7 @@ def to_jsonable(value: Any, *, bytes_mime_type: str | None = None) -> Any:
         return [to_jsonable(v, bytes_mime_type=bytes_mime_type) for v in value]
     if isinstance(value, (bytes, bytearray, memoryview)):
         if bytes_mime_type is not None:
-            return from_bytes(bytes(value), bytes_mime_type).to_json()
+            return RICH[0].from_bytes(bytes(value), bytes_mime_type).to_json()
         return base64.b64encode(bytes(value)).decode("ascii")
     if isinstance(value, enum.Enum):
         return to_jsonable(value.value)

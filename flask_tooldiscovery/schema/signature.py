@@ -1,8 +1,8 @@
 """A Python function's signature and docstring -> JSON Schema (and back to Python values).
 
 :func:`describe_function` reads type hints and the docstring once, at decoration time, and returns
-the input schema, the output schema, the names of injected
-:class:`~flask_tooldiscovery.tools.model.ToolContext` parameters and a loader
+the input schema, the output schema, the names of injected parameters (those annotated with a type
+the tool model registered in :mod:`.hooks`: ``ToolContext``) and a loader
 that turns validated JSON arguments into the Python values the function declared
 (each annotation's schema and converter come from :mod:`.type_schemas`, the texts from
 :mod:`.docstrings`).
@@ -21,9 +21,8 @@ from typing import Any, Literal, Union
 from marshmallow import ValidationError
 
 from ..errors import SignatureError as SignatureError
-from ..tools.model import ToolContext
-from ..tools.results import kind_of, schema_of
 from .docstrings import parse_docstring
+from .hooks import INJECTED, RICH
 from .type_schemas import ReturnSchemaBuilder, SchemaBuilder, UnsupportedType, jsonable_default
 
 
@@ -52,14 +51,16 @@ def is_async_callable(func: Callable[..., Any]) -> bool:
 
 
 def _is_context(annotation: Any) -> bool:
-    if annotation is ToolContext:
+    """True for a parameter the caller's context is injected into (a type the tool model registered:
+    ``ToolContext``), also as ``Annotated[...]`` or ``... | None``."""
+    if any(annotation is tp for tp in INJECTED):
         return True
     origin = typing.get_origin(annotation)
     if origin is typing.Annotated:
         return _is_context(typing.get_args(annotation)[0])
     if origin in (Union, types.UnionType):
         args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        return len(args) == 1 and args[0] is ToolContext
+        return len(args) == 1 and any(args[0] is tp for tp in INJECTED)
     return False
 
 
@@ -190,7 +191,7 @@ def describe_function(
         except UnsupportedType:
             output_schema = None
     elif result_mime_type is not None:  # no annotation: the declared MIME type says what it returns
-        output_schema = schema_of(kind_of(result_mime_type), result_mime_type)
+        output_schema = RICH[0].schema_for_mime(result_mime_type)
     if output_schema is not None and returns_doc and "description" not in output_schema:
         output_schema["description"] = returns_doc
 

@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal, Union
 
 from ..errors import UnsupportedType as UnsupportedType
-from ..tools.results import schema_for_type
 from .docstrings import docstring_params
+from .hooks import RICH
 from .json_schema import inline_refs
 
 Converter = Callable[[Any], Any] | None
@@ -312,7 +312,7 @@ def _apply(converters: dict[str, Converter], value: Mapping[str, Any]) -> dict[s
 
 
 class ReturnSchemaBuilder(SchemaBuilder):
-    """A return annotation's schema: rich result types (:mod:`flask_tooldiscovery.tools.results`)
+    """A return annotation's schema: rich result types (registered by :mod:`flask_tooldiscovery.tools.results`)
     as their canonical form, and ``bytes`` as an image, audio or file when the tool declares their MIME type."""
 
     def __init__(self, bytes_mime_type: str | None) -> None:
@@ -320,5 +320,5 @@ class ReturnSchemaBuilder(SchemaBuilder):
         self.bytes_mime_type = bytes_mime_type
 
     def build(self, tp: Any) -> tuple[dict[str, Any], Converter]:
-        rich = schema_for_type(tp, self.bytes_mime_type)
+        rich = RICH[0].schema_for_type(tp, self.bytes_mime_type)
         return (rich, None) if rich is not None else super().build(tp)

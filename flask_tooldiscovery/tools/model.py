@@ -15,6 +15,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolError as ToolError
+from ..schema.hooks import inject
 from .questions import (
     EMPTY_FORM,
     Answer,
@@ -298,6 +299,9 @@ class ToolContext:
             f"trace_id={self.trace_id!r}, user_id={self.user_id!r}, "
             f"secrets=<{len(self.secrets)}>, authorization=<{len(self.authorization)}>)"
         )
+
+
+inject(ToolContext)  # the schema engine leaves a ToolContext parameter out of a tool's input schema
 
 
 def _defines(node: Any) -> bool:

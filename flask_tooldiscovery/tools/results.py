@@ -17,6 +17,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
+from ..schema.hooks import RichValues, rich_values
+
 #: ``type/subtype`` (RFC 6838 names), optionally with parameters (``text/csv; charset=utf-8``).
 _MIME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}(\s*;.*)?$")
 Kind = Literal["image", "audio", "file", "resource_link"]
@@ -218,6 +220,10 @@ def is_rich_schema(schema: Any) -> bool:
         return True
     parts = [*(schema.get("anyOf") or ()), *(schema.get("oneOf") or ()), schema.get("items")]
     return any(is_rich_schema(part) for part in parts)
+
+
+rich_values(RichValues(base=RichResult, from_bytes=from_bytes, schema_for_type=schema_for_type,
+                       schema_for_mime=lambda mime_type: schema_of(kind_of(mime_type), mime_type)))
 
 
 __all__ = ["KINDS", "Audio", "File", "Image", "ResourceLink", "RichBlock", "RichResult", "from_bytes", "is_rich",
