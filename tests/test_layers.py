@@ -115,12 +115,6 @@ KNOWN_EXCEPTIONS = {
     "dialects.opal.resources -> catalog.ui",
     # Observability calling into a call service (the rate limit in the operations around a call):
     "observe.operations -> calls.limits",
-    # The tool model reaching up: tool UIs (catalog.ui) checked at registration and hidden from
-    # models, the async bridge resolving providers, watchers told of registry changes:
-    "tools.function_tools -> catalog.ui",
-    "tools.providers -> runtime.async_bridge",
-    "tools.registry -> catalog.ui",
-    "tools.registry -> runtime.watchers",
 }
 def module_name(path: Path) -> str:
     parts = list(path.relative_to(PACKAGE).with_suffix("").parts)

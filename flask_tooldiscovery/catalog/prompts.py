@@ -24,12 +24,12 @@ from marshmallow import ValidationError
 from ..errors import InvalidPromptArguments as InvalidPromptArguments
 from ..errors import NoSuchPrompt as NoSuchPrompt
 from ..runtime.async_bridge import await_sync
-from ..runtime.watchers import Watchers
 from ..schema.argument_validation import validate_arguments
 from ..schema.coerce import coercion
 from ..schema.signature import describe_function
 from ..tools.function_tools import RegistrationError, valid_tool_name
 from ..tools.results import RichBlock, RichResult, mime_type_error
+from ..tools.watchers import Watchers
 from .access import holds_all, scopes_and_icons
 from .completion import NOTHING, Completer, Completion, UnknownArgument, completers
 

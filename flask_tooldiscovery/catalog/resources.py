@@ -19,10 +19,10 @@ from urllib.parse import unquote
 
 from ..errors import NoSuchResource as NoSuchResource
 from ..runtime.async_bridge import await_sync
-from ..runtime.watchers import Watchers
 from ..schema.signature import describe_function
 from ..tools.function_tools import RegistrationError
 from ..tools.results import mime_type_error
+from ..tools.watchers import Watchers
 from .access import holds_all, scopes_and_icons
 from .completion import NOTHING, Completer, Completion, UnknownArgument, completers
 

@@ -23,14 +23,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import UIError as UIError
+from ..tools.function_tools import OptionRule, add_option_rule
 from .proteus import PROTEUS_MIME_TYPE, as_proteus, check_proteus, proteus_error, proteus_of, render_proteus
 
 if TYPE_CHECKING:  # pragma: no cover
     from flask import Flask
     from jinja2 import Environment
 
-    from ..runtime.watchers import Checks
     from ..tools.model import Tool
+    from ..tools.watchers import Checks
 
 #: The MIME type of an MCP App's HTML (and of every UI resource served here).
 MIME_TYPE = "text/html;profile=mcp-app"
@@ -170,14 +171,12 @@ def ui_of(tool: Tool) -> UI | None:
 
 def visibility_of(tool: Tool) -> tuple[str, ...] | None:
     """The tool's declared ``visibility`` (``None``: undeclared, i.e. model and app)."""
-    value = tool.metadata.get("visibility") if tool.metadata else None
-    return tuple(value) if value else None
+    return tool.visibility
 
 
 def model_visible(tool: Tool) -> bool:
     """False for a tool only an interface may call (``visibility`` without ``"model"``)."""
-    visibility = visibility_of(tool)
-    return visibility is None or "model" in visibility
+    return tool.model_visible
 
 
 def resources_of(tools: Iterable[Tool]) -> dict[str, UI]:
@@ -272,6 +271,21 @@ def render(app: Flask, ui: UI, tools: Iterable[Tool] = ()) -> str:
         return contextvars.Context().run(run)
     except Exception as exc:
         raise UIError(f"UI {ui.resource_uri}: template {ui.template!r} failed to render") from exc
+
+
+def _options_error(options: Mapping[str, Any]) -> str | None:
+    return options_error(options.get("ui"), options.get("visibility")) or proteus_error(options.get("proteus"))
+
+
+def _keep_options(options: Mapping[str, Any], metadata: dict[str, Any]) -> None:
+    if "ui" in metadata:
+        metadata["ui"] = as_ui(metadata["ui"])
+    if options.get("proteus") is not None:
+        metadata["proteus"] = as_proteus(options["proteus"])
+
+
+# A tool's ui, visibility and proteus options are checked and kept by the rules above.
+add_option_rule(OptionRule(error=_options_error, keep=_keep_options))
 
 
 __all__ = ["AUDIENCES", "MIME_TYPE", "PROTEUS_MIME_TYPE", "UI", "UIError", "as_proteus", "as_ui", "bridge_script",

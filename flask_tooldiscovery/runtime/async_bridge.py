@@ -21,6 +21,8 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 
+from ..tools.providers import await_with
+
 
 class _ThreadLoop:
     """One thread's event loop, closed when the thread ends (its thread-local slot is dropped)."""
@@ -137,3 +139,6 @@ def await_sync(awaitable: Awaitable[Any]) -> Any:
         return await awaitable
 
     return run_sync(wait)
+
+
+await_with(await_sync)  # tools providers that answer asynchronously are awaited on this bridge

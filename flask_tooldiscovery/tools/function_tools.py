@@ -7,10 +7,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from ..catalog.ui import as_proteus, as_ui, proteus_error
-from ..catalog.ui import options_error as ui_error
 from ..errors import RegistrationError as RegistrationError
 from ..schema.check import InvalidSchemaError, check_schema
 from ..schema.json_schema import walk
@@ -40,6 +39,25 @@ def valid_tool_name(name: Any) -> bool:
 
 
 _REQUIREMENT_KEYS = {"authorization", "secrets", "user_id"}
+
+
+@dataclass(frozen=True)
+class OptionRule:
+    """How a layer above the tool model checks and keeps some of the options (``catalog.ui``:
+    ``ui``, ``visibility``, ``proteus``), registered with :func:`add_option_rule` when it is imported."""
+
+    #: Why the options cannot work (``None``: they can), asked at registration.
+    error: Callable[[Mapping[str, Any]], str | None]
+    #: Writes what the tool keeps of the options (the second argument) into its metadata (the third).
+    keep: Callable[[Mapping[str, Any], dict[str, Any]], None]
+
+
+_RULES: list[OptionRule] = []
+
+
+def add_option_rule(rule: OptionRule) -> None:
+    """Check and keep some options by ``rule`` from now on."""
+    _RULES.append(rule)
 
 
 def _check_options(label: str, options: Mapping[str, Any]) -> None:
@@ -79,10 +97,9 @@ def _check_options(label: str, options: Mapping[str, Any]) -> None:
             read_icons(options["icons"])
         except ValueError as exc:
             raise RegistrationError(f"{label}: {exc}") from None
-    if (error := ui_error(options.get("ui"), options.get("visibility"))) is not None:
-        raise RegistrationError(f"{label}: {error}")
-    if (error := proteus_error(options.get("proteus"))) is not None:
-        raise RegistrationError(f"{label}: {error}")
+    for rule in _RULES:
+        if (error := rule.error(options)) is not None:
+            raise RegistrationError(f"{label}: {error}")
     if options.get("visible") is not None and not callable(options["visible"]):
         raise RegistrationError(f"{label}: visible must be a callable taking the caller's Identity (or None)")
 
@@ -170,10 +187,8 @@ def tool_from_function(func: Callable[..., Any], options: Mapping[str, Any]) -> 
         output_schema = output_schema if options.get("output_schema") is not None else None
     if "icons" in metadata:
         metadata["icons"] = read_icons(metadata["icons"])
-    if "ui" in metadata:
-        metadata["ui"] = as_ui(metadata["ui"])
-    if options.get("proteus") is not None:
-        metadata["proteus"] = as_proteus(options["proteus"])
+    for rule in _RULES:
+        rule.keep(options, metadata)
     description = options.get("description") or desc.description
     return Tool(
         name=name,

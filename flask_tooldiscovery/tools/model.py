@@ -431,6 +431,19 @@ class Tool:
             missing["user_id"] = True
         return missing
 
+    @property
+    def visibility(self) -> tuple[str, ...] | None:
+        """Who may call it, as declared (``visibility=["app"]``: only its UI); ``None``: undeclared,
+        i.e. the model and the app."""
+        value = self.metadata.get("visibility") if self.metadata else None
+        return tuple(value) if value else None
+
+    @property
+    def model_visible(self) -> bool:
+        """False for a tool only an interface may call (``visibility`` without ``"model"``)."""
+        visibility = self.visibility
+        return visibility is None or "model" in visibility
+
     def hint(self, name: str, default: bool | None = None) -> bool | None:
         """An MCP annotation hint (``readOnlyHint``...), or ``default`` when the tool has none."""
         if not self.annotations:

@@ -9,11 +9,10 @@ an unchanged dict, or a :class:`ProvidedTools` of an unchanged version, once).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
 from typing import Any
 
 from ..errors import ProviderError as ProviderError
-from ..runtime.async_bridge import await_sync
 from ..schema.json_schema import JSON_SCALARS
 from .function_tools import normalize_requirements
 from .model import METADATA_OPTIONS, Tool, parse_version
@@ -105,6 +104,18 @@ def tool_from_object(obj: Any) -> Tool:
     )
 
 
+#: Waits for an awaitable from a sync caller and returns its result.
+Awaiter = Callable[[Awaitable[Any]], Any]
+#: What awaits an async provider's answer: the runtime's async bridge, which installs itself here
+#: (:func:`await_with`) when it is imported, as the package's face does first.
+AWAITER: list[Awaiter] = []
+
+
+def await_with(awaiter: Awaiter) -> None:
+    """Await async providers' answers with ``awaiter`` from now on."""
+    AWAITER[:] = [awaiter]
+
+
 def resolve_provider(provider: Any) -> list[Any]:
     """F2's resolution: a list is used as is; otherwise call it, awaiting an awaitable result (a
     :class:`ProvidedTools` answer comes back as it is, its version with it)."""
@@ -112,7 +123,7 @@ def resolve_provider(provider: Any) -> list[Any]:
         return list(provider)
     result = provider()
     if inspect.isawaitable(result):
-        result = await_sync(result)
+        result = AWAITER[0](result)
     if isinstance(result, ProvidedTools):
         return result
     if result is None:

@@ -15,11 +15,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from ..catalog.ui import model_visible
-from ..runtime.watchers import Checks, Watchers
 from .function_tools import RegistrationError, valid_tool_name
 from .model import CHANGES, Identity, Tool, parse_version, tool_changes
 from .providers import ProvidedTools, ProviderError, ToolsProvider, resolve_provider, tool_from_object
+from .watchers import Checks, Watchers
 
 log = logging.getLogger("flask_tooldiscovery")
 
@@ -108,7 +107,7 @@ class ToolSet:
         """The set less the tools only an interface calls (``visibility=["app"]``): what a dialect
         shows where no host stands between its list and the model (built once per set)."""
         if self._for_model is None:
-            shown = [t for t in self.tools if model_visible(t)]
+            shown = [t for t in self.tools if t.model_visible]
             self._for_model = self if len(shown) == len(self.tools) else ToolSet(
                 shown, fingerprint=(self.fingerprint, "for model"))
         return self._for_model
