@@ -113,8 +113,6 @@ KNOWN_EXCEPTIONS = {
     "dialects.mcp.skills -> catalog.skills",
     "dialects.mcp.subscriptions -> catalog.resources",
     "dialects.opal.resources -> catalog.ui",
-    # Observability calling into a call service (the rate limit in the operations around a call):
-    "observe.operations -> calls.limits",
 }
 def module_name(path: Path) -> str:
     parts = list(path.relative_to(PACKAGE).with_suffix("").parts)

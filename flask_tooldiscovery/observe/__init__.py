@@ -1,2 +1,2 @@
-"""Observability of tool calls: the library's logger and call log format, Prometheus metrics,
-OpenTelemetry spans, and the operations (rate limit, span, metrics) around every call."""
+"""Observability of tool calls: the library's logger and call log format, Prometheus metrics and
+OpenTelemetry spans (the serving core's operations around every call use them)."""

@@ -1,3 +1,4 @@
 """The serving core every dialect goes through: the pipeline (guard, identity, body, tool set,
 then invoke or a task), the request checks, CORS and security headers, discovery caches and the
-fast path, the wire helpers dialects share, and calls made from outside a request."""
+fast path, the wire helpers dialects share, calls made from outside a request, and the operations
+around every call (the rate limit, signals, span and metrics)."""

@@ -22,7 +22,6 @@ from ..catalog.skills import SkillCatalog
 from ..errors import CoreError
 from ..identity.authorization_server.settings import OAuthServerSettings
 from ..observe.logs import log
-from ..observe.operations import Operations
 from ..runtime.invoke import Outcome, invoke
 from ..search.indexes import SearchIndexes
 from ..settings import Settings
@@ -33,6 +32,7 @@ from ..tools.registry import ToolRegistry, ToolSet
 from . import request_state, worker_threads
 from .fastpath import Learnable
 from .guard import Guard
+from .operations import Operations
 from .worker_threads import Worker, call_slots
 
 

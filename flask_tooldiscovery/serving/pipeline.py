@@ -27,7 +27,6 @@ from ..errors import UnknownTool as UnknownTool
 from ..identity.csrf import exempt_from_csrf
 from ..identity.sources import Authenticator, Identity
 from ..observe.logs import log
-from ..observe.operations import observe_call
 from ..runtime.invoke import Failure, Outcome
 from ..runtime.invoke import invoke as run
 from ..search.indexes import DEFAULT_LIMIT
@@ -43,6 +42,7 @@ from .core import Core, Translator
 from .cors import Cors
 from .fastpath import Learner, credential_keys, listening
 from .guard import RouteKind, new_call_id, well_formed_trace_id
+from .operations import observe_call
 from .request_state import ACTIVE
 from .routes import Routes
 from .wire import JSON_MIMETYPE, dumps, json_response

@@ -26,9 +26,9 @@ from ..tools.model import Tool, ToolContext
 if TYPE_CHECKING:  # pragma: no cover
     from flask import Request
 
+    from ..observe.metrics import CallMetrics
+    from ..observe.tracing import Tracer
     from ..tools.model import Identity
-    from .metrics import CallMetrics
-    from .tracing import Tracer
 
 class Operations:
     """One app's rate limits, tracer and metrics (``None`` when their setting is off)."""
@@ -42,12 +42,12 @@ class Operations:
         if settings.metrics_path and not settings.metrics:
             raise SettingsError(f"{key('METRICS_PATH')} serves metrics only with {key('METRICS')} on")
         if settings.otel:
-            from . import tracing
+            from ..observe import tracing
 
             tracing.require()
             self.tracer = tracing.Tracer()
         if settings.metrics:
-            from . import metrics
+            from ..observe import metrics
 
             metrics.require()
             self.metrics = metrics.call_metrics()
