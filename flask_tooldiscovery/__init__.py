@@ -10,10 +10,9 @@ from .settings import Settings, SettingsError
 from .tools.envelope import Envelope
 from .tools.function_tools import RegistrationError
 from .tools.model import Identity, Tool, ToolContext, ToolError
-from .tools.outcome import Failure, Outcome
 from .tools.providers import ProviderError
 from .tools.questions import Answer, CannotAsk, Question, Root, RootsRequest, Sampled, SamplingRequest
-from .tools.results import Audio, File, Image, ResourceLink
+from .tools.results import Audio, Failure, File, Image, Outcome, ResourceLink
 
 __all__ = [
     "UI",

@@ -39,10 +39,10 @@ from flask import current_app
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 
 from ..errors import ApprovalRequired, InvalidApproval, SpendError, Unavailable, UnsealedState
+from ..runtime.invoke import prepare
 from ..schema.coerce import to_jsonable
 from ..settings import Settings
 from ..state import single_use
-from ..tools.arguments import prepare
 from ..tools.model import Tool, ToolContext
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..settings import Settings
 from ..tools.model import Tool
-from ..tools.outcome import GENERIC_FAILURE
+from ..tools.results import GENERIC_FAILURE
 
 #: The kind of an HTTP status that says the same in every dialect.
 STATUS_KINDS = {401: "refused", 403: "refused", 404: "unknown", 413: "too_large", 415: "refused", 421: "refused",

@@ -18,7 +18,7 @@ from ..serving.pipeline import Pipeline
 from ..serving.wire import JSON_MIMETYPE, json_response, security_schemes
 from ..settings import Settings
 from ..tools.model import Tool
-from ..tools.outcome import Outcome
+from ..tools.results import Outcome
 from . import Dialect, Protocol
 from .driver import Driver, Observation, WireRequest, message_of, status_kind
 

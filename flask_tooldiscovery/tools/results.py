@@ -1,4 +1,6 @@
-"""Rich tool results: images, audio, files and links to resources.
+"""What a tool call gives back: its :class:`Outcome` (success, invalid arguments, or a
+:class:`Failure`), which ``runtime.invoke`` makes and every dialect reads, and the rich results a
+tool may return: images, audio, files and links to resources.
 
 A tool returns :class:`Image`, :class:`Audio`, :class:`File` or :class:`ResourceLink` (alone or in
 a list with plain values), or plain ``bytes`` with ``@discovery.tool(result_mime_type=...)``. Every
@@ -15,9 +17,13 @@ from __future__ import annotations
 import base64
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from ..errors import ToolError
+from ..schema.argument_validation import ArgumentError, parameter_errors
 from ..schema.hooks import RichValues, rich_values
+from .model import Tool
 
 #: ``type/subtype`` (RFC 6838 names), optionally with parameters (``text/csv; charset=utf-8``).
 _MIME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}(\s*;.*)?$")
@@ -222,9 +228,88 @@ def is_rich_schema(schema: Any) -> bool:
     return any(is_rich_schema(part) for part in parts)
 
 
+
+# -- the outcome of a call -------------------------------------------------------------------------
+
+GENERIC_FAILURE = "The tool failed with an unexpected error."
+CANCELLED = "The call was cancelled."
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why a tool call failed, in the words that may be shown to a client."""
+
+    message: str
+    developer_message: str | None = None
+    can_retry: bool = False
+    retry_after_ms: int | None = None
+    additional_prompt_content: str | None = None
+    #: True when the tool raised :class:`ToolError` on purpose.
+    expected: bool = True
+    #: True when the caller cancelled the call (the tool stopped, or was told to).
+    cancelled: bool = False
+    #: True when what the call names does not exist (``ToolError(not_found=True)``; a view offered
+    #: as a tool answered 404): each dialect answers its own not-found.
+    not_found: bool = False
+
+    @classmethod
+    def from_tool_error(cls, exc: ToolError) -> Failure:
+        return cls(
+            message=exc.message,
+            developer_message=exc.developer_message,
+            can_retry=exc.can_retry,
+            retry_after_ms=exc.retry_after_ms,
+            additional_prompt_content=exc.additional_prompt_content,
+            not_found=exc.not_found,
+        )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The result of one call, before any dialect has shaped it.
+
+    ``status`` is ``"success"`` (``value`` holds the JSON-ready return value), ``"invalid"``
+    (``errors`` says how the arguments fail the input schema; the tool did not run) or
+    ``"failure"`` (the tool ran and failed; ``failure`` says how).
+    """
+
+    tool: Tool
+    call_id: str
+    status: Literal["success", "invalid", "failure"]
+    value: Any = None
+    failure: Failure | None = None
+    errors: tuple[ArgumentError, ...] = ()
+    duration_ms: float = 0.0
+    #: The tool returned an :class:`~flask_tooldiscovery.tools.envelope.Envelope`: it as
+    #: Opal's wire holds it (``value`` is its plain result; with an ``error``, the call
+    #: failed and ``failure`` says so).
+    envelope: dict[str, Any] | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the tool ran and succeeded."""
+        return self.status == "success"
+
+    @property
+    def parameter_errors(self) -> dict[str, str]:
+        """``{parameter: message}`` for invalid arguments."""
+        return parameter_errors(self.errors)
+
+    @property
+    def error_message(self) -> str:
+        """One readable sentence for dialects that carry a single message."""
+        if self.status == "invalid":
+            parts = [(f"{e.parameter}: " if e.parameter else "") + e.message.rstrip(".") for e in self.errors]
+            return "Invalid arguments: " + "; ".join(parts) + "."
+        if self.failure is not None:
+            return self.failure.message
+        return ""
+
+
 rich_values(RichValues(base=RichResult, from_bytes=from_bytes, schema_for_type=schema_for_type,
                        schema_for_mime=lambda mime_type: schema_of(kind_of(mime_type), mime_type)))
 
 
-__all__ = ["KINDS", "Audio", "File", "Image", "ResourceLink", "RichBlock", "RichResult", "from_bytes", "is_rich",
-           "is_rich_schema", "kind_of", "mime_type_error", "schema_for_type", "schema_of"]
+__all__ = ["CANCELLED", "GENERIC_FAILURE", "KINDS", "Audio", "Failure", "File", "Image", "Outcome", "ResourceLink",
+           "RichBlock", "RichResult", "from_bytes", "is_rich", "is_rich_schema", "kind_of", "mime_type_error",
+           "schema_for_type", "schema_of"]

@@ -21,13 +21,12 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from ...errors import CoreError, Forbidden, MalformedBody, MethodNotAllowed, PayloadTooLarge, Unauthorized
 from ...identity.sources import Authenticator
+from ...runtime.invoke import check_arguments
 from ...serving.openapi import arguments_body, body_required, openapi_post
 from ...serving.pipeline import Pipeline
 from ...serving.wire import JSON_MIMETYPE, WireSchema, json_response
 from ...settings import DialectSettings, Settings, parse_bool, setting
-from ...tools.arguments import check_arguments
-from ...tools.outcome import Outcome
-from ...tools.results import is_rich
+from ...tools.results import Outcome, is_rich
 from .. import Dialect, Protocol
 from ..content_blocks import LATEST, content_blocks
 from . import prompts

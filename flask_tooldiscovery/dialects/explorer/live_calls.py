@@ -27,7 +27,7 @@ from ...serving.wire import json_response
 from ...tasks.records import Task, TaskResult
 from ...tasks.runner import ended_state, tasks_of
 from ...tools.model import Tool, ToolContext
-from ...tools.outcome import Outcome
+from ...tools.results import Outcome
 
 Invoke = Callable[[Tool, Any, ToolContext], Outcome]
 #: Longest task id read (the ids are UUIDs); anything longer is unknown at once.

@@ -21,7 +21,7 @@ from ...observe.logs import log
 from ...serving.pipeline import Pipeline
 from ...serving.wire import best_accepted
 from ...tools.model import LogEntry, Progress, Tool, ToolContext
-from ...tools.outcome import Outcome
+from ...tools.results import Outcome
 from .live_calls import begin
 
 SSE = "text/event-stream"

@@ -12,8 +12,7 @@ from typing import Any
 from flask import has_request_context, request
 
 from ...tools.model import Tool
-from ...tools.outcome import Outcome
-from ...tools.results import is_rich, is_rich_schema
+from ...tools.results import Outcome, is_rich, is_rich_schema
 from ..content_blocks import Forms, content_blocks
 from . import revisions
 

@@ -32,12 +32,12 @@ from typing import Any
 from flask import current_app
 
 from ...observe.logs import log
+from ...runtime.invoke import prepare
 from ...serving.pipeline import ApprovalGate, Pipeline
 from ...serving.wire import page_cursor, read_cursor
 from ...tasks import task_input
 from ...tasks.records import TERMINAL, Task, TaskResult, TaskStore
 from ...tasks.runner import tasks_of
-from ...tools.arguments import prepare
 from ...tools.model import Tool, ToolContext
 from ...tools.questions import NOBODY, Answer, answer_of, declared, from_answers
 from . import jsonrpc as rpc

@@ -23,8 +23,7 @@ from typing import Any
 from ...serving.pipeline import Pipeline
 from ...tasks.records import Task, TaskResult
 from ...tasks.task_input import open_questions
-from ...tools.outcome import Outcome
-from ...tools.results import RichBlock
+from ...tools.results import Outcome, RichBlock
 from ..content_blocks import content_blocks
 from . import jsonrpc as rpc
 from .content import call_result, forms_of

@@ -31,11 +31,11 @@ from flask import Response, current_app
 
 from ...errors import BadRequest
 from ...observe.logs import log
+from ...runtime.invoke import prepare
 from ...serving.pipeline import ApprovalGate, Pipeline
 from ...serving.wire import json_response
 from ...tasks.records import Task, TaskResult
 from ...tasks.runner import INTERRUPTED, backoff_for, tasks_of
-from ...tools.arguments import prepare
 from ...tools.model import Tool, ToolContext
 from .settings import OpalSettings
 

@@ -26,7 +26,7 @@ from ...errors import BadRequest
 from ...serving.pipeline import Pipeline
 from ...serving.wire import json_response
 from ...tools.model import ToolContext
-from ...tools.outcome import Outcome
+from ...tools.results import Outcome
 
 #: The media type of a v2 answer (the SDK's RESPONSE_MIME_TYPE).
 RESPONSE_V2 = "application/vnd.optimizely.opal.tools+json"
