@@ -106,7 +106,6 @@ KNOWN_EXCEPTIONS = {
     "dialects.opal.async_mode -> tasks.records",
     "dialects.opal.rollbacks -> state.once",
     # Prompts, resources, skills, completion and tool UIs should be handed to a dialect by serving:
-    "dialects.explorer.prompts -> catalog.completion",
     "dialects.explorer.prompts -> catalog.prompts",
     "dialects.explorer.ui_preview -> catalog.ui",
     "dialects.mcp.apps -> catalog.ui",
@@ -116,7 +115,6 @@ KNOWN_EXCEPTIONS = {
     "dialects.mcp.prompts -> catalog.prompts",
     "dialects.mcp.resources -> catalog.resources",
     "dialects.mcp.skills -> catalog.skills",
-    "dialects.mcp.subscriptions -> catalog.resources",
     "dialects.opal.resources -> catalog.ui",
 }
 def module_name(path: Path) -> str:

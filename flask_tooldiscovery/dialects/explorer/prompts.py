@@ -14,9 +14,8 @@ from typing import Any
 
 from flask import Response
 
-from ...catalog.completion import UnknownArgument
-from ...catalog.prompts import InvalidPromptArguments, NoSuchPrompt, Prompt, is_embedded
-from ...errors import BadRequest, Forbidden, NotFound
+from ...catalog.prompts import Prompt, is_embedded
+from ...errors import BadRequest, Forbidden, InvalidPromptArguments, NoSuchPrompt, NotFound, UnknownArgument
 from ...observe.logs import log
 from ...serving.pipeline import Pipeline
 from ...serving.wire import json_response

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...catalog.completion import Completion, UnknownArgument
-from ...catalog.prompts import NoSuchPrompt, PromptRegistry
-from ...catalog.resources import NoSuchResource, ResourceRegistry
+from ...catalog.completion import Completion
+from ...catalog.prompts import PromptRegistry
+from ...catalog.resources import ResourceRegistry
+from ...errors import NoSuchPrompt, NoSuchResource, UnknownArgument
 from ...serving.pipeline import Pipeline
 from ...settings import Settings
 from ...tools.model import ToolError

@@ -34,8 +34,7 @@ from typing import Any
 
 from flask import Response, current_app, g, request, stream_with_context
 
-from ...catalog.resources import NoSuchResource
-from ...errors import CoreError
+from ...errors import CoreError, NoSuchResource
 from ...observe.logs import log
 from ...serving.pipeline import Pipeline
 from ...serving.wire import accepts, json_response
