@@ -80,11 +80,6 @@ ALLOWED: dict[str, set[str]] = {
 #: line when its import goes (the test below says which are gone).
 KNOWN_EXCEPTIONS = {
     # A dialect reaching past serving and the tool model's public face (DESIGN.md: nothing else).
-    # The checks a call makes before it runs (runtime.invoke: prepare, check_arguments) should
-    # reach a dialect through serving:
-    "dialects.explorer.dialect -> runtime.invoke",
-    "dialects.mcp.task_methods -> runtime.invoke",
-    "dialects.opal.async_mode -> runtime.invoke",
     # The call services (approvals, tasks, task input, rounds, streaming, rendezvous, callbacks)
     # should be reached through the pipeline, or declared on the Dialect contract:
     "dialects.explorer.stream -> calls.streaming",

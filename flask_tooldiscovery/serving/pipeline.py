@@ -14,7 +14,7 @@ on the way is answered by the dialect's one ``error_response``; its views only t
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 from flask import Blueprint, Response, current_app, has_request_context, request
@@ -27,7 +27,7 @@ from ..errors import UnknownTool as UnknownTool
 from ..identity.csrf import exempt_from_csrf
 from ..identity.sources import Authenticator, Identity
 from ..observe.logs import log
-from ..runtime.invoke import Failure, Outcome
+from ..runtime.invoke import Failure, Outcome, check_arguments, prepare
 from ..runtime.invoke import invoke as run
 from ..search.indexes import DEFAULT_LIMIT
 from ..settings_parsers import Toolset
@@ -368,6 +368,17 @@ class Pipeline:
 
         return observe_call(core.operations, self.name, state.identity if state is not None else None, tool, context,
                             call, check_limits=not charged, origin=origin)
+
+    @staticmethod
+    def argument_errors(tool: Tool, arguments: Any, *, coerce: bool = False, load: bool = True,
+                        max_errors: int | None = None) -> Sequence[Any]:
+        """How ``arguments`` fail the checks a call of ``tool`` makes before it runs, without running
+        it (empty: it would run; each an ``ArgumentError``): strings coerced first when ``coerce``,
+        the input schema checked, then (``load``) the arguments loaded into the Python values the
+        function declared. Without ``load``, only the input schema is checked (``None`` is no object)."""
+        if not load:
+            return check_arguments(tool, arguments, current_app.logger, max_errors=max_errors)
+        return prepare(tool, arguments, coerce=coerce, max_errors=max_errors)[1]
 
     @property
     def awaits_admission(self) -> bool:

@@ -21,7 +21,6 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from ...errors import CoreError, Forbidden, MalformedBody, MethodNotAllowed, PayloadTooLarge, Unauthorized
 from ...identity.sources import Authenticator
-from ...runtime.invoke import check_arguments
 from ...serving.openapi import arguments_body, body_required, openapi_post
 from ...serving.pipeline import Pipeline
 from ...serving.wire import JSON_MIMETYPE, WireSchema, json_response
@@ -244,7 +243,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         except MalformedBody as exc:
             return json_response({"valid": False, "errors": [
                 {"path": "", "message": f"Invalid JSON: {exc.detail}", "keyword": "format"}]}, 400)
-        errors = check_arguments(tool, arguments, current_app.logger, max_errors=pipe.settings.max_validation_errors)
+        errors = pipe.argument_errors(tool, arguments, load=False, max_errors=pipe.settings.max_validation_errors)
         if not errors:
             return json_response({"valid": True})
         return json_response({"valid": False, "errors": [e.as_dict() for e in errors]})

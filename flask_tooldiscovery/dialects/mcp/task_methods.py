@@ -32,7 +32,6 @@ from typing import Any
 from flask import current_app
 
 from ...observe.logs import log
-from ...runtime.invoke import prepare
 from ...serving.pipeline import ApprovalGate, Pipeline
 from ...serving.wire import page_cursor, read_cursor
 from ...tasks import task_input
@@ -129,7 +128,8 @@ def as_task(pipe: Pipeline, gate: ApprovalGate, arguments: dict[str, Any] | None
     if first is not None:
         return first  # the InputRequiredResult: its questions first
     context.asker = from_answers(answers, NOBODY)
-    if not wanted or how == "forbidden" or gate.required or prepare(tool, arguments, coerce=True, max_errors=1)[1]:
+    if (not wanted or how == "forbidden" or gate.required
+            or pipe.argument_errors(tool, arguments, coerce=True, max_errors=1)):
         return None  # run now: not a task, its approval asked on the call, or invalid (answered as such)
     wait = McpSettings.of(pipe.settings).elicitation_timeout
     meta = {"trace_id": context.trace_id, task_input.ASK_WAIT: wait,

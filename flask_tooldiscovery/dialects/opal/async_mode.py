@@ -31,7 +31,6 @@ from flask import Response, current_app
 
 from ...errors import BadRequest
 from ...observe.logs import log
-from ...runtime.invoke import prepare
 from ...serving.pipeline import ApprovalGate, Pipeline
 from ...serving.wire import json_response
 from ...tasks.records import Task, TaskResult
@@ -75,7 +74,7 @@ def responses(tool: Tool) -> dict[str, Any]:
 
 def _valid(tool: Tool, parameters: dict[str, Any]) -> bool:
     """The checks :func:`~..invoke.invoke` makes before running a tool, without running it."""
-    return not prepare(tool, parameters, coerce=True, max_errors=1)[1]
+    return not Pipeline.argument_errors(tool, parameters, coerce=True, max_errors=1)
 
 
 def accept(pipe: Pipeline, gate: ApprovalGate, parameters: dict[str, Any], context: ToolContext,
