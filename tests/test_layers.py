@@ -99,7 +99,6 @@ KNOWN_EXCEPTIONS = {
     "dialects.mcp.task_methods -> tasks.task_input",
     "dialects.mcp.task_methods -> tasks.records",
     "dialects.opal.async_mode -> tasks.records",
-    "dialects.opal.rollbacks -> state.once",
     # Prompts, resources, skills, completion and tool UIs should be handed to a dialect by serving:
     "dialects.explorer.prompts -> catalog.prompts",
     "dialects.explorer.ui_preview -> catalog.ui",

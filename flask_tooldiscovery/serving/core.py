@@ -25,8 +25,9 @@ from ..observe.logs import log
 from ..runtime.invoke import Outcome, invoke
 from ..search.indexes import SearchIndexes
 from ..settings import Settings
-from ..state import changes, resource_subscriptions
+from ..state import changes, once, resource_subscriptions
 from ..state.changes import Change, Kind
+from ..state.once import Once
 from ..tools.model import Tool, ToolContext
 from ..tools.registry import ToolRegistry, ToolSet
 from . import request_state, worker_threads
@@ -169,6 +170,11 @@ class Core:
         if found is None:
             found = state.toolsets[id(self)] = self.registry.resolve()
         return found
+
+    def once_records(self) -> Once:
+        """The app's records of work done once, whichever worker or host a request reaches (in the
+        state store of ``TOOLDISCOVERY_STATE_STORAGE_URI``, else this app's own in this process)."""
+        return once.for_uri(self.settings.state_storage_uri, self)
 
     def categories(self) -> list[dict[str, Any]]:
         """The tool categories declared in code (the registry's) and in ``TOOLDISCOVERY_CATEGORIES``

@@ -25,7 +25,6 @@ from ...errors import BadRequest, CoreError, NotFound, OnceError, Unavailable
 from ...schema.json_schema import inline_refs
 from ...serving.openapi import arguments_body, openapi_post
 from ...serving.pipeline import Pipeline
-from ...state import once
 from ...tools.model import Tool
 from .requests import (
     CONTEXT_PROPERTIES,
@@ -120,7 +119,7 @@ def run(pipe: Pipeline, name: str) -> Response:
     context = context_of(pipe, body, operation_id=operation_id)
     if operation_id is None:
         return answer(pipe.invoke(tool, data, context, coerce=True))
-    records, settings = once.for_uri(pipe.settings.state_storage_uri, pipe.core), pipe.settings
+    records, settings = pipe.core.once_records(), pipe.settings
     caller = pipe.identity.subject if pipe.identity is not None else None  # one caller's result is not another's
     named = json.dumps([settings.server_name, pipe.prefix, name, caller, operation_id])
     key = "opal-rollback:" + hashlib.sha256(named.encode()).hexdigest()
