@@ -86,7 +86,6 @@ KNOWN_EXCEPTIONS = {
     "dialects.explorer.live_calls -> tasks.records",
     "dialects.explorer.ui_preview -> calls.approvals",
     "dialects.mcp.approval -> calls.approvals",
-    "dialects.mcp.asking -> calls.input_rounds",
     "dialects.mcp.elicit -> state.rendezvous",
     "dialects.mcp.input_requests -> calls.approvals",
     "dialects.mcp.input_requests -> calls.input_rounds",

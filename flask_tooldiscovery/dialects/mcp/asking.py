@@ -12,7 +12,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from ...calls.input_rounds import Named
 from ...serving.pipeline import Pipeline
 from ...tools.model import ToolContext
 from ...tools.questions import CannotAsk, InputRequired
@@ -54,7 +53,7 @@ def asking(pipe: Pipeline, req: McpRequest, target: str, bound: Mapping[str, Any
 
     forget = mcp_stream.listen(pipe, context, req)  # cancellable; handshake era: asks on the request's stream
     try:
-        out = mcp_input.in_rounds(pipe, Named(target), dict(bound or {}), context, req, run,
+        out = mcp_input.in_rounds(pipe, target, dict(bound or {}), context, req, run,
                                   lambda r: r is None) if req.stateless else run(req.params)
     finally:
         forget()

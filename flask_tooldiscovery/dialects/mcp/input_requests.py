@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from flask import current_app
 
 from ...calls.approvals import Sealable
-from ...calls.input_rounds import RoundAsker, open_round, round_sealer, seal_round
+from ...calls.input_rounds import Named, RoundAsker, open_round, round_sealer, seal_round
 from ...errors import InvalidApproval, UnsealedState
 from ...observe.logs import log
 from ...serving.pipeline import ApprovalGate, Pipeline
@@ -72,17 +72,19 @@ def _subject(context: ToolContext) -> str | None:
     return context.user_id if context.identity is None else context.identity.subject
 
 
-def in_rounds(pipe: Pipeline, target: Sealable, arguments: dict[str, Any] | None, context: ToolContext,
+def in_rounds(pipe: Pipeline, target: Sealable | str, arguments: dict[str, Any] | None, context: ToolContext,
               req: McpRequest, run: Callable[[Mapping[str, Any]], R], ended: Callable[[R], bool], *,
               approval: bool = False, renew: Callable[[], str | None] = lambda: None) -> R | dict[str, Any]:
     """A stateless-era request ``req`` (``tools/call``, ``prompts/get``, ``resources/read``) whose
     function may ask its caller: ``run(params)`` runs it with ``context`` answering from the round's state and
     ``inputResponses``, and ``ended(result)`` says whether it stopped because it asked; the complete
     result, or the ``InputRequiredResult`` of the requests still open. The state is sealed for
-    ``target`` (and the method), these arguments and this caller. For a call that needs approval
+    ``target`` (a tool, or the name of a prompt or resource; and the method), these arguments and
+    this caller. For a call that needs approval
     (``approval``), an unsealed state is the approval's, and ``renew()`` seals the approval again
     for the next round."""
     params, version, method = req.params, req.revision, req.method
+    target = Named(target) if isinstance(target, str) else target
     responses = params.get("inputResponses")
     if responses is not None and not isinstance(responses, Mapping):
         raise rpc.RpcError(rpc.INVALID_PARAMS, "params.inputResponses must be an object.")
