@@ -15,7 +15,7 @@ import pytest
 from flask import Flask, has_request_context, request, url_for
 
 from flask_tooldiscovery import Identity, ToolContext, ToolDiscovery
-from flask_tooldiscovery.calls.approvals import ApprovalRequired
+from flask_tooldiscovery.errors import ApprovalRequired
 from flask_tooldiscovery.serving.outside import call_as
 from flask_tooldiscovery.tasks.jobs import CallJob
 from flask_tooldiscovery.tasks.records import Task

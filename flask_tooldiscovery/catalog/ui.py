@@ -233,7 +233,7 @@ class _LaterTools:
 
 def watch_templates(app: Flask, tools: Iterable[Tool], checks: Checks) -> None:
     """``init_app``: :func:`check_templates` of ``tools``, and of every tool the registry is asked
-    about later (``checks``: its :class:`~...runtime.watchers.Checks`), so that one registered after
+    about later (``checks``: its :class:`~...tools.watchers.Checks`), so that one registered after
     ``init_app`` with a missing template is refused at registration."""
     check_templates(app, tools)
     later = app.extensions[_LATER_KEY] = _LaterTools(app)
