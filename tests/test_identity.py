@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 import jwt
@@ -226,24 +227,32 @@ def test_jwks_without_pyjwt_fails_at_init_app(monkeypatch) -> None:
 
 
 SECRET = "hs256-shared-secret-" + "x" * 40
-VERIFIERS = {
-    "bearer": ({"TOOLDISCOVERY_BEARER_TOKEN": "static-tok"}, {"Authorization": "Bearer static-tok"},
-               {"Authorization": "Bearer wrong"}, None),
+
+
+def hs256_bearer(audience: str, **claims: Any) -> dict[str, str]:
+    """A token minted when the test runs (one minted at collection has expired by the time a
+    loaded machine reaches the test in a whole-suite run)."""
+    token = jwt.encode({"sub": "carol", "aud": audience, "exp": int(time.time()) + 600, **claims}, SECRET,
+                       algorithm="HS256")
+    return {"Authorization": "Bearer " + token}
+
+
+#: Per verifier: its settings, then (made when the test runs) good headers, bad headers, the subject.
+VERIFIERS: dict[str, tuple[dict[str, str], Callable[[], dict[str, str]], Callable[[], dict[str, str]], str | None]] = {
+    "bearer": ({"TOOLDISCOVERY_BEARER_TOKEN": "static-tok"}, lambda: {"Authorization": "Bearer static-tok"},
+               lambda: {"Authorization": "Bearer wrong"}, None),
     "api_key": ({"TOOLDISCOVERY_API_KEY": "key-1", "TOOLDISCOVERY_API_KEY_HEADER": "X-Tools-Key"},
-                {"X-Tools-Key": "key-1"}, {"X-Tools-Key": "key-2"}, None),
+                lambda: {"X-Tools-Key": "key-1"}, lambda: {"X-Tools-Key": "key-2"}, None),
     "hs256": ({"TOOLDISCOVERY_JWT_SECRET": SECRET, "TOOLDISCOVERY_JWT_AUDIENCE": "tools"},
-              {"Authorization": "Bearer " + jwt.encode({"sub": "carol", "aud": "tools", "scope": "a b",
-                                                        "exp": int(time.time()) + 600}, SECRET, algorithm="HS256")},
-              {"Authorization": "Bearer " + jwt.encode({"sub": "carol", "aud": "other",
-                                                        "exp": int(time.time()) + 600}, SECRET, algorithm="HS256")},
-              "carol"),
+              lambda: hs256_bearer("tools", scope="a b"), lambda: hs256_bearer("other"), "carol"),
 }
 
 
 @pytest.mark.parametrize("kind", sorted(VERIFIERS))
 @pytest.mark.parametrize("dialect", FIVE)
 def test_each_built_in_verifier_guards_every_dialect(kind: str, dialect: str) -> None:
-    config, good, bad, subject = VERIFIERS[kind]
+    config, make_good, make_bad, subject = VERIFIERS[kind]
+    good, bad = make_good(), make_bad()
     driver = DRIVERS[dialect]
     d = ToolDiscovery()
     whoami_tools(d)
