@@ -39,7 +39,8 @@ ALLOWED: dict[str, set[str]] = {
     "cli": {"dialects", "serving", "calls", "lint", "schema", "tools", *FOUNDATION},
     # A dialect reaches serving (identity was part of it) and the tool model's public face, names
     # its lint target (the Dialect contract's lint_tool), and logs on the library's logger.
-    # The tasks service (tasks.runner: start, read, answer and cancel a task) is reached as serving is.
+    # The tasks service is reached as serving is, through its face alone (tasks.runner: start, read,
+    # answer and cancel a task, and the record's types; its docstring states it), never the records.
     # The tool model is made of JSON Schemas, and a dialect's wire translation reads them node by
     # node with the schema engine's reading helpers (schema.json_schema: split_nullable,
     # primary_type, inline_refs; pure functions over JSON that know no tool), as lint and the CLI do.
@@ -83,7 +84,6 @@ KNOWN_EXCEPTIONS = {
     # The call services (approvals, tasks, task input, rounds, streaming, rendezvous, callbacks)
     # should be reached through the pipeline, or declared on the Dialect contract:
     "dialects.explorer.stream -> calls.streaming",
-    "dialects.explorer.live_calls -> tasks.records",
     "dialects.explorer.ui_preview -> calls.approvals",
     "dialects.mcp.approval -> calls.approvals",
     "dialects.mcp.elicit -> state.rendezvous",
@@ -91,13 +91,6 @@ KNOWN_EXCEPTIONS = {
     "dialects.mcp.input_requests -> calls.input_rounds",
     "dialects.mcp.stream -> calls.streaming",
     "dialects.mcp.subscriptions -> state.changes",
-    "dialects.mcp.task_questions -> tasks.task_input",
-    "dialects.mcp.task_questions -> tasks.records",
-    "dialects.mcp.task_wire -> tasks.task_input",
-    "dialects.mcp.task_wire -> tasks.records",
-    "dialects.mcp.task_methods -> tasks.task_input",
-    "dialects.mcp.task_methods -> tasks.records",
-    "dialects.opal.async_mode -> tasks.records",
     # Prompts, resources, skills, completion and tool UIs should be handed to a dialect by serving:
     "dialects.explorer.prompts -> catalog.prompts",
     "dialects.explorer.ui_preview -> catalog.ui",

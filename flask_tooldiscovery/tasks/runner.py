@@ -16,6 +16,11 @@ run had started (it died: its lease lapsed, and the outbox or the broker deliver
 runs the tool again only when it is annotated ``idempotentHint: true``, and otherwise ends the task
 ``interrupted``: the caller can read that the call may or may not have taken effect, and it is
 never run twice.
+
+This module is the tasks service's face, the only way a dialect reaches tasks: :func:`tasks_of` (start,
+read, answer and cancel a task), the record's types (:class:`Task`, :class:`TaskResult`,
+:class:`TaskState`, :class:`TaskStore`, :data:`TERMINAL`), and the questions a running task asks
+its caller (:meth:`Tasks.asking`, :meth:`Tasks.questions`, :meth:`Tasks.answer`, kept by :mod:`.task_input`).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from ..serving.pipeline import Pipeline
 from ..settings import Settings, SettingsError, key
 from ..state.redis_store import shared
 from ..tools.model import Identity, Tool, ToolContext
+from ..tools.questions import Answer, Question
 from ..tools.results import is_rich
 from . import task_input, visibility
 from .callback_queue import LocalCallbackQueue, RedisCallbackQueue
@@ -46,7 +52,7 @@ from .cancel_watch import CancelWatcher
 from .engines import CELERY_INSTALL, CeleryEngine, Engine, ThreadEngine
 from .jobs import CallJob, FinishJob, Job, _JobVersionError, job_from_wire
 from .outbox import Outbox
-from .records import COMPACT, RedisTaskStore, Task, TaskResult, TaskState, TaskStore, store_for
+from .records import COMPACT, TERMINAL, RedisTaskStore, Task, TaskResult, TaskState, TaskStore, store_for
 from .sealing import Sealer, _Unsealable, sealer_for
 from .shutdown import on_celery_process_shutdown, register, stop
 
@@ -379,6 +385,23 @@ class Tasks:
         """Cancel ``context`` when anyone, on any worker, asks task ``task_id`` to stop."""
         self._watcher.add(task_id, context)
 
+    @staticmethod
+    def asking(wait: float, askable: bool, answers: Mapping[str, Answer]) -> dict[str, Any]:
+        """What a task's ``meta`` holds (merge it into :meth:`start`'s) to ask its caller questions while it
+        runs (``askable``), waiting ``wait`` seconds for an answer, with the ``answers`` given before it started."""
+        return {task_input.ASK_WAIT: wait, task_input.ASKABLE: askable,
+                task_input.ANSWERS: {k: a.to_json() for k, a in answers.items()}}
+
+    @staticmethod
+    def questions(task: Task) -> dict[str, Question]:
+        """The task's questions still waiting for an answer, by key."""
+        return task_input.open_questions(task)
+
+    def answer(self, task_id: str, responses: Mapping[str, Any]) -> list[str]:
+        """Take the caller's answers to task ``task_id``'s open questions (``responses`` by key); the keys
+        taken. :class:`ValueError` when an answer does not fit its question (none is taken then)."""
+        return task_input.deliver(self.store, task_id, responses)
+
     def cancel(self, task_id: str) -> bool:
         """Ask task ``task_id`` to stop, wherever it runs (a task not started yet never starts);
         True when it was not over yet."""
@@ -422,5 +445,5 @@ def tasks_of(app: Flask) -> Tasks:
     return tasks
 
 
-__all__ = ["EXTENSION_KEY", "INTERRUPTED", "Finisher", "TaskResult", "Tasks", "backoff_for", "ended_state",
-           "outcome_result", "tasks_of"]
+__all__ = ["EXTENSION_KEY", "INTERRUPTED", "TERMINAL", "Finisher", "Task", "TaskResult", "TaskState", "TaskStore",
+           "Tasks", "backoff_for", "ended_state", "outcome_result", "tasks_of"]

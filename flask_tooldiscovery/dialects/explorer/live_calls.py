@@ -24,8 +24,7 @@ from flask import Response, current_app
 from ...errors import CoreError, NotFound
 from ...serving.pipeline import Pipeline
 from ...serving.wire import json_response
-from ...tasks.records import Task, TaskResult
-from ...tasks.runner import ended_state, tasks_of
+from ...tasks.runner import Task, TaskResult, ended_state, tasks_of
 from ...tools.model import Tool, ToolContext
 from ...tools.results import Outcome
 

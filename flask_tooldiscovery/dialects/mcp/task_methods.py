@@ -34,9 +34,7 @@ from flask import current_app
 from ...observe.logs import log
 from ...serving.pipeline import ApprovalGate, Pipeline
 from ...serving.wire import page_cursor, read_cursor
-from ...tasks import task_input
-from ...tasks.records import TERMINAL, Task, TaskResult, TaskStore
-from ...tasks.runner import tasks_of
+from ...tasks.runner import TERMINAL, Task, TaskResult, Tasks, tasks_of
 from ...tools.model import Tool, ToolContext
 from ...tools.questions import NOBODY, Answer, answer_of, declared, from_answers
 from . import jsonrpc as rpc
@@ -132,11 +130,9 @@ def as_task(pipe: Pipeline, gate: ApprovalGate, arguments: dict[str, Any] | None
             or pipe.argument_errors(tool, arguments, coerce=True, max_errors=1)):
         return None  # run now: not a task, its approval asked on the call, or invalid (answered as such)
     wait = McpSettings.of(pipe.settings).elicitation_timeout
-    meta = {"trace_id": context.trace_id, task_input.ASK_WAIT: wait,
-            # Handshake era: asked on the stream of a tasks/result (task_questions); stateless era: tasks/update.
-            task_input.ASKABLE: wait > 0 and (req.declares("elicitation") if req.stateless
-                                              else revisions.has_tasks(req.revision)),
-            task_input.ANSWERS: {k: a.to_json() for k, a in answers.items()}}
+    # Handshake era: asked on the stream of a tasks/result (task_questions); stateless era: tasks/update.
+    askable = wait > 0 and (req.declares("elicitation") if req.stateless else revisions.has_tasks(req.revision))
+    meta = {"trace_id": context.trace_id, **Tasks.asking(wait, askable, answers)}
     task = tasks_of(current_app).start(pipe, tool, arguments or {}, context, meta=meta, ttl=ttl)
     log.info("flask-tooldiscovery: mcp tools/call %s runs as task %s (trace_id=%s)", tool.name, task.id,
              context.trace_id)
@@ -144,10 +140,6 @@ def as_task(pipe: Pipeline, gate: ApprovalGate, arguments: dict[str, Any] | None
 
 
 # -- tasks/* ----------------------------------------------------------------------------------------
-
-
-def _store() -> TaskStore:
-    return tasks_of(current_app).store
 
 
 def caller(pipe: Pipeline) -> str | None:
@@ -202,7 +194,7 @@ def methods(pipe: Pipeline, relay: Callable[[Pipeline, Task, McpRequest], bool] 
         if not isinstance(responses, Mapping):
             raise rpc.RpcError(rpc.INVALID_PARAMS, "params.inputResponses must be an object.")
         try:
-            task_input.deliver(_store(), task.id, responses)
+            tasks_of(current_app).answer(task.id, responses)
         except ValueError as exc:
             raise rpc.RpcError(rpc.INVALID_PARAMS, f"Invalid inputResponses: {exc}.") from None
         return {}

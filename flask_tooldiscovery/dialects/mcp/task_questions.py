@@ -18,9 +18,7 @@ from flask import current_app
 from ...errors import RendezvousError
 from ...observe.logs import log
 from ...serving.pipeline import Pipeline
-from ...tasks import task_input
-from ...tasks.records import Task
-from ...tasks.runner import tasks_of
+from ...tasks.runner import Task, Tasks, tasks_of
 from . import elicit
 from .request import McpRequest
 from .task_methods import RELATED_TASK
@@ -39,7 +37,7 @@ def relay(pipe: Pipeline, task: Task, req: McpRequest) -> bool:
         plan.context = pipe.context()
     asked = plan.asked
     taken = False
-    for key, question in task_input.open_questions(task).items():
+    for key, question in Tasks.questions(task).items():
         if key in asked:
             continue
         asked.add(key)
@@ -53,7 +51,7 @@ def relay(pipe: Pipeline, task: Task, req: McpRequest) -> bool:
         if not isinstance(result, dict):
             continue  # no answer, or the client cannot elicit: the task stops waiting in time
         try:
-            taken = bool(task_input.deliver(tasks_of(current_app).store, task.id, {key: result})) or taken
+            taken = bool(tasks_of(current_app).answer(task.id, {key: result})) or taken
         except ValueError as exc:
             log.info("flask-tooldiscovery: mcp task %s answer refused: %s", task.id, exc)
     return taken

@@ -21,8 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ...serving.pipeline import Pipeline
-from ...tasks.records import Task, TaskResult
-from ...tasks.task_input import open_questions
+from ...tasks.runner import Task, TaskResult, Tasks
 from ...tools.results import Outcome, RichBlock
 from ..content_blocks import content_blocks
 from . import jsonrpc as rpc
@@ -118,7 +117,7 @@ def created(pipe: Pipeline, task: Task, era: Era, poll_ms: int) -> dict[str, Any
 
 def input_requests(task: Task) -> dict[str, Any]:
     """The task's open questions as MCP ``inputRequests`` (form elicitations)."""
-    return {key: wire_request(q, LATEST) for key, q in open_questions(task).items()}
+    return {key: wire_request(q, LATEST) for key, q in Tasks.questions(task).items()}
 
 
 def detailed(pipe: Pipeline, task: Task, era: Era, poll_ms: int, version: str) -> dict[str, Any]:

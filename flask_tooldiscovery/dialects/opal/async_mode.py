@@ -33,8 +33,7 @@ from ...errors import BadRequest
 from ...observe.logs import log
 from ...serving.pipeline import ApprovalGate, Pipeline
 from ...serving.wire import json_response
-from ...tasks.records import Task, TaskResult
-from ...tasks.runner import INTERRUPTED, backoff_for, tasks_of
+from ...tasks.runner import INTERRUPTED, Task, TaskResult, backoff_for, tasks_of
 from ...tools.model import Tool, ToolContext
 from .settings import OpalSettings
 
