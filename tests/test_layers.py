@@ -29,7 +29,9 @@ FOUNDATION = {"errors", "settings", "settings_parsers", "signals"}
 
 #: The packages each package may import besides its own modules. A package is a folder of the
 #: library or one of its top-level modules; an entry names a package, or one module of it
-#: (``"observe.logs"``). A new package adds its row here (and a test below fails until it does).
+#: (``"observe.logs"``). An entry ``"catalog.__init__"`` names a package's face alone (its ``__init__``,
+#: whose docstring declares it the contract), not the modules behind it. A new package adds its row
+#: here (and a test below fails until it does).
 ALLOWED: dict[str, set[str]] = {
     # The public face puts the public names together; the extension builds everything at init_app.
     "__init__": {"extension", "dialects", "identity", "catalog", "runtime", "schema", "tools", *FOUNDATION},
@@ -41,11 +43,14 @@ ALLOWED: dict[str, set[str]] = {
     # its lint target (the Dialect contract's lint_tool), and logs on the library's logger.
     # The tasks service is reached as serving is, through its face alone (tasks.runner: start, read,
     # answer and cancel a task, and the record's types; its docstring states it), never the records.
+    # The catalog (prompts, resources, skills, completion, tool UIs) is handed to a dialect by serving
+    # (core.prompts, core.resources, core.skills); the types it reads them with come from the catalog's
+    # face (catalog.__init__), never the modules behind it.
     # The tool model is made of JSON Schemas, and a dialect's wire translation reads them node by
     # node with the schema engine's reading helpers (schema.json_schema: split_nullable,
     # primary_type, inline_refs; pure functions over JSON that know no tool), as lint and the CLI do.
-    "dialects": {"serving", "identity", "tasks.runner", "lint", "tools", "schema.json_schema", "observe.logs",
-                 *FOUNDATION},
+    "dialects": {"serving", "identity", "tasks.runner", "catalog.__init__", "lint", "tools", "schema.json_schema",
+                 "observe.logs", *FOUNDATION},
     # The serving core: the pipeline orchestrates identity, the call services, the runtime.
     "serving": {"identity", "calls", "state", "observe", "catalog", "runtime", "search", "tools", *FOUNDATION},
     # Calls that outlive their request: run through the serving core's pipelines, kept in the state store.
@@ -91,17 +96,6 @@ KNOWN_EXCEPTIONS = {
     "dialects.mcp.input_requests -> calls.input_rounds",
     "dialects.mcp.stream -> calls.streaming",
     "dialects.mcp.subscriptions -> state.changes",
-    # Prompts, resources, skills, completion and tool UIs should be handed to a dialect by serving:
-    "dialects.explorer.prompts -> catalog.prompts",
-    "dialects.explorer.ui_preview -> catalog.ui",
-    "dialects.mcp.apps -> catalog.ui",
-    "dialects.mcp.completion -> catalog.completion",
-    "dialects.mcp.completion -> catalog.prompts",
-    "dialects.mcp.completion -> catalog.resources",
-    "dialects.mcp.prompts -> catalog.prompts",
-    "dialects.mcp.resources -> catalog.resources",
-    "dialects.mcp.skills -> catalog.skills",
-    "dialects.opal.resources -> catalog.ui",
 }
 def module_name(path: Path) -> str:
     parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
@@ -158,7 +152,8 @@ def allowed(source: str, target: str) -> bool:
     if here == there:
         return target != NAME
     name = short(target)
-    return any(name == entry or name.startswith(f"{entry}.") for entry in ALLOWED.get(here, ()))
+    return any(name == entry.removesuffix(".__init__") if entry.endswith(".__init__")
+               else name == entry or name.startswith(f"{entry}.") for entry in ALLOWED.get(here, ()))
 
 
 def edges() -> list[str]:
@@ -268,6 +263,8 @@ def test_the_checker_sees_what_it_must(tmp_path: Path) -> None:
     assert allowed(f"{NAME}.dialects.oxp", f"{NAME}.serving.pipeline")
     assert allowed(f"{NAME}.dialects.oxp", f"{NAME}.observe.logs")
     assert not allowed(f"{NAME}.dialects.oxp", f"{NAME}.observe.metrics")
+    assert allowed(f"{NAME}.dialects.oxp", f"{NAME}.catalog")  # a face alone, not what is behind it
+    assert not allowed(f"{NAME}.dialects.oxp", f"{NAME}.catalog.prompts")
     assert imports(NAME, PACKAGE / "__init__.py", known) >= {f"{NAME}.extension", f"{NAME}.tools.model"}
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from flask import Response
 
-from ...catalog.prompts import Prompt, is_embedded
+from ...catalog import Prompt, is_embedded
 from ...errors import BadRequest, Forbidden, InvalidPromptArguments, NoSuchPrompt, NotFound, UnknownArgument
 from ...observe.logs import log
 from ...serving.pipeline import Pipeline

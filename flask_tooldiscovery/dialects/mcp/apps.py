@@ -18,7 +18,7 @@ from typing import Any
 
 from flask import current_app
 
-from ...catalog.ui import MIME_TYPE, UI, render, resources_of, ui_of, visibility_of
+from ...catalog import MIME_TYPE, UI, render, resources_of, ui_of, visibility_of
 from ...serving.pipeline import Pipeline
 from ...tools.model import Tool
 from . import jsonrpc as rpc

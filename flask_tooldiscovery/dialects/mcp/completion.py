@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...catalog.completion import Completion
-from ...catalog.prompts import PromptRegistry
-from ...catalog.resources import ResourceRegistry
+from ...catalog import Completion, PromptRegistry, ResourceRegistry
 from ...errors import NoSuchPrompt, NoSuchResource, UnknownArgument
 from ...serving.pipeline import Pipeline
 from ...settings import Settings

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...catalog.prompts import Prompt, PromptRegistry, is_embedded
+from ...catalog import Prompt, PromptRegistry, is_embedded
 from ...errors import InvalidPromptArguments, NoSuchPrompt
 from ...serving.pipeline import Pipeline
 from ...serving.wire import page_cursor, read_cursor

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ...catalog.resources import Resource
+from ...catalog import Resource
 from ...errors import NoSuchResource
 from ...serving.pipeline import Pipeline
 from ...settings import Settings

@@ -14,7 +14,7 @@ import base64
 from collections.abc import Mapping
 from typing import Any
 
-from ...catalog.skills import Skill, SkillFile
+from ...catalog import Skill, SkillFile
 from ...serving.pipeline import Pipeline
 from ...serving.wire import page_cursor, read_cursor
 from . import jsonrpc as rpc

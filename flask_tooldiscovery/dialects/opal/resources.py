@@ -23,7 +23,7 @@ from typing import Any
 
 from flask import Flask, Response, current_app
 
-from ...catalog.ui import (
+from ...catalog import (
     MIME_TYPE,
     PROTEUS_MIME_TYPE,
     UIError,
