@@ -32,7 +32,7 @@ HERE = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(HERE))
 HONEST, PACE, WAIT = 20, 0.25, 40.0
 
-from tests.loopback import Receiver, Tarpit, free_port  # noqa: E402  (the tests' loopback servers)
+from tests.loopback import Receiver, Tarpit, free_port, stop  # noqa: E402  (the tests' loopback servers)
 
 
 def post(url: str, body: dict[str, Any]) -> tuple[int, float]:
@@ -95,12 +95,7 @@ def run(root: Path, tarpits: int) -> dict[str, Any]:
                 time.sleep(0.1)
             reported = [receiver.arrived[p] - t for p, t in sent.items() if p in receiver.arrived]
         finally:
-            proc.terminate()
-            try:
-                proc.wait(40)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop(proc, 40)
     tarpit.close()
     receiver.close()
     return {"tarpit": tarpits, "tarpit_accepted": trapped.count(202), "accepted": accepted, "reported": len(reported),

@@ -126,6 +126,16 @@ class Receiver(LoopbackServer):
             return list(self.posts.get(url[len(self.base):], []))
 
 
+def stop(proc: subprocess.Popen[Any], grace: float = 10) -> None:
+    """Stop a server process: SIGTERM, ``grace`` seconds to end, then SIGKILL."""
+    proc.terminate()
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
 #: The redis-server :class:`RedisServer` starts (``TOOLDISCOVERY_REDIS_SERVER``, else Debian's, else the PATH's).
 REDIS_SERVER = os.environ.get("TOOLDISCOVERY_REDIS_SERVER", "/usr/bin/redis-server")
 
@@ -169,12 +179,7 @@ class RedisServer:
             raise
 
     def close(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
+        stop(self.proc)
         if self.proc.stdout:
             self.proc.stdout.close()
         if self.owned:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from .conftest import free_port
+from .loopback import free_port, stop
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The environment for a fresh venv's pip: without PYTHONPATH, which would make the checkout look installed.
@@ -35,15 +35,6 @@ def wait_until_up(url: str, proc: subprocess.Popen, timeout: float = 30.0) -> No
         except (requests.ConnectionError, requests.Timeout):  # listening before a worker answers
             time.sleep(0.2)
     raise TimeoutError(f"{url} did not come up")
-
-
-def stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(5)
 
 
 def start_gunicorn(workers: int) -> tuple[str, subprocess.Popen]:
