@@ -21,7 +21,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import http_apps  # noqa: E402
-from timing import calibrated, us_per, wsgi_request  # noqa: E402
+from timing import against, calibrated, wsgi_request  # noqa: E402
 
 CALL = {"city": "Oslo", "days": 2}
 HEADERS = {"HTTP_ACCEPT": "application/json, text/event-stream", "HTTP_MCP_PROTOCOL_VERSION": "2025-06-18"}
@@ -51,10 +51,7 @@ def main() -> None:
     ratios: dict[str, list[float]] = {}
     for _ in range(rounds):
         for label, fn in cases:
-            for _ in range(max(n // 10, 50)):
-                fn()
-            ref = us_per(reference, n)
-            mine = us_per(fn, n)
+            ref, mine = against(fn, reference, n)
             times["bare Flask: parse, call, JSON"].append(ref)
             times.setdefault(label, []).append(mine)
             ratios.setdefault(label, []).append(mine / ref)

@@ -48,7 +48,7 @@ logging.disable(logging.CRITICAL)
 import jwt  # noqa: E402
 from cryptography.hazmat.primitives.asymmetric import rsa  # noqa: E402
 from flask import Flask, jsonify  # noqa: E402
-from timing import calibrated, us_per, wsgi_request  # noqa: E402
+from timing import against, calibrated, wsgi_request  # noqa: E402
 
 from tests.apps.oauth_login_app import create_app  # noqa: E402
 from tests.loopback import RedisServer, live_server, redis_binary  # noqa: E402
@@ -156,10 +156,7 @@ def main() -> None:
             for label, fn, reference in cases:
                 if not reference:
                     continue
-                for _ in range(max(n // 10, 50)):
-                    fn()
-                ref = us_per(calls[reference], n)
-                mine = us_per(fn, n)
+                ref, mine = against(fn, calls[reference], n)
                 times[reference].append(ref)
                 times[label].append(mine)
                 ratios.setdefault(label, []).append(mine / ref)

@@ -1,6 +1,7 @@
 """What the in-process benches share: a request straight into a WSGI callable (no sockets), and
-timing a call: how many calls fill a given time, microseconds per call, calls per second (the
-median of rounds). The scripts import it from their own folder (``python bench/<script>.py``)."""
+timing a call: how many calls fill a given time, microseconds per call (alone, or in a round
+against a reference), calls per second (the median of rounds). The scripts import it from their
+own folder (``python bench/<script>.py``)."""
 
 from __future__ import annotations
 
@@ -48,6 +49,14 @@ def us_per(fn: Callable[[], object], n: int) -> float:
     for _ in range(n):
         fn()
     return (time.perf_counter() - start) / n * 1e6
+
+
+def against(fn: Callable[[], object], reference: Callable[[], object], n: int) -> tuple[float, float]:
+    """One interleaved round: ``fn`` warmed up, then ``reference`` and ``fn`` timed over ``n`` calls
+    each; their microseconds per call, the reference's first."""
+    for _ in range(max(n // 10, 50)):
+        fn()
+    return us_per(reference, n), us_per(fn, n)
 
 
 def per_second(fn: Callable[[], object], n: int, rounds: int) -> float:
