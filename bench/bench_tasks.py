@@ -77,7 +77,8 @@ def app_with(engine: str, redis_url: str) -> Flask:
     app.config.update(TOOLDISCOVERY_DIALECTS=["opal", "mcp"], TOOLDISCOVERY_OPAL_CALLBACK_HOSTS=["127.0.0.1"],
                       TOOLDISCOVERY_TASK_ENGINE=engine, TOOLDISCOVERY_STATE_STORAGE_URI=redis_url,
                       TOOLDISCOVERY_TASK_BACKLOG=100_000, TOOLDISCOVERY_WARN_UNAUTHENTICATED=False,
-                      TOOLDISCOVERY_OPAL_CALLBACK_RETRIES=0)
+                      TOOLDISCOVERY_OPAL_CALLBACK_RETRIES=0,
+                      SECRET_KEY="bench-tasks-secret-key")  # the Celery engine seals its jobs with it
     if engine == "celery":
         celery = Celery(app.name, broker=redis_url)
         celery.conf.update(task_ignore_result=True)
