@@ -3,7 +3,8 @@ Celery with real workers and a real Redis below), ``flask tools call`` and ``Too
 Inside the tool ``flask.has_request_context()`` is False (True over HTTP), and the tool still gets
 what it got before: its caller's identity, the headers its task carries and the caller's address
 (``ctx.request``, a detached request), ``url_for`` with ``SERVER_NAME``; rate limits still count
-its caller, and an approval it carries is still checked."""
+its caller, its span is a child of the traceparent it came with, and an approval it carries is
+still checked."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from flask_tooldiscovery.tasks.records import Task
 from flask_tooldiscovery.tasks.runner import tasks_of
 
 from .test_opal_async import Receiver
+from .test_operating import PARENT_ID, TRACE_ID, TRACEPARENT, exporter, spans  # noqa: F401  (fixtures)
 from .test_operating_server import redis_url  # noqa: F401  (a fixture: a redis-server of our own)
 from .test_task_sealing import celery_env
 from .test_tasks import Worker, receiver, wait_for  # noqa: F401  (receiver: a fixture)
@@ -118,6 +120,17 @@ def test_a_task_on_the_thread_engine_runs_outside_any_request_with_what_its_call
         # the task: no request context, the same caller, the headers it carries (X-User is not one), its address
         {"in_request": False, "flask_request": None, "subject": "alice", "user_id": "alice",
          "tenant": "tenant-7", "user_header": False, "remote_addr": "10.0.0.1", "link": link}]
+
+
+def test_a_tasks_span_is_a_child_of_the_traceparent_its_call_came_with(receiver: Receiver,  # noqa: F811
+                                                                      spans: Any) -> None:  # noqa: F811
+    app, _ = build([], TOOLDISCOVERY_OTEL=True)
+    answer = opal_call(app, "where", receiver.url(), headers={**TENANT, "traceparent": TRACEPARENT})
+    assert answer.status_code == 202, answer.data
+    assert ended(app, answer.get_json()["task_id"]).state == "completed"
+    (span,) = [s for s in spans() if s.name == "execute_tool where"]  # the task's, run outside the request
+    assert span.context.trace_id == int(TRACE_ID, 16)
+    assert span.parent is not None and span.parent.span_id == int(PARENT_ID, 16) and span.parent.is_remote
 
 
 def test_a_task_still_counts_against_its_callers_rate_limit(receiver: Receiver) -> None:  # noqa: F811

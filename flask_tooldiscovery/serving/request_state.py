@@ -69,7 +69,7 @@ class RequestState:
 ACTIVE: ContextVar[RequestState | None] = ContextVar("tooldiscovery_request_state", default=None)
 
 
-def begin(request: Request | None = None) -> tuple[RequestState, Token[RequestState | None]]:
+def begin(request: Request) -> tuple[RequestState, Token[RequestState | None]]:
     """A new state for the request whose guarded view starts now (``request``), kept in
     ``flask.g`` and made :data:`ACTIVE`; pass the token to :func:`end` when the view is done."""
     state = RequestState(request)
