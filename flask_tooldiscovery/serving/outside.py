@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from flask import Request, current_app
-from flask.testing import EnvironBuilder
+from werkzeug.test import EnvironBuilder
 
 from ..calls.approvals import Approval
 from ..runtime.invoke import Outcome
@@ -33,7 +33,10 @@ def detached_request(pipe: Pipeline, headers: Mapping[str, str], remote_addr: st
     when not known); its URL is the dialect's mount on the app's ``SERVER_NAME`` (else
     ``localhost``), with no body."""
     app = current_app._get_current_object()  # type: ignore[attr-defined]
-    builder = EnvironBuilder(app, pipe.prefix or "/", method="POST", headers=dict(headers))
+    config = app.config
+    root = (config.get("APPLICATION_ROOT") or "/").lstrip("/")
+    base = f"{config.get('PREFERRED_URL_SCHEME') or 'http'}://{config.get('SERVER_NAME') or 'localhost'}/{root}"
+    builder = EnvironBuilder(pipe.prefix or "/", base_url=base, method="POST", headers=list(headers.items()))
     try:
         environ = builder.get_environ()
     finally:
