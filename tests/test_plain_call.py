@@ -80,13 +80,26 @@ MODULE_BUDGET = 25
 CALL_BUDGET = 86
 
 
+#: The same for every other dialect's plain call of the same tool: (modules, function calls). They
+#: stood at TDP 18 and 58, OXP 20 and 59, Opal 20 and 66, the explorer 21 and 62, UTCP 18 and 52
+#: after "Speed, part 7"; part 8 (the common path) brought them to these (bench/RESULTS.rst).
+DIALECT_BUDGETS = {"tdp": (18, 43), "oxp": (20, 49), "opal": (19, 49), "explorer": (21, 52), "utcp": (18, 42)}
+
+
 def walk_of_one_mcp_call() -> tuple[collections.Counter[str], int]:
     """The package modules one warm MCP ``tools/call`` runs code of (with how many of its
     function calls each), and the answer's status."""
+    return walk_of_one_call("mcp")
+
+
+def walk_of_one_call(dialect: str) -> tuple[collections.Counter[str], int]:
+    """The package modules one warm plain call of ``dialect`` runs code of (with how many of its
+    function calls each), and the answer's status."""
     app, _ = create_app()
     client = app.test_client()
-    body = REQUESTS["mcp"][1]
-    assert client.post("/mcp", json=body, headers=MCP_HEADERS).status_code == 200  # warm: caches, validators
+    path, body = REQUESTS[dialect]
+    headers = MCP_HEADERS if dialect == "mcp" else {}
+    assert client.post(path, json=body, headers=headers).status_code == 200  # warm: caches, validators
     package = str(Path(flask_tooldiscovery.__file__).resolve().parent) + os.sep
     modules: collections.Counter[str] = collections.Counter()
 
@@ -97,7 +110,7 @@ def walk_of_one_mcp_call() -> tuple[collections.Counter[str], int]:
     sys.setprofile(count)
     threading.setprofile(count)  # type: ignore[arg-type]
     try:
-        answer = client.post("/mcp", json=body, headers=MCP_HEADERS)
+        answer = client.post(path, json=body, headers=headers)
     finally:
         sys.setprofile(None)
         threading.setprofile(None)  # type: ignore[arg-type]
@@ -110,3 +123,13 @@ def test_one_mcp_call_walks_through_few_modules_and_function_calls() -> None:
     assert "runtime/invoke.py" in modules  # the count sees the call path (and the tool ran)
     assert len(modules) <= MODULE_BUDGET, sorted(modules)
     assert sum(modules.values()) <= CALL_BUDGET, modules.most_common()
+
+
+@pytest.mark.parametrize("dialect", sorted(DIALECT_BUDGETS))
+def test_every_dialects_plain_call_walks_through_few_modules_and_function_calls(dialect: str) -> None:
+    modules, status = walk_of_one_call(dialect)
+    assert status == 200
+    assert "runtime/invoke.py" in modules  # the count sees the call path (and the tool ran)
+    module_budget, call_budget = DIALECT_BUDGETS[dialect]
+    assert len(modules) <= module_budget, sorted(modules)
+    assert sum(modules.values()) <= call_budget, modules.most_common()

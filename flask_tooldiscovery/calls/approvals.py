@@ -313,8 +313,15 @@ class Approvals:
         self.settings = settings
 
     def gate(self, tool: Tool) -> ApprovalGate:
-        """The approval of a call of ``tool``: the one place the decision is made."""
-        return ApprovalGate(tool, needs_approval(tool, destructive=self.settings.approve_destructive), self.settings)
+        """The approval of a call of ``tool``: the one place the decision is made, once per call
+        (the gate it makes is kept with what the tool works out from its content, for the next
+        call that decides the same)."""
+        required = needs_approval(tool, destructive=self.settings.approve_destructive)
+        derived = tool.derived
+        gate: ApprovalGate | None = derived.get(self)
+        if gate is None or gate.required is not required:
+            gate = derived[self] = ApprovalGate(tool, required, self.settings)
+        return gate
 
 
 __all__ = ["APPROVAL_HEADER", "Approval", "ApprovalGate", "Approvals", "CheckedApproval",

@@ -11,7 +11,6 @@ import asyncio
 import inspect
 import logging
 import time
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -32,11 +31,11 @@ from ..tools.results import Outcome as Outcome
 from .async_bridge import run_sync
 from .call_log import log, log_call
 
-#: Each tool's compiled argument coercion (its input schema read once, not on every call), with
-#: the resolved schema it was compiled from.
-_COERCIONS: weakref.WeakKeyDictionary[Tool, tuple[dict[str, Any], Coercion]] = weakref.WeakKeyDictionary()
-#: Each tool's quick argument check (``None``: it has none), with the input schema it was made for.
-_CHECKS: weakref.WeakKeyDictionary[Tool, tuple[Any, Check | None]] = weakref.WeakKeyDictionary()
+#: The keys of ``Tool.derived`` (worked out once per tool content) under which a tool's compiled
+#: argument coercion and its quick argument check (``None``: it has none) are kept.
+_COERCION, _CHECK = "runtime.coercion", "runtime.check"
+#: The types of the values most tools return: never awaitable.
+_PLAIN_VALUES = frozenset({dict, list, str, int, float, bool, type(None)})
 
 
 class _DeadlinePassed(ToolDiscoveryError):
@@ -73,7 +72,9 @@ def _call(tool: Tool, arguments: dict[str, Any], context: ToolContext, call_hand
     finally:
         if deadline and (spent := time.perf_counter() - started) > deadline:
             _overran(tool, context, deadline, spent, logger)
-    if inspect.isawaitable(result):  # async tools and async call handlers; timeout enforced here
+    # Async tools and async call handlers (a plain JSON value is never awaitable: no ABC asked); timeout
+    # enforced here.
+    if type(result) not in _PLAIN_VALUES and inspect.isawaitable(result):
         awaitable = result
 
         async def wait() -> Any:  # a cancelled call cancels the task, from whatever thread cancels it
@@ -139,20 +140,20 @@ def prepare(
         arguments = {}
     if not isinstance(arguments, dict):
         return arguments, (ArgumentError("", None, "Arguments must be a JSON object.", "type"),)
+    derived = tool.derived
     if coerce:
-        schema = tool.resolved_input_schema
-        compiled = _COERCIONS.get(tool)
-        if compiled is None or compiled[0] is not schema:  # new, or its schema was assigned anew
-            compiled = _COERCIONS[tool] = (schema, coercion({"type": "object", **schema}))
-        arguments = compiled[1](arguments)
+        coerced: Coercion | None = derived.get(_COERCION)
+        if coerced is None:
+            coerced = derived[_COERCION] = coercion({"type": "object", **tool.resolved_input_schema})
+        arguments = coerced(arguments)
     schema = tool.input_schema
-    checked = _CHECKS.get(tool)
-    if checked is None or checked[0] is not schema:  # the tool's quick check, found once per schema
+    if _CHECK not in derived:  # the tool's quick check, found once per tool content
         try:
-            checked = _CHECKS[tool] = (schema, quick_check_of(schema))
+            derived[_CHECK] = quick_check_of(schema)
         except SchemaError:
-            checked = (schema, None)  # answered (and logged) below
-    if checked[1] is None or not checked[1](arguments):  # not known valid at a glance: every error
+            derived[_CHECK] = None  # answered (and logged) below
+    check: Check | None = derived[_CHECK]
+    if check is None or not check(arguments):  # not known valid at a glance: every error
         try:
             errors = validate_arguments(schema, arguments, limit=max_errors)
         except SchemaError as exc:
@@ -190,63 +191,76 @@ def invoke(
     """
     base = logger or log
     started = time.perf_counter()
-
-    def call_log() -> logging.LoggerAdapter[logging.Logger]:  # made only when there is more to say
-        return logging.LoggerAdapter(base, {"tool": tool.name, "call_id": context.call_id,
-                                            "trace_id": context.trace_id})
-
-    def ids() -> str:  # written only when there is more to say than the call log line
-        return f"call_id={context.call_id} trace_id={context.trace_id}"
-
-    def done(status: str, **fields: Any) -> Outcome:
-        outcome = Outcome(
-            tool=tool, call_id=context.call_id, status=status,  # type: ignore[arg-type]
-            duration_ms=(time.perf_counter() - started) * 1000.0, **fields,
-        )
-        if base.isEnabledFor(logging.INFO):
-            log_call(tool, context, status, outcome.duration_ms, logger=base)
-        return outcome
-
-    def unexpected(exc: BaseException) -> Outcome:
-        call_log().error("tool %s failed with an unexpected error (%s)", tool.name, ids(),
-                       exc_info=(type(exc), exc, exc.__traceback__))
-        return done("failure", failure=Failure(message=GENERIC_FAILURE, expected=False))
-
     deadline = tool.timeout or default_timeout or None
     arguments, errors = prepare(tool, arguments, coerce=coerce, logger=base, max_errors=max_errors)
     if errors:
-        return done("invalid", errors=errors)
+        return _done(tool, context, base, started, "invalid", errors=errors)
     try:
         value = _call(tool, arguments, context, call_handler, deadline, base)
     except asyncio.CancelledError:
-        call_log().info("tool %s was cancelled (%s)", tool.name, ids())
-        return done("failure", failure=Failure(message=CANCELLED, cancelled=True))
+        _call_log(tool, context, base).info("tool %s was cancelled (%s)", tool.name, _ids(context))
+        return _done(tool, context, base, started, "failure", failure=Failure(message=CANCELLED, cancelled=True))
     except InputRequired as exc:  # the round ends: the caller answers, and the call runs again
-        return done("failure", failure=Failure(message=str(exc)))
+        return _done(tool, context, base, started, "failure", failure=Failure(message=str(exc)))
     except CannotAsk as exc:  # it asked its caller, who cannot answer where it runs
-        return done("failure", failure=Failure(message=str(exc)))
+        return _done(tool, context, base, started, "failure", failure=Failure(message=str(exc)))
     except ToolError as exc:
         if exc.developer_message:
-            call_log().info("tool %s raised ToolError (%s): %s", tool.name, ids(), exc.developer_message)
-        return done("failure", failure=Failure.from_tool_error(exc))
+            _call_log(tool, context, base).info("tool %s raised ToolError (%s): %s", tool.name, _ids(context),
+                                                exc.developer_message)
+        return _done(tool, context, base, started, "failure", failure=Failure.from_tool_error(exc))
     except _DeadlinePassed:
-        return done("failure", failure=Failure(
+        return _done(tool, context, base, started, "failure", failure=Failure(
             message=f"The tool did not finish within {deadline:g} second{'' if deadline == 1 else 's'}.",
             can_retry=True, expected=False,
         ))
     except Exception as exc:
-        return unexpected(exc)
+        return _unexpected(tool, context, base, started, exc)
     mime_type = tool.metadata.get("result_mime_type")
     try:
         if isinstance(value, Envelope):
             wire = value.to_wire(lambda v: to_jsonable(v, bytes_mime_type=mime_type))
             if value.error is not None:
                 retry = value.error.get("retry_after")
-                return done("failure", envelope=wire, failure=Failure(
+                return _done(tool, context, base, started, "failure", envelope=wire, failure=Failure(
                     message=str(value.error_message), can_retry=isinstance(retry, int),
                     retry_after_ms=retry * 1000 if isinstance(retry, int) else None))
-            return done("success", value=wire.get("content", value.message), envelope=wire)
+            return _done(tool, context, base, started, "success", value=wire.get("content", value.message),
+                         envelope=wire)
         value = to_jsonable(value, bytes_mime_type=mime_type)
     except (TypeError, ValueError) as exc:
-        return unexpected(exc)
-    return done("success", value=value)
+        return _unexpected(tool, context, base, started, exc)
+    return _done(tool, context, base, started, "success", value=value)
+
+
+def _call_log(tool: Tool, context: ToolContext, base: logging.Logger) -> logging.LoggerAdapter[logging.Logger]:
+    """The logger of a call's lines beyond its call log line (made only when there is more to say)."""
+    return logging.LoggerAdapter(base, {"tool": tool.name, "call_id": context.call_id, "trace_id": context.trace_id})
+
+
+def _ids(context: ToolContext) -> str:
+    return f"call_id={context.call_id} trace_id={context.trace_id}"
+
+
+#: What an :class:`Outcome` holds unless told otherwise.
+_OUTCOME_DEFAULTS = {"value": None, "failure": None, "errors": (), "envelope": None}
+
+
+def _done(tool: Tool, context: ToolContext, base: logging.Logger, started: float, status: str,
+          **fields: Any) -> Outcome:
+    """The call's :class:`Outcome`, its call log line written. Made as the frozen dataclass's
+    ``__init__`` would make it, without its ``object.__setattr__`` per field (which costs more
+    than the rest of a plain call's bookkeeping here)."""
+    outcome: Outcome = object.__new__(Outcome)
+    outcome.__dict__.update(_OUTCOME_DEFAULTS, tool=tool, call_id=context.call_id, status=status,
+                            duration_ms=(time.perf_counter() - started) * 1000.0, **fields)
+    if base.isEnabledFor(logging.INFO):
+        log_call(tool, context, status, outcome.duration_ms, logger=base)
+    return outcome
+
+
+def _unexpected(tool: Tool, context: ToolContext, base: logging.Logger, started: float,
+                exc: BaseException) -> Outcome:
+    _call_log(tool, context, base).error("tool %s failed with an unexpected error (%s)", tool.name, _ids(context),
+                                         exc_info=(type(exc), exc, exc.__traceback__))
+    return _done(tool, context, base, started, "failure", failure=Failure(message=GENERIC_FAILURE, expected=False))

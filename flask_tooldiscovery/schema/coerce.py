@@ -90,6 +90,10 @@ def _same(value: Any) -> Any:
     return value
 
 
+#: The only kinds of value a coercion changes (a number, a boolean or ``null`` stays as it is).
+_COERCIBLE = (str, dict, list)
+
+
 def coerce_value(value: Any, schema: Mapping[str, Any] | None) -> Any:
     """Best-effort: a string turned into the type ``schema`` declares, when it parses cleanly.
 
@@ -105,6 +109,8 @@ def coercion(schema: Mapping[str, Any] | None) -> Coercion:
         return _same
     inner, nullable = split_nullable(dict(schema))
     target = primary_type(inner, default="")
+    if target == "string" and not nullable:
+        return _same  # a string stays the string it is (and nothing else is ever coerced)
     container: Coercion = _same
 
     def from_text(value: str) -> Any:
@@ -143,25 +149,24 @@ def coercion(schema: Mapping[str, Any] | None) -> Coercion:
     if target == "object":
         props = inner.get("properties") or {}
         extra = inner.get("additionalProperties")
-        compiled: dict[str, Coercion] = {}
-        others: list[Coercion] = []
-
-        def member(name: str) -> Coercion:
-            found = compiled.get(name)
-            if found is None:
-                if name in props:  # one per declared property: never more than the schema has
-                    found = compiled[name] = coercion(props[name])
-                else:
-                    if not others:
-                        others.append(coercion(extra if isinstance(extra, Mapping) else None))
-                    found = others[0]
-            return found
+        # One coercion per declared property (never more than the schema has); the others' one.
+        compiled: dict[str, Coercion] = {name: coercion(sub) for name, sub in props.items()} \
+            if isinstance(props, Mapping) else {}
+        other = coercion(extra if isinstance(extra, Mapping) else None)
+        #: The properties whose values may change (``None``: any may: the others' do too).
+        changing = frozenset(name for name, each in compiled.items() if each is not _same) \
+            if other is _same else None
 
         def coerce_object(value: Any) -> Any:
             if isinstance(value, str):
                 return from_text(value)
             if isinstance(value, dict):
-                return {k: member(k)(v) for k, v in value.items()}
+                if changing is None:
+                    return {k: compiled.get(k, other)(v) for k, v in value.items()}
+                if changing.isdisjoint(value):
+                    return value  # nothing in it can change
+                return {k: compiled[k](v) if k in changing and isinstance(v, _COERCIBLE) else v
+                        for k, v in value.items()}
             return value
 
         container = coerce_object

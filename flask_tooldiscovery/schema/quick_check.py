@@ -201,8 +201,52 @@ def _compile(schema: Any, depth: int = 0) -> Check | None:
     return _all_of(checks)
 
 
+#: The Python types of a JSON value of each type, as the flat check below takes them (an integral
+#: float is not taken for an integer there: jsonschema decides).
+_EXACT_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,), "null": (type(None),),
+    "array": (list,), "object": (dict,)}
+_FLAT_KEYS = frozenset(("type", "properties", "required", "additionalProperties")) | _ANNOTATIONS
+_TYPE_ONLY = frozenset(("type",)) | _ANNOTATIONS
+
+
+def _flat_object(schema: dict[str, Any]) -> Check | None:
+    """The usual input schema (an object whose properties each declare one type, some required,
+    other properties allowed or not) as one check, or ``None`` for any other schema."""
+    props, required = schema.get("properties") or {}, schema.get("required") or []
+    extra = schema.get("additionalProperties", True)
+    if (schema.get("type") != "object" or not _FLAT_KEYS.issuperset(schema) or type(props) is not dict
+            or type(required) is not list or type(extra) is not bool):
+        return None
+    types: dict[str, tuple[type, ...]] = {}
+    for name, sub in props.items():
+        kind = sub.get("type") if type(sub) is dict else None
+        if type(kind) is not str or kind not in _EXACT_TYPES or not _TYPE_ONLY.issuperset(sub):
+            return None
+        types[name] = _EXACT_TYPES[kind]
+    needed = tuple(required)
+
+    def check(v: Any) -> bool:
+        if type(v) is not dict:
+            return False
+        for name in needed:
+            if name not in v:
+                return False
+        for name, item in v.items():
+            allowed = types.get(name)
+            if allowed is None:
+                if not extra:
+                    return False
+            elif type(item) not in allowed:
+                return False
+        return True
+
+    return check
+
+
 def quick_check(schema: Any) -> Check | None:
     """A check that says quickly that a value is valid against ``schema`` (a draft 2020-12 schema
     made of the common keywords), or ``None``. It only ever answers ``True`` for a value
     jsonschema accepts; on ``False`` jsonschema is asked, and its errors are the answer."""
-    return _compile(without_draft(schema))
+    schema = without_draft(schema)
+    return (_flat_object(schema) if type(schema) is dict else None) or _compile(schema)

@@ -38,13 +38,19 @@ class Cors:
         """Add the headers to ``response``, the answer to ``req`` at a route of ``kind`` serving
         ``methods`` (``public``: a document any website may read)."""
         headers = response.headers
-        if "X-Content-Type-Options" not in headers:
+        # One look at what the view set (asking ``in headers`` raises and catches a KeyError on a miss).
+        sniff = traced = False
+        for name, _ in headers:
+            lowered = name.lower()
+            sniff = sniff or lowered == "x-content-type-options"
+            traced = traced or lowered == "x-trace-id"
+        if not sniff:
             headers.add("X-Content-Type-Options", "nosniff")
         if state is not None:
             for name, value in (state.headers or {}).items():
                 headers[name] = value
-            if state.trace_id:
-                headers["X-Trace-Id"] = state.trace_id
+            if state.trace_id:  # set (one header) where it may be already, else added as the last one
+                (headers.set if traced or state.headers else headers.add)("X-Trace-Id", state.trace_id)
         if req.method == "OPTIONS" or response.status_code in (202, 204, 304):
             self._bodiless(response, req, methods)
         if (kind == "discovery" and self.public_discovery) or public:

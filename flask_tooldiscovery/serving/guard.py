@@ -30,13 +30,15 @@ def new_trace_id() -> str:
     return os.urandom(16).hex()
 
 
+#: A random UUID's variant digit (binary ``10xx``) for each random hex digit (``xx``: its low two bits).
+_VARIANT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}
+
+
 def new_call_id() -> str:
-    """A new call id: a random (version 4) UUID in its usual text form."""
-    raw = bytearray(os.urandom(16))
-    raw[6] = (raw[6] & 0x0F) | 0x40
-    raw[8] = (raw[8] & 0x3F) | 0x80
-    h = raw.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    """A new call id: a random (version 4) UUID in its usual text form (122 random bits: the
+    version digit is ``4``, the variant digit one of ``89ab``)."""
+    h = os.urandom(16).hex()
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:]}"
 
 
 def issued_call_id(value: object) -> bool:
@@ -106,9 +108,10 @@ class Guard:
         limit; returns its trace id."""
         limit = self.max_content_length
         req.max_content_length = limit
-        trace_id = environ_trace_id(req.environ)
+        environ = req.environ
+        given = "HTTP_TRACEPARENT" in environ or "HTTP_X_TRACE_ID" in environ
+        trace_id = environ_trace_id(environ) if given else os.urandom(16).hex()  # none given: new_trace_id()
         if self.hosts is not None:
-            environ = req.environ
             raw = environ.get("HTTP_HOST")
             # The verdict on the Host header as sent (and the scheme, whose default port werkzeug
             # drops), else on the host werkzeug works out: req.host costs a dozen calls a request.
@@ -126,7 +129,7 @@ class Guard:
                     "Misdirected request: this host name is not in TOOLDISCOVERY_ALLOWED_HOSTS.",
                     reason=f"host {host[:200]!r} is not in TOOLDISCOVERY_ALLOWED_HOSTS; add it there to serve it "
                            "(the public name of a tunnel or a proxy)")
-        if (content_length(req.environ) or 0) > limit:
+        if (content_length(environ) or 0) > limit:
             raise PayloadTooLarge()
         return trace_id
 

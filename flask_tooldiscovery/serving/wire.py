@@ -29,7 +29,10 @@ Environ = dict[str, Any]
 
 def content_length(environ: Environ) -> int | None:
     """``request.content_length``, read from the environ (werkzeug's rule: none when chunked)."""
-    return get_content_length(environ.get("CONTENT_LENGTH"), environ.get("HTTP_TRANSFER_ENCODING"))
+    given = environ.get("CONTENT_LENGTH")
+    if given is not None and given.isdigit() and given.isascii() and "HTTP_TRANSFER_ENCODING" not in environ:
+        return int(given)  # the usual header, plain digits: what werkzeug's parsing gives
+    return get_content_length(given, environ.get("HTTP_TRANSFER_ENCODING"))
 
 
 class WireSchema(Schema):

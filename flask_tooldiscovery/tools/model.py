@@ -128,6 +128,10 @@ class Identity:
     method: str = ""
 
 
+#: Guards every :class:`ToolContext`'s cancellation (held for a few instructions; one lock instead of
+#: one made per call).
+_CANCEL_LOCK = threading.Lock()
+
 #: The key of :attr:`ToolContext.extra` that holds the ``user_id`` a request's body claimed (Opal's
 #: ``auth.credentials.user_id``, OXP's ``context.user_id``), verified by nobody.
 CLAIMED_USER_ID = "claimed_user_id"
@@ -168,8 +172,8 @@ class ToolContext:
     #: Answers the tool's questions (``ask``), where its caller can answer (``tools/questions.py``).
     asker: Asker | None = field(default=None, repr=False, compare=False)
     _cancelled: bool = field(default=False, repr=False, compare=False)
-    _cancel_callbacks: list[Callable[[], None]] = field(default_factory=list, repr=False, compare=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    #: What to run when the call is cancelled (``None`` until something asks: most calls never do).
+    _cancel_callbacks: list[Callable[[], None]] | None = field(default=None, repr=False, compare=False)
     #: How many requests without a key the call asked so far (they are keyed ``input-1``, ``input-2``...).
     _unkeyed: int = field(default=0, init=False, repr=False, compare=False)
 
@@ -251,24 +255,26 @@ class ToolContext:
 
     def cancel(self) -> None:
         """Cancel the call (dialects do this when the caller gives up); idempotent."""
-        with self._lock:
+        with _CANCEL_LOCK:
             if self._cancelled:
                 return
             self._cancelled = True
-            callbacks, self._cancel_callbacks = self._cancel_callbacks, []
-        for callback in callbacks:
+            callbacks, self._cancel_callbacks = self._cancel_callbacks, None
+        for callback in callbacks or ():
             callback()
 
     def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Run ``callback`` when the call is cancelled (now, if it already is); returns the
         function that unregisters it."""
-        with self._lock:
+        with _CANCEL_LOCK:
             if not self._cancelled:
+                if self._cancel_callbacks is None:
+                    self._cancel_callbacks = []
                 self._cancel_callbacks.append(callback)
 
                 def remove() -> None:
-                    with self._lock:
-                        if callback in self._cancel_callbacks:
+                    with _CANCEL_LOCK:
+                        if self._cancel_callbacks is not None and callback in self._cancel_callbacks:
                             self._cancel_callbacks.remove(callback)
 
                 return remove
@@ -317,7 +323,7 @@ def _defines(node: Any) -> bool:
 SHOWN_FIELDS = ("name", "description", "input_schema", "output_schema", "title", "annotations", "version",
                 "toolkit", "category", "tags", "examples", "requirements", "timeout", "metadata", "scopes")
 #: What a :class:`Tool` works out once from its shown fields (dropped when one of them is assigned).
-_DERIVED = ("fingerprint", "resolved_input_schema")
+_DERIVED = ("fingerprint", "resolved_input_schema", "derived")
 #: How many times a shown tool was changed by assignment, in this process (see ``Tool.__setattr__``).
 _CHANGES = [0]
 
@@ -388,6 +394,12 @@ class Tool:
         # Key order is kept: dialects show a schema's properties in the order they were given.
         text = json.dumps(shown, default=repr, separators=(",", ":"))
         return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+    @cached_property
+    def derived(self) -> dict[object, Any]:
+        """What other layers work out once from this tool's content (its compiled argument check,
+        its coercion...), each under a key of their own; emptied when a shown field is assigned."""
+        return {}
 
     @property
     def description_or_title(self) -> str:

@@ -102,9 +102,10 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         parameters = arguments_of(body, "parameters")
         context = context_of(pipe, body)
         gate = pipe.approvals.gate(tool)  # whether it needs a person's approval, decided once for the call
-        accepted = opal_async.accept(pipe, gate, parameters, context, body)  # async_callback: 202
-        if accepted is not None:
-            return accepted
+        if body.get("async_callback") is not None:  # 202 when it runs in the background
+            accepted = opal_async.accept(pipe, gate, parameters, context, body)
+            if accepted is not None:
+                return accepted
         return answer(pipe.invoke(tool, parameters, context, coerce=True, gate=gate))
 
     for rule in ("/tools/<path:name>", "/discovery/tools/<path:name>"):
