@@ -344,7 +344,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         authorization = {a["id"]: a["token"] for a in context.get("authorization", [])}
         ctx = pipe.context(call_id=call.get("call_id"), trace_id=call.get("trace_id"),
                            user_id=context.get("user_id"), secrets=secrets, authorization=authorization)
-        missing = tool.missing_requirements(secrets=secrets, authorization=authorization, user_id=ctx.user_id)
+        missing = tool.missing_requirements(secrets=secrets, authorization=authorization,
+                                            user_id=ctx.user_id) if tool.requirements else None
         if missing:  # user_id: the caller's identity names one too
             raise BadRequest(f"The call lacks requirements of {tool_id(tool, pipe.settings)}: "
                              f"{', '.join(sorted(missing))}.", extra={"missing_requirements": missing})

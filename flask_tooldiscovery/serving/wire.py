@@ -73,7 +73,7 @@ def json_response(body: Any, status: int = 200, headers: Mapping[str, str] | Non
     """A JSON response, serialized by the app's JSON provider, keys in the order the wire
     schemas and the tools declared them (a schema's property order is what clients show)."""
     app = current_app._get_current_object()  # type: ignore[attr-defined]
-    response: Response = app.response_class(dumps(body, app.json), status=status, mimetype=JSON_MIMETYPE)
+    response: Response = app.response_class(dumps(body, app.json), status=status, content_type=JSON_MIMETYPE)
     if headers:
         for name, value in headers.items():
             response.headers[name] = value
@@ -125,7 +125,10 @@ def parse_json(raw: bytes | str, max_depth: int = MAX_JSON_DEPTH) -> Any:
     JSON, and for nesting deeper than ``max_depth`` (which would exhaust the stack later on)."""
     try:
         if isinstance(raw, (bytes, bytearray)):  # as json.loads reads bytes (a BOM is allowed)
-            text = raw.decode(json.detect_encoding(raw), "surrogatepass")
+            # An object whose second byte is not NUL is UTF-8 by json.detect_encoding's rules (a BOM
+            # or UTF-16/32 would begin otherwise): the usual body, read without asking it.
+            usual = raw[:1] == b"{" and raw[1:2] != b"\x00"
+            text = raw.decode("utf-8" if usual else json.detect_encoding(raw), "surrogatepass")
         elif raw.startswith("\ufeff"):
             raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", raw, 0)
         else:

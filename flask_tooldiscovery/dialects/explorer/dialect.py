@@ -258,7 +258,10 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             return stream_response(pipe, tool, context, lambda: _arguments(pipe.body()),
                                    lambda outcome: _result(outcome, context.trace_id), error_response)
         # The body is read once the caller is admitted: the auth hook's 401 comes before its 400.
-        outcome = pipe.admitted(lambda: pipe.invoke(tool, _arguments(pipe.body()), context))
+        if pipe.admission.around_call is None:
+            outcome = pipe.invoke(tool, _arguments(pipe.body()), context)
+        else:
+            outcome = pipe.admitted(lambda: pipe.invoke(tool, _arguments(pipe.body()), context))
         return _result(outcome, context.trace_id)
 
     if allow_execute:
