@@ -82,8 +82,9 @@ CALL_BUDGET = 86
 
 #: The same for every other dialect's plain call of the same tool: (modules, function calls). They
 #: stood at TDP 18 and 58, OXP 20 and 59, Opal 20 and 66, the explorer 21 and 62, UTCP 18 and 52
-#: after "Speed, part 7"; part 8 (the common path) brought them to these (bench/RESULTS.rst).
-DIALECT_BUDGETS = {"tdp": (18, 43), "oxp": (19, 48), "opal": (19, 49), "explorer": (21, 50), "utcp": (18, 42)}
+#: after "Speed, part 7"; part 8 (the common path) brought them to these (bench/RESULTS.rst; the
+#: Outcome's own module, tools/results.py, is one of the modules since it moved there).
+DIALECT_BUDGETS = {"tdp": (19, 43), "oxp": (20, 48), "opal": (19, 49), "explorer": (21, 50), "utcp": (19, 42)}
 
 
 def walk_of_one_mcp_call() -> tuple[collections.Counter[str], int]:
