@@ -7,6 +7,7 @@ is compared here with the long way over the same inputs, so a shortcut that drif
 
 from __future__ import annotations
 
+import enum
 import json
 import random
 
@@ -216,6 +217,56 @@ def test_dumps_is_the_providers_and_the_splice_is_encode(ensure_ascii: bool) -> 
     for id_ in (0, 1, -7, 2**70, "", "id", "é", "a\"b"):
         assert splice(id_) == jsonrpc.encode(jsonrpc.result_body(id_, jsonrpc.Encoded(page)),
                                              lambda v: app.json.dumps(v, sort_keys=False))
+
+
+class _Level(int, enum.Enum):
+    HIGH = 3
+
+
+ENCODED = [*VALUES, 10**30, -0.0, float("nan"), float("inf"), float("-inf"), "é\u2028\"x", (1, "two"), _Level.HIGH,
+           {"k": _Level.HIGH, 3: 4, 1.5: 2, True: 1, None: 0}, [[[]]], {"a": {"b": {"c": [1, {"d": None}]}}}]
+
+
+@pytest.mark.parametrize("ensure_ascii", [True, False])
+@pytest.mark.parametrize("default", [None, repr])
+def test_json_encoder_writes_what_json_encoder_writes(ensure_ascii: bool, default) -> None:
+    from flask_tooldiscovery.serving.wire import json_encoder
+
+    encode, long_way = json_encoder(ensure_ascii=ensure_ascii, default=default), json.JSONEncoder(
+        ensure_ascii=ensure_ascii, default=default)
+    for value in [*ENCODED, object(), {"set": {1}}]:
+        try:
+            expected: object = long_way.encode(value)
+        except (TypeError, ValueError) as exc:
+            expected = (type(exc), str(exc))
+        try:
+            got: object = encode(value)
+        except (TypeError, ValueError) as exc:
+            got = (type(exc), str(exc))
+        assert got == expected, value
+    loop: list[object] = []
+    loop.append(loop)
+    with pytest.raises(ValueError, match="Circular reference"):
+        encode(loop)
+
+
+@pytest.mark.parametrize("value", [*VALUES, 10**30, -0.0, "é\u2028", {"é": ["ü", 1.5]}, [1, {"b": None}]], ids=str)
+def test_mcp_plain_values_content_is_the_content_blocks(value) -> None:
+    from flask_tooldiscovery import ToolDiscovery
+    from flask_tooldiscovery.dialects.mcp.content import call_result, forms_of
+    from flask_tooldiscovery.runtime.invoke import Outcome
+
+    discovery = ToolDiscovery()
+
+    @discovery.tool
+    def echo() -> object:
+        """Echo."""
+
+    tool = discovery.registry.resolve().get("echo")
+    assert tool is not None
+    for version in ("2024-11-05", "2025-06-18", "2026-07-28"):
+        result = call_result(Outcome(tool=tool, call_id="c", status="success", value=value), version)
+        assert result["content"] == content_blocks(value, forms_of(version))
 
 
 def test_jsonrpc_shape_tells_apart_every_other_request() -> None:

@@ -6,12 +6,12 @@ form its reader knows (:class:`Forms`: MCP works them out from a request's revis
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
 
+from ..serving.wire import json_encoder
 from ..tools.results import RichBlock, is_rich
 from .driver import Observation, failed_kind, text_value
 
@@ -38,11 +38,12 @@ def _embedded_uri(block: Mapping[str, Any]) -> str:
 
 
 def _text(value: Any) -> dict[str, Any]:
-    return {"type": "text", "text": value if isinstance(value, str) else _TEXT.encode(value)}
+    return {"type": "text", "text": value if isinstance(value, str) else json_text(value)}
 
 
-#: ``json.dumps(value, ensure_ascii=False)``, its encoder made once (json.dumps makes one per call).
-_TEXT = json.JSONEncoder(ensure_ascii=False)
+#: What a text block holds of a value that is not a string: ``json.dumps(value, ensure_ascii=False)``,
+#: its encoder made once (json.dumps makes one per call).
+json_text = json_encoder(ensure_ascii=False)
 
 
 def content_block(value: Any, forms: Forms = LATEST) -> dict[str, Any]:
@@ -119,4 +120,4 @@ def observe_result(result: Mapping[str, Any], *, wrapped: bool) -> Observation:
     return Observation("ok", values)
 
 
-__all__ = ["LATEST", "Forms", "content_block", "content_blocks", "observe_result", "rich_value"]
+__all__ = ["LATEST", "Forms", "content_block", "content_blocks", "json_text", "observe_result", "rich_value"]

@@ -9,7 +9,7 @@ import functools
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from flask import Request, Response, current_app
@@ -49,6 +49,25 @@ class WireSchema(Schema):
         return {k: v for k, v in data.items() if v is not None or k in self.keep_none}
 
 
+def json_encoder(*, ensure_ascii: bool = True, default: Callable[[Any], Any] | None = None) -> Callable[[Any], str]:
+    """The text ``json.JSONEncoder(ensure_ascii=ensure_ascii, default=default).encode(value)``
+    writes (keys in the order given), as a function made once: each value then goes to the C
+    encoder directly, without the two Python calls ``encode`` makes around it every time."""
+    reference = json.JSONEncoder(ensure_ascii=ensure_ascii, default=default)
+    make = getattr(json.encoder, "c_make_encoder", None)  # (typeshed does not name it)
+    if make is None:  # no C accelerator: the encoder as it is
+        return reference.encode
+    quote = json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring
+    fallback = reference.default
+
+    def encode(value: Any) -> str:
+        if isinstance(value, str):
+            return quote(value)
+        return "".join(make({}, fallback, quote, None, ": ", ", ", False, False, True)(value, 0))
+
+    return encode
+
+
 def dumps(value: Any, provider: JSONProvider | None = None) -> str:
     """``value`` as JSON text by the app's JSON provider (``provider``, else the current app's),
     keys in the order the wire schemas and the tools declared them. Flask's default provider's
@@ -58,15 +77,14 @@ def dumps(value: Any, provider: JSONProvider | None = None) -> str:
     if type(provider) is not DefaultJSONProvider:
         return provider.dumps(value, sort_keys=False)
     ensure_ascii, default = provider.ensure_ascii, provider.default
-    encoder = _ENCODERS.get((ensure_ascii, default))
-    if encoder is None:
-        encoder = _ENCODERS[(ensure_ascii, default)] = json.JSONEncoder(
-            default=default, ensure_ascii=ensure_ascii, sort_keys=False)
-    return encoder.encode(value)
+    encode = _ENCODERS.get((ensure_ascii, default))
+    if encode is None:
+        encode = _ENCODERS[(ensure_ascii, default)] = json_encoder(ensure_ascii=ensure_ascii, default=default)
+    return encode(value)
 
 
 #: The encoder of Flask's default JSON provider, per (ensure_ascii, default).
-_ENCODERS: dict[tuple[bool, Any], json.JSONEncoder] = {}
+_ENCODERS: dict[tuple[bool, Any], Callable[[Any], str]] = {}
 
 
 def json_response(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
