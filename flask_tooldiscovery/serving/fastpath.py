@@ -9,7 +9,9 @@ categories, visible set) is unchanged and the request carries nothing the full p
 differently (a cookie, a credential, an origin, a body over the limit). A dialect's
 :class:`Learnable` says which of its answers may be learned: discovery GETs, and discovery reads
 made by POST whose answer depends only on the body's shape (MCP's ``tools/list``: the JSON-RPC
-id is put back in each answer). An app that runs code of its own around requests (hooks, URL
+id is put back in each answer). A POST to such a path goes straight to the app (a tool call costs
+no more for the fast path in front) until an answer is offered there; the next POST there is then
+captured and learned. An app that runs code of its own around requests (hooks, URL
 value preprocessors, its own session interface) has no learned answers; the log says so once.
 """
 
@@ -91,6 +93,9 @@ class Offer:
     lesson: GetLesson | PostLesson | None = None
 
 
+#: The environ key of the :class:`FastPath` that passed a POST on to the app without listening for
+#: its answer (nothing was offered to learn at its path yet).
+PASSED_ON = "tooldiscovery.fastpath"
 #: The request being answered through the full path, while the fast path waits for its answer.
 _OFFER: contextvars.ContextVar[Offer | None] = contextvars.ContextVar("tooldiscovery_offer", default=None)
 
@@ -185,7 +190,10 @@ class FastPath:
         method = environ.get("REQUEST_METHOD")
         if method == "POST":
             if environ.get("PATH_INFO") not in self.post_paths:
-                return self.wsgi_app(environ, start_response)
+                return self.wsgi_app(environ, start_response)  # a tool call
+            environ[PASSED_ON] = self  # an answer may be offered here (Learner.offer_post)
+            if not (self._shapes or self._wanted):
+                return self.wsgi_app(environ, start_response)  # nothing was offered to learn yet
             return self._post(environ, start_response)
         if method != "GET" or environ.get("QUERY_STRING"):
             return self.wsgi_app(environ, start_response)
@@ -217,7 +225,7 @@ class FastPath:
         shape = self._shapes.get(key)
         if shape is None or environ.get("QUERY_STRING"):
             if key not in self._wanted:  # no answer was ever offered here (tool calls...): no capture
-                return self._offered(key, environ, start_response)
+                return self.wsgi_app(environ, start_response)
             return self._learn(key, environ, start_response)
         length = content_length(environ)
         if not length or length > MAX_LEARNED_BODY or "HTTP_TRANSFER_ENCODING" in environ:
@@ -234,20 +242,15 @@ class FastPath:
             return [body]
         return self._learn(key, environ, start_response)
 
-    def _offered(self, key: Key, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
-        """The full path's answer to a POST where nothing was offered to learn yet; when it offers
-        a lesson now, the next POST there is captured and learned."""
-        offer = Offer()
-        token = _OFFER.set(offer)
-        try:
-            body = self.wsgi_app(environ, start_response)
-        finally:
-            _OFFER.reset(token)
-        if isinstance(offer.lesson, PostLesson):
-            if len(self._wanted) >= self.max_entries:
-                self._wanted.clear()
-            self._wanted.add(key)
-        return body
+    def want(self, environ: Environ) -> None:
+        """An answer to this POST was offered to learn while the fast path passed it on without
+        listening (nothing was learned at its path yet): the next POST there is captured and learned."""
+        key = _key(environ)
+        if key[0] is None or environ.get("PATH_INFO") not in self.post_paths:
+            return
+        if len(self._wanted) >= self.max_entries:
+            self._wanted.clear()
+        self._wanted.add(key)
 
     def _learn(self, key: Key, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         """The full path's answer, learned when the full path offered it."""
@@ -340,14 +343,21 @@ class Learner:
 
     def offer_post(self, environ: Environ, raw: bytes | None, toolset: ToolSet,
                    render: Callable[[Any], bytes]) -> None:
-        """Offer the answer ``render(fill)`` to this POST, whose body is ``raw``."""
+        """Offer the answer ``render(fill)`` to this POST, whose body is ``raw``: to the fast path
+        listening for it, else to the one that passed it on without listening (nothing was learned
+        at its path yet), which then listens there."""
         offer, shape = _OFFER.get(), self.learnable.post
-        if offer is None or shape is None or raw is None or len(raw) > MAX_LEARNED_BODY:
+        fast = environ.get(PASSED_ON) if offer is None else None
+        if (offer is None and fast is None) or shape is None or raw is None or len(raw) > MAX_LEARNED_BODY:
             return
         shaped = shape(raw)
         valid = self._valid(environ, toolset, body=True) if shaped is not None else None
-        if shaped is not None and valid is not None:
+        if shaped is None or valid is None:
+            return
+        if offer is not None:
             offer.lesson = PostLesson(valid, shape, shaped[0], shaped[1], render)
+        elif isinstance(fast, FastPath):
+            fast.want(environ)
 
     def _valid(self, environ: Environ, toolset: ToolSet, *, body: bool) -> Callable[[Environ], bool] | None:
         """The check that a later request may get this request's answer (same tool set content,
@@ -409,5 +419,5 @@ def install(app: Flask, post_paths: Iterable[str] = ()) -> FastPath | None:
     return fast
 
 
-__all__ = ["FastPath", "GetLesson", "Learnable", "Learner", "PostLesson", "Shape", "app_steps_aside",
+__all__ = ["PASSED_ON", "FastPath", "GetLesson", "Learnable", "Learner", "PostLesson", "Shape", "app_steps_aside",
            "credential_keys", "install", "listening", "request_headers"]

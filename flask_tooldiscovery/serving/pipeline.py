@@ -425,7 +425,7 @@ class Pipeline:
         """Offer this POST's answer, ``render(fill)``, to the fast path: a discovery read by POST
         (MCP's ``tools/list``) whose answer depends only on the body's shape (the dialect's
         ``learnable.post``); learned only when nothing else in the request could change it."""
-        if not listening() or request.method != "POST":
+        if request.method != "POST":
             return
         state = request_state.current()
         if state.headers or state.identity is not None:
