@@ -128,7 +128,7 @@ def ask_on_stream(pipe: Pipeline, gate: ApprovalGate, arguments: dict[str, Any] 
     approved = outcome.get("action") == "accept" and isinstance(content, dict) and content.get("approve") is True
     try:
         return call_result(pipe.invoke(tool, arguments or {}, context, approval=Approval(exc.state, approved),
-                                       gate=gate))
+                                       gate=gate), req.revision)
     except InvalidApproval:  # expired while the person read the prompt
         return _not_received()
 

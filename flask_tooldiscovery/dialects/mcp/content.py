@@ -6,28 +6,18 @@ from __future__ import annotations
 
 import functools
 import weakref
-from collections.abc import Mapping
 from typing import Any
-
-from flask import has_request_context, request
 
 from ...tools.model import Tool
 from ...tools.results import Outcome, is_rich, is_rich_schema
-from ..content_blocks import Forms, content_blocks
+from ..content_blocks import Forms, content_blocks, json_text
 from . import revisions
 
 #: The version a request speaks when it names none (the streamable HTTP transport's rule).
 DEFAULT_VERSION = revisions.DEFAULT
-#: Where a stateless-era request names its protocol version, in ``params._meta``.
-VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion"
-
-
-def client_version(meta: Mapping[str, Any] | None = None) -> str:
-    """The protocol version of the request being answered: its ``MCP-Protocol-Version`` header,
-    else its stateless-era ``_meta`` envelope, else :data:`DEFAULT_VERSION`."""
-    header = request.environ.get("HTTP_MCP_PROTOCOL_VERSION") if has_request_context() else None
-    given = (meta or {}).get(VERSION_META_KEY)
-    return header or (given if isinstance(given, str) else None) or DEFAULT_VERSION
+#: Values that are never rich results whatever they hold (a rich result is a ``RichBlock``, or a
+#: list holding one): their content is one text block, worked out without looking further.
+_PLAIN_VALUES = frozenset({dict, str, int, float, bool, type(None)})
 
 
 @functools.lru_cache(maxsize=32)
@@ -60,11 +50,11 @@ def _object_output_schema(tool: Tool) -> tuple[dict[str, Any] | None, bool]:
     return {"type": "object", "properties": {"result": schema}, "required": ["result"]}, True
 
 
-def call_result(outcome: Outcome, version: str | None = None) -> dict[str, Any]:
+def call_result(outcome: Outcome, version: str) -> dict[str, Any]:
     """A ``CallToolResult``: text content, ``structuredContent`` for structured values, content
     blocks (and no ``structuredContent``) for rich results, and ``isError`` with an actionable
-    message for failures and invalid arguments. Content blocks take the form ``version`` knows
-    (default: the version of the request being answered, :func:`client_version`)."""
+    message for failures and invalid arguments. Content blocks take the form ``version`` (the
+    caller's protocol version) knows."""
     if not outcome.ok:
         text = outcome.error_message
         if outcome.failure is not None and outcome.failure.additional_prompt_content:
@@ -73,16 +63,19 @@ def call_result(outcome: Outcome, version: str | None = None) -> dict[str, Any]:
             text += "\nCorrect the arguments to match the tool's input schema and call it again."
         return carry_envelope(outcome, {"content": [{"type": "text", "text": text}], "isError": True})
     value = outcome.value
-    result: dict[str, Any] = {"content": content_blocks(value, forms_of(version or client_version())),
-                              "isError": False}
-    if is_rich(value):
-        return carry_envelope(outcome, result)
+    if type(value) in _PLAIN_VALUES:  # one text block (the JSON of anything but a string)
+        result: dict[str, Any] = {"content": [{"type": "text", "text": value if type(value) is str
+                                               else json_text(value)}], "isError": False}
+    else:
+        result = {"content": content_blocks(value, forms_of(version)), "isError": False}
+        if is_rich(value):
+            return carry_envelope(outcome, result)
     schema, wrapped = object_output_schema(outcome.tool)
     if wrapped or (isinstance(value, list) and schema is None):
         result["structuredContent"] = {"result": value}
     elif isinstance(value, dict):
         result["structuredContent"] = value
-    return carry_envelope(outcome, result)
+    return carry_envelope(outcome, result) if outcome.envelope else result
 
 
 #: The ``_meta`` key of what a result carries of the v2 envelope its tool returned.
@@ -98,5 +91,4 @@ def carry_envelope(outcome: Outcome, result: dict[str, Any]) -> dict[str, Any]:
     return {**result, "_meta": {**result.get("_meta", {}), ENVELOPE_META: rest}} if rest else result
 
 
-__all__ = ["DEFAULT_VERSION", "ENVELOPE_META", "VERSION_META_KEY", "call_result", "carry_envelope",
-           "client_version", "forms_of", "object_output_schema"]
+__all__ = ["DEFAULT_VERSION", "ENVELOPE_META", "call_result", "carry_envelope", "forms_of", "object_output_schema"]

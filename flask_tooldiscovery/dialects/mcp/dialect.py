@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from flask import Blueprint, Response, current_app, has_request_context, request
@@ -50,8 +51,8 @@ from . import task_methods as mcp_tasks
 from .auth import authenticator, authorization, remote_auth, root_blueprint, security_warning
 from .content import call_result, object_output_schema
 from .driver import McpDriver
-from .envelope import STATELESS_STATUS, header_refusal, is_stateless, stateless_refusal
-from .request import Handler, McpRequest
+from .envelope import STATELESS_STATUS, UNREFUSED_VERSIONS, header_refusal, is_stateless, stateless_refusal
+from .request import NO_META, Handler, McpRequest
 from .sessions import headers as session_headers
 from .settings import McpSettings
 
@@ -175,8 +176,7 @@ def dumps(value: Any) -> str:
 def respond(reply: Any, status: int = 200) -> Response:
     """A JSON-RPC reply (or batch) as the response; pre-encoded results go in as they are."""
     app = current_app._get_current_object()  # type: ignore[attr-defined]
-    provider = app.json
-    response: Response = app.response_class(rpc.encode(reply, lambda value: wire.dumps(value, provider)),
+    response: Response = app.response_class(rpc.encode(reply, partial(wire.dumps, provider=app.json)),
                                             status=status, mimetype=JSON_MIMETYPE)
     return response
 
@@ -266,6 +266,26 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         if type(provider) is DefaultJSONProvider:
             pipe.remember_post(toolset, rpc.result_splice(data, lambda v: wire.dumps(v, provider)))
 
+    def found(req: McpRequest) -> bool:
+        """A ``tools/call``'s tool and approval, looked for once, before the call runs (``req.tool``,
+        ``req.gate``: the stream's plan and the call take them from there), and whether it is a
+        plain call (``req.plain``, returned): a :func:`plain` tool, no approval needed, not a task,
+        no ``requestState`` (questions answered), no progress token or log level asked (nothing
+        to stream), in the handshake era (the stateless era asks in rounds)."""
+        name = req.params.get("name")
+        try:
+            tool = pipe.tools().get(name) if isinstance(name, str) else None
+        except CoreError:
+            return False  # the call answers it
+        if tool is None:
+            return False
+        req.tool, gate, meta, params = tool, pipe.approvals.gate(tool), req.meta, req.params
+        req.gate = gate
+        req.plain = (not gate.required and not req.stateless and "task" not in params and "requestState" not in params
+                     and (meta is NO_META or (mcp_stream.PROGRESS_TOKEN_META_KEY not in meta
+                                              and mcp_stream.LOG_LEVEL_META_KEY not in meta)) and plain(tool))
+        return req.plain
+
     def call_tool(req: McpRequest) -> dict[str, Any]:
         params, name = req.params, req.params.get("name")
         if not isinstance(name, str) or not name:
@@ -278,21 +298,18 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             searched = tool_search.answer(pipe, params, lambda tool: shown(tool, req.stateless, ui))
             if searched is not None:
                 return searched
-        tool = pipe.find(name)
+        tool = req.tool if req.tool is not None else pipe.find(name)
         if req.stateless and (mismatch := param_headers.refusal(tool, arguments)) is not None:
             raise mismatch
-        meta: dict[str, Any] = params["_meta"] if isinstance(params.get("_meta"), dict) else {}
+        meta: dict[str, Any] = req.meta if isinstance(req.meta, dict) else {}
         traceparent = meta.get("traceparent")
         context = pipe.context(extra={"meta": meta}, trace_id=traceparent if isinstance(traceparent, str) else None)
-        # Whether the call needs a person's approval: decided once (while its stream was planned, or now).
+        # Whether the call needs a person's approval: decided once (when the call was found, or now).
         gate = req.gate if req.gate is not None and req.gate.tool is tool else pipe.approvals.gate(tool)
-        if (req.plan is None and not req.stateless and not gate.required and plain(tool)
-                and "task" not in params and "requestState" not in params):
-            # A plain call (the tool's plan, worked out once): not a task, no questions, no
-            # approval, not streamed, nothing a cancellation could stop (a sync tool without a
-            # ToolContext): run at once, with nothing to record or listen for.
-            if meta:
-                mcp_stream.requested(meta)  # a malformed progress token or log level is still refused
+        if req.plain:
+            # A plain call (:func:`found`): not a task, no questions, no approval, not streamed,
+            # nothing a cancellation could stop (a sync tool without a ToolContext): run at once,
+            # with nothing to record or listen for.
             try:
                 return call_result(pipe.invoke(tool, arguments or {}, context, gate=gate), req.revision)
             except RetryLater as exc:
@@ -357,8 +374,11 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         return result
 
     def read(method: str, params: dict[str, Any]) -> rpc.Result:
-        """A method of a message that came without its :class:`McpRequest` (a batch's)."""
-        return run(McpRequest.of(method, params))
+        """A method of a batch's message (read here, as :func:`.jsonrpc.dispatch` hands it)."""
+        req = McpRequest.of(method, params)
+        if method == "tools/call":
+            found(req)
+        return run(req)
 
     def failed(method: str, exc: Exception) -> rpc.RpcError:
         log.error("mcp: %s failed (trace_id=%s)", method, pipe.trace_id, exc_info=(type(exc), exc, exc.__traceback__))
@@ -366,17 +386,18 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
 
     @pipe.route("", "call", subscriptions.http_methods(settings), endpoint="endpoint", strict_slashes=False)
     def endpoint() -> Response:
-        environ = request.environ
+        http = request._get_current_object()  # type: ignore[attr-defined]
+        environ = http.environ
         narrowed = narrowing[0] in environ or narrowing[1] in environ
-        if request.method == "GET":
+        if http.method == "GET":
             if narrowed and (wrong := choice.refusal(chosen_by, environ, None)) is not None:
                 return json_response(wrong, 400)
             return subscriptions.get_stream(pipe, server_capabilities(pipe))
         payload = pipe.body()
         if payload is None:
             raise MalformedBody("Expecting value (line 1, column 1).")
-        refused = header_refusal(payload)
-        if refused is not None:
+        if (environ.get("HTTP_MCP_PROTOCOL_VERSION") not in UNREFUSED_VERSIONS or "HTTP_MCP_METHOD" in environ
+                or "HTTP_MCP_NAME" in environ) and (refused := header_refusal(payload)) is not None:
             return json_response(*refused)
         if narrowed and (wrong := choice.refusal(chosen_by, environ, payload)) is not None:
             return json_response(wrong, 400)  # an unknown toolset: said before anything is read or run
@@ -384,7 +405,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             payload = [tool_search.rewrite(pipe, m) for m in payload] if isinstance(payload, list) \
                 else tool_search.rewrite(pipe, payload)
         if isinstance(payload, list):  # a batch: revisions that have them only, and bounded
-            version = request.environ.get("HTTP_MCP_PROTOCOL_VERSION")
+            version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
             if not payload:
                 return json_response(rpc.error_body(None, rpc.INVALID_REQUEST, "Invalid Request: empty batch."), 400)
             refusal = (f"batches are not part of protocol version {version}"
@@ -395,10 +416,16 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
                 return json_response(rpc.error_body(None, rpc.INVALID_REQUEST, f"Invalid Request: {refusal}."), 400)
             answers = [a for a in (rpc.dispatch(m, read, failed) for m in payload) if a is not None]
             return respond(answers) if answers else Response(status=202)
-        reply = mcp_stream.dispatch(pipe, payload, lambda req: rpc.dispatch(
-            payload, read if req is None else lambda method, params: run(req), failed))  # read once, at the entry
-        if isinstance(payload, dict) and payload.get("method") == subscriptions.LISTEN:
-            reply = subscriptions.listening(pipe, reply)  # its stream
+        req = McpRequest.of_message(payload, environ)  # the request, read once here
+        if req is None:  # a notification, a client's response, a message that is no request
+            mcp_stream.receive(pipe, payload)
+            reply: Any = rpc.dispatch(payload, read, failed)
+        else:
+            plan = None if req.method == "tools/call" and found(req) else mcp_stream.plan(pipe, req)
+            answer = partial(rpc.answer, req.id, req.method, partial(run, req), failed)
+            reply = answer() if plan is None else mcp_stream.streamed(pipe, req, plan, answer)
+            if req.method == subscriptions.LISTEN:
+                reply = subscriptions.listening(pipe, reply)  # its stream
         if not isinstance(reply, dict):  # a notification (202), or the SSE stream of a call or of a listen
             return reply or Response(status=202)
         error = reply.get("error")

@@ -11,9 +11,8 @@ from flask import request
 
 from . import jsonrpc as rpc
 from . import param_headers, revisions
-from .content import VERSION_META_KEY
 from .param_headers import HEADER_MISMATCH
-from .request import CAPABILITIES_META_KEY, MISSING_CAPABILITY, speaks_stateless
+from .request import CAPABILITIES_META_KEY, MISSING_CAPABILITY, VERSION_META_KEY, speaks_stateless
 from .task_methods import STATELESS_METHODS as TASK_METHODS
 from .tool_search import CALLED_AS
 
@@ -27,6 +26,10 @@ ROUTING_HEADERS = ("MCP-Protocol-Version", "Mcp-Method", "Mcp-Name")
 #: The methods whose ``Mcp-Name`` header mirrors a parameter of the body, and that parameter.
 NAME_BEARING = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 _ROUTING_KEYS = tuple((name, "HTTP_" + name.upper().replace("-", "_")) for name in ROUTING_HEADERS)
+#: ``MCP-Protocol-Version`` values (none, or a revision served, sent once) :func:`header_refusal`
+#: never refuses a request for when it sends no other routing header (``Mcp-Method``, ``Mcp-Name``):
+#: the endpoint looks no further at such a request's headers.
+UNREFUSED_VERSIONS = frozenset({None, *revisions.SUPPORTED})
 
 
 def header_value(value: str | None) -> str | None:
@@ -87,5 +90,5 @@ def header_refusal(payload: Any) -> tuple[dict[str, Any], int] | None:
     return None
 
 
-__all__ = ["NAME_BEARING", "REMOVED_METHODS", "ROUTING_HEADERS", "STATELESS_STATUS", "UNSUPPORTED_PROTOCOL_VERSION",
-           "header_refusal", "header_value", "is_stateless", "stateless_refusal"]
+__all__ = ["NAME_BEARING", "REMOVED_METHODS", "ROUTING_HEADERS", "STATELESS_STATUS", "UNREFUSED_VERSIONS",
+           "UNSUPPORTED_PROTOCOL_VERSION", "header_refusal", "header_value", "is_stateless", "stateless_refusal"]

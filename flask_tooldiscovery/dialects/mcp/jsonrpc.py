@@ -87,8 +87,16 @@ def dispatch(
                           "Invalid params: 'params' must be an object.")
     if notification:
         return None  # accepted, nothing to answer
+    return answer(id_, method, lambda: call(method, dict(params)), on_error)
+
+
+def answer(id_: Any, method: str, run: Callable[[], Result], on_error: Callable[[str, Exception], RpcError]) \
+        -> dict[str, Any]:
+    """The response to the request ``id_`` of ``method`` (a request :func:`dispatch` would run: the
+    endpoint reads a request once and may run it directly): ``run()``'s result, or the error it
+    raised (:class:`RpcError`; any other exception as ``on_error(method, exc)`` says)."""
     try:
-        result = call(method, dict(params))
+        result = run()
     except RpcError as exc:
         return error_body(id_, exc.code, exc.message, exc.data)
     except Exception as exc:
@@ -157,5 +165,6 @@ def encode(reply: Any, dumps: Callable[[Any], str]) -> bytes:
 
 __all__ = [
     "INTERNAL_ERROR", "INVALID_PARAMS", "INVALID_REQUEST", "METHOD_NOT_FOUND", "PARSE_ERROR", "Encoded", "Method",
-    "Result", "RpcError", "dispatch", "encode", "error_body", "result_body", "result_splice", "shape", "valid_id",
+    "Result", "RpcError", "answer", "dispatch", "encode", "error_body", "result_body", "result_splice", "shape",
+    "valid_id",
 ]

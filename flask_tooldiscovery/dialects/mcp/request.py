@@ -9,23 +9,28 @@ and hands the :class:`McpRequest` to the method that answers it; every module th
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from flask import request
 
 from ...serving.pipeline import ApprovalGate
+from ...tools.model import Tool
 from . import jsonrpc as rpc
 from . import revisions, sessions
-from .content import VERSION_META_KEY, client_version
 from .sse import Plan
 
+#: Where a stateless-era request names its protocol version, in ``params._meta``.
+VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion"
 #: Where a stateless-era request's ``_meta`` envelope carries its client's capabilities.
 CAPABILITIES_META_KEY = "io.modelcontextprotocol/clientCapabilities"
 #: The kinds of request a server may make of its client (each one a capability of that name).
 ASKABLE = ("elicitation", "sampling", "roots")
 #: The error of a request that needs a capability its client did not declare (stateless era).
 MISSING_CAPABILITY = -32021
+#: The ``_meta`` of a request that sent none (or not an object): empty, and shared, so never written.
+NO_META: Mapping[str, Any] = MappingProxyType({})
 
 
 def speaks_stateless(meta: Any) -> bool:
@@ -35,62 +40,89 @@ def speaks_stateless(meta: Any) -> bool:
         request.environ.get("HTTP_MCP_PROTOCOL_VERSION") in revisions.STATELESS_REVISIONS)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)
 class McpRequest:
-    """One JSON-RPC request to the MCP endpoint: ``method`` and ``params``; the ``revision`` it
-    speaks and its era; the client capabilities its stateless-era ``_meta`` envelope declares
-    (``capabilities``); the handshake-era session id it sent and the kinds of request that id says
-    its client declared at ``initialize`` (``session_declares``, ``None``: not known); the
-    ``plan`` of the SSE stream it is answered on (``None``: one JSON body); and, for a
-    ``tools/call`` whose approval was decided while its stream was planned, that decision
-    (``gate``, the call's :class:`~...calls.approvals.ApprovalGate`: it is never decided twice)."""
+    """One JSON-RPC request to the MCP endpoint, read once at its entry: its ``id`` (``None`` for a
+    batch's member, answered by the batch), ``method`` and ``params``; the ``revision`` it speaks
+    and whether that is of the ``stateless`` era; its ``params._meta`` (``meta``); the client
+    capabilities its stateless-era envelope declares (:attr:`capabilities`); and the handshake-era
+    session id it sent (``session_header``, as sent: :attr:`session` is it when well formed).
+
+    What the endpoint works out before the method runs is written here once: for a ``tools/call``,
+    the ``tool`` it names, the call's approval (``gate``, the
+    :class:`~...calls.approvals.ApprovalGate`: it is never decided twice) and whether it is a
+    ``plain`` call (run at once: nothing to stream, record, ask or approve); and the ``plan`` of
+    the SSE stream it is answered on (``None``: one JSON body)."""
 
     method: str
     params: dict[str, Any]
     revision: str
-    era: revisions.Era
-    capabilities: Mapping[str, Any] | None = None
-    session: str | None = None
-    session_declares: frozenset[str] | None = None
-    plan: Plan | None = None
+    stateless: bool
+    meta: Mapping[str, Any]
+    session_header: str | None = None
+    id: str | int | None = None
+    tool: Tool | None = None
     gate: ApprovalGate | None = None
-    #: Whether the request is of the stateless era (its ``_meta`` envelope, no handshake).
-    stateless: bool = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "stateless", self.era == revisions.STATELESS)
+    plain: bool = False
+    plan: Plan | None = None
 
     @classmethod
-    def of(cls, method: str, params: Mapping[str, Any], plan: Plan | None = None) -> McpRequest:
-        """The request ``method`` with ``params``, read from the current HTTP request's headers."""
-        params = dict(params)
+    def of(cls, method: str, params: Mapping[str, Any], environ: Mapping[str, Any] | None = None,
+           id_: str | int | None = None) -> McpRequest:
+        """The request ``method`` with ``params`` (of id ``id_``), read with the headers of
+        ``environ`` (default: the current HTTP request's). Its revision: the
+        ``MCP-Protocol-Version`` header, else the stateless-era envelope's, else
+        :data:`.revisions.DEFAULT`; it is of the stateless era when the envelope names a revision
+        or the header names a stateless-era one."""
+        if environ is None:
+            environ = request.environ
         meta = params.get("_meta")
-        meta = meta if isinstance(meta, Mapping) else {}
-        environ = request.environ
+        if meta is None or (type(meta) is not dict and not isinstance(meta, Mapping)):
+            meta = NO_META
         header = environ.get("HTTP_MCP_PROTOCOL_VERSION")
-        stateless = VERSION_META_KEY in meta or header in revisions.STATELESS_REVISIONS
-        caps = meta.get(CAPABILITIES_META_KEY)
-        session = sessions.current() if "HTTP_MCP_SESSION_ID" in environ else None
-        return cls(method, params, client_version(meta), revisions.STATELESS if stateless else revisions.HANDSHAKE,
-                   caps if isinstance(caps, Mapping) else None, session,
-                   sessions.declared_by(session) if session is not None else None, plan)
+        given = meta.get(VERSION_META_KEY)
+        return cls(method, params if type(params) is dict else dict(params),
+                   header or (given if isinstance(given, str) else None) or revisions.DEFAULT,
+                   VERSION_META_KEY in meta or header in revisions.STATELESS_REVISIONS, meta,
+                   environ.get("HTTP_MCP_SESSION_ID"), id_)
 
     @classmethod
-    def of_message(cls, message: Any) -> McpRequest | None:
+    def of_message(cls, message: Any, environ: Mapping[str, Any] | None = None) -> McpRequest | None:
         """The request ``message`` makes, or ``None`` when it is none the endpoint answers (a
         notification, a client's response, a malformed message: :func:`.jsonrpc.dispatch` says so)."""
-        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or not isinstance(
-                message.get("method"), str) or not rpc.valid_id(message.get("id")):
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             return None
-        params = message.get("params")
-        params = {} if params is None else params
-        return cls.of(message["method"], params) if isinstance(params, Mapping) else None
+        method, id_, params = message.get("method"), message.get("id"), message.get("params")
+        if not isinstance(method, str) or not rpc.valid_id(id_):
+            return None
+        if params is None:
+            params = {}
+        elif type(params) is not dict and not isinstance(params, Mapping):  # (JSON's objects are dicts)
+            return None
+        return cls.of(method, params, environ, id_)
 
     @property
-    def meta(self) -> Mapping[str, Any]:
-        """The request's ``params._meta`` (empty when it sent none, or not an object)."""
-        meta = self.params.get("_meta")
-        return meta if isinstance(meta, Mapping) else {}
+    def capabilities(self) -> Mapping[str, Any] | None:
+        """The client capabilities the request's stateless-era ``_meta`` envelope declares."""
+        caps = self.meta.get(CAPABILITIES_META_KEY)
+        return caps if isinstance(caps, Mapping) else None
+
+    @property
+    def era(self) -> revisions.Era:
+        """The era the request speaks (:data:`.revisions.STATELESS` or :data:`.revisions.HANDSHAKE`)."""
+        return revisions.STATELESS if self.stateless else revisions.HANDSHAKE
+
+    @property
+    def session(self) -> str | None:
+        """The handshake-era session id the request sent, when well formed."""
+        return sessions.well_formed(self.session_header)
+
+    @property
+    def session_declares(self) -> frozenset[str] | None:
+        """The kinds of request the session id says its client declared at ``initialize``
+        (``None``: not known, no such id)."""
+        session = self.session
+        return sessions.declared_by(session) if session is not None else None
 
     def declares(self, capability: str) -> bool:
         """Whether the request's ``_meta`` envelope (the stateless era's) declares ``capability``
@@ -112,7 +144,8 @@ class McpRequest:
         ``initialize``, as its session id says (a request without such an id: not declared)."""
         if self.stateless:
             return sessions.declares_extension(self.capabilities, extension)
-        return self.session_declares is not None and extension in self.session_declares
+        declared = self.session_declares
+        return declared is not None and extension in declared
 
     def may_ask(self, kind: str) -> bool:
         """Whether the server may ask this request's client a request of ``kind`` (``elicitation``,
@@ -124,7 +157,8 @@ class McpRequest:
         if not revisions.streams_requests(self.revision) or (
                 kind == "elicitation" and not revisions.has_elicitation(self.revision)):
             return False
-        return self.session_declares is None or kind in self.session_declares
+        declared = self.session_declares
+        return declared is None or kind in declared
 
     def abilities(self) -> frozenset[str]:
         """The kinds of request the server may ask this request's client (:meth:`may_ask`)."""
@@ -140,5 +174,5 @@ def missing(required: dict[str, Any]) -> rpc.RpcError:
     return rpc.RpcError(MISSING_CAPABILITY, "Missing required client capability", {"requiredCapabilities": required})
 
 
-__all__ = ["ASKABLE", "CAPABILITIES_META_KEY", "MISSING_CAPABILITY", "Handler", "McpRequest", "missing",
-           "speaks_stateless"]
+__all__ = ["ASKABLE", "CAPABILITIES_META_KEY", "MISSING_CAPABILITY", "NO_META", "VERSION_META_KEY", "Handler",
+           "McpRequest", "missing", "speaks_stateless"]

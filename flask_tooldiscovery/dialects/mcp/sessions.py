@@ -69,7 +69,11 @@ def headers(params: Mapping[str, Any]) -> dict[str, str]:
 
 def current() -> str | None:
     """The request's session id, when it sent a well-formed one."""
-    value = request.headers.get(SESSION_HEADER)
+    return well_formed(request.headers.get(SESSION_HEADER))
+
+
+def well_formed(value: str | None) -> str | None:
+    """``value`` (an ``Mcp-Session-Id`` header as sent) when it is a well-formed session id."""
     return value if value is not None and _SESSION.fullmatch(value) else None
 
 
@@ -85,4 +89,4 @@ def declared_by(session: str) -> frozenset[str] | None:
 
 
 __all__ = ["EXTENSION_FLAGS", "FLAGS", "SESSION_HEADER", "current", "declared_by", "declares_extension", "headers",
-           "new_id"]
+           "new_id", "well_formed"]

@@ -23,24 +23,22 @@ from __future__ import annotations
 import contextvars
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from typing import Any
 
 from flask import Response, current_app, request, stream_with_context
 
 from ...calls.streaming import InFlight
-from ...errors import CoreError
 from ...observe.logs import log
-from ...serving.pipeline import ApprovalGate, Pipeline
+from ...serving.pipeline import Pipeline
 from ...serving.wire import accepts
 from ...tools.model import LOG_LEVELS, ToolContext
 from . import approval, elicit, revisions, sse, task_questions
 from . import jsonrpc as rpc
-from .content import VERSION_META_KEY
-from .request import McpRequest
+from .request import VERSION_META_KEY, McpRequest
 from .sse import Done, Plan, Reply
 
 LOG_LEVEL_META_KEY = "io.modelcontextprotocol/logLevel"
+PROGRESS_TOKEN_META_KEY = "progressToken"
 #: Lowest level sent to handshake-era calls that name none (a stateless server keeps no setLevel);
 #: in the stateless era only calls that name a level get log lines.
 DEFAULT_LOG_LEVEL = "info"
@@ -51,7 +49,7 @@ IN_FLIGHT = InFlight()
 
 def requested(meta: Mapping[str, Any]) -> tuple[str | int | None, str | None]:
     """The progress token and log level a request's ``_meta`` names (-32602 when malformed)."""
-    token, level = meta.get("progressToken"), meta.get(LOG_LEVEL_META_KEY)
+    token, level = meta.get(PROGRESS_TOKEN_META_KEY), meta.get(LOG_LEVEL_META_KEY)
     if token is not None and (isinstance(token, bool) or not isinstance(token, str | int)):
         raise rpc.RpcError(rpc.INVALID_PARAMS, "params._meta.progressToken must be a string or an integer.")
     if level is not None and (not isinstance(level, str) or level not in LOG_LEVELS):
@@ -78,34 +76,35 @@ def set_level(req: McpRequest) -> dict[str, Any]:
     return {}
 
 
-def _plan(pipe: Pipeline, req: McpRequest, request_id: str | int) -> tuple[Plan | None, ApprovalGate | None]:
-    """How to stream ``req`` (of id ``request_id``; ``None`` to answer it with one JSON body), and,
-    for a ``tools/call`` whose tool was found, the call's approval as decided on the way (the call
-    takes it from the request instead of deciding again)."""
-    method, params, version = req.method, req.params, req.revision
+def plan(pipe: Pipeline, req: McpRequest) -> Plan | None:
+    """How to stream ``req`` (``None``: answer it with one JSON body). A ``tools/call`` comes with
+    its tool and approval found already (``req.tool``, ``req.gate``: the endpoint looks for them
+    once, for the call too)."""
+    method, version = req.method, req.revision
     if method not in ("tools/call", *ASKING_READS, task_questions.METHOD) or accepts(request, "text/event-stream") <= 0:
-        return None, None
+        return None
+    request_id = req.id
+    if request_id is None:  # a batch's member: answered in the batch
+        return None
     if method == task_questions.METHOD:  # a handshake-era task's questions go out on it, if it has any
-        return (Plan(request_id, None, None, version, method, lazy=True)
-                if revisions.has_handshake_tasks(version) else None), None
-    meta, name = req.meta, params.get("name")
+        return Plan(request_id, None, None, version, method, lazy=True) if revisions.has_handshake_tasks(version) \
+            else None
     if method in ASKING_READS:  # a handshake-era prompt or resource reader taking a ToolContext may log or ask
-        return _asking_plan(pipe, request_id, req), None
+        return _asking_plan(pipe, request_id, req)
     try:
-        token, level = requested(meta) if meta else (None, None)
-        tool = pipe.tools().get(name) if isinstance(name, str) else None
-    except (rpc.RpcError, CoreError):
-        return None, None  # the handler answers it with a plain error
-    gate = pipe.approvals.gate(tool) if tool is not None else None
+        token, level = requested(req.meta)
+    except rpc.RpcError:
+        return None  # the handler answers it with a plain error
+    tool, gate = req.tool, req.gate
     # A handshake-era call of a tool that takes a ToolContext may log or ask its caller: streamed
     # once it does (lazy), else answered as JSON.
     lazy = tool is not None and bool(tool.context_params) and revisions.streams_requests(version)
     eager = token is not None or level is not None or (tool is not None and bool(tool.metadata.get("long_running"))) \
         or (gate is not None and gate.required and approval.asks_on_stream(pipe, gate, req))  # asked on the stream
     if not eager and not lazy:
-        return None, gate
+        return None
     level = level or (DEFAULT_LOG_LEVEL if revisions.logs_by_default(version) else None)
-    return Plan(request_id, token, level, version, str(name), lazy=not eager), gate
+    return Plan(request_id, token, level, version, str(req.params.get("name")), lazy=not eager)
 
 
 def _asking_plan(pipe: Pipeline, request_id: str | int, req: McpRequest) -> Plan | None:
@@ -125,35 +124,36 @@ def _asking_plan(pipe: Pipeline, request_id: str | int, req: McpRequest) -> Plan
     return Plan(request_id, token, level or DEFAULT_LOG_LEVEL, req.revision, name, lazy=True)
 
 
-def dispatch(pipe: Pipeline, payload: Any, run: Callable[[McpRequest | None], Reply]) -> Reply | Response:
-    """The reply to ``payload`` (``run(req)`` dispatches it, given the :class:`McpRequest` it makes,
-    read here once, with the plan of its stream; ``None``: it makes none), or the SSE stream of the
-    call it makes; a ``notifications/cancelled`` cancels the caller's call it names, if that runs in
-    this worker."""
-    notified = isinstance(payload, dict) and payload.get("method") == "notifications/cancelled" and "id" not in payload
-    params = payload.get("params") if notified else None
+def receive(pipe: Pipeline, message: Any) -> None:
+    """What a message that is no request does here: a ``notifications/cancelled`` cancels the
+    caller's call it names, if that runs in this worker; a response is the answer to an approval
+    request, for the call waiting for it."""
+    if not isinstance(message, dict):
+        return
+    if "method" not in message:
+        elicit.receive(pipe, message)
+        return
+    params = message.get("params") if message.get("method") == "notifications/cancelled" and "id" not in message \
+        else None
     if isinstance(params, dict) and rpc.valid_id(params.get("requestId")):
         found = IN_FLIGHT.cancel(caller_key(pipe, params["requestId"]))
         log.info("flask-tooldiscovery: mcp request %r cancelled by the client (%r): %s (trace_id=%s)",
                  params["requestId"], str(params.get("reason"))[:200], "stopping it" if found
                  else "no such call in this worker", pipe.trace_id)
-    if isinstance(payload, dict) and "method" not in payload:
-        elicit.receive(pipe, payload)  # an answer to an approval request: to the call waiting for it
-    req = McpRequest.of_message(payload)
-    plan, gate = _plan(pipe, req, payload["id"]) if req is not None else (None, None)
-    if req is not None and gate is not None:
-        req = replace(req, gate=gate)
-    if req is None or plan is None:
-        return run(req)
-    streamed = replace(req, plan=plan)
+
+
+def streamed(pipe: Pipeline, req: McpRequest, plan: Plan, answer: Callable[[], Reply]) -> Reply | Response:
+    """The reply ``answer()`` makes of ``req``, run in a helper thread with ``req.plan`` set to
+    ``plan``: as one JSON body if it ends before its stream starts, else the SSE stream of the call."""
+    req.plan = plan
     copied = contextvars.copy_context()
 
     def work() -> None:
         reply: Reply = rpc.error_body(plan.request_id, rpc.INTERNAL_ERROR, "Internal error.")
         try:
-            reply = copied.run(run, streamed)
+            reply = copied.run(answer)
         except BaseException as exc:  # never a view waiting for ever
-            log.error("flask-tooldiscovery: mcp %s failed (trace_id=%s)", payload.get("method"), pipe.trace_id,
+            log.error("flask-tooldiscovery: mcp %s failed (trace_id=%s)", req.method, pipe.trace_id,
                       exc_info=(type(exc), exc, exc.__traceback__))
         finally:
             plan.channel.put(Done(reply))
@@ -193,4 +193,5 @@ def _nothing() -> None:
     return None
 
 
-__all__ = ["DEFAULT_LOG_LEVEL", "IN_FLIGHT", "caller_key", "dispatch", "listen", "requested", "set_level"]
+__all__ = ["DEFAULT_LOG_LEVEL", "IN_FLIGHT", "LOG_LEVEL_META_KEY", "PROGRESS_TOKEN_META_KEY", "caller_key", "listen",
+           "plan", "receive", "requested", "set_level", "streamed"]
