@@ -254,7 +254,7 @@ def test_json_encoder_writes_what_json_encoder_writes(ensure_ascii: bool, defaul
 def test_mcp_plain_values_content_is_the_content_blocks(value) -> None:
     from flask_tooldiscovery import ToolDiscovery
     from flask_tooldiscovery.dialects.mcp.content import call_result, forms_of
-    from flask_tooldiscovery.runtime.invoke import Outcome
+    from flask_tooldiscovery.tools.results import Outcome
 
     discovery = ToolDiscovery()
 
