@@ -55,7 +55,7 @@ def call_result(outcome: Outcome, version: str) -> dict[str, Any]:
     blocks (and no ``structuredContent``) for rich results, and ``isError`` with an actionable
     message for failures and invalid arguments. Content blocks take the form ``version`` (the
     caller's protocol version) knows."""
-    if not outcome.ok:
+    if outcome.status != "success":  # (not outcome.ok)
         text = outcome.error_message
         if outcome.failure is not None and outcome.failure.additional_prompt_content:
             text = f"{text}\n{outcome.failure.additional_prompt_content}"
