@@ -15,7 +15,7 @@ from typing import Any, cast
 
 from flask import Request, Response, current_app, stream_with_context
 
-from ...calls.streaming import KeepAlive, StreamItem, stream_call
+from ...calls import KeepAlive, StreamItem, stream_call
 from ...errors import CoreError
 from ...observe.logs import log
 from ...serving.pipeline import Pipeline

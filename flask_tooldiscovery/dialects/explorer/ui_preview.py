@@ -21,7 +21,7 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, request, url_for
 
-from ...calls.approvals import Sealer, sealer
+from ...calls import Sealer, sealer
 from ...catalog import UIError, render, ui_of, visibility_of
 from ...errors import CoreError, InvalidApproval, NotFound, Unavailable
 from ...observe.logs import log

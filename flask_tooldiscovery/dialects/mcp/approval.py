@@ -26,7 +26,7 @@ from typing import Any
 
 from flask import current_app, request
 
-from ...calls.approvals import APPROVAL_HEADER, Approval
+from ...calls import APPROVAL_HEADER, Approval
 from ...errors import ApprovalRequired, InvalidApproval
 from ...observe.logs import log
 from ...serving.pipeline import ApprovalGate, Pipeline

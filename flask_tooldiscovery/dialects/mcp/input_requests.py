@@ -22,8 +22,7 @@ from typing import Any, TypeVar
 
 from flask import current_app
 
-from ...calls.approvals import Sealable
-from ...calls.input_rounds import Named, RoundAsker, open_round, round_sealer, seal_round
+from ...calls import Named, RoundAsker, Sealable, open_round, round_sealer, seal_round
 from ...errors import InvalidApproval, UnsealedState
 from ...observe.logs import log
 from ...serving.pipeline import ApprovalGate, Pipeline

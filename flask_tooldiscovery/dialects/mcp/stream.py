@@ -27,7 +27,7 @@ from typing import Any
 
 from flask import Response, current_app, request, stream_with_context
 
-from ...calls.streaming import InFlight
+from ...calls import InFlight
 from ...observe.logs import log
 from ...serving.pipeline import Pipeline
 from ...serving.wire import accepts
