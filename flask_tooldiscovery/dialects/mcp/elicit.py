@@ -33,7 +33,7 @@ from ...errors import RendezvousError
 from ...observe.logs import log
 from ...serving.pipeline import Pipeline
 from ...settings import Settings
-from ...state.rendezvous import Mailbox, for_uri
+from ...state import Mailbox, for_uri
 from ...tools.model import Identity, ToolContext
 from ...tools.questions import CannotAnswer, CannotAsk, InputRequest, kind, reply_of
 from . import input_requests as mcp_input

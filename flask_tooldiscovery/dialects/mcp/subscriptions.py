@@ -39,7 +39,7 @@ from ...observe.logs import log
 from ...serving.pipeline import Pipeline
 from ...serving.wire import accepts, json_response
 from ...settings import Settings
-from ...state.changes import Change
+from ...state import Change
 from ...tools.registry import digest
 from . import jsonrpc as rpc
 from . import sessions
