@@ -52,8 +52,9 @@ from celery import Celery  # noqa: E402
 from flask import Flask  # noqa: E402
 
 from flask_tooldiscovery import ToolDiscovery  # noqa: E402
+from flask_tooldiscovery.state.redis_store import RedisStore  # noqa: E402
 from flask_tooldiscovery.tasks.outbox import OUTBOX, Outbox  # noqa: E402
-from flask_tooldiscovery.tasks.records import RedisTaskStore, Task  # noqa: E402
+from flask_tooldiscovery.tasks.records import Task, TaskStore  # noqa: E402
 from flask_tooldiscovery.tasks.runner import EXTENSION_KEY  # noqa: E402
 from tests.loopback import RedisServer, free_port  # noqa: E402
 
@@ -308,7 +309,7 @@ def main() -> None:
         report_latency("over HTTP, gunicorn", over_http(url, {"answered": (plain, 200),
                                                              "accepted (celery)": (accepted, 202)}, idle))
         print("\nthroughput, back to back (us):")
-        store = RedisTaskStore(url)
+        store = TaskStore(RedisStore(url))
         probe = Task(id="probe", tool="report", version="1.0.0", dialect="opal", caller=None, digest="d")
         store.put(probe)
         times = best({

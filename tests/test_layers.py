@@ -262,6 +262,24 @@ def test_the_checker_sees_what_it_must(tmp_path: Path) -> None:
     assert imports(NAME, PACKAGE / "__init__.py", known) >= {f"{NAME}.extension", f"{NAME}.tools.model"}
 
 
+#: The modules that may import redis-py: the state store in Redis (and the client it makes), and the
+#: settings' check that the extra is installed. Every other record (tasks included) is written
+#: through the state store's interface, the same in process memory and in Redis.
+REDIS_MODULES = {"state.redis_store", "state.store", "settings_parsers"}
+
+
+def test_only_the_state_store_knows_redis() -> None:
+    found = set()
+    for module, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            if any(n == "redis" or n.startswith("redis.") for n in names):
+                found.add(short(module))
+    assert found <= REDIS_MODULES, f"modules that import redis outside the state store: {sorted(found - REDIS_MODULES)}"
+    assert "state.store" in found  # the checker sees an import inside a function
+
+
 def test_every_package_says_what_it_holds() -> None:
     """Each package's ``__init__`` has a docstring: a sentence or two on what the folder holds."""
     silent = sorted(short(module_name(p)) for p in PACKAGE.rglob("__init__.py")

@@ -13,7 +13,7 @@ import pytest
 from flask_tooldiscovery.errors import StoreFull
 from flask_tooldiscovery.state.memory import MemoryStore
 from flask_tooldiscovery.state.redis_store import RedisStore
-from flask_tooldiscovery.state.store import StateStore
+from flask_tooldiscovery.state.store import Due, StateStore
 
 from .test_operating_server import redis_url  # noqa: F401  (a fixture: a redis-server of our own)
 
@@ -144,3 +144,61 @@ def test_a_due_list_gives_each_due_member_to_one_taker(store: StateStore) -> Non
     store.unschedule(k, "early")
     store.unschedule(k, "later")
     assert not store.take_member(k, "early", now) and store.take_due(k, now + 1000, now + 2000, 10) == []
+
+
+def test_a_value_and_its_index_entry_are_kept_together(store: StateStore) -> None:
+    k, i = key(), key()
+    store.put_indexed(k, b"record", 30, i, "its-id", 5.0, drop_below=0.0)
+    store.put_indexed(k + "b", b"other", 30, i, "other-id", 7.0, drop_below=0.0)
+    assert store.get(k) == b"record" and store.newest(i, 10) == ["other-id", "its-id"]
+    store.put_indexed(k + "c", b"third", 30, i, "third-id", 9.0, drop_below=6.0)
+    assert store.newest(i, 10) == ["third-id", "other-id"]  # the entries scored below 6 are dropped
+
+
+def test_a_lease_is_held_by_one_owner_at_a_time(store: StateStore) -> None:
+    """What a task's run holds while it runs: taken only if free or the owner's own; renewed and
+    let go only by its owner, so a run that stalled past its lease never takes it back from the
+    run that took it after."""
+    lease, due = key(), key()
+    then = Due(due, "job", b"the job", time.time() + 60)
+    assert store.lease(lease, "run-1", 0.3, then=then)
+    assert store.next_due(due) == then.due  # kept in the same step
+    later = Due(due, "job", b"another job", time.time() + 120)
+    assert not store.lease(lease, "run-2", 30, then=later)  # held: nothing is changed
+    assert store.next_due(due) == then.due and store.take_due(due, then.due, then.due + 1, 10) == [("job", b"the job")]
+    assert store.lease(lease, "run-1", 0.3)  # the owner's own again
+    assert store.renew({lease: "run-1", key(): "run-1"}, 0.3) == {lease}
+    time.sleep(0.45)  # lapsed: anyone may take it
+    assert store.renew({lease: "run-1"}, 30) == set() and not store.exists(lease)  # lapsed: not the owner's
+    assert store.lease(lease, "run-2", 30)
+    assert store.renew({lease: "run-1"}, 30) == set()  # a late renewal by the run that lost it
+    assert not store.release(lease, "run-1") and store.exists(lease)  # nor can it let the new one's go
+    assert store.renew({lease: "run-2"}, 30) == {lease}
+    assert store.release(lease, "run-2") and not store.exists(lease)
+
+
+def test_a_due_list_keeps_a_waiting_member_and_says_when_next_is_due(store: StateStore) -> None:
+    k, now = key(), time.time()
+    assert store.next_due(k) is None
+    store.schedule(k, "a", b"first", now + 10)
+    store.schedule(k, "a", b"second", now + 20, only_new=True)  # one is waiting: kept as it is
+    store.schedule(k, "b", b"b", now + 5)
+    assert store.next_due(k) == now + 5 and store.next_due(k, ["a", "zz"]) == now + 10
+    assert store.next_due(k, []) is None and store.next_due(k, ["zz"]) is None
+    assert store.take_due(k, now + 15, now + 100, 10) == [("b", b"b"), ("a", b"first")]
+    store.schedule(k, "a", b"third", now + 1)  # not only_new: replaced
+    assert store.take_due(k, now + 2, now + 100, 10) == [("a", b"third")]
+
+
+def test_a_due_list_entry_kept_by_an_earlier_version_is_still_taken(redis_url: str) -> None:  # noqa: F811
+    """Development versions of 0.2.0 kept the task callbacks' values in ``<key>:entries``: an entry
+    waiting there at an upgrade is taken and dropped as the others are, never lost."""
+    import redis
+
+    store, client, k = RedisStore(redis_url + "/5"), redis.Redis.from_url(redis_url + "/5"), key()
+    client.hset(k + ":entries", "old", b'["t1","opal",2]')
+    client.zadd(k, {"old": 1.0})
+    assert store.next_due(k) == 1.0
+    assert store.take_due(k, 2.0, 500.0, 10) == [("old", b'["t1","opal",2]')]
+    store.unschedule(k, "old")
+    assert not client.exists(k) and not client.hexists(k + ":entries", "old")

@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 import requests
 
-from flask_tooldiscovery.tasks.records import RedisTaskStore
+from flask_tooldiscovery.state.redis_store import RedisStore
+from flask_tooldiscovery.tasks.records import TaskStore
 
 from .loopback import Receiver, Tarpit, free_port
 from .test_deploy import ROOT, wait_until_up
@@ -173,7 +174,7 @@ def test_a_callback_tarpit_does_not_starve_honest_calls_and_is_given_up_on(
             assert json.loads(body) == {"content": {"n": i, "double": 2 * i}, "content_type": "application/json"}
         quick = requests.post(f"{server.base}/opal/tools/quick", json={"parameters": {"n": 1}}, timeout=10)
         assert quick.status_code == 200 and quick.json() == {"n": 1}
-        store = RedisTaskStore(redis_url)
+        store = TaskStore(RedisStore(redis_url))
 
         def delivery(task_id: str) -> dict[str, Any]:
             task = store.get(task_id)

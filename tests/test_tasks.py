@@ -21,7 +21,9 @@ import pytest
 from flask import Flask
 
 from flask_tooldiscovery import ToolDiscovery
-from flask_tooldiscovery.tasks.records import LocalTaskStore, RedisTaskStore, Task, TaskResult, TaskStore
+from flask_tooldiscovery.state.memory import MemoryStore
+from flask_tooldiscovery.state.redis_store import RedisStore
+from flask_tooldiscovery.tasks.records import Task, TaskResult, TaskStore
 from flask_tooldiscovery.tasks.runner import INTERRUPTED, tasks_of
 
 from .test_deploy import ROOT
@@ -55,7 +57,7 @@ def wait_for(check: Any, timeout: float = WAIT) -> None:
 
 
 def stores(url: str) -> list[TaskStore]:
-    return [LocalTaskStore(), RedisTaskStore(url)]
+    return [TaskStore(MemoryStore()), TaskStore(RedisStore(url))]
 
 
 def test_a_record_only_moves_forward_and_counts_its_runs(redis_url: str) -> None:  # noqa: F811
@@ -75,7 +77,7 @@ def test_a_record_only_moves_forward_and_counts_its_runs(redis_url: str) -> None
 
 
 def test_concurrent_finishers_one_wins(redis_url: str) -> None:  # noqa: F811
-    store = RedisTaskStore(redis_url)
+    store = TaskStore(RedisStore(redis_url))
     task = Task(id=os.urandom(8).hex(), tool="t", version="1.0.0", dialect="opal", caller=None, digest="d")
     store.put(task)
     wins: list[bool] = []

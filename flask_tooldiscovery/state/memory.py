@@ -6,11 +6,11 @@ import heapq
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 
 from ..errors import StoreFull
-from .store import Inbox
+from .store import Due, Inbox
 
 #: Values a store in process memory holds at most (live ones: expired values are dropped first).
 CAPACITY = 100_000
@@ -198,11 +198,60 @@ class MemoryStore:
             scores = self._live_index(key, time.monotonic()) or {}
             return sorted(scores, key=lambda m: (scores[m], m), reverse=True)[:limit]
 
+    def put_indexed(self, key: str, value: bytes, ttl: float, index: str, member: str, score: float, *,
+                    drop_below: float) -> None:
+        now = time.monotonic()
+        with self._lock:
+            self._forget_expired(now)
+            self._keep(key, value, ttl, now)
+            until, scores = self._indexes.get(index) or (0.0, {})
+            if until <= now:
+                scores = {}
+            scores[member] = score
+            self._indexes[index] = (max(until, now + ttl), {m: s for m, s in scores.items() if s >= drop_below})
+
+    # leases ---------------------------------------------------------------------------------------
+
+    def lease(self, key: str, owner: str, ttl: float, *, then: Due | None = None) -> bool:
+        now = time.monotonic()
+        with self._lock:
+            holder = self._live(key, now)
+            if holder is not None and holder != owner.encode():
+                return False
+            self._keep(key, owner.encode(), ttl, now)
+            if then is not None:
+                self.schedule(*then)
+            return True
+
+    def renew(self, leases: Mapping[str, str], ttl: float) -> set[str]:
+        now = time.monotonic()
+        with self._lock:
+            kept = {key for key, owner in leases.items() if self._live(key, now) == owner.encode()}
+            for key in kept:
+                self._keep(key, leases[key].encode(), ttl, now)
+            return kept
+
+    def release(self, key: str, owner: str) -> bool:
+        with self._lock:
+            if self._live(key, time.monotonic()) != owner.encode():
+                return False
+            del self._values[key]
+            return True
+
     # due lists ------------------------------------------------------------------------------------
 
-    def schedule(self, key: str, member: str, value: bytes, due: float) -> None:
+    def schedule(self, key: str, member: str, value: bytes, due: float, *, only_new: bool = False) -> None:
         with self._lock:
-            self._due.setdefault(key, {})[member] = (due, value)
+            listed = self._due.setdefault(key, {})
+            if not (only_new and member in listed):
+                listed[member] = (due, value)
+
+    def next_due(self, key: str, members: Iterable[str] | None = None) -> float | None:
+        with self._lock:
+            listed = self._due.get(key) or {}
+            if members is None:
+                return min((due for due, _ in listed.values()), default=None)
+            return min((listed[m][0] for m in members if m in listed), default=None)
 
     def take_due(self, key: str, now: float, until: float, limit: int) -> list[tuple[str, bytes]]:
         with self._lock:

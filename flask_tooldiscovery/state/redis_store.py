@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
 
-from .store import Inbox, redis_client
+from .store import Due, Inbox, redis_client
+
+#: Where a due list's values were kept by development versions of 0.2.0 beside ``<key>:values``
+#: (the task callbacks' due list, ``<key>:entries``): still read and forgotten, so that nothing
+#: waiting there at an upgrade is lost.
+EARLIER_VALUES = ":entries"
 
 
 def _ms(ttl: float) -> int:
@@ -21,13 +27,13 @@ def _text(value: Any) -> str:
 
 
 #: Take the members of the due list KEYS[1] due by ARGV[1] (at most ARGV[3]), each due again at
-#: ARGV[2], with their values (the hash KEYS[2]): [member, value, member, value...]. A member whose
-#: value is gone is dropped.
+#: ARGV[2], with their values (the hash KEYS[2], else KEYS[3]: see :data:`EARLIER_VALUES`):
+#: [member, value, member, value...]. A member whose value is gone is dropped.
 _TAKE_DUE = """
 local members = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[3])
 local out = {}
 for _, member in ipairs(members) do
-  local value = redis.call('HGET', KEYS[2], member)
+  local value = redis.call('HGET', KEYS[2], member) or redis.call('HGET', KEYS[3], member)
   if value then
     redis.call('ZADD', KEYS[1], ARGV[2], member)
     table.insert(out, member); table.insert(out, value)
@@ -43,6 +49,53 @@ if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
   redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
   return 1
 end
+return 0
+"""
+
+
+#: Keep ARGV[1] under KEYS[1] for ARGV[2] ms and ARGV[4] in the index KEYS[2] with score ARGV[3],
+#: dropping the members scored below ARGV[5]; the index lives ARGV[2] ms more unless it lives longer.
+_PUT_INDEXED = """
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], 0, ARGV[5])
+if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end
+return 1
+"""
+#: Replace KEYS[1]'s value with ARGV[2] (for ARGV[3] ms) if its SHA-1 is still ARGV[1]. 1 when replaced.
+_SWAP = """
+local current = redis.call('GET', KEYS[1])
+if not current or redis.sha1hex(current) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return 1
+"""
+#: Hold the lease KEYS[1] for ARGV[1] (ARGV[2] ms) unless another owner holds it; then, if given,
+#: keep ARGV[4] as member ARGV[3] of the due list KEYS[2] (values: KEYS[3]), due at ARGV[5]. 1 when held.
+_LEASE = """
+local holder = redis.call('GET', KEYS[1])
+if holder and holder ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+if KEYS[2] then
+  redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
+  redis.call('ZADD', KEYS[2], ARGV[5], ARGV[3])
+end
+return 1
+"""
+#: Renew each lease KEYS[i] still held by ARGV[i] for ARGV[#KEYS + 1] ms; the keys renewed.
+_RENEW = """
+local ms = ARGV[#KEYS + 1]
+local kept = {}
+for i, key in ipairs(KEYS) do
+  if redis.call('GET', key) == ARGV[i] then
+    redis.call('PEXPIRE', key, ms)
+    table.insert(kept, key)
+  end
+end
+return kept
+"""
+#: Delete the lease KEYS[1] if ARGV[1] holds it. 1 when deleted.
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 """
 
@@ -84,6 +137,11 @@ class RedisStore:
         self._db = self.client.connection_pool.connection_kwargs.get("db", 0)
         self._take_due = self.client.register_script(_TAKE_DUE)
         self._take_member = self.client.register_script(_TAKE_MEMBER)
+        self._swap = self.client.register_script(_SWAP)
+        self._put_indexed = self.client.register_script(_PUT_INDEXED)
+        self._lease = self.client.register_script(_LEASE)
+        self._renew = self.client.register_script(_RENEW)
+        self._release = self.client.register_script(_RELEASE)
 
     def get(self, key: str) -> bytes | None:
         value = self.client.get(key)
@@ -119,22 +177,21 @@ class RedisStore:
         return int(value)
 
     def update(self, key: str, change: Callable[[bytes | None], tuple[bytes, float] | None]) -> bytes | None:
-        import redis
-
-        with self.client.pipeline() as pipe:
-            while True:
-                try:
-                    pipe.watch(key)  # the write below fails if anyone changed the value meanwhile
-                    current = pipe.get(key)
-                    changed = change(None if current is None else bytes(current))
-                    if changed is None:
-                        return None
-                    pipe.multi()
-                    pipe.set(key, changed[0], px=_ms(changed[1]))
-                    pipe.execute()
-                    return changed[0]
-                except redis.WatchError:
-                    continue
+        # read, change, and write back only if the value is still the one read (compared by its
+        # SHA-1 in a script): two round trips, none held open between them
+        while True:
+            raw = self.client.get(key)
+            current = None if raw is None else bytes(raw)
+            changed = change(current)
+            if changed is None:
+                return None
+            if current is None:
+                written = self.client.set(key, changed[0], px=_ms(changed[1]), nx=True)
+            else:
+                written = self._swap(keys=[key], args=[hashlib.sha1(current).hexdigest(), changed[0],
+                                                       _ms(changed[1])])
+            if written:
+                return changed[0]
 
     def add_member(self, key: str, member: str, ttl: float) -> None:
         with self.client.pipeline(transaction=True) as pipe:
@@ -164,15 +221,47 @@ class RedisStore:
     def newest(self, key: str, limit: int) -> list[str]:
         return [m.decode() if isinstance(m, bytes) else str(m) for m in self.client.zrevrange(key, 0, limit - 1)]
 
+    def put_indexed(self, key: str, value: bytes, ttl: float, index: str, member: str, score: float, *,
+                    drop_below: float) -> None:
+        self._put_indexed(keys=[key, index], args=[value, _ms(ttl), repr(score), member, f"({drop_below!r}"])
+
+    def lease(self, key: str, owner: str, ttl: float, *, then: Due | None = None) -> bool:
+        keys, args = [key], [owner, _ms(ttl)]
+        if then is not None:
+            keys += [then.key, f"{then.key}:values"]
+            args += [then.member, then.value, repr(then.due)]
+        return bool(self._lease(keys=keys, args=args))
+
+    def renew(self, leases: Mapping[str, str], ttl: float) -> set[str]:
+        if not leases:
+            return set()
+        return {_text(k) for k in self._renew(keys=list(leases), args=[*leases.values(), _ms(ttl)])}
+
+    def release(self, key: str, owner: str) -> bool:
+        return bool(self._release(keys=[key], args=[owner]))
+
     # a due list is a sorted set of members by due time, their values in the hash <key>:values
-    def schedule(self, key: str, member: str, value: bytes, due: float) -> None:
+    def schedule(self, key: str, member: str, value: bytes, due: float, *, only_new: bool = False) -> None:
         with self.client.pipeline(transaction=True) as pipe:
-            pipe.hset(f"{key}:values", member, value)
-            pipe.zadd(key, {member: due})
+            if only_new:
+                pipe.hsetnx(f"{key}:values", member, value)
+                pipe.zadd(key, {member: due}, nx=True)
+            else:
+                pipe.hset(f"{key}:values", member, value)
+                pipe.zadd(key, {member: due})
             pipe.execute()
 
+    def next_due(self, key: str, members: Iterable[str] | None = None) -> float | None:
+        if members is None:
+            first = self.client.zrange(key, 0, 0, withscores=True)
+            return float(first[0][1]) if first else None
+        listed = list(members)
+        scores = self.client.zmscore(key, listed) if listed else []
+        return min((float(s) for s in scores if s is not None), default=None)
+
     def take_due(self, key: str, now: float, until: float, limit: int) -> list[tuple[str, bytes]]:
-        found = self._take_due(keys=[key, f"{key}:values"], args=[repr(now), repr(until), max(limit, 0)])
+        found = self._take_due(keys=[key, f"{key}:values", key + EARLIER_VALUES],
+                               args=[repr(now), repr(until), max(limit, 0)])
         return [(_text(found[i]), bytes(found[i + 1])) for i in range(0, len(found), 2)]
 
     def take_member(self, key: str, member: str, until: float) -> bool:
@@ -182,6 +271,7 @@ class RedisStore:
         with self.client.pipeline(transaction=True) as pipe:
             pipe.zrem(key, member)
             pipe.hdel(f"{key}:values", member)
+            pipe.hdel(key + EARLIER_VALUES, member)
             pipe.execute()
 
     @contextmanager
@@ -231,4 +321,4 @@ def shared(uri: str) -> RedisStore:
         return _SHARED.get(uri) or _SHARED.setdefault(uri, RedisStore(uri))
 
 
-__all__ = ["RedisStore", "shared"]
+__all__ = ["EARLIER_VALUES", "RedisStore", "shared"]

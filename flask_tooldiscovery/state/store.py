@@ -7,20 +7,32 @@ its state in its own memory (:class:`~.memory.MemoryStore`), which is only right
 one (``init_app`` warns when the server says it runs several:
 :func:`flask_tooldiscovery.serving.worker_threads.warn_unshared_state`). Every record kept there (the
 claims of :mod:`.once`, the spent keys of :mod:`.single_use`, the messages of :mod:`.rendezvous`,
-the changes of :mod:`.changes`, the subscriptions of :mod:`.resource_subscriptions`) is written
-through this interface only, so it behaves the same in both. A Redis that cannot be reached raises
+the changes of :mod:`.changes`, the subscriptions of :mod:`.resource_subscriptions`, the task
+records, leases, outbox and callbacks of :mod:`flask_tooldiscovery.tasks`) is written through this
+interface only, so it behaves the same in both; where a record needs a step done atomically, the
+interface has it as one method (``update``, ``put_indexed``, ``lease``, ``renew``, ``release``,
+``take_due``...), implemented in both stores. A Redis that cannot be reached raises
 whatever redis-py raises; each record decides what that means for it (refuse, or go on).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 _CLIENTS: dict[str, Any] = {}
 _LOCK = threading.Lock()
+
+
+class Due(NamedTuple):
+    """A member of a due list, as :meth:`StateStore.schedule` keeps it."""
+
+    key: str
+    member: str
+    value: bytes
+    due: float
 
 
 class Inbox(Protocol):
@@ -30,7 +42,8 @@ class Inbox(Protocol):
 
 class StateStore(Protocol):
     """What the records need of a store: values with a lifetime (``ttl``, seconds), counters, sets,
-    a time-ordered index, mailboxes a request waits on, and channels every listener hears."""
+    a time-ordered index, leases held by one owner at a time, due lists, mailboxes a request waits
+    on, and channels every listener hears. Each method is one atomic step in both stores."""
 
     def get(self, key: str) -> bytes | None:
         """The value of ``key`` (``None``: none, or expired)."""
@@ -84,9 +97,34 @@ class StateStore(Protocol):
     def newest(self, key: str, limit: int) -> list[str]:
         """The index ``key``'s ``limit`` members of the highest score, highest first."""
 
-    def schedule(self, key: str, member: str, value: bytes, due: float) -> None:
+    def put_indexed(self, key: str, value: bytes, ttl: float, index: str, member: str, score: float, *,
+                    drop_below: float) -> None:
+        """:meth:`put` ``value`` under ``key`` for ``ttl`` seconds and :meth:`index` ``member`` (the
+        key's name for the reader) in ``index`` with ``score``, dropping the members scored below
+        ``drop_below``, in one step; the index lives at least as long as the value (never shorter
+        than it lived: a value kept for less does not take the others' entries with it)."""
+
+    def lease(self, key: str, owner: str, ttl: float, *, then: Due | None = None) -> bool:
+        """Hold the lease ``key`` for ``owner`` for ``ttl`` seconds unless another owner holds it
+        (free, lapsed, or ``owner``'s already), and only then :meth:`schedule` ``then``: one atomic
+        step. True when ``owner`` holds it now."""
+
+    def renew(self, leases: Mapping[str, str], ttl: float) -> set[str]:
+        """Hold each lease of ``leases`` (key: owner) ``ttl`` seconds more where its owner still
+        holds it (atomically, each); the keys renewed (a lease lapsed or held by another is not)."""
+
+    def release(self, key: str, owner: str) -> bool:
+        """Let the lease ``key`` go if ``owner`` holds it (atomically: never another's); True when
+        it did."""
+
+    def schedule(self, key: str, member: str, value: bytes, due: float, *, only_new: bool = False) -> None:
         """Keep ``value`` as ``member`` of the due list ``key``, due at ``due`` (a ``time.time()``):
-        kept until :meth:`unschedule` (not for a TTL: what is due must not vanish unseen)."""
+        kept until :meth:`unschedule` (not for a TTL: what is due must not vanish unseen);
+        ``only_new``: unless ``member`` is in the list already (atomically)."""
+
+    def next_due(self, key: str, members: Iterable[str] | None = None) -> float | None:
+        """When the due list ``key``'s first member (of ``members``, when given) is due; ``None``
+        when none is there."""
 
     def take_due(self, key: str, now: float, until: float, limit: int) -> list[tuple[str, bytes]]:
         """Up to ``limit`` members of the due list ``key`` due by ``now``, with their values, each
@@ -128,4 +166,4 @@ def redis_client(uri: str) -> Any:
         return client
 
 
-__all__ = ["Inbox", "StateStore", "redis_client"]
+__all__ = ["Due", "Inbox", "StateStore", "redis_client"]

@@ -15,9 +15,12 @@ between sending it and taking it out (and a redelivered task is never run twice:
 :mod:`.runner`). A job kept whose record could not be (the store failed in between) runs into no
 record, and is dropped.
 
-The outbox also keeps each running task's way back: a run holds its task's lease
-(:meth:`Outbox.hold`, renewed by this process while it runs) and keeps its job in the outbox, due
-when the lease would lapse; each renewal moves that time on. A broker that delivers the task again
+The outbox also keeps each running task's way back: a run takes its task's lease as its own and
+keeps its job in the outbox, due when the lease would lapse, in one atomic step (:meth:`Outbox.hold`:
+the store's ``lease``; a delivery that finds the lease held changes nothing); this process renews
+the lease while the run runs, each renewal moving the job's due time on, and only while the run
+still owns it: a run that stalled longer than its lease, whose task was sent again and taken by
+another run, neither renews nor lets go of the other's lease. A broker that delivers the task again
 while its run is alive (its visibility timeout passed) is answered by the runner dropping that
 delivery, which the broker then forgets; should the run's process die, its job comes due once its
 lease lapsed and any publisher sends it again, whatever the broker did with its own message.
@@ -34,7 +37,7 @@ import weakref
 from typing import Any
 
 from ..observe.logs import log
-from ..state.store import StateStore
+from ..state.store import Due, StateStore
 from .engines import CeleryEngine
 from .jobs import READABLE
 from .records import COMPACT, Task, TaskStore, lease_key
@@ -64,8 +67,11 @@ class Outbox:
         self._thread: threading.Thread | None = None
         self._pid = 0
         self._unreachable = False  # said once per outage, not at every look
-        #: The jobs of the tasks whose runs this process holds (as JSON text), by task id.
-        self._running: dict[str, str] = {}
+        #: The jobs of the tasks whose runs this process holds (as JSON text) and each run's lease
+        #: owner, by task id.
+        self._running: dict[str, tuple[str, str]] = {}
+        #: The tasks whose runs here lost their lease to another run (until they end).
+        self._lost: set[str] = set()
 
     def keep(self, task: Task, job: dict[str, Any]) -> None:
         """Keep ``task``'s job (its wire dict, sealed) in the outbox, then its record; the publisher
@@ -77,33 +83,53 @@ class Outbox:
             self._queue.put(job)
 
     def hold(self, task_id: str, job: str, lease: float) -> bool:
-        """Keep task ``task_id``'s ``job`` (JSON text) in the outbox, due when a lease of ``lease``
-        seconds would lapse, then take that lease unless someone holds it; False when it is held:
-        the task's run is alive elsewhere (its job is the same, now due a little later)."""
-        self._state.schedule(OUTBOX, task_id + RUNNING, job.encode(), time.time() + lease)
-        if not self._state.put(lease_key(task_id), b"1", lease, only_new=True):
+        """Take task ``task_id``'s lease for ``lease`` seconds unless another run holds it and, in
+        the same atomic step, keep its ``job`` (JSON text) in the outbox, due when the lease would
+        lapse; False when another run holds it: the task's run is alive elsewhere (nothing is
+        changed then)."""
+        owner = os.urandom(12).hex()  # this run's own: a later run of the same task is another owner
+        due = Due(OUTBOX, task_id + RUNNING, job.encode(), time.time() + lease)
+        if not self._state.lease(lease_key(task_id), owner, lease, then=due):
             return False
         with self._lock:
-            self._running[task_id] = job
+            self._running[task_id] = (job, owner)
         return True
 
     def renew(self, task_ids: list[str], lease: float) -> None:
-        """Renew the leases of ``task_ids`` for ``lease`` seconds; the jobs of the runs this process
-        holds are kept in the outbox (again, if a publisher took them meanwhile), due when the
-        leases would lapse."""
-        self._state.put_many([lease_key(i) for i in task_ids], b"1", lease)
+        """Renew for ``lease`` seconds the leases of ``task_ids`` this process's runs still hold; the
+        jobs of those runs are kept in the outbox (again, if a publisher took them meanwhile), due
+        when the leases would lapse. A run whose lease lapsed and was taken by another run (it
+        stalled longer than its lease) renews nothing and keeps nothing: the task is the other's."""
+        with self._lock:
+            owned = {lease_key(i): (i, *self._running[i]) for i in task_ids if i in self._running}
+            # the leases of calls run here without a run of the outbox's (a streamed call): no owner
+            unowned = [lease_key(i) for i in task_ids if i not in self._running and i not in self._lost]
+        if unowned:
+            self._state.put_many(unowned, b"1", lease)
+        kept = self._state.renew({key: owner for key, (_, _, owner) in owned.items()}, lease)
         due = time.time() + lease
         with self._lock:  # a run that ended meanwhile (let_go) is not kept again
-            for task_id in task_ids:
-                if (job := self._running.get(task_id)) is not None:
+            for key, (task_id, job, owner) in owned.items():
+                if self._running.get(task_id) != (job, owner):
+                    continue
+                if key in kept:
                     self._state.schedule(OUTBOX, task_id + RUNNING, job.encode(), due)
+                else:
+                    del self._running[task_id]
+                    self._lost.add(task_id)
+                    log.warning("flask-tooldiscovery: the run of task %s lost its lease (it stalled longer than "
+                                "the lease, which lapsed); it renews it no more", task_id)
 
     def let_go(self, task_id: str) -> None:
-        """The run of task ``task_id`` in this process ended: its lease and its kept job go."""
+        """The run of task ``task_id`` in this process ended: its lease and its kept job go (unless
+        it lost its lease to another run: then they are the other's)."""
         with self._lock:
-            self._running.pop(task_id, None)
-        self._state.unschedule(OUTBOX, task_id + RUNNING)
-        self._state.delete(lease_key(task_id))
+            running = self._running.pop(task_id, None)
+            self._lost.discard(task_id)
+        if running is None:
+            return
+        if self._state.release(lease_key(task_id), running[1]) or not self._state.exists(lease_key(task_id)):
+            self._state.unschedule(OUTBOX, task_id + RUNNING)
 
     def start(self) -> None:
         """Start this process's publisher (once per process: a forked worker starts its own): it

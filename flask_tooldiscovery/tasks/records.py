@@ -2,9 +2,10 @@
 
 A :class:`Task` is what is known of one such call: the tool and version, the dialect it came
 through, the caller, a digest of its canonical arguments, its state, timestamps, and once it ended
-its result or error. It is kept for a TTL in the state store: in process (:class:`LocalTaskStore`,
-one worker process only) or in Redis (:class:`RedisTaskStore`, ``TOOLDISCOVERY_STATE_STORAGE_URI``:
-every worker and host). A record only moves forward: once it is terminal (completed, failed,
+its result or error. It is kept for a TTL by :class:`TaskStore` in the state store
+(:mod:`flask_tooldiscovery.state`): in process memory (one worker process only) or in Redis
+(``TOOLDISCOVERY_STATE_STORAGE_URI``: every worker and host), one class written against the store's
+interface for both. A record only moves forward: once it is terminal (completed, failed,
 cancelled, interrupted) nothing changes it again, so two workers finishing the same task cannot
 both win. :meth:`TaskStore.claim` counts the runs that started, so a redelivered task knows it
 had started before (and a tool that is not idempotent is then never run a second time).
@@ -15,17 +16,19 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
-from ..state.store import redis_client
+from ..state.memory import MemoryStore
+from ..state.redis_store import shared
+from ..state.store import StateStore
 
 TaskState = Literal["working", "input_required", "completed", "failed", "cancelled", "interrupted"]
 #: The states a task never leaves.
 TERMINAL: frozenset[str] = frozenset({"completed", "failed", "cancelled", "interrupted"})
-REDIS_PREFIX = "flask-tooldiscovery:task:"
+#: What every key of the tasks' state begins with (in Redis, as earlier releases named them).
+PREFIX = "flask-tooldiscovery:task:"
 #: How an ended call came out: as the tool ran it (success, invalid arguments, failure), refused on
 #: its way (a rate limit, no free slot), cancelled by its caller, or interrupted with its worker.
 ResultStatus = Literal["success", "invalid", "failure", "refused", "cancelled", "interrupted"]
@@ -80,8 +83,8 @@ class TaskResult:
 
 
 def lease_key(task_id: str) -> str:
-    """Where the lease of task ``task_id`` is kept in Redis (present while a run holds it)."""
-    return f"{REDIS_PREFIX}{task_id}:lease"
+    """Where the lease of task ``task_id`` is kept in the state store (present while a run holds it)."""
+    return f"{PREFIX}{task_id}:lease"
 
 
 @dataclass(frozen=True)
@@ -131,247 +134,114 @@ _RESULT_NAMES = frozenset(_RESULT_FIELDS) | {"status"}
 COMPACT = json.JSONEncoder(separators=(",", ":"), default=str)
 
 
-class TaskStore(Protocol):
-    """Where task records live (see the module's text)."""
+class TaskStore:
+    """Where task records live (see the module's text): in the state store ``state``, the record as
+    JSON under ``<prefix><id>`` for its TTL, its run count, its stop request and its lease beside it,
+    and each caller's task ids in an index by creation time. Written once against the
+    :class:`~flask_tooldiscovery.state.store.StateStore` interface, so that a store in process
+    memory and one in Redis behave alike; in Redis, these are the keys and the JSON earlier
+    releases wrote."""
+
+    def __init__(self, state: StateStore) -> None:
+        #: The state store the records are kept in.
+        self.state = state
+        #: The longest TTL a record may have (an app's ``TOOLDISCOVERY_TASK_TTL``, the longest of the
+        #: apps sharing this store): a caller's index forgets the tasks created before that.
+        self.longest = 0.0
 
     def put(self, task: Task) -> None:
         """Keep ``task`` (a new one) for its TTL."""
+        ttl = _ttl(task)
+        self.state.put_indexed(PREFIX + task.id, task.to_json().encode(), ttl, _caller_index(task.caller),
+                               task.id, task.created, drop_below=time.time() - max(ttl, self.longest))
 
     def get(self, task_id: str) -> Task | None:
         """The task, or ``None`` (never created, or expired)."""
+        raw = self.state.get(PREFIX + task_id)
+        return Task.from_json(raw) if raw else None
 
     def claim(self, task_id: str) -> int:
         """Count one more run of the task starting; the count (1 for the first run)."""
+        return self.state.count(f"{PREFIX}{task_id}:runs", RUNS_KEPT)
 
     def finish(self, task_id: str, state: TaskState, result: TaskResult | None = None,
                message: str | None = None) -> bool:
         """Move the task to ``state`` unless it is terminal already; True when this call moved it."""
+        def end(task: Task) -> Task:
+            return replace(task, state=state, result=result, message=message, updated=time.time())
+
+        return self.update(task_id, end) is not None
 
     def update(self, task_id: str, change: Callable[[Task], Task | None], ended: bool = False) -> Task | None:
         """Replace a task that is not terminal with ``change(task)``, atomically (``change`` may be
         called again if another writer came first); the new record, or ``None`` (no such task,
         terminal, or ``change`` returned ``None``: nothing to change). ``ended``: a terminal task
         too (what became of its callback, in ``meta``: ``change`` never moves its state)."""
+        changed: list[Task] = []
+
+        def write(raw: bytes | None) -> tuple[bytes, float] | None:
+            changed.clear()
+            task = Task.from_json(raw) if raw else None
+            new = None if task is None or (task.terminal and not ended) else change(task)
+            if new is None:
+                return None
+            changed.append(new)
+            return new.to_json().encode(), _ttl(new)
+
+        return changed[0] if self.state.update(PREFIX + task_id, write) is not None else None
 
     def cancel(self, task_id: str) -> bool:
         """Ask the task to stop (its run sees :meth:`cancelling`); True when it was not over yet."""
-
-    def cancelling(self, task_id: str) -> bool:
-        """True once someone asked the task to stop."""
-
-    def of_caller(self, caller: str | None, limit: int = 100) -> list[Task]:
-        """The caller's tasks still kept, newest first."""
-
-    def hold(self, task_ids: Iterable[str], seconds: float) -> None:
-        """Say the tasks' runs are alive for ``seconds`` more (their lease)."""
-
-    def held(self, task_id: str) -> bool:
-        """True while the task's lease has not lapsed."""
-
-
-class LocalTaskStore:
-    """Task records in this process's memory (one worker process only), at most ``limit``."""
-
-    def __init__(self, limit: int = 10_000) -> None:
-        self._tasks: OrderedDict[str, Task] = OrderedDict()
-        self._runs: dict[str, int] = {}
-        self._cancel: set[str] = set()
-        self._leases: dict[str, float] = {}
-        self._lock = threading.Lock()
-        self.limit = limit
-
-    def _expire(self, now: float) -> None:
-        while self._tasks:
-            oldest = next(iter(self._tasks.values()))
-            if oldest.updated + oldest.ttl > now and len(self._tasks) <= self.limit:
-                return
-            self._tasks.popitem(last=False)
-            self._runs.pop(oldest.id, None)
-            self._cancel.discard(oldest.id)
-            self._leases.pop(oldest.id, None)
-
-    def put(self, task: Task) -> None:
-        with self._lock:
-            self._tasks[task.id] = task
-            self._tasks.move_to_end(task.id)
-            self._expire(time.time())
-
-    def get(self, task_id: str) -> Task | None:
-        with self._lock:
-            task = self._tasks.get(task_id)
-            return task if task is not None and task.updated + task.ttl > time.time() else None
-
-    def claim(self, task_id: str) -> int:
-        with self._lock:
-            self._runs[task_id] = self._runs.get(task_id, 0) + 1
-            return self._runs[task_id]
-
-    def finish(self, task_id: str, state: TaskState, result: TaskResult | None = None,
-               message: str | None = None) -> bool:
-        with self._lock:
-            task = self._tasks.get(task_id)
-            if task is None or task.terminal:
-                return False
-            self._tasks[task_id] = replace(task, state=state, result=result, message=message, updated=time.time())
-            self._tasks.move_to_end(task_id)
-            return True
-
-    def update(self, task_id: str, change: Callable[[Task], Task | None], ended: bool = False) -> Task | None:
-        with self._lock:
-            task = self._tasks.get(task_id)
-            changed = None if task is None or (task.terminal and not ended) else change(task)
-            if changed is not None:
-                self._tasks[task_id] = changed
-                self._tasks.move_to_end(task_id)
-            return changed
-
-    def cancel(self, task_id: str) -> bool:
-        with self._lock:
-            task = self._tasks.get(task_id)
-            if task is None or task.terminal:
-                return False
-            self._cancel.add(task_id)
-            return True
-
-    def cancelling(self, task_id: str) -> bool:
-        with self._lock:
-            return task_id in self._cancel
-
-    def of_caller(self, caller: str | None, limit: int = 100) -> list[Task]:
-        now = time.time()
-        with self._lock:
-            found = [t for t in reversed(self._tasks.values()) if t.caller == caller and t.updated + t.ttl > now]
-        return found[:limit]
-
-    def hold(self, task_ids: Iterable[str], seconds: float) -> None:
-        until = time.time() + seconds
-        with self._lock:
-            self._leases.update((i, until) for i in task_ids)
-
-    def held(self, task_id: str) -> bool:
-        with self._lock:
-            return self._leases.get(task_id, 0.0) > time.time()
-
-
-#: Keep a new record (KEYS[1]: the record, KEYS[2]: its caller's index; ARGV: the record, its TTL in
-#: seconds, its creation time, the oldest creation time the index keeps): one round trip.
-_PUT = """
-redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
-redis.call('ZREMRANGEBYSCORE', KEYS[2], 0, ARGV[5])
-redis.call('EXPIRE', KEYS[2], ARGV[2])
-return 1
-"""
-#: Move a task to a terminal state unless it is terminal already (KEYS[1]: the record;
-#: ARGV: the new record, its TTL in seconds). 1 when moved.
-_FINISH = """
-local current = redis.call('GET', KEYS[1])
-if not current then return 0 end
-local state = cjson.decode(current)['state']
-if state == 'completed' or state == 'failed' or state == 'cancelled' or state == 'interrupted' then return 0 end
-redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
-return 1
-"""
-
-
-class RedisTaskStore:
-    """Task records in Redis, readable from every worker and host: the record as JSON under
-    ``<prefix><id>`` with its TTL, the run count and the stop request beside it, and each caller's
-    task ids in a sorted set by time."""
-
-    def __init__(self, uri: str) -> None:
-        self._redis: Any = redis_client(uri)
-        #: The Redis client.
-        self.redis = self._redis
-        self._finish = self._redis.register_script(_FINISH)
-        self._put = self._redis.register_script(_PUT)
-
-    def _ttl(self, task: Task) -> int:
-        return max(int(task.ttl), 1)
-
-    def put(self, task: Task) -> None:
-        ttl = self._ttl(task)
-        self._put(keys=[REDIS_PREFIX + task.id, f"{REDIS_PREFIX}caller:{task.caller or ''}"],
-                  args=[task.to_json(), ttl, repr(task.created), task.id, repr(time.time() - ttl)])
-
-    def get(self, task_id: str) -> Task | None:
-        raw = self._redis.get(REDIS_PREFIX + task_id)
-        return Task.from_json(raw) if raw else None
-
-    def claim(self, task_id: str) -> int:
-        key = f"{REDIS_PREFIX}{task_id}:runs"
-        pipe = self._redis.pipeline()
-        pipe.incr(key)
-        pipe.expire(key, 7 * 24 * 3600)
-        count, _ = pipe.execute()
-        return int(count)
-
-    def finish(self, task_id: str, state: TaskState, result: TaskResult | None = None,
-               message: str | None = None) -> bool:
         task = self.get(task_id)
         if task is None or task.terminal:
             return False
-        ended = replace(task, state=state, result=result, message=message, updated=time.time())
-        return bool(self._finish(keys=[REDIS_PREFIX + task_id], args=[ended.to_json(), self._ttl(ended)]))
-
-    def update(self, task_id: str, change: Callable[[Task], Task | None], ended: bool = False) -> Task | None:
-        import redis
-
-        key = REDIS_PREFIX + task_id
-        with self._redis.pipeline() as pipe:
-            while True:
-                try:
-                    pipe.watch(key)  # the write below fails if anyone changed the record meanwhile
-                    raw = pipe.get(key)
-                    task = Task.from_json(raw) if raw else None
-                    changed = None if task is None or (task.terminal and not ended) else change(task)
-                    if changed is None:
-                        return None
-                    pipe.multi()
-                    pipe.set(key, changed.to_json(), ex=self._ttl(changed))
-                    pipe.execute()
-                    return changed
-                except redis.WatchError:
-                    continue
-
-    def cancel(self, task_id: str) -> bool:
-        task = self.get(task_id)
-        if task is None or task.terminal:
-            return False
-        self._redis.set(f"{REDIS_PREFIX}{task_id}:cancel", b"1", ex=self._ttl(task))
+        self.state.put(f"{PREFIX}{task_id}:cancel", b"1", _ttl(task))
         return True
 
     def cancelling(self, task_id: str) -> bool:
-        return bool(self._redis.exists(f"{REDIS_PREFIX}{task_id}:cancel"))
+        """True once someone asked the task to stop."""
+        return self.state.exists(f"{PREFIX}{task_id}:cancel")
 
     def of_caller(self, caller: str | None, limit: int = 100) -> list[Task]:
-        ids = self._redis.zrevrange(f"{REDIS_PREFIX}caller:{caller or ''}", 0, limit - 1)
-        raws = self._redis.mget([REDIS_PREFIX + i.decode() for i in ids]) if ids else []
-        return [Task.from_json(raw) for raw in raws if raw]
+        """The caller's tasks still kept, newest first."""
+        ids = self.state.newest(_caller_index(caller), limit)
+        return [Task.from_json(raw) for raw in self.state.get_many([PREFIX + i for i in ids]) if raw]
 
     def hold(self, task_ids: Iterable[str], seconds: float) -> None:
-        pipe = self._redis.pipeline(transaction=False)
-        for task_id in task_ids:
-            pipe.set(lease_key(task_id), b"1", px=max(int(seconds * 1000), 1))
-        pipe.execute()
+        """Say the tasks' runs are alive for ``seconds`` more (their lease, held by this process's
+        run alone: the thread engine's, a streamed call's)."""
+        self.state.put_many([lease_key(i) for i in task_ids], b"1", seconds)
 
     def held(self, task_id: str) -> bool:
-        return bool(self._redis.exists(lease_key(task_id)))
+        """True while the task's lease has not lapsed."""
+        return self.state.exists(lease_key(task_id))
 
 
-_LOCAL = LocalTaskStore()
-_SHARED: dict[str, RedisTaskStore] = {}
+#: Seconds a task's run count is kept.
+RUNS_KEPT = 7 * 24 * 3600.0
+
+
+def _ttl(task: Task) -> float:
+    return max(task.ttl, 1.0)
+
+
+def _caller_index(caller: str | None) -> str:
+    return f"{PREFIX}caller:{caller or ''}"
+
+
+_LOCAL = TaskStore(MemoryStore())
+_SHARED: dict[str, TaskStore] = {}
 _SHARED_LOCK = threading.Lock()
 
 
 def store_for(uri: str | None) -> TaskStore:
-    """The task store of a ``TOOLDISCOVERY_STATE_STORAGE_URI`` (unset: this process's), one per
-    URI and process."""
+    """The task store of a ``TOOLDISCOVERY_STATE_STORAGE_URI`` (unset: this process's memory), one
+    per URI and process."""
     if not uri:
         return _LOCAL
     with _SHARED_LOCK:
-        return _SHARED.get(uri) or _SHARED.setdefault(uri, RedisTaskStore(uri))
+        return _SHARED.get(uri) or _SHARED.setdefault(uri, TaskStore(shared(uri)))
 
 
-__all__ = ["COMPACT", "REDIS_PREFIX", "TERMINAL", "LocalTaskStore", "RedisTaskStore", "ResultStatus",
-           "Task", "TaskResult", "TaskState", "TaskStore", "lease_key", "store_for"]
+__all__ = ["COMPACT", "PREFIX", "TERMINAL", "ResultStatus", "Task", "TaskResult", "TaskState", "TaskStore",
+           "lease_key", "store_for"]

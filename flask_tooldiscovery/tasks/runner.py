@@ -34,25 +34,25 @@ from typing import Any, cast
 from flask import Flask
 
 from ..calls.approvals import digest
-from ..errors import CoreError, RetryLater
+from ..errors import Busy, CoreError, RetryLater, StoreFull
 from ..observe.logs import log
 from ..runtime.invoke import CANCELLED, Outcome
 from ..serving.guard import issued_call_id
 from ..serving.outside import call_as, charge
 from ..serving.pipeline import Pipeline
 from ..settings import Settings, SettingsError, key
-from ..state.redis_store import shared
+from ..state.memory import MemoryStore
 from ..tools.model import Identity, Tool, ToolContext
 from ..tools.questions import Answer, Question
 from ..tools.results import is_rich
 from . import task_input, visibility
-from .callback_queue import LocalCallbackQueue, RedisCallbackQueue
+from .callback_queue import CallbackQueue
 from .callbacks import CallbackSender, SenderOptions, backoff_for
 from .cancel_watch import CancelWatcher
 from .engines import CELERY_INSTALL, CeleryEngine, Engine, ThreadEngine
 from .jobs import CallJob, FinishJob, Job, _JobVersionError, job_from_wire
 from .outbox import Outbox
-from .records import COMPACT, TERMINAL, RedisTaskStore, Task, TaskResult, TaskState, TaskStore, store_for
+from .records import COMPACT, TERMINAL, Task, TaskResult, TaskState, TaskStore, store_for
 from .sealing import Sealer, _Unsealable, sealer_for
 from .shutdown import on_celery_process_shutdown, register, stop
 
@@ -116,6 +116,9 @@ class Tasks:
         #: Each dialect's finisher, by the dialect's name (its ``Dialect.finish_task``).
         self.finishers: Mapping[str, Finisher] = dict(finishers or {})
         self.store: TaskStore = store_for(settings.state_storage_uri)
+        self.store.longest = max(self.store.longest, float(settings.task_ttl))
+        #: Whether the records are shared by every worker and host (Redis), not this process's alone.
+        self.shared = bool(settings.state_storage_uri)
         #: What seals a job's request for the broker (the Celery engine's; ``None`` with the thread engine).
         self.sealer: Sealer | None = None
         carried = CARRIED_HEADERS | {h.lower() for h in settings.task_headers}
@@ -129,7 +132,7 @@ class Tasks:
             self.record_sealer = sealer_for(app.config, key("STATE_STORAGE_URI"))
         #: The Celery engine's outbox (accepted jobs kept beside their records until sent, and the
         #: jobs of running tasks, sent again when their lease lapses).
-        self.outbox = Outbox(shared(settings.state_storage_uri), self.store, self.engine,
+        self.outbox = Outbox(self.store.state, self.store, self.engine,
                              float(settings.task_outbox_grace)) \
             if isinstance(self.engine, CeleryEngine) and settings.state_storage_uri else None
         self._watcher = CancelWatcher(self.store, lease=float(settings.task_lease),
@@ -138,16 +141,15 @@ class Tasks:
             self.outbox.start()  # every process that runs tasks sends what others accepted but never sent
         #: Whether a task's run lives in this web worker (the thread engine): its record then holds a lease.
         self.leased = isinstance(self.engine, ThreadEngine)
-        redis_store = isinstance(self.store, RedisTaskStore)
-        #: What sends the callbacks of ended tasks (their finishers' attempts): threads of its own.
+        #: What sends the callbacks of ended tasks (their finishers' attempts): threads of its own,
+        #: from a queue every process shares (Redis) or this app's own (in this process's memory).
         self.callbacks = CallbackSender(
-            self.store, RedisCallbackQueue(cast(RedisTaskStore, self.store).redis) if redis_store
-            else LocalCallbackQueue(), self._finish, SenderOptions(
+            self.store, CallbackQueue(self.store.state if self.shared else MemoryStore()), self._finish, SenderOptions(
                 workers=settings.task_callback_workers, host_limit=settings.task_callback_host_limit,
                 connect_timeout=float(settings.task_callback_connect_timeout),
                 circuit_failures=settings.task_callback_circuit_failures,
                 circuit_open=float(settings.task_callback_circuit_open)))
-        if redis_store:
+        if self.shared:
             self.callbacks.start()  # every process that runs tasks sends the callbacks others left
         register(self)
 
@@ -156,7 +158,7 @@ class Tasks:
         records stay in this process's memory, sealed when they are shared (Redis, where anyone who
         reads the store would read it); ``None`` when shared records have no key to seal it with
         (no ``SECRET_KEY``): then nothing may keep it."""
-        if not isinstance(self.store, RedisTaskStore):
+        if not self.shared:
             return {"clear": value}
         if self.record_sealer is None:
             return None
@@ -246,7 +248,11 @@ class Tasks:
                     ttl=min(float(self.settings.task_ttl), max(ttl, 1.0) if ttl is not None else float("inf")),
                     meta={**meta, "lease": True} if leased else meta)
         if keep:
-            self.store.put(task)
+            try:
+                self.store.put(task)
+            except StoreFull:  # in this process's memory: refused rather than forget a live record
+                raise Busy("Too many tasks are kept in this worker; try again later.",
+                           retry_after=self.settings.busy_retry_after) from None
         if leased:
             self._watcher.hold(task.id)
         return task
@@ -294,7 +300,7 @@ class Tasks:
         with self.app.app_context():
             if self.outbox is not None:
                 self.outbox.start()  # this process also sends what others accepted but never sent
-            if isinstance(self.store, RedisTaskStore):
+            if self.shared:
                 self.callbacks.start()
             if isinstance(job, FinishJob):  # a finisher's attempt sent to the engine by an earlier release
                 self.callbacks.schedule(job.task, job.dialect, job.attempt, keep=True)

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 from ..observe.logs import log
 from .callbacks import CallbackSender
 from .engines import Engine
-from .records import RedisTaskStore, TaskStore
+from .records import TaskStore
 
 
 class Tasks(Protocol):
@@ -37,6 +37,8 @@ class Tasks(Protocol):
     engine: Engine
     callbacks: CallbackSender
     store: TaskStore
+    #: Whether the records (and the callbacks waiting) are shared by every worker and host.
+    shared: bool
 
 
 _LIVE: weakref.WeakSet[Tasks] = weakref.WeakSet()
@@ -78,7 +80,7 @@ def stop(tasks: Tasks, timeout: float) -> None:
     if left:
         log.warning("flask-tooldiscovery: %d task(s) still running or waiting when the worker stopped are left to "
                     "their lease (read as interrupted once it lapses): %s", len(left), _shown(left))
-    if unsent and isinstance(tasks.store, RedisTaskStore):
+    if unsent and tasks.shared:
         log.warning("flask-tooldiscovery: %d callback(s) not yet sent are left in the state store; another process "
                     "sends them: %s", len(unsent), _shown(unsent))
     elif unsent:
