@@ -13,11 +13,9 @@ import builtins
 import importlib
 from pathlib import Path
 
-import flask_tooldiscovery
 from flask_tooldiscovery import errors
 
-PACKAGE = Path(flask_tooldiscovery.__file__).resolve().parent
-NAME = "flask_tooldiscovery"
+from .test_layers import NAME, PACKAGE, module_name, package_of, source_of
 
 #: Public exception classes defined outside errors.py, and why.
 ELSEWHERE = {
@@ -32,13 +30,6 @@ ELSEWHERE = {
 }
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts = parts[:-1]
-    return ".".join([NAME, *parts])
-
-
 def short(module: str) -> str:
     return module.removeprefix(f"{NAME}.")
 
@@ -49,16 +40,11 @@ def _is_exception(value: object) -> bool:
 
 def _names_of(tree: ast.Module, module: str, path: Path) -> dict[str, str]:
     """What each name imported at the top of a module refers to: ``{"OAuth2Error": "authlib...OAuth2Error"}``."""
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    package = package_of(module, path)
     names: dict[str, str] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                source = ".".join([*base, *([node.module] if node.module else [])])
-            else:
-                source = node.module or ""
+            source = source_of(node, package)
             for alias in node.names:
                 names[alias.asname or alias.name] = f"{source}.{alias.name}"
         elif isinstance(node, ast.Import):

@@ -112,20 +112,28 @@ def short(module: str) -> str:
     return module.removeprefix(f"{NAME}.") if module != NAME else "__init__"
 
 
+def package_of(module: str, path: Path) -> str:
+    """The package a relative import in ``module`` (read from ``path``) starts from."""
+    return module if path.name == "__init__.py" else module.rpartition(".")[0]
+
+
+def source_of(node: ast.ImportFrom, package: str) -> str:
+    """The absolute module ``from ... import`` ``node`` reads, in ``package``."""
+    if not node.level:
+        return node.module or ""
+    base = package.split(".")
+    return ".".join([*base[: len(base) - (node.level - 1)], *([node.module] if node.module else [])])
+
+
 def imports(module: str, path: Path, known: set[str]) -> set[str]:
     """The package's modules ``module`` imports, wherever the import statement stands."""
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    package = package_of(module, path)
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names if a.name.startswith(NAME))
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                source = ".".join([*base, *([node.module] if node.module else [])])
-            else:
-                source = node.module or ""
+            source = source_of(node, package)
             if not source.startswith(NAME):
                 continue
             for alias in node.names:  # "from . import wire" imports a module, not a name
