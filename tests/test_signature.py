@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, NotRequired, Required, TypedDict
 
 import pytest
+from marshmallow import ValidationError
 
 from flask_tooldiscovery import SignatureError, ToolContext
 from flask_tooldiscovery.schema.signature import describe_function
@@ -165,6 +166,26 @@ def test_loader_builds_python_values() -> None:
     assert loaded["pair"] == (1, "a")
     assert loaded["s"] == {1, 2}
     assert loaded["stops"] == [Address(street="A", city="B")]
+
+
+def test_scalars_are_converted_only_where_their_python_type_differs() -> None:
+    def f(i: int, n: float, raw: bytes, when: dt.datetime, ints: list[int], maybe: float | None = None) -> None: ...
+
+    desc = describe_function(f)
+    loaded = desc.load_arguments({"i": 3.0, "n": 3, "raw": "aGk=", "when": "2026-01-02T03:04:05Z",
+                                  "ints": [1.0, 2], "maybe": 4})
+    assert loaded["i"] == 3 and type(loaded["i"]) is int
+    assert loaded["n"] == 3.0 and type(loaded["n"]) is float
+    assert loaded["raw"] == b"hi"
+    assert loaded["when"] == dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
+    assert loaded["ints"] == [1, 2] and all(type(v) is int for v in loaded["ints"])
+    assert type(loaded["maybe"]) is float
+    plain = desc.load_arguments({"i": 3, "n": 2.5, "raw": "", "when": "2026-01-02T03:04:05+01:00", "ints": []})
+    assert plain["i"] == 3 and plain["n"] == 2.5 and plain["raw"] == b""
+    assert desc.load_arguments({"i": 2.5, "n": True, "raw": "aGk=", "when": "2026-01-02", "ints": []})["n"] is True
+    with pytest.raises(ValidationError) as info:  # the error is named after the parameter
+        desc.load_arguments({"i": 1, "n": 1.0, "raw": "not base64!", "when": "2026-01-02", "ints": []})
+    assert list(info.value.messages) == ["raw"]  # type: ignore[call-overload]
 
 
 def test_context_parameter_is_hidden() -> None:

@@ -24,6 +24,23 @@ from .json_schema import inline_refs
 
 Converter = Callable[[Any], Any] | None
 
+
+class Changes:
+    """A converter that changes only values of some exact types and passes every other value as
+    it is, saying so: an ``int`` parameter's converter changes only a float (JSON's ``3.0`` is an
+    integer, the function gets ``3``), so a loader that reads ``types`` calls ``fn`` for a float
+    and makes no call at all for the ``3`` it almost always gets."""
+
+    __slots__ = ("fn", "types")
+
+    def __init__(self, types: tuple[type, ...], fn: Callable[[Any], Any]) -> None:
+        self.types = types
+        self.fn = fn
+
+    def __call__(self, value: Any) -> Any:
+        return self.fn(value) if type(value) in self.types else value
+
+
 _SIMPLE: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 _FORMATTED: dict[type, tuple[str, Callable[[Any], Any]]] = {
     _dt.datetime: ("date-time", lambda v: _dt.datetime.fromisoformat(v.replace("Z", "+00:00"))),
@@ -79,17 +96,15 @@ def _infer_type(values: list[Any]) -> dict[str, Any]:
     return {"type": sorted(types_seen)} if types_seen else {}
 
 
-def _from_base64(value: Any) -> Any:
-    if not isinstance(value, str):
-        return value
+def _from_base64(value: str) -> bytes:
     try:
         return base64.b64decode(value, validate=True)
     except binascii.Error:
         raise ValueError("not valid base64 text") from None
 
 
-def _integral(value: Any) -> Any:
-    return int(value) if isinstance(value, float) and value.is_integer() else value
+def _integral(value: float) -> int | float:
+    return int(value) if value.is_integer() else value
 
 
 def _field_type(hint: Any) -> Any:
@@ -133,15 +148,15 @@ class SchemaBuilder:
 
         if tp in _SIMPLE:
             if tp is int:  # JSON Schema calls 3.0 an integer; the function gets 3
-                return {"type": "integer"}, _integral
-            if tp is float:
-                return {"type": "number"}, lambda v: float(v) if isinstance(v, int) and not isinstance(v, bool) else v
+                return {"type": "integer"}, Changes((float,), _integral)
+            if tp is float:  # JSON's 3 is a number; the function gets 3.0 (and a bool stays a bool)
+                return {"type": "number"}, Changes((int,), float)
             return {"type": _SIMPLE[tp]}, None
         if tp is bytes:  # base64 text on the wire, bytes in Python
-            return {"type": "string", "contentEncoding": "base64"}, _from_base64
+            return {"type": "string", "contentEncoding": "base64"}, Changes((str,), _from_base64)
         if tp in _FORMATTED:
             fmt, parse = _FORMATTED[tp]
-            return {"type": "string", "format": fmt}, lambda v: parse(v) if isinstance(v, str) else v
+            return {"type": "string", "format": fmt}, Changes((str,), parse)
 
         if origin is Literal:
             values = [a.value if isinstance(a, enum.Enum) else a for a in args]
