@@ -18,7 +18,7 @@ from flask import Flask
 from flask_tooldiscovery import ToolContext, ToolDiscovery
 
 from .conftest import live_server
-from .test_mcp_tasks import legacy, modern
+from .test_mcp_tasks import MODERN, legacy, modern
 from .test_operating_server import redis_url  # noqa: F401  (a fixture: a redis-server of our own)
 
 pytestmark = pytest.mark.slow
@@ -117,3 +117,35 @@ def test_the_explorer_answers_404_for_every_id_it_did_not_issue(server: tuple[st
     assert requests.get(f"{base}/explorer/tasks/", timeout=WAIT).status_code == 404  # empty
     # the real one is found (it is MCP's task, so not the explorer's: unknown there too, as a 404)
     assert requests.get(f"{base}/explorer/tasks/{task_id}", timeout=WAIT).status_code == 404
+
+
+def test_an_unknown_task_id_is_never_echoed_back(server: tuple[str, str]) -> None:
+    """A made-up id (10 kB, binary, another record's key) is not repeated in the error: MCP's
+    -32602 (both eras, every method naming a task) and the explorer's 404 stay short; the real id is
+    named back, as the SDKs do."""
+    base, task_id = server
+    client = Http(base)
+    made_up = ["Q" * 10_000, "\x00\x01\x02" * 50, f"{task_id}:lease", "Z" * 199]
+    for bad in made_up:
+        for method in ("tasks/get", "tasks/result", "tasks/cancel"):
+            body = legacy(client, method, {"taskId": bad})
+            assert body["error"]["code"] == -32602, (method, body)
+            assert bad not in json.dumps(body) and bad not in str(body), (method, json.dumps(body)[:300])
+            assert len(json.dumps(body)) < 500, (method, json.dumps(body)[:300])
+        for method in ("tasks/get", "tasks/cancel"):
+            raw = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": {
+                "taskId": bad, "_meta": {"io.modelcontextprotocol/protocolVersion": MODERN,
+                                         "io.modelcontextprotocol/clientCapabilities": {
+                                             "extensions": {"io.modelcontextprotocol/tasks": {}}}}}})
+            headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                       "MCP-Protocol-Version": MODERN, "Mcp-Method": method}
+            if bad.isprintable():
+                headers["Mcp-Name"] = bad
+            answer = requests.post(f"{base}/mcp", data=raw, headers=headers, timeout=WAIT)
+            assert answer.status_code == 400 and answer.json()["error"]["code"] in (-32602, -32020), answer.text[:300]
+            assert bad not in answer.text and len(answer.text) < 500, (method, answer.text[:300])
+        answer = requests.get(f"{base}/explorer/tasks/{quote(bad, safe='')}", timeout=WAIT)
+        assert answer.status_code == 404 and bad not in answer.text and len(answer.text) < 500, answer.text[:300]
+    missing = "00000000-0000-4000-8000-000000000000"  # the form of an issued id, no such task: named back
+    body = legacy(client, "tasks/get", {"taskId": missing})
+    assert body["error"]["code"] == -32602 and body["error"]["data"] == {"taskId": missing}, body

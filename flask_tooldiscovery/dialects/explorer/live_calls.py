@@ -22,6 +22,7 @@ from typing import Any
 from flask import Response, current_app
 
 from ...errors import CoreError, NotFound
+from ...serving.guard import issued_call_id
 from ...serving.pipeline import Pipeline
 from ...serving.wire import json_response
 from ...tasks.runner import Task, TaskResult, ended_state, tasks_of
@@ -29,10 +30,6 @@ from ...tools.model import Tool, ToolContext
 from ...tools.results import Outcome
 
 Invoke = Callable[[Tool, Any, ToolContext], Outcome]
-#: Longest task id read (the ids are UUIDs); anything longer is unknown at once.
-MAX_ID = 200
-
-
 def _when(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
@@ -90,9 +87,10 @@ def add_routes(pipe: Pipeline) -> None:
         return identity.subject if identity is not None else None
 
     def find(task_id: str) -> Task:
-        task = tasks_of(current_app).read(task_id) if len(task_id) <= MAX_ID else None
+        task = tasks_of(current_app).read(task_id)  # None for an id the server never issued
         if task is None or task.dialect != pipe.name or task.caller != caller():
-            raise NotFound(f"Unknown task: {task_id[:MAX_ID]}")
+            # a made-up id (10 kB, binary...) is not echoed back
+            raise NotFound(f"Unknown task: {task_id}" if issued_call_id(task_id) else "Unknown task.")
         return task
 
     @pipe.route("/tasks", "call", ["GET"], endpoint="list_tasks", guard_methods=False)

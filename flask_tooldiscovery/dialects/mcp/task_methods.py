@@ -32,6 +32,7 @@ from typing import Any
 from flask import current_app
 
 from ...observe.logs import log
+from ...serving.guard import issued_call_id
 from ...serving.pipeline import ApprovalGate, Pipeline
 from ...serving.wire import page_cursor, read_cursor
 from ...tasks.runner import TERMINAL, Task, TaskResult, Tasks, tasks_of
@@ -149,17 +150,20 @@ def caller(pipe: Pipeline) -> str | None:
 
 
 def lookup(pipe: Pipeline, params: Mapping[str, Any]) -> Task:
-    """The caller's MCP task that ``params.taskId`` names, or -32602 (unknown, expired, not its)."""
+    """The caller's MCP task that ``params.taskId`` names, or -32602 (unknown, expired, not its).
+    The error names the id back only when it has the form of the ids the server issues: a client's
+    made-up one (10 kB, binary...) is never echoed."""
     task_id = params.get("taskId")
     if not isinstance(task_id, str) or not task_id:
         raise rpc.RpcError(rpc.INVALID_PARAMS, "params.taskId must be a non-empty string.")
-    task = tasks_of(current_app).read(task_id) if len(task_id) <= 200 else None
+    task = tasks_of(current_app).read(task_id)  # None for an id the server never issued
     if task is not None and (task.dialect != pipe.name or task.caller != caller(pipe)):
         log.warning("flask-tooldiscovery: mcp task %s asked for by another caller, refused as unknown "
                     "(trace_id=%s)", task_id, pipe.trace_id)
         task = None
     if task is None:
-        raise rpc.RpcError(rpc.INVALID_PARAMS, "Failed to retrieve task: Task not found", {"taskId": task_id})
+        raise rpc.RpcError(rpc.INVALID_PARAMS, "Failed to retrieve task: Task not found",
+                           {"taskId": task_id} if issued_call_id(task_id) else None)
     return task
 
 
