@@ -95,6 +95,9 @@ def test_the_toolsets_header_narrows_the_list_to_the_union_of_the_named_toolsets
     assert names(client, headers={"X-MCP-Toolsets": " actions ,issues,"}) == [
         "issues_list", "issues_create", "actions_runs"]
     assert names(client, headers={"X-MCP-Toolsets": " , "}) == ALL  # none named: the mount's own list
+    assert names(client, headers={"X-MCP-Toolsets": "all"}) == ALL  # GitHub's words for every tool
+    assert names(client, headers={"X-MCP-Toolsets": "default,repos"}) == ALL
+    assert names(client, "/mcp/x/repos", {"X-MCP-Toolsets": "all"}) == ["repos_get", "repos_delete"]
 
 
 def test_a_tool_the_header_hides_is_not_callable_and_is_refused_as_an_unknown_tool() -> None:

@@ -1,15 +1,16 @@
 """A client narrowing what it sees by request headers, as GitHub's MCP server lets it:
-``X-MCP-Toolsets`` (toolset names, comma-separated: only the tools of those toolsets, their union)
-and ``X-MCP-Readonly`` (only the tools annotated ``readOnlyHint``; empty, ``false``, ``f``, ``no``,
-``n``, ``0`` or ``off`` in any case mean no, anything else yes). Both only narrow what the mount
-would show the caller anyway (its toolset, the caller's scopes and visibility): never more.
+``X-MCP-Toolsets`` (toolset names, comma-separated: only the tools of those toolsets, their union;
+GitHub's ``all`` and ``default``: every tool) and ``X-MCP-Readonly`` (only the tools annotated
+``readOnlyHint``; empty, ``false``, ``f``, ``no``, ``n``, ``0`` or ``off`` in any case mean no,
+anything else yes). Both only narrow what the mount would show the caller anyway (its toolset, the
+caller's scopes and visibility): never more.
 
-The pipeline asks :func:`narrowing` only when a request carries one of the headers
-(:attr:`.Pipeline.chosen_by`), so a request without them costs nothing more. What a header narrows
-to is a view of the tool set built once per set and choice (:meth:`.ToolSet.narrowed`), with a
-fingerprint of its own: its documents, its learned answers and its search index are built once and
-kept like a toolset's. A name that is no toolset is refused with the names there are, before the
-request is read further (:func:`refusal`).
+The pipeline asks the narrowing :func:`install` gives it only when a request carries one of the
+headers (:attr:`.Pipeline.chosen_by`), so a request without them costs nothing more. What a header
+narrows to is a view of the tool set built once per set and choice (:meth:`.ToolSet.narrowed`),
+with a fingerprint of its own: its documents and its search index are built once and kept like a
+toolset's. A name that is no toolset is refused with the names there are, before the request is
+read further (:func:`refusal`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ READONLY_SUFFIX = "/readonly"
 KEYS = ("HTTP_X_MCP_TOOLSETS", "HTTP_X_MCP_READONLY")
 #: ``X-MCP-Readonly`` values that mean no (trimmed, any case), as GitHub's server reads them.
 NO = frozenset({"", "false", "f", "no", "n", "0", "off"})
+#: Names GitHub's server takes for more than one toolset (every one; its default ones): here both
+#: are the mount's whole list, unless the app declares a toolset of that name.
+EVERY = frozenset({"all", "default"})
 #: Distinct header values whose reading is kept.
 KEPT = 256
 
@@ -67,6 +71,8 @@ def read(named: str | None, readonly: str | None, table: tuple[tuple[str, frozen
     and what there is."""
     names = sorted({part.strip() for part in (named or "").split(",") if part.strip()})
     tags_of = dict(table)
+    if any(name in EVERY and name not in tags_of for name in names):  # GitHub's "all", "default": every tool
+        names = []
     if unknown := [name for name in names if name not in tags_of]:
         there = ", ".join(tags_of) if tags_of else "none (this server declares no toolsets)"
         said = ", ".join(repr(name[:64]) for name in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
