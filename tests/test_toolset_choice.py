@@ -7,6 +7,8 @@ what the caller would see anyway (the mount's toolset, its scopes), on ``tools/l
 from __future__ import annotations
 
 import asyncio
+import json
+import urllib.request
 from typing import Any
 
 import pytest
@@ -303,3 +305,47 @@ def test_githubs_1223_tools_read_only_and_chosen_by_header() -> None:
     assert chosen({"X-MCP-Toolsets": "pulls,issues"}) == both and len(both) == 87
     assert chosen({"X-MCP-Toolsets": "issues", "X-MCP-Readonly": "true"}) == {
         t["name"] for t in catalogue if t["category"] == "issues"} & reading
+
+
+def test_lists_narrowed_by_header_are_learned_per_narrowing_and_never_cross_over() -> None:
+    """Over real HTTP: every narrowing (each header value, the read-only URL, both) is learned by
+    the fast path on its own, answered again without Flask, never to a client that narrows
+    otherwise; a tool added afterwards shows in each list it belongs to at once."""
+    from .test_mcp_fast_list import Counted
+
+    discovery = tools()
+    app = build(discovery)
+    counted = Counted(app)
+    kinds = [("/mcp", {}, ALL), ("/mcp", {"X-MCP-Toolsets": "issues"}, ["issues_list", "issues_create"]),
+             ("/mcp", {"X-MCP-Toolsets": "repos,actions"}, ["repos_get", "repos_delete", "actions_runs"]),
+             ("/mcp", {"X-MCP-Readonly": "true"}, READ_ONLY), ("/mcp/readonly", {}, READ_ONLY),
+             ("/mcp/readonly", {"X-MCP-Toolsets": "repos"}, ["repos_get"]),
+             ("/mcp/x/issues", {"X-MCP-Readonly": "1"}, ["issues_list"])]
+    with live_server(app) as base:
+        def listed(path: str, headers: dict[str, str], id_: int) -> tuple[int, list[str]]:
+            body = json.dumps({"jsonrpc": "2.0", "id": id_, "method": "tools/list"}).encode()
+            req = urllib.request.Request(base + path, data=body, method="POST", headers={**HEADERS, **headers})
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                answer = json.loads(resp.read())
+            return answer["id"], [t["name"] for t in answer["result"]["tools"]]
+
+        for id_ in range(2):  # each narrowing answered by the full path, then learned
+            for path, headers, expected in kinds:
+                assert listed(path, headers, id_) == (id_, expected)
+        counted.count = 0
+        for id_ in range(2, 5):  # again, interleaved: each client its own list, none through Flask
+            for path, headers, expected in kinds:
+                assert listed(path, headers, id_) == (id_, expected), (path, headers)
+        assert counted.count == 0
+
+        @discovery.tool(tags=["issues"], annotations=READ)
+        def issues_search(query: str) -> list[str]:
+            """Search the issues."""
+            return []
+
+        for id_ in range(5, 8):  # the new tool in every list it belongs to, at once and learned again
+            counted.count = 0
+            for path, headers, expected in kinds:
+                more = [] if "repos" in headers.get("X-MCP-Toolsets", "") else ["issues_search"]
+                assert listed(path, headers, id_) == (id_, expected + more), (path, headers)
+        assert counted.count == 0

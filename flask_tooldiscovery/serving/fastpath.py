@@ -323,9 +323,10 @@ class Learner:
 
     def __init__(self, registry: ToolRegistry, learnable: Learnable, *, credential_keys: tuple[str, ...] | None,
                  public_discovery: bool, max_content_length: int,
-                 narrow: Callable[[ToolSet], ToolSet] | None = None) -> None:
+                 narrow: Callable[[ToolSet, Environ], ToolSet | None] | None = None) -> None:
         self.registry = registry
-        #: What the dialect's mount serves of a tool set (a toolset's tools), when not all of it.
+        #: What the dialect's mount serves of a tool set to a request (a toolset's tools, those its
+        #: headers choose), when not all of it; ``None`` for a request no answer may be given to.
         self.narrow = narrow
         self.learnable = learnable
         self.credential_keys = credential_keys
@@ -377,8 +378,10 @@ class Learner:
             static = registry.static
             if static is None:
                 return False
-            served = static.visible_to(None) if static.restricted else static
-            return (served if self.narrow is None else self.narrow(served)).fingerprint == fingerprint
+            served: ToolSet | None = static.visible_to(None) if static.restricted else static
+            if self.narrow is not None and served is not None:  # the mount's toolset, the request's headers
+                served = self.narrow(served, environ)
+            return served is not None and served.fingerprint == fingerprint
 
         return valid
 

@@ -88,7 +88,7 @@ class Pipeline:
                          exposed_headers=dialect.exposed_headers)
         self.learner = Learner(core.registry, dialect.learnable, credential_keys=credential_keys(authenticator),
                                public_discovery=dialect.public_discovery,
-                               max_content_length=core.settings.max_content_length, narrow=self._narrow)
+                               max_content_length=core.settings.max_content_length, narrow=self._served)
         self.routes = Routes(self.prefix)
         #: Whether a call needs a person's approval, decided once per call (:meth:`Approvals.gate`).
         self.approvals = Approvals(core.settings)
@@ -272,6 +272,18 @@ class Pipeline:
         if self.toolset is not None:
             toolset = toolset.tagged(self.toolset.tags)
         return toolset.read_only() if self.read_only else toolset
+
+    def _served(self, toolset: ToolSet, environ: Mapping[str, Any]) -> ToolSet | None:
+        """``toolset`` as this mount serves a request of ``environ``, narrowed by its headers too
+        (:attr:`choose`): what a learned answer must still be built from; ``None`` when the headers
+        are refused (an unknown toolset)."""
+        toolset = self._narrow(toolset)
+        if self.choose is not None and any(key in environ for key in self.chosen_by):
+            try:
+                return self.choose(toolset, environ)
+            except CoreError:
+                return None
+        return toolset
 
     def find(self, name: str) -> Tool:
         """The latest version of tool ``name`` (one only an interface calls too: unlisted, still

@@ -8,9 +8,10 @@ caller's scopes and visibility): never more.
 The pipeline asks the narrowing :func:`install` gives it only when a request carries one of the
 headers (:attr:`.Pipeline.chosen_by`), so a request without them costs nothing more. What a header
 narrows to is a view of the tool set built once per set and choice (:meth:`.ToolSet.narrowed`),
-with a fingerprint of its own: its documents and its search index are built once and kept like a
-toolset's. A name that is no toolset is refused with the names there are, before the request is
-read further (:func:`refusal`).
+with a fingerprint of its own: its documents, its search index and its learned ``tools/list``
+answers (the fast path keeps them per header value and checks the narrowing again) are built once
+and kept like a toolset's. A name that is no toolset is refused with the names there are, before
+the request is read further (:func:`refusal`).
 """
 
 from __future__ import annotations
@@ -125,11 +126,6 @@ def card_headers(pipe: Pipeline, *, toolsets: bool) -> list[dict[str, Any]]:
     return out
 
 
-def chosen(environ: Mapping[str, Any]) -> bool:
-    """Whether a request carries a header that may narrow its tools."""
-    return KEYS[0] in environ or KEYS[1] in environ
-
-
 def refusal(choice: Callable[[Mapping[str, Any]], Choice], environ: Mapping[str, Any],
             message: Any) -> dict[str, Any] | None:
     """The JSON-RPC error (under ``message``'s id) that refuses a request whose headers name an
@@ -143,5 +139,5 @@ def refusal(choice: Callable[[Mapping[str, Any]], Choice], environ: Mapping[str,
     return None
 
 
-__all__ = ["KEYS", "READONLY_HEADER", "READONLY_SUFFIX", "TOOLSETS_HEADER", "Choice", "card_headers", "chosen",
-           "install", "known", "manifest", "read", "refusal"]
+__all__ = ["KEYS", "READONLY_HEADER", "READONLY_SUFFIX", "TOOLSETS_HEADER", "Choice", "card_headers", "install",
+           "known", "manifest", "read", "refusal"]

@@ -248,8 +248,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             return dumps(complete("tools/list", result, stateless)).encode("utf-8")
 
         data = pipe.cache.document(("tools/list", start, stateless, ui), toolset, page).body
-        if isinstance(pipe.body(), dict) and not choice.chosen(request.environ):  # one request, not a batch,
-            learn(toolset, data)  # its tools not narrowed by headers: the same again may skip Flask
+        if isinstance(pipe.body(), dict):  # one request, not a batch: the same again (the same headers
+            learn(toolset, data)  # narrowing it alike, Learner checks) may skip Flask
         return rpc.Encoded(data)
 
     def shown(tool: Tool, stateless: bool, ui: bool) -> dict[str, Any]:
