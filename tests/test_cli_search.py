@@ -58,6 +58,7 @@ def test_what_cannot_be_searched_exits_1_with_the_core_message() -> None:
                           (["the of a"], "The query has no word to search for."),
                           (["x" * 5000], "The query is longer than"),
                           (["pull\x00request"], "The query must be text"),
+                          (["pull\udcffrequest"], "The query must be text"),  # an undecodable byte
                           (["pull", "--limit", "0"], "The limit must be an integer from 1 to 50."),
                           (["pull", "--limit", "-1"], "The limit must be an integer from 1 to 50."),
                           (["pull", "--limit", "10000"], "The limit must be an integer from 1 to 50.")]:

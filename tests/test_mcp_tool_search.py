@@ -126,9 +126,13 @@ def test_nobody_finds_or_calls_through_search_a_tool_they_cannot_see(era: str) -
     assert call(client, "call_tool", {"name": "secrets_delete"}, era, admin)["result"]["content"][0]["text"] == "secret"
 
 
+@pytest.mark.parametrize("era", ERAS)
 @pytest.mark.parametrize(("tool", "arguments", "words"), [
     ("search_tools", {"query": ""}, "non-empty"),
     ("search_tools", {"query": "x" * 501}, "longer than 500"),
+    ("search_tools", {"query": "pull\x00\x01request"}, "without control characters"),
+    ("search_tools", {"query": "pull \ud800request"}, "without control characters"),  # not text: half a pair
+    ("search_tools", {"query": 12}, "non-empty string"),
     ("search_tools", {"query": "pull", "limit": 0}, "from 1 to 50"),
     ("search_tools", {"query": "pull", "limit": -1}, "from 1 to 50"),
     ("search_tools", {"query": "pull", "limit": 10_000}, "from 1 to 50"),
@@ -137,16 +141,32 @@ def test_nobody_finds_or_calls_through_search_a_tool_they_cannot_see(era: str) -
     ("call_tool", {"name": 3}, "arguments.name"),
 ])
 def test_what_cannot_be_searched_or_called_is_a_tool_error_the_model_can_read(tool: str, arguments: Any,
-                                                                              words: str) -> None:
-    result = call(build().test_client(), tool, arguments, "handshake")["result"]
+                                                                              words: str, era: str) -> None:
+    result = call(build().test_client(), tool, arguments, era)["result"]
     assert result["isError"] is True and words in result["content"][0]["text"]
 
 
-def test_arguments_that_are_not_an_object_are_refused_as_a_direct_call_is() -> None:
+@pytest.mark.parametrize("era", ERAS)
+def test_an_unknown_tool_or_arguments_not_an_object_are_refused_as_a_direct_call_is(era: str) -> None:
+    """A JSON-RPC error (200 in the handshake era, 400 in the stateless one: ``call`` checks)."""
     client = build().test_client()
-    via = call(client, "call_tool", {"name": "runs_cancel", "arguments": [1]}, "handshake")
-    assert via["error"]["code"] == -32602 and "object" in via["error"]["message"]
-    assert call(client, "search_tools", [1], "handshake")["error"]["code"] == -32602
+    for name, arguments in (("no_such_tool", {}), ("runs_cancel", [1]), ("runs_cancel", "x")):
+        via = call(client, "call_tool", {"name": name, "arguments": arguments}, era)
+        assert via == call(client, name, arguments, era), (name, arguments)
+        assert via["error"]["code"] == -32602
+    assert call(client, "call_tool", {"name": "no_such_tool", "arguments": {}}, era)["error"]["message"] == \
+        "Unknown tool: no_such_tool"
+    assert "object" in call(client, "call_tool", {"name": "runs_cancel", "arguments": [1]}, era)["error"]["message"]
+    assert call(client, "search_tools", [1], era)["error"]["code"] == -32602
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_the_explorer_search_answers_the_same_tools_in_the_same_order(era: str) -> None:
+    client = build(TOOLDISCOVERY_DIALECTS=["mcp", "explorer"]).test_client()
+    for query in ("pull request", "stop the CI build", "open a PR", "list", "who"):
+        served = client.get("/explorer/tools", query_string={"q": query, "limit": "50"}, headers=ALICE)
+        found = call(client, "search_tools", {"query": query, "limit": 50}, era)["result"]["structuredContent"]
+        assert [t["name"] for t in found["tools"]] == [t["name"] for t in served.get_json()], query
 
 
 def test_past_a_size_only_a_caller_who_sees_more_tools_gets_the_search_tools() -> None:

@@ -26,7 +26,8 @@ def check(query: object, limit: object) -> tuple[str, int]:
         raise BadRequest("The query must be a non-empty string.")
     if len(query) > MAX_QUERY_CHARS:
         raise BadRequest(f"The query is longer than {MAX_QUERY_CHARS} characters.")
-    if any(ord(c) < 32 and c not in "\t\n\r" for c in query) or "\ufffd" in query:
+    if any((ord(c) < 32 and c not in "\t\n\r") or "\ud800" <= c <= "\udfff" for c in query) or "\ufffd" in query:
+        # (a lone surrogate: half a UTF-16 pair from JSON, or undecodable bytes of a command line)
         raise BadRequest("The query must be text, without control characters.")
     if not searchable(query):
         raise BadRequest("The query has no word to search for.")
