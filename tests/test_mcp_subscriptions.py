@@ -207,3 +207,27 @@ def test_without_the_setting_nothing_changes(discovery, make_app) -> None:
 def test_list_changed_names_only_lists(app, discovery) -> None:
     with app.app_context(), pytest.raises(ValueError, match="'tool'"):
         discovery.list_changed("tool")
+
+
+def test_with_tool_search_list_changed_is_still_announced_and_sent(discovery, make_app) -> None:
+    """``tools/list`` shows only the search tools, yet a client is told the tools changed (what
+    ``search_tools`` finds did): the capability in both eras, the notification on a listen stream."""
+    app = make_app(discovery, TOOLDISCOVERY_DIALECTS=["mcp"], TOOLDISCOVERY_WARN_UNAUTHENTICATED=False,
+                   TOOLDISCOVERY_TOOL_SEARCH=True, TOOLDISCOVERY_MCP_SUBSCRIPTIONS=True,
+                   TOOLDISCOVERY_MCP_SUBSCRIPTION_SECONDS=1.5, TOOLDISCOVERY_STREAM_KEEPALIVE=0.2)
+    client = app.test_client()
+    init = client.post("/mcp", **legacy("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                                       "clientInfo": {"name": "t", "version": "1"}}))
+    assert init.json["result"]["capabilities"]["tools"] == {"listChanged": True}
+    found = client.post("/mcp", **modern("server/discover", {}))
+    assert found.json["result"]["capabilities"]["tools"] == {"listChanged": True}
+    listed = client.post("/mcp", **legacy("tools/list", {}, **{"Mcp-Session-Id": init.headers["Mcp-Session-Id"]}))
+    assert [t["name"] for t in listed.json["result"]["tools"]] == ["search_tools", "call_tool"]
+    thread = later(app, lambda: discovery.add_tool(lambda: "new", name="late_tool", description="Registered late."))
+    response = client.post("/mcp", **modern("subscriptions/listen", {"notifications": {"toolsListChanged": True}}))
+    thread.join()
+    got = frames(response.get_data(as_text=True))
+    assert [f.get("method") for f in got[1:2]] == ["notifications/tools/list_changed"]
+    search = {"name": "search_tools", "arguments": {"query": "registered late"}}
+    late = client.post("/mcp", **modern("tools/call", search, **{"Mcp-Name": "search_tools"})).json
+    assert [t["name"] for t in late["result"]["structuredContent"]["tools"]] == ["late_tool"]
