@@ -161,6 +161,18 @@ def test_unknown_tool_before_auth(app, discovery) -> None:
     assert r.status_code == 404
 
 
+@pytest.mark.parametrize("body", [[1], "Oslo", 3, True])
+def test_arguments_that_are_not_an_object_are_a_400_saying_so(app, body) -> None:
+    r = app.test_client().post("/explorer/tools/get_weather/call", json=body)
+    assert r.status_code == 400 and r.get_json()["isError"] is True
+    assert r.get_json()["content"][0]["text"] == "Invalid arguments: Arguments must be a JSON object."
+
+
+def test_an_unknown_tool_is_a_404_naming_it(app) -> None:
+    r = app.test_client().post("/explorer/tools/nope/call", json={"city": "Oslo"})
+    assert r.status_code == 404 and r.get_json() == {"error": "Tool not found: nope"}
+
+
 @pytest.mark.parametrize("flavour", ["sync", "async"])
 def test_auth_hook_guards_call_only(discovery, make_app, caplog, flavour) -> None:
     entered = []
