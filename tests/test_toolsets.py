@@ -201,8 +201,15 @@ def test_the_manifest_names_each_toolsets_urls() -> None:
     assert sorted(issues["dialects"]) == sorted(DRIVEN)
     assert issues["dialects"]["mcp"]["url"] == "http://localhost/mcp/x/issues"
     assert issues["dialects"]["explorer"]["url"] == "http://localhost/explorer/x/issues/tools"
+    assert issues["search"] == {"explorer": "http://localhost/explorer/x/issues/tools{?q,limit}", "mcp": None}
+    found = app.test_client().get("/explorer/x/issues/tools?q=delete+a+repository&limit=5").get_json()
+    assert "repos_delete" not in [t["name"] for t in found]  # the template's search: the toolset's tools only
     repos = manifest["toolsets"]["repos"]
     assert repos["description"] == "Repositories." and list(repos["dialects"]) == ["mcp"]
+    assert repos["search"] == {"explorer": None, "mcp": None}  # no explorer mount, no MCP tool search
+    searching = build(TOOLDISCOVERY_TOOL_SEARCH=True).test_client().get("/.well-known/tool-discovery").get_json()
+    assert searching["toolsets"]["repos"]["search"]["mcp"] == {
+        "url": "http://localhost/mcp/x/repos", "tools": ["search_tools", "call_tool"], "whenMoreThan": 0}
     assert manifest["dialects"]["mcp"]["url"] == "http://localhost/mcp"
     assert "toolsets" not in build(TOOLDISCOVERY_TOOLSETS={}).test_client().get(
         "/.well-known/tool-discovery").get_json()

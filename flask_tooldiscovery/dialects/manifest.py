@@ -76,8 +76,9 @@ def _search(pipe: Pipeline, entries: dict[str, Any]) -> dict[str, Any]:
 
 def _toolsets(pipe: Pipeline) -> dict[str, Any]:
     """Each toolset (``TOOLDISCOVERY_TOOLSETS``): its tags, how many of its tools the caller sees,
-    its mount under each dialect it names, as the full mounts' entries say theirs, and the URL of
-    the read-only form of each mount that has one (``readonly``, by dialect: MCP's ``/readonly``)."""
+    its mount under each dialect it names, as the full mounts' entries say theirs, the URL of the
+    read-only form of each mount that has one (``readonly``, by dialect: MCP's ``/readonly``), and
+    where its tools can be searched (``search``, as the manifest's own says it of every tool)."""
     out: dict[str, Any] = {}
     for name, mounts in pipe.toolsets.items():
         first = next(iter(mounts.values()))
@@ -89,7 +90,8 @@ def _toolsets(pipe: Pipeline) -> dict[str, Any]:
                      "dialects": entries,
                      "readonly": {dialect: f"{entries[dialect]['url']}{suffix}" for dialect, mount in mounts.items()
                                   if mount.settings.readonly_mounts and entries[dialect]["url"]
-                                  and (suffix := dialect_of(mount).read_only_suffix)}}
+                                  and (suffix := dialect_of(mount).read_only_suffix)},
+                     "search": _search(first, entries)}
     return out
 
 
