@@ -245,3 +245,39 @@ def test_a_body_cut_short_is_parsed_as_it_came() -> None:
     answer = app.test_client().post("/mcp", data=data, headers=HEADERS,
                                     environ_overrides={"CONTENT_LENGTH": str(len(data) + 10)})
     assert answer.status_code == 200 and answer.get_json()["result"]["content"][0]["text"] == "2"
+
+
+def test_behind_a_proxy_one_lesson_serves_every_client_address() -> None:
+    """Behind ProxyFix (the deployment recipe's, put on after init_app), every client's request
+    carries its own ``X-Forwarded-For``: the learned ``tools/list`` is the same for all of them (its
+    answer does not depend on the address), so one lesson serves every client and the fast path's
+    table does not grow with the addresses; each still gets its own id and what the full path
+    answers, and a caller with credentials still goes through Flask. Over real HTTP."""
+    from werkzeug.middleware.proxy_fix import ProxyFix
+
+    from .conftest import live_server
+
+    _, app = make()
+    app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1, x_proto=1)  # type: ignore[method-assign]
+    fast: Any = app.extensions["tooldiscovery.fast"]
+    with live_server(app) as base:
+        def post(id_: Any, address: str, **extra: str) -> dict[str, Any]:
+            headers = {**HEADERS, "X-Forwarded-For": address, "X-Forwarded-Proto": "http",
+                       "X-Real-IP": address, **extra}
+            req = urllib.request.Request(f"{base}/mcp", data=rpc(id_), method="POST", headers=headers)
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                return dict(json.loads(resp.read()))
+
+        first = post(0, "10.0.0.1")
+        post(0, "10.0.0.2")  # the endpoint was marked; this one is learned
+        counted = Counted(app)
+        for i in range(1, 1500):  # more client addresses than the table holds entries
+            answer = post(i, f"10.{i // 65536}.{i // 256 % 256}.{i % 256}")
+            assert answer["id"] == i and answer["result"] == first["result"], answer
+        assert counted.count == 0, counted.count  # every one answered by the one lesson
+        assert len(fast._posts) == 1, len(fast._posts)
+        expected = full_path_answer(app, rpc(7), {**HEADERS, "X-Forwarded-For": "10.9.9.9"})
+        assert json.loads(expected) == post(7, "10.9.9.9")
+        before = counted.count  # (the full path's answer above reached Flask)
+        post(8, "10.0.0.3", Authorization="Bearer whoever")  # another header: not given that lesson
+        assert counted.count == before + 1

@@ -44,9 +44,16 @@ Shape = Callable[[bytes], "tuple[Hashable, Any] | None"]
 Key = tuple[Any, ...]
 BLUEPRINT_PREFIX = "tooldiscovery_"  # this package's blueprints' names
 
+#: Request headers that name the client (and the hops) a proxy puts on each request: what a
+#: learned answer is given for never depends on them (rate limits and identity are the call's
+#: business; a credential read from one is refused by the lesson's check), so one lesson serves
+#: every client behind the proxy and the lessons kept do not grow with the addresses.
+CLIENT_ADDRESS_HEADERS = frozenset({"HTTP_X_FORWARDED_FOR", "HTTP_X_REAL_IP", "HTTP_FORWARDED",
+                                    "HTTP_TRUE_CLIENT_IP", "HTTP_CF_CONNECTING_IP", "HTTP_X_CLIENT_IP"})
 #: Request headers never part of what a learned answer depends on: the trace id is remade for
-#: each answer, and the body's length is the body's business.
-_UNREAD_HEADERS = frozenset({"HTTP_TRACEPARENT", "HTTP_TRACESTATE", "HTTP_X_TRACE_ID", "HTTP_CONTENT_LENGTH"})
+#: each answer, the body's length is the body's business, and the client's address is none of it.
+_UNREAD_HEADERS = frozenset({"HTTP_TRACEPARENT", "HTTP_TRACESTATE", "HTTP_X_TRACE_ID", "HTTP_CONTENT_LENGTH",
+                             *CLIENT_ADDRESS_HEADERS})
 #: The largest body a POST answer is learned and looked up for (larger ones go through Flask).
 MAX_LEARNED_BODY = 8192
 #: The most request header text (names and values) a learned POST answer is kept under.
