@@ -133,3 +133,77 @@ def test_with_preload_each_worker_refuses_once_told() -> None:
     """The app was built in the master before gunicorn's hook said how many workers there are:
     each worker refuses when told, so none boots and gunicorn stops, saying why."""
     gunicorn_refuses(preload=True)
+
+
+def test_tools_registered_after_the_start_are_checked_too() -> None:
+    """The start check applies to a view ``add_view`` offers (resolved by ``init_app``) and to a
+    tool added after ``init_app``: with two workers and no store, one needing approval is refused
+    at its registration; with a store it is registered."""
+    from flask import Blueprint
+
+    workers = {"TOOLDISCOVERY_SERVER_WORKERS": 2, "TOOLDISCOVERY_WARN_UNAUTHENTICATED": False}
+
+    def with_view(config: dict[str, Any]) -> None:
+        discovery, app, pages = ToolDiscovery(), Flask("views"), Blueprint("pages", __name__)
+
+        @pages.post("/orders/<order_id>/cancel")
+        def cancel(order_id: str) -> str:
+            """Cancel an order."""
+            return order_id
+
+        app.register_blueprint(pages)
+        app.config.update(**config)
+        discovery.add_view("pages.cancel", name="cancel_order", requires_approval=True)
+        discovery.init_app(app)
+
+    with pytest.raises(SettingsError) as refused:
+        with_view(workers)
+    assert "sealed approvals (cancel_order)" in str(refused.value)
+    with_view({**workers, "TOOLDISCOVERY_STATE_STORAGE_URI": "redis://127.0.0.1:1/0"})
+
+    app = build({"TOOLDISCOVERY_SERVER_WORKERS": 2})  # nothing once-only at the start: started
+    discovery = app.extensions["tooldiscovery"]
+    with pytest.raises(SettingsError) as refused:
+        discovery.add_tool(restore_order, name="undo_later", requires_approval=True)
+    assert "sealed approvals (undo_later)" in str(refused.value)
+    assert "TOOLDISCOVERY_STATE_STORAGE_URI" in str(refused.value)
+    with pytest.raises(SettingsError, match=r"rollbacks \(rolled_later\)"):
+        discovery.add_tool(restore_order, name="rolled_later", rollback=restore_order)
+    discovery.add_tool(restore_order, name="plain_later")  # needs nothing once: registered
+    client = app.test_client()
+    listed = client.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                         headers={"MCP-Protocol-Version": "2025-11-25"}).get_json()
+    assert sorted(t["name"] for t in listed["result"]["tools"]) == ["cancel_order", "plain_later"]
+
+
+def test_a_providers_tools_are_checked_at_their_first_use(caplog) -> None:
+    """A provider's tool needing approval, with two workers and no store: not served (a JSON 503
+    in each dialect's shape, the reason logged naming the setting), never run; with a store, served."""
+    from flask_tooldiscovery import Tool
+
+    def provided(config: dict[str, Any]) -> Flask:
+        discovery = ToolDiscovery()
+        discovery.add_provider(lambda: [Tool(name="wipe", description="Wipe it.", func=lambda: "wiped",
+                                                   input_schema={"type": "object"},
+                                                   metadata={"requires_approval": True})])
+        app = Flask("provided")
+        app.config.update(TOOLDISCOVERY_WARN_UNAUTHENTICATED=False, TOOLDISCOVERY_ALLOW_EXECUTE=True,
+                          TOOLDISCOVERY_DIALECTS=["mcp", "opal"], TOOLDISCOVERY_SERVER_WORKERS=2, **config)
+        discovery.init_app(app)  # nothing registered needs anything once: started
+        return app
+
+    client = provided({}).test_client()
+    with caplog.at_level(logging.ERROR, logger="flask_tooldiscovery"):
+        called = client.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                           "params": {"name": "wipe", "arguments": {}}},
+                             headers={"MCP-Protocol-Version": "2025-11-25"})
+        opal = client.post("/opal/tools/wipe", json={"parameters": {}})
+    assert called.get_json()["error"]["code"] == -32603, called.get_json()
+    assert "Traceback" not in called.text and "wiped" not in called.text
+    assert opal.status_code == 503 and opal.is_json, opal.text
+    assert any("sealed approvals (wipe)" in r.getMessage() and "TOOLDISCOVERY_STATE_STORAGE_URI" in r.getMessage()
+               for r in caplog.records), [r.getMessage() for r in caplog.records]
+    ok = provided({"TOOLDISCOVERY_STATE_PER_PROCESS": True}).test_client()
+    listed = ok.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                     headers={"MCP-Protocol-Version": "2025-11-25"}).get_json()
+    assert [t["name"] for t in listed["result"]["tools"]] == ["wipe"]

@@ -19,12 +19,12 @@ from ..calls.slots import Slots
 from ..catalog.prompts import PromptRegistry
 from ..catalog.resources import ResourceRegistry
 from ..catalog.skills import SkillCatalog
-from ..errors import CoreError
+from ..errors import CoreError, Unavailable
 from ..identity.authorization_server.settings import OAuthServerSettings
 from ..observe.logs import log
 from ..runtime.invoke import Outcome, invoke
 from ..search.indexes import SearchIndexes
-from ..settings import Settings
+from ..settings import Settings, SettingsError
 from ..state import changes, once, resource_subscriptions
 from ..state.changes import Change, Kind
 from ..state.once import Once
@@ -88,7 +88,10 @@ class Core:
         #: Tool calls running at once in this worker (``TOOLDISCOVERY_MAX_CONCURRENT_CALLS``, else
         #: worked out from the server's threads per worker, so one stays free for discovery).
         self.slots = Slots(call_slots(settings.max_concurrent_calls, self.server), settings.busy_retry_after)
+        #: The last provider-made tool set found to need nothing once (or accepted): not checked again.
+        self._once_checked: ToolSet | None = None
         self._check_workers(self.server)
+        registry.checks.add(self._check_registered)  # a view resolved at init_app, a tool added later
         if self.server is None:  # loaded before gunicorn's worker forked (--preload): it may say so later
             worker_threads.listen(self._server_said)
         #: Rate limits, tracing and metrics (checked here, so a bad setting fails at ``init_app``).
@@ -116,21 +119,56 @@ class Core:
         """Several workers without a shared state store: refused when something must happen once,
         else warned about."""
         settings = self.settings
+        self._once_checked = None  # a provider's tools are checked again against what the server said
         worker_threads.refuse_unshared_once(worker, settings.state_storage_uri, self.once_only(),
                                             per_process=settings.state_per_process)
         worker_threads.warn_unshared_state(worker, settings.state_storage_uri, oauth=self._oauth_server)
 
-    def once_only(self) -> list[str]:
-        """What this app must do once whichever worker a request reaches: take an epi-hmac nonce,
-        spend a sealed approval or run a rollback (of the tools registered so far), use an OAuth
-        code or refresh token."""
-        settings, tools = self.settings, self.registry.registered
-        found = ["epi-hmac nonces"] if settings.epi_hmac_app_key and settings.epi_hmac_secret else []
-        approved = approved_tools(tools, destructive=settings.approve_destructive)
+    def _check_registered(self, tool: object) -> None:
+        """The start check, for a tool registered after the core was built (a view ``init_app``
+        resolves, a tool added later): refused (:class:`~flask_tooldiscovery.settings.SettingsError`,
+        at its registration) when it needs something done once the workers cannot share."""
+        if isinstance(tool, Tool):
+            settings = self.settings
+            worker_threads.refuse_unshared_once(self.server, settings.state_storage_uri, self.once_of([tool]),
+                                                per_process=settings.state_per_process)
+
+    def _check_provided(self, toolset: ToolSet) -> ToolSet:
+        """The start check, for the tools a provider gave (at their first use): a set with a tool
+        that needs something done once the workers cannot share is not served (503, logged)."""
+        if toolset is self._once_checked:
+            return toolset
+        settings = self.settings
+        try:
+            worker_threads.refuse_unshared_once(self.server, settings.state_storage_uri,
+                                                self.once_of(toolset.tools), per_process=settings.state_per_process)
+        except SettingsError as exc:
+            log.error("flask-tooldiscovery: a tools provider's tools are not served: %s", exc)
+            raise Unavailable("A tools provider's tools need state every worker shares; see the server's log.",
+                              reason=str(exc)) from None
+        self._once_checked = toolset
+        return toolset
+
+    def once_of(self, tools: Iterable[Tool]) -> list[str]:
+        """What calls of ``tools`` must do once whichever worker they reach: spend a sealed
+        approval, run a rollback."""
+        tools = list(tools)
+        approved = approved_tools(tools, destructive=self.settings.approve_destructive)
+        found = []
         for what, names in (("sealed approvals", approved),
                             ("rollbacks", [t.name for t in tools if t.metadata.get("rollback")])):
             if names:
                 found.append(f"{what} ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})")
+        return found
+
+    def once_only(self) -> list[str]:
+        """What this app must do once whichever worker a request reaches: take an epi-hmac nonce,
+        spend a sealed approval or run a rollback (of the tools registered so far; those registered
+        later are checked at registration, a provider's at their first use), use an OAuth code or
+        refresh token."""
+        settings = self.settings
+        found = ["epi-hmac nonces"] if settings.epi_hmac_app_key and settings.epi_hmac_secret else []
+        found += self.once_of(self.registry.registered)
         if self._oauth_server:
             found.append("OAuth codes and refresh tokens")
         return found
@@ -162,13 +200,13 @@ class Core:
         if static is not None:  # no provider: one set for every request, nothing to keep per request
             return static
         if not has_app_context():
-            return self.registry.resolve()
+            return self._check_provided(self.registry.resolve())
         state = request_state.current()
         if state.toolsets is None:
             state.toolsets = {}
         found = state.toolsets.get(id(self))
         if found is None:
-            found = state.toolsets[id(self)] = self.registry.resolve()
+            found = state.toolsets[id(self)] = self._check_provided(self.registry.resolve())
         return found
 
     def once_records(self) -> Once:
