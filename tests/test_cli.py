@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from flask import Flask
+from flask import Flask, has_request_context
 
 from flask_tooldiscovery import ToolDiscovery
 
@@ -113,6 +113,78 @@ def test_export_without_a_name_says_what_can_be_exported(runner) -> None:
     assert "None" not in result.output
     assert "Name what to export: one of " in result.output and "openapi" in result.output
     assert "--target " in result.output and "gemini" in result.output
+
+
+ALL_DOCUMENTS = ["explorer", "opal", "oxp", "tdp", "mcp", "utcp", "openapi", "server_card", "manifest"]
+BASE = "https://tools.example.com/sub"
+
+
+def exporting_app() -> tuple[Flask, list[bool]]:
+    """Every dialect that has a document, MCP with OAuth (the manifest says where tokens come from),
+    a tool for everyone, one for admins, and a tools provider that notes whether a request context
+    was pushed each time it is asked."""
+    pushed: list[bool] = []
+
+    def provider() -> list[dict[str, Any]]:
+        pushed.append(has_request_context())
+        return [{"name": "provided", "description": "From a provider.",
+                 "inputSchema": {"type": "object", "properties": {}}}]
+
+    discovery = ToolDiscovery(tools=provider, call_handler=lambda name, arguments: "ok")
+    discovery.add_tool(lambda: "hello", name="public_hello", description="Anyone.")
+    discovery.add_tool(lambda: "report", name="admin_report", description="Admins.", scopes=["admin"])
+    app = Flask("exporting")
+    app.config.update(TESTING=True, TOOLDISCOVERY_DIALECTS=ALL_DOCUMENTS, TOOLDISCOVERY_ALLOWED_HOSTS=[
+        "tools.example.com"], TOOLDISCOVERY_MCP_AUTHORIZATION_SERVERS=["https://auth.example"],
+        TOOLDISCOVERY_OPEN_DIALECTS=["opal", "oxp", "tdp", "utcp"])
+    discovery.init_app(app)
+    return app, pushed
+
+
+def test_export_pushes_no_request_and_writes_what_the_app_serves_at_the_base_url() -> None:
+    """``flask tools export`` builds each document without a request context (a tools provider
+    asked on the way sees none), for a caller without credentials, with the absolute URLs of
+    ``--base-url``: the bytes a GET at that root answers (TDP's but for its generation time)."""
+    app, pushed = exporting_app()
+    runner, client = app.test_cli_runner(), app.test_client()
+    served = {"opal": "/opal/discovery", "oxp": "/oxp/tools",
+              "tdp": "/api/v1/tools", "utcp": "/utcp/", "openapi": "/tools/openapi.json",
+              "server_card": "/mcp/server-card", "manifest": "/.well-known/tool-discovery"}
+    for what in ALL_DOCUMENTS:
+        pushed.clear()
+        result = runner.invoke(args=["tools", "export", what, "--base-url", BASE])
+        assert result.exit_code == 0, (what, result.output)
+        assert (pushed or what == "server_card") and not any(pushed), what  # the card lists no tools
+        exported = json.loads(result.output)
+        text = json.dumps(exported)
+        assert "public_hello" in text or what in ("server_card", "manifest"), what  # these name no tool
+        assert "admin_report" not in text, what
+        if what in served:
+            answer = client.get(served[what], base_url=BASE)
+            assert answer.status_code == 200, (what, answer.get_data())
+            body = answer.get_json()
+            if what == "tdp":
+                exported.pop("generated_at"), body.pop("generated_at")
+            assert exported == body, what
+    manifest = json.loads(runner.invoke(args=["tools", "export", "manifest", "--base-url", BASE]).output)
+    assert manifest["url"] == f"{BASE}/.well-known/tool-discovery"
+    assert manifest["dialects"]["mcp"]["url"] == f"{BASE}/mcp"
+    assert manifest["mcp"]["authorization"]["resourceMetadataUrl"] == \
+        "https://tools.example.com/.well-known/oauth-protected-resource/mcp"
+    assert manifest["mcp"]["serverCard"]["remotes"][0]["url"] == f"{BASE}/mcp"
+    assert manifest["tools"] == 2  # public_hello and provided: not admin_report
+    pushed.clear()
+    targeted = runner.invoke(args=["tools", "export", "--target", "opal", "--base-url", BASE])
+    assert targeted.exit_code == 0 and pushed and not any(pushed)
+    admin = runner.invoke(args=["tools", "--as", "root", "--scope", "admin", "export", "utcp", "--base-url", BASE])
+    assert f"{BASE}/utcp/tools/admin_report" in admin.output
+
+
+def test_export_refuses_a_base_url_that_is_none() -> None:
+    runner = exporting_app()[0].test_cli_runner()
+    for wrong in ("tools.example.com", "https://tools.example.com/?page=2", "https://tools.example.com/#top"):
+        result = runner.invoke(args=["tools", "export", "utcp", "--base-url", wrong])
+        assert result.exit_code == 2 and "--base-url" in result.output and "Traceback" not in result.output, wrong
 
 
 def test_check_passes_on_the_example(runner) -> None:

@@ -108,7 +108,7 @@ RELAY_TARGET = Target("relay", "Relay clients", re.compile(r"^[a-z_]+$"),
 RELAY = Dialect(name="relay", make_blueprint=relay_blueprint, default_prefix="/relay",
                 protocol=Protocol("Relay tools", ("0.2", "0.3")), error_response=relay_error,
                 cors_headers=("X-Relay-Client",), exposed_headers=("X-Relay-Cost",), driver=RelayDriver(),
-                target=RELAY_TARGET, export_document=lambda pipe: catalog(pipe.tools().latest()),
+                target=RELAY_TARGET, export_document=lambda pipe, root: catalog(pipe.tools().latest()),
                 settings=RelaySettings)
 
 

@@ -20,6 +20,7 @@ from ..serving import request_state
 from ..serving.guard import new_call_id
 from ..serving.outside import call_as
 from ..serving.pipeline import Pipeline
+from ..serving.root import Root
 from ..serving.wire import parse_json
 from ..tools.model import Identity
 from .connect import connect
@@ -186,20 +187,25 @@ def export(what: str | None, target: str | None, base_url: str | None) -> None:
     if target is None and what is None:
         raise click.UsageError(f"Name what to export: one of {', '.join(sorted([*exportable, 'openai']))} "
                                f"(or --target {'|'.join(known_targets(ext))}).")
+    try:
+        root = Root.at(base_url)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--base-url'") from None
+    # The documents show the tools as they are served to a reader: --as's caller, else one without
+    # credentials (a request state without an identity); the operator's every tool is list's.
+    request_state.current()
     if target is not None:
         [chosen] = _targets(ext, (target,))
-        with current_app.test_request_context(base_url=base_url):
-            _dump(for_target(ext, chosen))
-            for note in target_notes(ext, chosen):
-                click.echo(f"[{chosen.name}] not derived: {note}", err=True)
+        _dump(for_target(ext, chosen, root))
+        for note in target_notes(ext, chosen):
+            click.echo(f"[{chosen.name}] not derived: {note}", err=True)
     elif what == "openai":
         _dump(openai_tools(ext))
     elif what in exportable:
-        with current_app.test_request_context(base_url=base_url):  # as if served at that root
-            try:
-                _dump(ext.dialect(what).export_document(ext.pipeline(what)))
-            except ValueError as exc:  # a document that needs another dialect mounted
-                raise click.ClickException(str(exc)) from None
+        try:
+            _dump(ext.dialect(what).export_document(ext.pipeline(what), root))
+        except ValueError as exc:  # a document that needs another dialect mounted
+            raise click.ClickException(str(exc)) from None
     else:
         choices = sorted([*exportable, "openai"])
         raise click.ClickException(f"Cannot export {what!r}; choose one of: {', '.join(choices)} "

@@ -11,6 +11,7 @@ from ..dialects.openapi import NAME, describe
 from ..lint.check import dialect_of, mounted
 from ..lint.targets import Target
 from ..schema.json_schema import inline_refs
+from ..serving.root import Root
 
 _OPENAI_NAME = re.compile(r"[^A-Za-z0-9_-]+")
 
@@ -44,13 +45,13 @@ def target_notes(ext: Any, target: Target) -> list[str]:
     return target.export_notes(ext.tools().latest(), ext.settings, mounted(ext))
 
 
-def for_target(ext: Any, target: Target) -> Any:
-    """The tool list (or discovery document) ``target`` accepts, its schemas simplified. A
-    dialect's target needs a request context (its document holds URLs)."""
+def for_target(ext: Any, target: Target, root: Root) -> Any:
+    """The tool list (or discovery document, as served at ``root``) ``target`` accepts, its schemas
+    simplified."""
     tools = ext.tools().latest()
     if target.tool_list is not None:
         return target.tool_list(tools, target)
     dialect = ext.dialect(str(dialect_of(ext, target)))
     assert dialect.export_document is not None, f"{dialect.name} declares a target but no export_document"
-    document = dialect.export_document(ext.pipeline(dialect.name))
+    document = dialect.export_document(ext.pipeline(dialect.name), root)
     return target.rewrite(document, {t.name: t for t in tools}) if target.rewrite is not None else document

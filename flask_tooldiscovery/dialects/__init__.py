@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..identity.sources import Authenticator
     from ..lint.targets import Target
     from ..serving.pipeline import Pipeline
+    from ..serving.root import Root
     from ..settings import DialectSettings, Settings
     from ..tasks.runner import Finisher
     from ..tools.model import Tool
@@ -90,8 +91,10 @@ class Dialect:
     driver: Driver | None = None
     #: A key under which two tools of one app may not meet (OXP ids); checked at registration.
     tool_key: Callable[[Settings], Callable[[Tool], Hashable]] | None = None
-    #: ``flask tools export <name>``: its discovery document.
-    export_document: Callable[[Pipeline], Any] | None = None
+    #: ``flask tools export <name>``: its discovery document, ``(pipeline, root) -> document``, where
+    #: ``root`` (``serving.root.Root``) says where the app is served, for absolute URLs: its
+    #: view passes the request's, ``flask tools export`` its ``--base-url``'s (no request is made).
+    export_document: Callable[[Pipeline, Root], Any] | None = None
     #: Why it would run tools for anyone, or ``None`` (logged once by ``init_app``).
     security_warning: Callable[[Settings, Authenticator | None], str | None] | None = None
     #: ``flask tools check``: problems this protocol's clients would have with a tool.
@@ -114,9 +117,10 @@ class Dialect:
     #: documents); the factory returns ``None`` when these settings need none.
     root_blueprint: Callable[[Pipeline], Blueprint | None] | None = None
     #: The discovery manifest's top-level entry named after it (``null`` there while it is not
-    #: mounted): ``(pipeline, its entry under "dialects", documents about it) -> value``. The
-    #: documents are those dialects with ``describes_remote`` serve, for a remote (``transport``).
-    manifest_section: Callable[[Pipeline, Mapping[str, Any], Mapping[str, Any]], Any] | None = None
+    #: mounted): ``(pipeline, root, its entry under "dialects", documents about it) -> value``, the
+    #: manifest served at ``root`` (as ``export_document``'s). The documents are those dialects with
+    #: ``describes_remote`` serve, for a remote (``transport``).
+    manifest_section: Callable[[Pipeline, Root, Mapping[str, Any], Mapping[str, Any]], Any] | None = None
     #: It serves a document about the mounted remote (a dialect whose protocol has a
     #: ``transport``), its ``export_document``: the manifest lists it in that remote's section, its
     #: URL as ``<key>Url`` and the document as ``<key>`` (the Server Card: ``"serverCard"``).

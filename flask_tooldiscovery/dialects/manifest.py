@@ -20,6 +20,7 @@ from typing import Any
 from flask import Blueprint, Response, current_app, request
 
 from ..serving.pipeline import Pipeline
+from ..serving.root import Root
 from . import Dialect, Protocol, dialect_of, table_of
 
 NAME = "manifest"
@@ -27,31 +28,31 @@ DEFAULT_PATH = "/.well-known/tool-discovery"
 _ARGUMENT = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
 
 
-def _routes(pipe: Pipeline) -> list[dict[str, Any]]:
+def _routes(pipe: Pipeline, root: Root) -> list[dict[str, Any]]:
     """The routes of ``pipe``'s dialect on this app, in the order they were registered: absolute URL
-    (a URI template where the rule has arguments), methods, and what the route does. A route that
-    only adds a trailing slash to another is left out."""
-    root = request.url_root.rstrip("/")
+    from ``root`` (a URI template where the rule has arguments), methods, and what the route does. A
+    route that only adds a trailing slash to another is left out."""
+    base = root.url_root.rstrip("/")
     routes: list[dict[str, Any]] = []
     for rule in current_app.url_map.iter_rules():
         kind = pipe.route_kind(rule.endpoint or "")
         methods = sorted(m for m in rule.methods or () if m not in ("HEAD", "OPTIONS"))
         if kind is not None and methods:
-            routes.append({"url": root + _ARGUMENT.sub(r"{\1}", rule.rule), "methods": methods, "kind": kind})
+            routes.append({"url": base + _ARGUMENT.sub(r"{\1}", rule.rule), "methods": methods, "kind": kind})
     urls = {str(r["url"]) for r in routes}
     return [r for r in routes if not (str(r["url"]).endswith("/") and str(r["url"])[:-1] in urls)]
 
 
-def _entry(pipe: Pipeline) -> dict[str, Any]:
+def _entry(pipe: Pipeline, root: Root) -> dict[str, Any]:
     protocol = dialect_of(pipe).protocol or Protocol(pipe.name)
-    routes = _routes(pipe)
+    routes = _routes(pipe, root)
     listed = [r["url"] for r in routes if r["kind"] == "discovery" and "GET" in r["methods"] and "{" not in r["url"]]
     calls = [r["url"] for r in routes if r["kind"] == "call"]
     return {"protocol": protocol.name, "version": protocol.version, "url": (listed or calls or [None])[0],
             "calls": calls, "routes": routes}
 
 
-def _about_remote(pipelines: dict[str, Pipeline], entries: dict[str, Any]) -> dict[str, Any]:
+def _about_remote(pipelines: dict[str, Pipeline], entries: dict[str, Any], root: Root) -> dict[str, Any]:
     """The documents mounted dialects serve about the remote endpoint (the Server Card), by key."""
     about: dict[str, Any] = {}
     for name, pipe in pipelines.items():
@@ -59,7 +60,7 @@ def _about_remote(pipelines: dict[str, Pipeline], entries: dict[str, Any]) -> di
         key, export = dialect.describes_remote, dialect.export_document
         if key and export is not None and name in entries:
             about[f"{key}Url"] = entries[name]["url"]
-            about[key] = export(pipe)
+            about[key] = export(pipe, root)
     return about
 
 
@@ -74,7 +75,7 @@ def _search(pipe: Pipeline, entries: dict[str, Any]) -> dict[str, Any]:
             {"url": mcp["url"], "tools": ["search_tools", "call_tool"], "whenMoreThan": past}}
 
 
-def _toolsets(pipe: Pipeline) -> dict[str, Any]:
+def _toolsets(pipe: Pipeline, root: Root) -> dict[str, Any]:
     """Each toolset (``TOOLDISCOVERY_TOOLSETS``): its tags, how many of its tools the caller sees,
     its mount under each dialect it names, as the full mounts' entries say theirs, the URL of the
     read-only form of each mount that has one (``readonly``, by dialect: MCP's ``/readonly``), and
@@ -83,7 +84,7 @@ def _toolsets(pipe: Pipeline) -> dict[str, Any]:
     for name, mounts in pipe.toolsets.items():
         first = next(iter(mounts.values()))
         toolset = first.toolset
-        entries = {dialect: _entry(mount) for dialect, mount in mounts.items()}
+        entries = {dialect: _entry(mount, root) for dialect, mount in mounts.items()}
         out[name] = {"title": toolset.title if toolset else None,
                      "description": toolset.description if toolset else None,
                      "tags": sorted(toolset.tags) if toolset else [], "tools": len(first.tools().latest()),
@@ -95,27 +96,27 @@ def _toolsets(pipe: Pipeline) -> dict[str, Any]:
     return out
 
 
-def manifest(pipe: Pipeline) -> dict[str, Any]:
-    """The manifest, its URLs absolute from this request."""
+def manifest(pipe: Pipeline, root: Root) -> dict[str, Any]:
+    """The manifest served at ``root``, its URLs absolute."""
     settings = pipe.settings
     pipelines = pipe.mounted
-    entries = {name: _entry(pipelines[name]) for name in settings.dialects if name != pipe.name}
-    about = _about_remote(pipelines, entries)
+    entries = {name: _entry(pipelines[name], root) for name in settings.dialects if name != pipe.name}
+    about = _about_remote(pipelines, entries, root)
     out = {
         "name": settings.server_name, "title": settings.server_title, "version": settings.server_version,
         "description": settings.server_description or None,
-        "url": request.url_root.rstrip("/") + (pipe.prefix or DEFAULT_PATH),
+        "url": root.url_root.rstrip("/") + (pipe.prefix or DEFAULT_PATH),
         "tools": len(pipe.tools().latest()),
         "dialects": entries,
         "search": _search(pipe, entries),
     }
     if pipe.toolsets:  # only then: a manifest without toolsets reads as it always did
-        out["toolsets"] = _toolsets(pipe)
+        out["toolsets"] = _toolsets(pipe, root)
     for name, dialect in table_of(pipe).items():  # an entry of its own: null while the dialect is not mounted
         if dialect.manifest_section is not None and name != pipe.name:
             mounted = pipelines.get(name) if name in entries else None
             remote = dialect.protocol is not None and dialect.protocol.transport is not None
-            out[name] = None if mounted is None else dialect.manifest_section(mounted, entries[name],
+            out[name] = None if mounted is None else dialect.manifest_section(mounted, root, entries[name],
                                                                              about if remote else {})
     return out
 
@@ -126,7 +127,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
 
     @pipe.route("" if pipe.prefix else DEFAULT_PATH, "discovery", ["GET"], endpoint="manifest")
     def serve() -> Response:
-        return pipe.send(pipe.document((NAME, request.url_root), lambda _: manifest(pipe)))
+        return pipe.send(pipe.document((NAME, request.url_root), lambda _: manifest(pipe, Root.of(request))))
 
     return bp
 

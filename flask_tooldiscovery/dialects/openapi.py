@@ -15,6 +15,7 @@ from typing import Any
 from flask import Blueprint, Response, request
 
 from ..serving.pipeline import Pipeline
+from ..serving.root import Root
 from ..serving.wire import security_schemes
 from ..settings import DialectSettings, SettingsError, matching, setting
 from . import Dialect, Protocol, dialect_of
@@ -57,9 +58,9 @@ def describe(pipe: Pipeline, server_url: str | None = None) -> dict[str, Any]:
     return document
 
 
-def export_document(pipe: Pipeline) -> dict[str, Any]:
-    """The document, its ``servers`` entry from this request."""
-    return describe(pipe, request.url_root.rstrip("/"))
+def export_document(pipe: Pipeline, root: Root) -> dict[str, Any]:
+    """The document served at ``root`` (its ``servers`` entry)."""
+    return describe(pipe, root.url_root.rstrip("/"))
 
 
 def make_blueprint(pipe: Pipeline) -> Blueprint:
@@ -76,7 +77,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
 
     @pipe.route("" if pipe.prefix else "/openapi.json", "discovery", ["GET"], endpoint="document")
     def document() -> Response:
-        return pipe.send(pipe.document(("openapi", request.url_root), lambda _: export_document(pipe)))
+        return pipe.send(pipe.document(("openapi", request.url_root),
+                                       lambda _: export_document(pipe, Root.of(request))))
 
     return bp
 
@@ -89,5 +91,5 @@ def toolset_prefix(prefix: str, name: str) -> str:
 
 DIALECT = Dialect(name=NAME, make_blueprint=make_blueprint, default_prefix="/tools/openapi.json",
                   protocol=Protocol("OpenAPI", (VERSION,)), export_document=export_document,
-                  runs_tools=lambda settings: False, manifest_section=lambda pipe, entry, about: entry["url"],
+                  runs_tools=lambda settings: False, manifest_section=lambda pipe, root, entry, about: entry["url"],
                   settings=OpenApiSettings, toolset_prefix=toolset_prefix)

@@ -398,6 +398,7 @@ DIALECT = Dialect(
     name=NAME, make_blueprint=make_blueprint, default_prefix="/oxp", error_response=error_response,
     protocol=Protocol("Open eXecution Protocol", ("1.0",)), driver=OxpDriver(),
     target=OXP,
-    authenticator=authenticator, tool_key=id_parts, cors_headers=("OXP-API-Key",), export_document=export_document,
+    authenticator=authenticator, tool_key=id_parts, cors_headers=("OXP-API-Key",),
+    export_document=lambda pipe, root: export_document(pipe),
     security_warning=security_warning, lint_tool=lint_tool, openapi_paths=openapi_paths, settings=OxpSettings,
 )

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from flask import Blueprint, Response, request
 
 from ..serving.pipeline import Pipeline
+from ..serving.root import Root
 from ..serving.wire import security_schemes
 from ..settings import DialectSettings, SettingsError, matching, optional, setting
 from . import Dialect, Protocol, table_of
@@ -47,13 +48,13 @@ def shorten(text: str, limit: int = 100) -> str:
     return text if len(text) <= limit else text[:limit - 1].rsplit(" ", 1)[0].rstrip(" ,;:.") + "\u2026"
 
 
-def card_name(pipe: Pipeline) -> str:
-    """``TOOLDISCOVERY_SERVER_CARD_NAME``, else this request's host name reversed (``tools.acme.com``:
+def card_name(pipe: Pipeline, root: Root) -> str:
+    """``TOOLDISCOVERY_SERVER_CARD_NAME``, else the host name of ``root`` reversed (``tools.acme.com``:
     ``com.acme.tools``), a slash, and the server name made safe for the card's pattern."""
     named = ServerCardSettings.of(pipe.settings).name
     if named:
         return named
-    host = re.sub(r"[^a-z0-9.-]", "-", urlsplit(request.host_url).hostname or "localhost")
+    host = re.sub(r"[^a-z0-9.-]", "-", urlsplit(root.url_root).hostname or "localhost")
     server = re.sub(r"[^a-zA-Z0-9._-]+", "-", pipe.settings.server_name).strip("-.") or "mcp"
     return f"{'.'.join(reversed(host.split('.')))}/{server}"[:200]
 
@@ -72,14 +73,14 @@ def remotes(pipe: Pipeline) -> list[tuple[str, Protocol]]:
     return found
 
 
-def _remote(pipe: Pipeline, name: str, protocol: Protocol, prefix: str | None = None,
-            toolset: bool = False) -> dict[str, Any]:
-    """One ``remotes`` entry: the transport, its URL absolute from this request (``prefix``: a
+def _remote(pipe: Pipeline, root: Root, name: str, protocol: Protocol, prefix: str | None = None,
+             toolset: bool = False) -> dict[str, Any]:
+    """One ``remotes`` entry: the transport, its URL absolute from ``root`` (``prefix``: a
     toolset's mount), its versions and the header that carries the credential its calls need (never
     the credential); with toolsets, the optional headers that narrow what a client sees (the
     dialect's ``card_headers``: MCP's ``X-MCP-Toolsets`` on the full endpoint, ``X-MCP-Readonly``)."""
     path = pipe.settings.prefixes[name] if prefix is None else prefix
-    remote: dict[str, Any] = {"type": protocol.transport, "url": request.url_root.rstrip("/") + (path or "/"),
+    remote: dict[str, Any] = {"type": protocol.transport, "url": root.url_root.rstrip("/") + (path or "/"),
                               "supportedProtocolVersions": list(protocol.versions)}
     headers: list[dict[str, Any]] = []
     scheme = next(iter(security_schemes(pipe.mounted[name].authenticator).values()), None)
@@ -96,25 +97,26 @@ def _remote(pipe: Pipeline, name: str, protocol: Protocol, prefix: str | None = 
     return remote
 
 
-def card(pipe: Pipeline) -> dict[str, Any]:
-    """The Server Card, its endpoint URLs absolute from this request."""
+def card(pipe: Pipeline, root: Root) -> dict[str, Any]:
+    """The Server Card served at ``root``, its endpoint URLs absolute."""
     settings = pipe.settings
     description = settings.server_description or f"Tools from {settings.server_name}, over MCP."
-    found = {"$schema": SCHEMA_URL, "name": card_name(pipe), "version": settings.server_version,
+    found = {"$schema": SCHEMA_URL, "name": card_name(pipe, root), "version": settings.server_version,
              "title": shorten(settings.server_title), "description": shorten(description),
-             "remotes": [_remote(pipe, name, protocol) for name, protocol in remotes(pipe)]
-             + [_remote(pipe, name, protocol, mounts[name].prefix, toolset=True)
+             "remotes": [_remote(pipe, root, name, protocol) for name, protocol in remotes(pipe)]
+             + [_remote(pipe, root, name, protocol, mounts[name].prefix, toolset=True)
                 for mounts in pipe.toolsets.values() for name, protocol in remotes(pipe) if name in mounts]}
     if settings.server_icons:  # TOOLDISCOVERY_SERVER_ICONS, as MCP's serverInfo shows them
         found["icons"] = [dict(icon) for icon in settings.server_icons]
     return found
 
 
-def catalog(pipe: Pipeline) -> dict[str, Any]:
-    """The AI Catalog: one entry, the card's URL, its identifier ``urn:air:{domain}:mcp:{name}``
-    read back from the card's reverse-DNS name (title, description and version stay in the card)."""
-    namespace, _, name = card_name(pipe).partition("/")
-    url = request.url_root.rstrip("/") + pipe.prefix + _card_path(pipe)
+def catalog(pipe: Pipeline, root: Root) -> dict[str, Any]:
+    """The AI Catalog served at ``root``: one entry, the card's URL, its identifier
+    ``urn:air:{domain}:mcp:{name}`` read back from the card's reverse-DNS name (title, description
+    and version stay in the card)."""
+    namespace, _, name = card_name(pipe, root).partition("/")
+    url = root.url_root.rstrip("/") + pipe.prefix + _card_path(pipe)
     return {"specVersion": "1.0", "host": {"displayName": pipe.settings.server_name}, "entries": [
         {"identifier": f"urn:air:{'.'.join(reversed(namespace.split('.')))}:mcp:{name}", "type": CARD_TYPE,
          "url": url}]}
@@ -131,7 +133,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
     bp = pipe.blueprint(__name__)
 
     def serve(what: str, build: Any, media_type: str) -> Response:
-        document = pipe.document((what, request.url_root), lambda _: build(pipe))
+        document = pipe.document((what, request.url_root), lambda _: build(pipe, Root.of(request)))
         return pipe.send(document, {"Content-Type": media_type})
 
     pipe.route(card_path, "discovery", ["GET"], endpoint="card")(

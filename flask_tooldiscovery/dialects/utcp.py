@@ -15,6 +15,7 @@ from flask import Blueprint, Response, request
 from ..schema.json_schema import inline_refs
 from ..serving.openapi import arguments_body, body_required, openapi_post
 from ..serving.pipeline import Pipeline
+from ..serving.root import Root
 from ..serving.wire import JSON_MIMETYPE, json_response, security_schemes
 from ..settings import Settings
 from ..tools.model import Tool
@@ -93,9 +94,9 @@ def call_auth(pipe: Pipeline) -> dict[str, Any] | None:
     return {"auth_type": "api_key", "api_key": "Bearer ${TOKEN}", "var_name": "Authorization", "location": "header"}
 
 
-def manual(pipe: Pipeline, tools: list[Tool] | None = None) -> dict[str, Any]:
-    """The manual (``tools``: the latest version of each), call URLs absolute from this request."""
-    base, auth = request.url_root.rstrip("/"), call_auth(pipe)
+def manual(pipe: Pipeline, root: Root, tools: list[Tool] | None = None) -> dict[str, Any]:
+    """The manual served at ``root`` (``tools``: the latest version of each), its call URLs absolute."""
+    base, auth = root.url_root.rstrip("/"), call_auth(pipe)
     template = {"name": re.sub(r"\W", "_", pipe.settings.server_name), "call_template_type": "http",
                 "http_method": "POST", "content_type": JSON_MIMETYPE, "body_field": "body",
                 "headers": {"Content-Type": JSON_MIMETYPE}, **({"auth": auth} if auth else {})}
@@ -144,7 +145,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
 
     @pipe.route("" if pipe.prefix else "/", "discovery", ["GET"], endpoint="manual", strict_slashes=False)
     def manual_view() -> Response:
-        return pipe.send(pipe.document(("manual", request.url_root), lambda tools: manual(pipe, tools.latest())))
+        return pipe.send(pipe.document(("manual", request.url_root),
+                                       lambda tools: manual(pipe, Root.of(request), tools.latest())))
 
     @pipe.route("/tools/<path:name>", "call", ["POST"], endpoint="call")
     def call(name: str) -> Response:

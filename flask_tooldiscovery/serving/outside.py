@@ -25,6 +25,7 @@ from . import request_state
 from .guard import new_trace_id
 from .pipeline import Pipeline
 from .request_state import ACTIVE, RequestState
+from .root import configured_base
 
 
 def detached_request(pipe: Pipeline, headers: Mapping[str, str], remote_addr: str | None) -> Request:
@@ -33,10 +34,8 @@ def detached_request(pipe: Pipeline, headers: Mapping[str, str], remote_addr: st
     when not known); its URL is the dialect's mount on the app's ``SERVER_NAME`` (else
     ``localhost``), with no body."""
     app = current_app._get_current_object()  # type: ignore[attr-defined]
-    config = app.config
-    root = (config.get("APPLICATION_ROOT") or "/").lstrip("/")
-    base = f"{config.get('PREFERRED_URL_SCHEME') or 'http'}://{config.get('SERVER_NAME') or 'localhost'}/{root}"
-    builder = EnvironBuilder(pipe.prefix or "/", base_url=base, method="POST", headers=list(headers.items()))
+    builder = EnvironBuilder(pipe.prefix or "/", base_url=configured_base(), method="POST",
+                             headers=list(headers.items()))
     try:
         environ = builder.get_environ()
     finally:

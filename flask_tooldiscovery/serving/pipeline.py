@@ -261,9 +261,13 @@ class Pipeline:
         except ProviderError:
             log.exception("flask-tooldiscovery: a tools provider failed (trace_id=%s)", self.trace_id)
             raise Unavailable() from None
-        caller = None if anonymous else self.identity if identity is UNKNOWN else identity
-        if caller is None and not anonymous and not has_request_context():
-            return self._narrow(toolset)  # the CLI without --as: every tool (of the toolset)
+        state = None if anonymous else ACTIVE.get() or request_state.peek()
+        if state is None and not anonymous and not has_request_context():
+            # Asked by no request and no caller's call (flask tools list or search without --as): the
+            # operator sees every tool. A request state without an identity is a caller without
+            # credentials, in a request or not (a task's call, flask tools export).
+            return self._narrow(toolset)
+        caller = None if state is None else state.identity if identity is UNKNOWN else identity
         return self._narrow(toolset.visible_to(caller))  # type: ignore[arg-type]
 
     def _narrow(self, toolset: ToolSet) -> ToolSet:

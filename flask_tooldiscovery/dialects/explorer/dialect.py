@@ -273,7 +273,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
 DIALECT = Dialect(
     name=NAME, make_blueprint=make_blueprint, default_prefix="/explorer", error_response=error_response,
     protocol=Protocol("Tool explorer: JSON API and page"), driver=ExplorerDriver(),
-    export_document=export_document, security_warning=security_warning, openapi_paths=openapi_paths,
+    export_document=lambda pipe, root: export_document(pipe), security_warning=security_warning,
+    openapi_paths=openapi_paths,
     runs_tools=lambda settings: ExplorerSettings.of(settings).allow_execute, takes_auth_hook=True,
     settings=ExplorerSettings, lists_app_tools=True,
 )

@@ -23,6 +23,7 @@ from ...identity.sources import Authenticator, Verifier
 from ...identity.verifiers import BearerVerifier, OAuthResourceVerifier
 from ...lint.targets import RemoteAuth
 from ...serving.pipeline import Pipeline
+from ...serving.root import Root
 from ...serving.wire import json_response
 from ...settings import Settings, SettingsError, key
 from .settings import McpSettings
@@ -31,9 +32,9 @@ NAME = "mcp"
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 
 
-def resource_url(settings: Settings, req: Request) -> str:
+def resource_url(settings: Settings, req: Request | Root) -> str:
     """The MCP endpoint's absolute URL, the resource its tokens are issued for:
-    ``TOOLDISCOVERY_MCP_RESOURCE``, else the request's scheme and host with the mount point."""
+    ``TOOLDISCOVERY_MCP_RESOURCE``, else the request's (or root's) scheme and host with the mount point."""
     mounted = settings.prefixes.get(NAME, "/mcp")
     return McpSettings.of(settings).resource or f"{req.scheme}://{req.host.lower()}{mounted}"
 
@@ -57,11 +58,11 @@ def own_server(settings: Settings) -> bool:
     return OAuthServerSettings.of(settings).enabled
 
 
-def authorization_servers(settings: Settings, req: Request) -> list[str]:
+def authorization_servers(settings: Settings, req: Request | Root) -> list[str]:
     """The issuers the protected resource metadata names: the configured ones, and the app's own."""
     found = list(McpSettings.of(settings).authorization_servers)
     if own_server(settings):
-        found.append(issuer_of(OAuthServerSettings.of(settings), req))
+        found.append(issuer_of(OAuthServerSettings.of(settings), req.url_root))
     return list(dict.fromkeys(found))
 
 
@@ -77,7 +78,7 @@ def authenticator(settings: Settings) -> Authenticator | None:
         server = OAuthServerSettings.of(settings)
 
         def accepts(resource: str, req: Request) -> bool:
-            return resource.rstrip("/") in {resource_url(settings, req).rstrip("/"), issuer_of(server, req)}
+            return resource.rstrip("/") in {resource_url(settings, req).rstrip("/"), issuer_of(server, req.url_root)}
 
         verifiers.append(ServerTokenVerifier(
             server, settings.state_storage_uri, NAME, accepts=accepts, scopes=options.scopes,
@@ -109,14 +110,15 @@ def security_warning(settings: Settings, authenticator: Authenticator | None) ->
     return None
 
 
-def authorization(settings: Settings, req: Request) -> dict[str, Any] | None:
-    """How a client gets an access token for the endpoint, for the discovery manifest: the protected
-    resource metadata URL, the authorization servers and the scopes (``None``: no OAuth)."""
+def authorization(settings: Settings, root: Root) -> dict[str, Any] | None:
+    """How a client gets an access token for the endpoint, for the discovery manifest served at
+    ``root``: the protected resource metadata URL, the authorization servers and the scopes
+    (``None``: no OAuth)."""
     options = McpSettings.of(settings)
     if not options.authorization_servers and not own_server(settings):
         return None
-    return {"resourceMetadataUrl": metadata_url(resource_url(settings, req)),
-            "authorizationServers": authorization_servers(settings, req), "scopes": list(scopes_supported(settings))}
+    return {"resourceMetadataUrl": metadata_url(resource_url(settings, root)),
+            "authorizationServers": authorization_servers(settings, root), "scopes": list(scopes_supported(settings))}
 
 
 def scopes_supported(settings: Settings) -> tuple[str, ...]:

@@ -24,6 +24,7 @@ from ...serving.body import peek_json
 from ...serving.fastpath import Learnable
 from ...serving.openapi import openapi_post
 from ...serving.pipeline import Pipeline, UnknownTool
+from ...serving.root import Root
 from ...serving.wire import JSON_MIMETYPE, WireSchema, json_response, page_cursor, read_cursor
 from ...tools.model import Tool
 from ...tools.questions import declared
@@ -189,14 +190,14 @@ def server_capabilities(pipe: Pipeline) -> dict[str, Any]:
         **prompts.capability(core.prompts), **completion.capability(settings, core.prompts, core.resources)})))
 
 
-def manifest_section(pipe: Pipeline, entry: Mapping[str, Any], about: Mapping[str, Any]) -> dict[str, Any]:
+def manifest_section(pipe: Pipeline, root: Root, entry: Mapping[str, Any], about: Mapping[str, Any]) -> dict[str, Any]:
     """The discovery manifest's ``mcp`` entry: the endpoint, its transport, versions and capabilities,
     the documents about it (the Server Card), how a client narrows what it sees (:func:`.choice.manifest`)
     and, with OAuth, where clients get access tokens."""
     section = {"url": entry["url"], "transport": TRANSPORT, "protocolVersions": list(ALL_VERSIONS),
                "capabilities": {**server_capabilities(pipe), "tasks": mcp_tasks.HANDSHAKE_CAPABILITY}, **about,
                **choice.manifest(pipe, entry["url"])}
-    oauth = authorization(pipe.settings, request)
+    oauth = authorization(pipe.settings, root)
     return {**section, "authorization": oauth} if oauth else section
 
 
@@ -446,7 +447,8 @@ DIALECT = Dialect(
                   choice.TOOLSETS_HEADER, choice.READONLY_HEADER),
     exposed_headers=("Mcp-Session-Id",), security_warning=security_warning, openapi_paths=openapi_paths,
     root_blueprint=root_blueprint, manifest_section=manifest_section, settings=McpSettings,
-    learnable=Learnable(post=list_shape), lists_app_tools=True, export_document=export_document,
+    learnable=Learnable(post=list_shape), lists_app_tools=True,
+    export_document=lambda pipe, root: export_document(pipe),
     read_only_suffix=choice.READONLY_SUFFIX,
     card_headers=lambda pipe, toolset: choice.card_headers(pipe, toolsets=not toolset),
 )

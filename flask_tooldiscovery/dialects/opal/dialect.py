@@ -124,7 +124,8 @@ DIALECT = Dialect(
     protocol=Protocol("Optimizely Opal tools"), driver=OpalDriver(),
     target=OPAL, authenticator=authenticator, public_discovery=True,
     cors_headers=("x-opal-thread-id", "x-opal-workflow-execution-id", "x-opal-agent-execution-id"),
-    export_document=discovery_document, security_warning=security_warning, lint_tool=OPAL.lint_tool,
+    export_document=lambda pipe, root: discovery_document(pipe), security_warning=security_warning,
+    lint_tool=OPAL.lint_tool,
     openapi_paths=openapi_paths, settings=OpalSettings, finish_task=opal_async.deliver_result,
     task_headers=("X-Opal-Thread-Id", "X-Opal-Workflow-Execution-Id", "X-Opal-Agent-Execution-Id"),
 )

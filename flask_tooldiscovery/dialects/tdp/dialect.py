@@ -240,5 +240,6 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
 DIALECT = Dialect(name=NAME, make_blueprint=make_blueprint, default_prefix="", error_response=error_response,
                   protocol=Protocol("Tool Discovery Protocol", ("1.0",)), driver=TdpDriver(),
                   target=TDP,
-                  export_document=manifest_document, security_warning=security_warning, lint_tool=TDP.lint_tool,
+                  export_document=lambda pipe, root: manifest_document(pipe), security_warning=security_warning,
+                  lint_tool=TDP.lint_tool,
                   openapi_paths=openapi_paths, settings=TdpSettings)

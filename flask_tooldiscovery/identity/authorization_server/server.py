@@ -54,7 +54,7 @@ class Server(AuthorizationServer):  # type: ignore[misc]
 
     def issuer(self) -> str:
         """The issuer URL, without a final slash."""
-        return issuer_of(self.options, request)
+        return issuer_of(self.options, request.url_root)
 
     def check_resource(self, asked: str | None) -> str:
         """The resource a token is bound to (RFC 8707): ``asked`` when it is this app (the issuer or

@@ -23,9 +23,10 @@ from .settings import OAuthServerSettings
 from .storage import Store, digest, for_uri, named_grant
 
 
-def issuer_of(options: OAuthServerSettings, req: Request) -> str:
-    """The issuer URL: ``OAUTH_ISSUER``, else the request's scheme, host and script root (no final slash)."""
-    return options.issuer.rstrip("/") if options.issuer else req.url_root.rstrip("/")
+def issuer_of(options: OAuthServerSettings, url_root: str) -> str:
+    """The issuer URL: ``OAUTH_ISSUER``, else the request's scheme, host and script root (its
+    ``url_root``, passed) with no final slash."""
+    return options.issuer.rstrip("/") if options.issuer else url_root.rstrip("/")
 
 
 def under(resource: str, base: str) -> bool:
@@ -47,7 +48,7 @@ class ServerTokenVerifier(Verifier):
         super().__init__(realm)
         self.options = options
         self.store: Store = for_uri(state_uri)
-        self.accepts = accepts or (lambda resource, req: under(resource, issuer_of(options, req)))
+        self.accepts = accepts or (lambda resource, req: under(resource, issuer_of(options, req.url_root)))
         self.metadata_url = metadata_url
         self.scopes = tuple(scopes)
         if metadata_url is not None:
@@ -78,7 +79,7 @@ class ServerTokenVerifier(Verifier):
         if not self.accepts(resource, request):
             raise AuthError("token was issued for another resource")
         scopes = tuple(str(record.get("scope", "")).split())
-        claims = {"iss": issuer_of(self.options, request), "sub": record["user_id"], "aud": resource,
+        claims = {"iss": issuer_of(self.options, request.url_root), "sub": record["user_id"], "aud": resource,
                   "client_id": record.get("client_id"), "scope": " ".join(scopes), "exp": int(record["expires_at"])}
         identity = Identity(subject=str(record["user_id"]), scopes=scopes, claims=claims, method="oauth")
         if missing := [s for s in self.scopes if s not in scopes]:
