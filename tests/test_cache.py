@@ -119,6 +119,26 @@ def test_scoped_tools_anonymous_fast_path_stays_right() -> None:
 
 
 @pytest.mark.parametrize("dialect", list(PATHS))
+def test_a_tool_only_an_interface_calls_leaves_the_fast_path_on(dialect: str) -> None:
+    """A dialect that lists no interface-only tool (``visibility=["app"]``) still has its answers
+    learned; one that lists them (the explorer) shows it."""
+    from .test_mcp_fast_list import Counted
+
+    d = two_tools()
+    d.add_tool(lambda: 3, name="widget_refresh", description="Called by the widget.", visibility=["app"])
+    app = make(d)
+    client = app.test_client()
+    first = client.get(PATHS[dialect])
+    counted = Counted(app)
+    for _ in range(3):
+        again = client.get(PATHS[dialect])
+        assert again.data == first.data and again.headers["ETag"] == first.headers["ETag"]
+    assert counted.count == 0  # the first answer was learned: the next ones came without Flask
+    assert len(names(dialect, first.get_json())) == (3 if dialect == "explorer" else 2)
+    assert ("widget_refresh" in first.get_data(as_text=True)) == (dialect == "explorer")
+
+
+@pytest.mark.parametrize("dialect", list(PATHS))
 def test_etag_and_304(dialect: str) -> None:
     d = two_tools()
     client = make(d).test_client()

@@ -278,10 +278,11 @@ class Pipeline:
         return toolset.read_only() if self.read_only else toolset
 
     def _served(self, toolset: ToolSet, environ: Mapping[str, Any]) -> ToolSet | None:
-        """``toolset`` as this mount serves a request of ``environ``, narrowed by its headers too
-        (:attr:`choose`): what a learned answer must still be built from; ``None`` when the headers
-        are refused (an unknown toolset)."""
-        toolset = self._narrow(toolset)
+        """``toolset`` as this mount lists it to a request of ``environ`` (as :meth:`tools` works it
+        out: less what only an interface calls, narrowed by the request's headers too): what a
+        learned answer must still be built from; ``None`` when the headers are refused (an unknown
+        toolset)."""
+        toolset = self._listed(self._narrow(toolset))
         if self.choose is not None and any(key in environ for key in self.chosen_by):
             try:
                 return self.choose(toolset, environ)
