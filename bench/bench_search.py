@@ -9,12 +9,15 @@ held out), of ``bench/search_tasks_dev3.txt`` ("dev3held", held out), of
 and of ``bench/search_tasks_blind2.txt`` (the "blind2" set: 270 tasks written from the catalogue
 alone, by someone who read neither the search code, its vocabulary nor the other sets); the misses
 of the sets held out are never printed, so nobody tunes on them by accident; beside a flat BM25
-over name, title and description (SQLite FTS5, no weights, no vocabulary, no re-ranking).
+over name, title and description (SQLite FTS5, no weights, no vocabulary, no re-ranking), and, with
+the semantic extra installed, beside the index ranking by meaning too (``TOOLDISCOVERY_TOOL_SEARCH_SEMANTIC``).
 Cost: building the index for the catalogue and for 10,000 tools (the catalogue repeated with
 renamed copies whose texts differ from the original's), cold (no text analysed before: wall and CPU
 time, best of 3) and warm (another set of the same tools, as when one is hidden or changed), its
 memory per tool (tracemalloc: the index and the analysis caches), and one search in process at
-both sizes.
+both sizes; with the semantic extra, the same with ranking by meaning (the model's load, the
+background embedding of every tool and its memory per tool, a search whose query is new and one
+whose query was seen).
 
     python bench/bench_search.py [path/to/github-rest-tools.json]
 """
@@ -22,6 +25,7 @@ both sizes.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import statistics
 import sys
@@ -30,8 +34,10 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
+from flask_tooldiscovery.search import semantic
 from flask_tooldiscovery.search.index import SearchIndex, forget_analysed
 from flask_tooldiscovery.search.vocabulary import words
+from flask_tooldiscovery.settings import SettingsError
 from flask_tooldiscovery.tools.model import Tool
 from flask_tooldiscovery.tools.providers import tool_from_object
 
@@ -74,6 +80,8 @@ def main() -> None:
     tools = [tool_from_object(t) for t in json.loads(data.read_text())["tools"]]
     tasks = load_tasks()
     index = SearchIndex.build(tools)
+    meaning = _meaning(tools)
+    by_meaning = SearchIndex.build(tools, meaning) if meaning is not None else None
     flat = flat_bm25(tools)
     print(f"{len(tools)} tools, {len(tasks)} tasks")
     misses = []
@@ -82,9 +90,13 @@ def main() -> None:
         ours = [[h.name for h in index.search(task, 5)] for task, _ in chosen]
         theirs = [flat_search(flat, tools, task, 5) for task, _ in chosen]
         expected = [e for _, e in chosen]
-        print(f"{which} ({len(chosen)} tasks): index recall@1 {recall(ours, expected, 1):.2f} "
-              f"recall@5 {recall(ours, expected, 5):.2f}; flat BM25 recall@1 {recall(theirs, expected, 1):.2f} "
-              f"recall@5 {recall(theirs, expected, 5):.2f}")
+        line = (f"{which} ({len(chosen)} tasks): index recall@1 {recall(ours, expected, 1):.2f} "
+                f"recall@5 {recall(ours, expected, 5):.2f}; flat BM25 recall@1 {recall(theirs, expected, 1):.2f} "
+                f"recall@5 {recall(theirs, expected, 5):.2f}")
+        if by_meaning is not None:
+            meant = [[h.name for h in by_meaning.search(task, 5)] for task, _ in chosen]
+            line += f"; by meaning recall@1 {recall(meant, expected, 1):.2f} recall@5 {recall(meant, expected, 5):.2f}"
+        print(line)
         if which in ("tune", "held", "dev", "dev2"):  # the misses of sets held out are never printed
             misses += [(which, t, sorted(e), f[:5]) for (t, e), f in zip(chosen, ours, strict=True) if not set(f) & e]
     for which, *miss in misses:
@@ -126,6 +138,84 @@ def main() -> None:
               f"B/tool; search median {statistics.median(times) * 1000:.2f} ms, "
               f"p95 {sorted(times)[int(len(times) * .95)] * 1000:.2f} ms (CPU {statistics.median(cpu_times) * 1000:.2f}"
               f", {sorted(cpu_times)[int(len(cpu_times) * .95)] * 1000:.2f} ms)")
+        if meaning is not None:
+            _cost_by_meaning(label, chosen_tools, [task for _, task, _e in tasks], meaning)
+
+
+def _rss() -> int:
+    """This process's resident memory, in bytes (onnxruntime's allocations are not Python's, so
+    tracemalloc does not see them)."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _meaning(tools: list[Tool]) -> semantic.Meaning | None:
+    """A fresh :class:`~flask_tooldiscovery.search.semantic.Meaning` with its model loaded and
+    ``tools`` embedded (the load's time and memory printed), or ``None`` without the semantic extra."""
+    try:
+        semantic.require()
+    except SettingsError:
+        print("(no semantic extra: ranking by meaning not measured)")
+        return None
+    meaning = semantic.Meaning()
+    before = _rss()
+    import numpy
+    import onnxruntime
+    import tokenizers  # noqa: F401
+    imported = _rss()
+    started, cpu = time.perf_counter(), time.process_time()
+    meaning._loaded()
+    took = (time.perf_counter() - started, time.process_time() - cpu)
+    print(f"semantic: numpy {numpy.__version__}, onnxruntime {onnxruntime.__version__}; their imports "
+          f"+{(imported - before) / 2**20:.0f} MiB resident; the model loaded (sha256 checked) in "
+          f"{took[0] * 1000:.0f} ms (CPU {took[1] * 1000:.0f} ms), +{(_rss() - imported) / 2**20:.0f} MiB resident")
+    SearchIndex.build(tools, meaning)
+    meaning.wait()
+    return meaning
+
+
+def _cost_by_meaning(label: str, tools: list[Tool], queries: list[str], model: semantic.Meaning) -> None:
+    """What ranking by meaning adds: the build (the same index, and each tool's line of text,
+    traced), the background embedding of every tool (wall and CPU time: the thread is this
+    process's only work then; the memory kept per tool, tracemalloc, less the same index's), a
+    search whose query was never embedded (the first pass) and one whose was (later passes)."""
+    meaning = semantic.Meaning()
+    meaning._model = model._loaded()
+    forget_analysed()
+    tracemalloc.start()  # the index, its caches and the embeddings (tracing slows the build, not the model)
+    started, cpu = time.perf_counter(), time.process_time()
+    built = SearchIndex.build(tools, meaning)
+    build = (time.perf_counter() - started, time.process_time() - cpu)
+    meaning.wait()
+    embedding = (time.perf_counter() - started, time.process_time() - cpu)
+    size = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    forget_analysed()
+    tracemalloc.start()  # less the same index without them
+    plain = SearchIndex.build(tools)
+    size -= tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    del plain
+    passes: list[tuple[list[float], list[float]]] = []
+    for _ in range(3):
+        times, cpu_times = [], []
+        for query in queries:
+            started, cpu = time.perf_counter(), time.process_time()
+            built.search(query, 5)
+            times.append(time.perf_counter() - started)
+            cpu_times.append(time.process_time() - cpu)
+        passes.append((times, cpu_times))
+
+    def said(times: list[float], cpu_times: list[float]) -> str:
+        p95, cpu_p95 = sorted(times)[int(len(times) * .95)], sorted(cpu_times)[int(len(cpu_times) * .95)]
+        return (f"median {statistics.median(times) * 1000:.2f} ms, p95 {p95 * 1000:.2f} ms "
+                f"(CPU {statistics.median(cpu_times) * 1000:.2f}, {cpu_p95 * 1000:.2f} ms)")
+
+    later = ([t for p in passes[1:] for t in p[0]], [t for p in passes[1:] for t in p[1]])
+    print(f"{label} tools by meaning: build {build[0] * 1000:.0f} ms (CPU {build[1] * 1000:.0f} ms, cold); every tool "
+          f"embedded in the background in {embedding[0]:.1f} s (CPU {embedding[1]:.1f} s), {len(meaning._kept)} texts, "
+          f"{size / max(len(meaning._kept), 1):.0f} B each kept; search, query new: {said(*passes[0])}; "
+          f"query seen: {said(*later)}")
 
 
 def _renumbered(schema: dict[str, Any], n: int) -> dict[str, Any]:

