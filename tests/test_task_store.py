@@ -21,6 +21,7 @@ from flask_tooldiscovery.state.memory import MemoryStore
 from flask_tooldiscovery.state.redis_store import RedisStore
 from flask_tooldiscovery.state.store import StateStore
 from flask_tooldiscovery.tasks.callback_queue import QUEUE, CallbackQueue, Entry
+from flask_tooldiscovery.tasks.cancel_watch import CancelWatcher
 from flask_tooldiscovery.tasks.engines import CeleryEngine
 from flask_tooldiscovery.tasks.outbox import OUTBOX, RUNNING, Outbox
 from flask_tooldiscovery.tasks.records import PREFIX, Task, TaskResult, TaskStore, lease_key
@@ -64,7 +65,7 @@ def test_the_records_behave_alike_in_both_stores(state: StateStore) -> None:
     assert asked is not None and asked.state == "input_required"
     assert store.update(task.id, lambda t: None) is None
     assert not store.held(task.id)
-    store.hold([task.id], 30)
+    assert store.take_lease(task.id, "run-1", 30) and not store.take_lease(task.id, "run-2", 30)
     assert store.held(task.id)
     wins: list[bool] = []
     threads = [threading.Thread(target=lambda s=s: wins.append(store.finish(task.id, s, TaskResult(status="failure"))))
@@ -124,17 +125,50 @@ def test_a_run_that_stalled_past_its_lease_never_takes_it_back(state: StateStore
     assert stalled.hold(task_id, '{"job": "stalled"}', 0.3)
     time.sleep(0.45)  # lapsed: the task is sent again, and another run takes it
     assert later.hold(task_id, '{"job": "later"}', 30)
-    stalled.renew([task_id], 30)  # too late: not its lease any more
-    stalled.renew([task_id], 30)  # nor the next time its process renews what it runs
+    stalled.renew({task_id: None}, 30)  # too late: not its lease any more
+    stalled.renew({task_id: None}, 30)  # nor the next time its process renews what it runs
     stalled.let_go(task_id)
     assert state.exists(lease_key(task_id))  # still the later run's
     assert kept_jobs(state, task_id) == [(task_id + RUNNING, b'{"job": "later"}')]
     assert "lost its lease" in caplog.text
-    streamed = new_id()  # a call run here without a run of the outbox's (a streamed call): renewed as it was
-    later.renew([task_id, streamed], 30)
-    assert state.exists(lease_key(streamed))
+    streamed = new_id()  # a call run here without a run of the outbox's (a streamed call): by its own owner
+    assert TaskStore(state).take_lease(streamed, "streamed-run", 0.3)
+    assert later.renew({task_id: None, streamed: "streamed-run"}, 30) == set()
+    time.sleep(0.45)
+    assert state.exists(lease_key(streamed))  # renewed for 30 s
+    taken = new_id()  # a streamed call whose lease lapsed and another took: left alone, reported lost
+    assert state.lease(lease_key(taken), "another", 30)
+    assert later.renew({taken: "stalled-run"}, 30) == {taken}
+    assert state.release(lease_key(taken), "another")  # still the other's
     later.let_go(task_id)
     assert not state.exists(lease_key(task_id)) and kept_jobs(state, task_id) == []
+
+
+def test_the_thread_engines_and_a_streamed_calls_leases_are_their_runs_own(
+        state: StateStore, caplog: pytest.LogCaptureFixture) -> None:
+    """The leases a process takes for the runs it holds itself (the thread engine's, a streamed
+    call's) have owners too: a run that stalled past its lease, which lapsed and another took,
+    neither renews it (overwriting the other's) nor lets it go; a run still holding its own renews it."""
+    store = TaskStore(state)
+    watcher = CancelWatcher(store, lease=30.0)
+    stalled, alive = new_id(), new_id()
+    watcher.hold(stalled)
+    watcher.hold(alive)
+    assert store.held(stalled) and store.held(alive)
+    assert CancelWatcher(store).renewer({alive: "not-its-owner"}, 30) == {alive}  # another's: not renewed
+    state.delete(lease_key(stalled))  # lapsed while its run stalled...
+    assert state.lease(lease_key(stalled), "another-run", 30)  # ...and another run took it
+    watcher._renewed = 0.0  # its renewal is due now
+    watcher.renew()
+    assert f"the run of task {stalled} lost its lease" in caplog.text
+    assert state.release(lease_key(stalled), "another-run")  # still the other's: never overwritten
+    assert state.lease(lease_key(stalled), "another-run", 30)
+    watcher._renewed = 0.0
+    watcher.renew()  # renews it no more
+    watcher.release(stalled)
+    assert state.release(lease_key(stalled), "another-run")
+    assert store.held(alive)
+    watcher.release(alive)
 
 
 # -- what the previous release left in Redis ---------------------------------------------------------

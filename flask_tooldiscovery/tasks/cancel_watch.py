@@ -10,14 +10,16 @@ The same thread keeps the lease of the tasks this process holds (:meth:`CancelWa
 thread engine's, a streamed call's; :meth:`CancelWatcher.keep`: a Celery worker's run, which took
 its lease itself): renewed every third of ``lease`` seconds in the store, so a reader on any worker
 can tell a task whose process died (its lease lapsed) from one still running, and a task delivered
-again while its run is alive is not taken for a dead one.
+again while its run is alive is not taken for a dead one. Each lease is its run's own (an owner
+token): a run that stalled past its lease, which lapsed and was taken by another, renews it no more.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from ..observe.logs import log
 from ..tools.model import ToolContext
@@ -25,20 +27,24 @@ from .records import TaskStore
 
 #: Seconds between two looks at the store while tasks run here.
 INTERVAL = 0.5
+#: What renews the leases this process holds: (task id: the owner this watcher took it as, ``None``
+#: when the run took it itself), seconds -> the task ids whose lease, taken here, another holds now.
+Renewer = Callable[[Mapping[str, "str | None"], float], set[str]]
 
 
 class CancelWatcher:
     """The running tasks of this process and their contexts."""
 
     def __init__(self, store: TaskStore, interval: float = INTERVAL, lease: float = 30.0,
-                 renewer: Callable[[list[str], float], None] | None = None) -> None:
+                 renewer: Renewer | None = None) -> None:
         self.store = store
         self.interval = interval
         self.lease = lease
-        #: What renews the leases (the task ids, seconds): the store's ``hold`` unless told otherwise.
-        self.renewer = renewer or (lambda ids, seconds: store.hold(ids, seconds))
+        #: What renews the leases: the store, by each lease's owner, unless told otherwise.
+        self.renewer: Renewer = renewer or self._renew_own
         self._running: dict[str, ToolContext] = {}
-        self._held: set[str] = set()
+        #: The leases this process holds: task id -> the owner it took it as (``None``: its run's own).
+        self._held: dict[str, str | None] = {}
         self._renewed = 0.0
         self._changed = threading.Condition()
         self._thread: threading.Thread | None = None
@@ -55,20 +61,32 @@ class CancelWatcher:
             self._start()
         self.check_one(task_id, context)
 
+    def _renew_own(self, leases: Mapping[str, str | None], seconds: float) -> set[str]:
+        owned = {task_id: owner for task_id, owner in leases.items() if owner is not None}
+        return set(owned) - self.store.renew_leases(owned, seconds)
+
     def hold(self, task_id: str) -> None:
-        """Keep task ``task_id``'s lease while this process holds it (until :meth:`release`)."""
-        self.store.hold((task_id,), self.lease)
-        self.keep(task_id)
+        """Take task ``task_id``'s lease, as an owner of its own, and keep it while this process
+        holds it (until :meth:`release`)."""
+        owner = os.urandom(12).hex()
+        if not self.store.take_lease(task_id, owner, self.lease):
+            log.warning("flask-tooldiscovery: the lease of task %s is held by another run; it is not renewed here",
+                        task_id)
+            return
+        with self._changed:
+            self._held[task_id] = owner
+            self._start()
 
     def keep(self, task_id: str) -> None:
-        """Renew task ``task_id``'s lease, taken already, while this process holds it (until :meth:`release`)."""
+        """Renew task ``task_id``'s lease, taken already by its run (which renews it as its owner),
+        while this process holds it (until :meth:`release`)."""
         with self._changed:
-            self._held.add(task_id)
+            self._held[task_id] = None
             self._start()
 
     def release(self, task_id: str) -> None:
         with self._changed:
-            self._held.discard(task_id)
+            self._held.pop(task_id, None)
 
     def renew(self) -> None:
         """Renew the leases this process holds when a third of their time has passed."""
@@ -76,13 +94,20 @@ class CancelWatcher:
         if now - self._renewed < self.lease / 3:
             return
         with self._changed:
-            held = list(self._held)
+            held = dict(self._held)
         try:
-            if held:
-                self.renewer(held, self.lease)
+            lost = self.renewer(held, self.lease) if held else set()
             self._renewed = now
         except Exception:  # the store is unreachable for a moment: try again next time
             log.warning("flask-tooldiscovery: could not renew the leases of %d tasks", len(held), exc_info=True)
+            return
+        with self._changed:  # not this run's any more: never renewed again (unless taken anew meanwhile)
+            for task_id in lost:
+                if task_id in self._held and self._held[task_id] == held.get(task_id):
+                    del self._held[task_id]
+        for task_id in sorted(lost):
+            log.warning("flask-tooldiscovery: the run of task %s lost its lease (it stalled longer than the lease, "
+                        "which lapsed); it renews it no more", task_id)
 
     def forget(self, task_id: str) -> None:
         with self._changed:

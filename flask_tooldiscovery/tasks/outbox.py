@@ -34,6 +34,7 @@ import queue
 import threading
 import time
 import weakref
+from collections.abc import Mapping
 from typing import Any
 
 from ..observe.logs import log
@@ -95,18 +96,17 @@ class Outbox:
             self._running[task_id] = (job, owner)
         return True
 
-    def renew(self, task_ids: list[str], lease: float) -> None:
-        """Renew for ``lease`` seconds the leases of ``task_ids`` this process's runs still hold; the
-        jobs of those runs are kept in the outbox (again, if a publisher took them meanwhile), due
-        when the leases would lapse. A run whose lease lapsed and was taken by another run (it
-        stalled longer than its lease) renews nothing and keeps nothing: the task is the other's."""
+    def renew(self, leases: Mapping[str, str | None], lease: float) -> set[str]:
+        """Renew for ``lease`` seconds the leases (task id: owner, ``None`` for a run of the
+        outbox's) this process's runs still hold; the jobs of the outbox's runs are kept in the
+        outbox (again, if a publisher took them meanwhile), due when the leases would lapse. A run
+        whose lease lapsed and was taken by another run (it stalled longer than its lease) renews
+        nothing and keeps nothing: the task is the other's. The task ids of ``leases`` with an owner
+        (calls run here without a run of the outbox's: a streamed call) whose lease another holds now."""
         with self._lock:
-            owned = {lease_key(i): (i, *self._running[i]) for i in task_ids if i in self._running}
-            # the leases of calls run here without a run of the outbox's (a streamed call): no owner
-            unowned = [lease_key(i) for i in task_ids if i not in self._running and i not in self._lost]
-        if unowned:
-            self._state.put_many(unowned, b"1", lease)
-        kept = self._state.renew({key: owner for key, (_, _, owner) in owned.items()}, lease)
+            owned = {lease_key(i): (i, *self._running[i]) for i in leases if i in self._running}
+            others = {lease_key(i): owner for i, owner in leases.items() if i not in self._running and owner}
+        kept = self._state.renew({**{key: owner for key, (_, _, owner) in owned.items()}, **others}, lease)
         due = time.time() + lease
         with self._lock:  # a run that ended meanwhile (let_go) is not kept again
             for key, (task_id, job, owner) in owned.items():
@@ -119,6 +119,7 @@ class Outbox:
                     self._lost.add(task_id)
                     log.warning("flask-tooldiscovery: the run of task %s lost its lease (it stalled longer than "
                                 "the lease, which lapsed); it renews it no more", task_id)
+        return {i for i, owner in leases.items() if owner and lease_key(i) in others and lease_key(i) not in kept}
 
     def let_go(self, task_id: str) -> None:
         """The run of task ``task_id`` in this process ended: its lease and its kept job go (unless

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
@@ -207,10 +207,16 @@ class TaskStore:
         ids = self.state.newest(_caller_index(caller), limit)
         return [Task.from_json(raw) for raw in self.state.get_many([PREFIX + i for i in ids]) if raw]
 
-    def hold(self, task_ids: Iterable[str], seconds: float) -> None:
-        """Say the tasks' runs are alive for ``seconds`` more (their lease, held by this process's
-        run alone: the thread engine's, a streamed call's)."""
-        self.state.put_many([lease_key(i) for i in task_ids], b"1", seconds)
+    def take_lease(self, task_id: str, owner: str, seconds: float) -> bool:
+        """Take the task's lease for ``owner`` (a run in this process: the thread engine's, a
+        streamed call's) for ``seconds`` unless another owner holds it; True when ``owner`` holds it."""
+        return self.state.lease(lease_key(task_id), owner, seconds)
+
+    def renew_leases(self, owners: Mapping[str, str], seconds: float) -> set[str]:
+        """Hold ``seconds`` more the leases of ``owners`` (task id: owner) where each owner still
+        holds its task's (a lease that lapsed, or another took, is left alone); the task ids renewed."""
+        renewed = self.state.renew({lease_key(i): owner for i, owner in owners.items()}, seconds)
+        return {i for i in owners if lease_key(i) in renewed}
 
     def held(self, task_id: str) -> bool:
         """True while the task's lease has not lapsed."""
