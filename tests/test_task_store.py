@@ -171,6 +171,40 @@ def test_the_thread_engines_and_a_streamed_calls_leases_are_their_runs_own(
     watcher.release(alive)
 
 
+class Broker:
+    """What the outbox's publisher sent (standing in for Celery's broker, which is not what is tested)."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    def send(self, job: dict[str, Any]) -> None:
+        self.sent.append(str(job["task"]))
+
+
+def test_a_busy_publisher_still_sends_the_jobs_left_due(state: StateStore) -> None:
+    """A web worker that accepts calls without a pause (its publisher never waits for a job of its
+    own) still sends, within ``grace / 3`` seconds, the jobs another process left due (it died
+    before publishing, or its publish failed)."""
+    broker = Broker()
+    box = Outbox(state, TaskStore(state), cast(CeleryEngine, broker), grace=0.6)
+
+    def accept(calls: int) -> None:  # calls accepted one after another
+        for _ in range(calls):
+            task = Task(id=new_id(), tool="t", version="1.0.0", dialect="opal", caller=None, digest="d")
+            box.keep(task, {"task": task.id})
+
+    busy = time.monotonic() + 0.5
+    while time.monotonic() < busy:
+        accept(20)
+    left, before = new_id(), len(broker.sent)
+    state.schedule(OUTBOX, left, json.dumps({"task": left}).encode(), time.time() - 1)  # due already
+    deadline = time.monotonic() + 3
+    while left not in broker.sent and time.monotonic() < deadline:
+        accept(20)
+    assert left in broker.sent, f"not sent while busy ({len(broker.sent) - before} own jobs sent meanwhile)"
+    assert len(broker.sent) - before > 1  # busy with its own meanwhile
+
+
 # -- what the previous release left in Redis ---------------------------------------------------------
 
 

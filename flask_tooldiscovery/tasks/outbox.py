@@ -68,6 +68,7 @@ class Outbox:
         self._thread: threading.Thread | None = None
         self._pid = 0
         self._unreachable = False  # said once per outage, not at every look
+        self._next_sweep = 0.0  # when the publisher next looks for due jobs (time.monotonic())
         #: The jobs of the tasks whose runs this process holds (as JSON text) and each run's lease
         #: owner, by task id.
         self._running: dict[str, tuple[str, str]] = {}
@@ -144,11 +145,15 @@ class Outbox:
                 self._thread.start()
 
     def publish_next(self) -> None:
-        """Send the next job this process kept (waiting a while for one), else the due ones."""
-        try:
-            job = self._queue.get(timeout=max(self.grace / 3, 0.2))
-        except queue.Empty:
+        """Send the due jobs every ``grace / 3`` seconds (however busy this process is with its own),
+        then the next job this process kept (waiting a while for one)."""
+        every = max(self.grace / 3, 0.2)
+        if time.monotonic() >= self._next_sweep:
+            self._next_sweep = time.monotonic() + every
             self.send_due()
+        try:
+            job = self._queue.get(timeout=every)
+        except queue.Empty:
             return
         try:
             if self._state.take_member(OUTBOX, job["task"], time.time() + self.grace):
