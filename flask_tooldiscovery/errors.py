@@ -269,11 +269,13 @@ STATUS_NAMES = {
 
 
 class UnknownTool(NotFound):
-    """No tool of that name (or id) is visible to the caller."""
+    """No tool of that name (or id) is visible to the caller. ``name`` is as an error repeats it:
+    its first 128 characters (the longest a tool's name is), so a made-up one is never echoed whole."""
 
     def __init__(self, name: str) -> None:
-        super().__init__(f"Tool not found: {name}")
-        self.name = name
+        shown = name if len(name) <= 128 else name[:128] + "..."
+        super().__init__(f"Tool not found: {shown}")
+        self.name = shown
 
 
 def from_http(exc: HTTPException) -> CoreError:

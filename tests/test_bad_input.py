@@ -55,3 +55,24 @@ def test_a_body_trace_id_that_could_break_a_header_or_the_log_is_not_taken(clien
     assert r.headers["X-Trace-Id"] != trace_id and "\n" not in r.headers["X-Trace-Id"]
     good = client.post("/oxp/tools/call", json={**body, "request": {**body["request"], "trace_id": "abc-123"}})
     assert good.status_code == 200 and good.headers["X-Trace-Id"] == "abc-123"
+
+
+HUGE = "Q" * 100_000
+UNKNOWN_TOOL = [
+    ("/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": HUGE, "arguments": {}}}),
+    ("/opal/tools/" + HUGE[:8000], {"parameters": {}}),
+    ("/oxp/tools/call", {"request": {"tool_id": "ExampleTools." + HUGE, "input": {}}}),
+    ("/api/v1/tools/execute", {"tool_name": HUGE, "parameters": {}}),
+    ("/explorer/tools/" + HUGE[:8000] + "/call", {"arguments": {}}),
+]
+
+
+@pytest.mark.parametrize(("path", "body"), UNKNOWN_TOOL, ids=["mcp", "opal", "oxp", "tdp", "explorer"])
+def test_an_unknown_tools_huge_name_is_not_echoed_back(client, path, body) -> None:
+    """A tool name no tool has, 100 kB long (8 kB in a URL): the error says the tool is unknown in a
+    short answer, repeating at most the name's first 128 characters."""
+    r = client.post(path, json=body, headers={"MCP-Protocol-Version": "2025-11-25"})
+    text = r.get_data(as_text=True)
+    assert r.status_code < 500 and r.mimetype == "application/json", (r.status_code, text[:200])
+    assert len(text) < 1000 and "Q" * 129 not in text, (path[:40], len(text), text[:300])
+    assert "not found" in text.lower() or "unknown" in text.lower(), text[:300]
