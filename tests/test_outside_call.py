@@ -9,7 +9,6 @@ still checked."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,11 +21,12 @@ from flask_tooldiscovery.tasks.jobs import CallJob
 from flask_tooldiscovery.tasks.records import Task
 from flask_tooldiscovery.tasks.runner import tasks_of
 
+from .celery_side import CelerySide, celery_side  # noqa: F401  (a fixture)
 from .test_opal_async import Receiver
 from .test_operating import PARENT_ID, TRACE_ID, TRACEPARENT, exporter, spans  # noqa: F401  (fixtures)
 from .test_operating_server import redis_url  # noqa: F401  (a fixture: a redis-server of our own)
-from .test_task_sealing import celery_env
-from .test_tasks import Worker, receiver, wait_for  # noqa: F401  (receiver: a fixture)
+from .test_task_sealing import CREDENTIALS
+from .test_tasks import receiver, wait_for  # noqa: F401  (receiver: a fixture)
 
 TENANT = {"X-Tenant-Key": "tenant-7", "X-User": "alice"}
 
@@ -201,26 +201,19 @@ def test_tool_discovery_call_runs_outside_any_request() -> None:
 
 
 @pytest.mark.slow
-def test_a_task_on_a_celery_worker_runs_outside_any_request(redis_url: str, tmp_path: Path,  # noqa: F811
-                                                             monkeypatch: pytest.MonkeyPatch,
+def test_a_task_on_a_celery_worker_runs_outside_any_request(celery_side: CelerySide,  # noqa: F811
                                                              receiver: Receiver) -> None:  # noqa: F811
-    pytest.importorskip("celery")
-    env = celery_env(monkeypatch, redis_url, tmp_path)
-    from tests.apps.celery_app import create_app
-
-    app = create_app()
-    worker = Worker(env, tmp_path / "worker.log")
-    try:
-        url = receiver.url()
-        answer = app.test_client().post(
-            "/opal/tools/where", json={"parameters": {"name": "c"}, "async_callback": {"url": url}},
-            headers={"X-API-Key": env["TD_API_KEY"], "X-Tenant-Key": env["TD_EXPECT_TENANT"]},
-            environ_base={"REMOTE_ADDR": "10.0.0.9"})
-        assert answer.status_code == 202, answer.data
-        [(_, body)] = receiver.wait(url)
-        assert json.loads(body)["content"] == {"in_request": False, "method": "api_key", "tenant": True,
-                                               "remote_addr": "10.0.0.9", "api_key_header": False}
-        task = tasks_of(app).store.get(answer.get_json()["task_id"])
-        assert task is not None and task.state == "completed"
-    finally:
-        worker.stop()
+    celery_side.configure(**CREDENTIALS)
+    app = celery_side.web()
+    celery_side.worker()
+    url = receiver.url()
+    answer = app.test_client().post(
+        "/opal/tools/where", json={"parameters": {"name": "c"}, "async_callback": {"url": url}},
+        headers={"X-API-Key": CREDENTIALS["TD_API_KEY"], "X-Tenant-Key": CREDENTIALS["TD_EXPECT_TENANT"]},
+        environ_base={"REMOTE_ADDR": "10.0.0.9"})
+    assert answer.status_code == 202, answer.data
+    [(_, body)] = receiver.wait(url)
+    assert json.loads(body)["content"] == {"in_request": False, "method": "api_key", "tenant": True,
+                                           "remote_addr": "10.0.0.9", "api_key_header": False}
+    task = tasks_of(app).store.get(answer.get_json()["task_id"])
+    assert task is not None and task.state == "completed"

@@ -22,10 +22,10 @@ import requests
 from flask_tooldiscovery.state.redis_store import RedisStore
 from flask_tooldiscovery.tasks.records import TaskStore
 
+from .celery_side import CelerySide, celery_side, effects, wait_for  # noqa: F401  (celery_side: a fixture)
 from .loopback import Receiver, Tarpit, free_port
 from .test_deploy import ROOT, wait_until_up
 from .test_operating_server import GUNICORN_CONF, redis_url  # noqa: F401  (redis_url: a fixture)
-from .test_tasks import Worker, effects, wait_for
 
 pytestmark = pytest.mark.slow
 WAIT = 60
@@ -118,14 +118,12 @@ def test_a_graceful_reload_or_stop_sends_the_callbacks_of_the_tasks_it_accepted(
 
 @pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM], ids=["HUP", "TERM"])
 def test_on_celery_a_reload_or_stop_of_gunicorn_and_of_the_celery_worker_loses_no_callback(
-        sig: signal.Signals, receiver: Receiver, redis_url: str, tmp_path: Path) -> None:  # noqa: F811
+        sig: signal.Signals, receiver: Receiver, celery_side: CelerySide, tmp_path: Path) -> None:  # noqa: F811
     """The web side (gunicorn) and the Celery worker each stop gracefully mid-run: the callbacks of
     the tasks that ran are sent once each, by whichever process is left to send them."""
-    pytest.importorskip("celery")
-    env = {"TD_REDIS_URL": redis_url, "TD_EFFECTS": str(tmp_path), "TD_OUTBOX_GRACE": "2"}
-    server = Gunicorn("tests.apps.celery_app:create_app()", tmp_path / "gunicorn.log", env=env)
-    worker_env = {**os.environ, "PYTHONPATH": str(ROOT), **env}
-    workers = [Worker(worker_env, tmp_path / "worker-1.log")]
+    celery_side.configure(TD_OUTBOX_GRACE="2")
+    server = Gunicorn("tests.apps.celery_app:create_app()", tmp_path / "gunicorn.log", env=celery_side.env)
+    worker = celery_side.worker()
     try:
         first, second = receiver.url(), receiver.url()
         accept(server.base, "recount", {"name": "A"}, first)
@@ -137,21 +135,19 @@ def test_on_celery_a_reload_or_stop_of_gunicorn_and_of_the_celery_worker_loses_n
         [(_, body)] = receiver.wait(first)
         assert json.loads(body) == {"content": {"recounted": "A"}, "content_type": "application/json"}
         if sig == signal.SIGTERM:
-            server = Gunicorn("tests.apps.celery_app:create_app()", tmp_path / "gunicorn-2.log", env=env)
+            server = Gunicorn("tests.apps.celery_app:create_app()", tmp_path / "gunicorn-2.log", env=celery_side.env)
         accept(server.base, "recount", {"name": "B"}, second)
         wait_for(lambda: effects(tmp_path, "recount-B") == 1)
-        workers[0].proc.send_signal(signal.SIGTERM)  # Celery's warm shutdown: the running task ends first
+        worker.proc.send_signal(signal.SIGTERM)  # Celery's warm shutdown: the running task ends first
         time.sleep(1.0)
         (tmp_path / "gate-B").touch()
-        workers[0].proc.wait(60)
+        worker.proc.wait(60)
         [(_, body)] = receiver.wait(second)
         assert json.loads(body) == {"content": {"recounted": "B"}, "content_type": "application/json"}
         time.sleep(3)
         assert len(receiver.received(first)) == 1 and len(receiver.received(second)) == 1
         assert effects(tmp_path, "recount-A") == 1 and effects(tmp_path, "recount-B") == 1  # nothing ran twice
     finally:
-        for worker in workers:
-            worker.stop()
         server.stop()
 
 

@@ -22,9 +22,10 @@ from flask_tooldiscovery.tasks.outbox import OUTBOX, RUNNING
 from flask_tooldiscovery.tasks.records import lease_key
 from flask_tooldiscovery.tasks.runner import INTERRUPTED, tasks_of
 
+from .celery_side import CelerySide, celery_side, effects, wait_for  # noqa: F401  (celery_side: a fixture)
 from .test_opal_async import Receiver
 from .test_operating_server import redis_url  # noqa: F401  (a fixture: a redis-server of our own)
-from .test_tasks import Worker, call, celery_side, effects, receiver, wait_for  # noqa: F401  (fixtures)
+from .test_tasks import call, receiver  # noqa: F401  (receiver: a fixture)
 
 pytestmark = pytest.mark.slow
 DROPPED = "was delivered again while its run is still alive"
@@ -33,8 +34,8 @@ DROPPED = "was delivered again while its run is still alive"
 @pytest.fixture
 def short_visibility(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The broker delivers an unacknowledged task again after 2 s (swept every 2 s); a run's lease
-    is 3 s (renewed every second); the outbox looks for due jobs every second. (Requested before
-    ``celery_side``, which builds the web side and the workers' environment from these.)"""
+    is 3 s (renewed every second); the outbox looks for due jobs every second (read by the web
+    side and the workers a test makes)."""
     monkeypatch.setenv("TD_VISIBILITY_TIMEOUT", "2")
     monkeypatch.setenv("TD_TASK_LEASE", "3")
     monkeypatch.setenv("TD_OUTBOX_GRACE", "3")
@@ -56,10 +57,10 @@ def nothing_left(redis_url: str, task_id: str) -> bool:  # noqa: F811
 
 @pytest.mark.parametrize("tool", ["refund", "recount"])
 def test_a_task_longer_than_the_visibility_timeout_completes_once(
-        short_visibility: None, celery_side: Any, receiver: Receiver, redis_url: str, tool: str) -> None:  # noqa: F811
-    app, env, folder, workers = celery_side
-    workers.append(Worker(env, folder / "worker-1.log"))
-    workers.append(Worker(env, folder / "worker-2.log"))
+        short_visibility: None, celery_side: CelerySide, receiver: Receiver, redis_url: str,  # noqa: F811
+        tool: str) -> None:
+    app, folder = celery_side.web(), celery_side.folder
+    workers = [celery_side.worker(), celery_side.worker()]
     url = receiver.url()
     name = f"L{tool}"
     task_id = call(app, tool, {"order" if tool == "refund" else "name": name}, url)
@@ -82,18 +83,18 @@ def test_a_task_longer_than_the_visibility_timeout_completes_once(
 
 @pytest.mark.parametrize("tool", ["refund", "recount"])
 def test_a_killed_worker_is_recovered_once_its_lease_lapses(
-        short_visibility: None, celery_side: Any, receiver: Receiver, tool: str) -> None:  # noqa: F811
+        short_visibility: None, celery_side: CelerySide, receiver: Receiver, tool: str) -> None:  # noqa: F811
     """The broker's own copy was delivered again and dropped while the run was alive (so the
     broker forgot the message): only the lease tells that the run died."""
-    app, env, folder, workers = celery_side
-    workers.append(Worker(env, folder / "worker-1.log"))
+    app, folder = celery_side.web(), celery_side.folder
+    first = celery_side.worker()
     url = receiver.url()
     name = f"K{tool}"
     task_id = call(app, tool, {"order" if tool == "refund" else "name": name}, url)
     wait_for(lambda: effects(folder, f"{tool}-{name}") == 1)
-    workers.append(Worker(env, folder / "worker-2.log"))
-    wait_for(lambda: dropped(workers[1].log), 40)
-    workers[0].kill()
+    second = celery_side.worker()
+    wait_for(lambda: dropped(second.log), 40)
+    first.kill()
     if tool == "refund":
         [(_, body)] = receiver.wait(url)
         problem = json.loads(body)
@@ -140,11 +141,11 @@ def celery_app_with(redis_url: str, timeout: float | None, **config: Any) -> Fla
 
 
 def test_init_app_warns_when_a_task_may_outlast_the_brokers_visibility_timeout(
-        redis_url: str, caplog: pytest.LogCaptureFixture) -> None:  # noqa: F811
+        celery_side: CelerySide, redis_url: str, caplog: pytest.LogCaptureFixture) -> None:  # noqa: F811
     def warned(timeout: float | None, **config: Any) -> list[str]:
         caplog.clear()
         with caplog.at_level(logging.WARNING, logger="flask_tooldiscovery"):
-            celery_app_with(redis_url, timeout, **config)
+            celery_side.web(celery_app_with(redis_url, timeout, **config))  # its tasks stopped after
         return [r.getMessage() for r in caplog.records if "visibility_timeout" in r.getMessage()]
 
     # the default deadline (TOOLDISCOVERY_DEFAULT_TIMEOUT, 25 s) past a 10 s visibility timeout

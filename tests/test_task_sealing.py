@@ -22,10 +22,10 @@ from flask_tooldiscovery.tasks.jobs import CallJob, job_from_wire
 from flask_tooldiscovery.tasks.runner import UNSEALED, tasks_of
 from flask_tooldiscovery.tasks.sealing import Sealer, _Unsealable
 
-from .test_deploy import ROOT
+from .celery_side import CelerySide, celery_side, wait_for  # noqa: F401  (celery_side: a fixture)
 from .test_opal_async import Receiver
 from .test_operating_server import redis_url  # noqa: F401  (a fixture: a redis-server of our own)
-from .test_tasks import Worker, receiver, wait_for  # noqa: F401  (receiver: a fixture)
+from .test_tasks import receiver  # noqa: F401  (receiver: a fixture)
 
 SECRET = os.urandom(6).hex()
 API_KEY = f"ak-{SECRET}-apikey-0451"
@@ -112,13 +112,10 @@ def call_whoami(app: Flask, name: str, url: str) -> str:
     return task_id
 
 
-def celery_env(monkeypatch: pytest.MonkeyPatch, redis_url: str, folder: Path,  # noqa: F811
-               **more: str) -> dict[str, str]:
-    values = {"TD_REDIS_URL": redis_url, "TD_EFFECTS": str(folder), "TD_API_KEY": API_KEY,
-              "TD_TASK_HEADERS": "X-Tenant-Key", "TD_EXPECT_TOKEN": TOKEN, "TD_EXPECT_TENANT": TENANT, **more}
-    for name, value in values.items():
-        monkeypatch.setenv(name, value)
-    return {**os.environ, "PYTHONPATH": str(ROOT), **values}
+#: What ``tests/apps/celery_app.py`` is told of the credentials (``CelerySide.configure``): the API
+#: key it takes, the header a task carries, and what its ``whoami`` tool expects to be given.
+CREDENTIALS = {"TD_API_KEY": API_KEY, "TD_TASK_HEADERS": "X-Tenant-Key", "TD_EXPECT_TOKEN": TOKEN,
+               "TD_EXPECT_TENANT": TENANT}
 
 
 EXPECTED = {"content": {"method": "api_key", "token": True, "tenant": True, "api_key_header": False},
@@ -126,94 +123,76 @@ EXPECTED = {"content": {"method": "api_key", "token": True, "tenant": True, "api
 
 
 @pytest.mark.slow
-def test_no_credential_of_a_call_is_in_the_broker_or_the_store(redis_url: str, tmp_path: Path,  # noqa: F811
-                                                              monkeypatch: pytest.MonkeyPatch,
+def test_no_credential_of_a_call_is_in_the_broker_or_the_store(celery_side: CelerySide, redis_url: str,  # noqa: F811
                                                               receiver: Receiver) -> None:  # noqa: F811
-    pytest.importorskip("celery")
-    env = celery_env(monkeypatch, redis_url, tmp_path)
-    from tests.apps.celery_app import create_app
-
-    app = create_app()
-    worker = Worker(env, tmp_path / "worker.log")
-    try:
-        urls = [receiver.url() for _ in range(2)]
-        task_ids = [call_whoami(app, f"w{i}", url) for i, url in enumerate(urls)]
-        wait_for(lambda: (tmp_path / "whoami-w0").exists())  # the first one runs: the second waits in the broker
-        assert leaks(redis_url) == []  # during: the jobs in the broker, one running, the records
-        for i in range(2):
-            (tmp_path / f"gate-w{i}").touch()
-        for url in urls:
-            [(_, body)] = receiver.wait(url)
-            assert json.loads(body) == EXPECTED  # the tool had its identity, the token and the header
-        for task_id in task_ids:
-            task = tasks_of(app).store.get(task_id)
-            assert task is not None and task.state == "completed"
-        assert leaks(redis_url) == []  # after
-        assert not any(s in (tmp_path / "worker.log").read_text() for s in SECRETS)
-    finally:
-        worker.stop()
+    celery_side.configure(**CREDENTIALS)
+    app, folder = celery_side.web(), celery_side.folder
+    worker = celery_side.worker()
+    urls = [receiver.url() for _ in range(2)]
+    task_ids = [call_whoami(app, f"w{i}", url) for i, url in enumerate(urls)]
+    wait_for(lambda: (folder / "whoami-w0").exists())  # the first one runs: the second waits in the broker
+    assert leaks(redis_url) == []  # during: the jobs in the broker, one running, the records
+    for i in range(2):
+        (folder / f"gate-w{i}").touch()
+    for url in urls:
+        [(_, body)] = receiver.wait(url)
+        assert json.loads(body) == EXPECTED  # the tool had its identity, the token and the header
+    for task_id in task_ids:
+        task = tasks_of(app).store.get(task_id)
+        assert task is not None and task.state == "completed"
+    assert leaks(redis_url) == []  # after
+    assert not any(s in worker.log.read_text() for s in SECRETS)
 
 
 @pytest.mark.slow
 def test_a_job_sealed_with_the_old_key_is_opened_by_a_worker_given_it_as_a_fallback(
-        redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, receiver: Receiver) -> None:  # noqa: F811
+        celery_side: CelerySide, redis_url: str, receiver: Receiver) -> None:  # noqa: F811
     """The web side seals with the old key and cannot reach its broker, so the job waits in the
     outbox (where nothing is in clear either); a worker whose SECRET_KEY is the new one and whose
     SECRET_KEY_FALLBACKS holds the old one sends it, opens it and runs it."""
-    pytest.importorskip("celery")
     import redis
 
     from flask_tooldiscovery.tasks.outbox import OUTBOX
 
     JOBS = f"{OUTBOX}:values"  # the due list's values in Redis
 
-    celery_env(monkeypatch, redis_url, tmp_path, TD_SECRET_KEY="old-key-0451", TD_OUTBOX_GRACE="1",
-               TD_BROKER_URL="redis://127.0.0.1:9/0")  # nothing listens there
-    from tests.apps.celery_app import create_app
-
-    app = create_app()
+    celery_side.configure(**CREDENTIALS, TD_SECRET_KEY="old-key-0451", TD_OUTBOX_GRACE="1",
+                          TD_BROKER_URL="redis://127.0.0.1:9/0")  # nothing listens there
+    app = celery_side.web()
     url = receiver.url()
     task_id = call_whoami(app, "r", url)
     assert redis.Redis.from_url(redis_url).hget(JOBS, task_id) is not None
     assert leaks(redis_url) == []  # the job in the outbox
-    (tmp_path / "gate-r").touch()
-    env = celery_env(monkeypatch, redis_url, tmp_path, TD_SECRET_KEY="new-key-0452",
-                     TD_SECRET_KEY_FALLBACKS="old-key-0451", TD_OUTBOX_GRACE="1", TD_BROKER_URL="")
-    worker = Worker(env, tmp_path / "worker.log")
-    try:
-        [(_, body)] = receiver.wait(url)
-        assert json.loads(body) == EXPECTED
-        assert leaks(redis_url) == []
-    finally:
-        worker.stop()
+    (celery_side.folder / "gate-r").touch()
+    celery_side.worker(TD_SECRET_KEY="new-key-0452", TD_SECRET_KEY_FALLBACKS="old-key-0451", TD_BROKER_URL="")
+    [(_, body)] = receiver.wait(url)
+    assert json.loads(body) == EXPECTED
+    assert leaks(redis_url) == []
 
 
-def test_a_worker_without_the_key_ends_the_task_failed_and_says_why(redis_url: str, tmp_path: Path,  # noqa: F811
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("celery")
+def test_a_worker_without_the_key_ends_the_task_failed_and_says_why(celery_side: CelerySide,  # noqa: F811
+                                                                    redis_url: str) -> None:  # noqa: F811
     import redis
 
     from flask_tooldiscovery.tasks.outbox import OUTBOX
 
     JOBS = f"{OUTBOX}:values"  # the due list's values in Redis
 
-    celery_env(monkeypatch, redis_url, tmp_path, TD_SECRET_KEY="old-key-0451", TD_OUTBOX_GRACE="3600",
-               TD_BROKER_URL="redis://127.0.0.1:9/0")
-    from tests.apps.celery_app import create_app
-
-    web = create_app()
+    celery_side.configure(**CREDENTIALS, TD_SECRET_KEY="old-key-0451", TD_OUTBOX_GRACE="3600",
+                          TD_BROKER_URL="redis://127.0.0.1:9/0")
+    web = celery_side.web()
     task_id = call_whoami(web, "u", "http://127.0.0.1:9/never")
     wire = json.loads(redis.Redis.from_url(redis_url).hget(JOBS, task_id))
     assert "sealed" in wire and not {"identity", "authorization", "headers", "secrets", "arguments"} & set(wire)
-    monkeypatch.setenv("TD_SECRET_KEY", "new-key-0452")  # rotated, the old key not kept
-    monkeypatch.setenv("TD_BROKER_URL", "")  # a broker that answers (nothing consumes it)
-    worker = create_app()
+    # rotated, the old key not kept; a broker that answers (nothing consumes it)
+    celery_side.configure(TD_SECRET_KEY="new-key-0452", TD_BROKER_URL="")
+    worker = celery_side.web()
     with worker.app_context():
         tasks_of(worker).run_wire(wire)
     task = tasks_of(worker).store.get(task_id)
     assert task is not None and task.state == "failed" and task.result is not None
     assert task.result.error == UNSEALED
-    assert not (tmp_path / "whoami-u").exists()  # the tool never ran
+    assert not (celery_side.folder / "whoami-u").exists()  # the tool never ran
 
 
 def test_the_celery_engine_needs_a_secret_key() -> None:
@@ -241,7 +220,8 @@ def test_a_sealed_job_opens_only_with_its_key_or_a_fallback_holding_it() -> None
 @pytest.mark.slow
 @pytest.mark.parametrize("secret_key", ["set", "unset"])
 def test_an_opal_callback_token_is_kept_sealed_in_shared_records_or_nowhere(
-        secret_key: str, redis_url: str, tmp_path: Path, receiver: Receiver) -> None:  # noqa: F811
+        secret_key: str, celery_side: CelerySide, redis_url: str, tmp_path: Path,  # noqa: F811
+        receiver: Receiver) -> None:  # noqa: F811
     """The thread engine with shared (Redis) task records: the token Opal gives for its callback is
     sealed in the record and sent in clear only to the callback; without a SECRET_KEY to seal it
     with, the call is answered as it runs and the token is kept nowhere."""
@@ -249,8 +229,8 @@ def test_an_opal_callback_token_is_kept_sealed_in_shared_records_or_nowhere(
 
     store = redis_url + "/6"
     callback_token = f"cb-{os.urandom(6).hex()}-callback-0454"
-    app = create_app(hosts="127.0.0.1", TOOLDISCOVERY_STATE_STORAGE_URI=store,
-                     **({} if secret_key == "set" else {"SECRET_KEY": None}))
+    app = celery_side.web(create_app(hosts="127.0.0.1", TOOLDISCOVERY_STATE_STORAGE_URI=store,  # stopped after
+                                     **({} if secret_key == "set" else {"SECRET_KEY": None})))
     url, gate = receiver.url(), tmp_path / "gate"
 
     def held() -> list[str]:

@@ -26,6 +26,7 @@ from flask_tooldiscovery.tasks.engines import CeleryEngine
 from flask_tooldiscovery.tasks.outbox import OUTBOX, RUNNING, Outbox
 from flask_tooldiscovery.tasks.records import PREFIX, Task, TaskResult, TaskStore, lease_key
 
+from .celery_side import CelerySide, celery_side  # noqa: F401  (a fixture)
 from .test_operating_server import redis_url  # noqa: F401  (a fixture: a redis-server of our own)
 
 pytestmark = pytest.mark.slow
@@ -264,7 +265,7 @@ def test_callbacks_an_earlier_version_left_waiting_in_redis_are_sent(redis_url: 
 # -- what an accepted call costs ------------------------------------------------------------------------
 
 
-def test_an_accepted_celery_call_costs_two_redis_round_trips(redis_url: str,  # noqa: F811
+def test_an_accepted_celery_call_costs_two_redis_round_trips(celery_side: CelerySide, redis_url: str,  # noqa: F811
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """Counted on the request's own thread (the outbox's publisher sends the job to the broker on
     its own): the job kept in the outbox, then the record with its caller's index."""
@@ -286,7 +287,7 @@ def test_an_accepted_celery_call_costs_two_redis_round_trips(redis_url: str,  # 
                       TOOLDISCOVERY_STATE_STORAGE_URI=url)
     app.extensions["celery"] = Celery(app.name, broker=url)
     discovery.init_app(app)
-    client = app.test_client()
+    client = celery_side.web(app).test_client()  # its tasks stopped after the test
     here = threading.get_ident()
     sent: list[Any] = []
     send = redis.connection.AbstractConnection.send_packed_command

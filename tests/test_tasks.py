@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -26,12 +23,11 @@ from flask_tooldiscovery.state.redis_store import RedisStore
 from flask_tooldiscovery.tasks.records import Task, TaskResult, TaskStore
 from flask_tooldiscovery.tasks.runner import INTERRUPTED, tasks_of
 
-from .test_deploy import ROOT
+from .celery_side import WAIT, CelerySide, celery_side, effects, wait_for  # noqa: F401  (celery_side: a fixture)
 from .test_opal_async import Receiver
 from .test_operating_server import redis_url  # noqa: F401  (a fixture: a redis-server of our own)
 
 pytestmark = pytest.mark.slow
-WAIT = 90  # seconds; a redelivery after a killed worker comes about 10 s later
 
 
 @pytest.fixture(scope="module")
@@ -40,17 +36,6 @@ def receiver() -> Iterator[Receiver]:
     yield r
     r.server.shutdown()
     r.server.server_close()
-
-
-def effects(folder: Path, kind: str) -> int:
-    return len(list((folder / kind).glob("*"))) if (folder / kind).exists() else 0
-
-
-def wait_for(check: Any, timeout: float = WAIT) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.1)
 
 
 # -- the stores ------------------------------------------------------------------------------
@@ -199,49 +184,6 @@ def test_an_ended_task_goes_to_the_finisher_its_dialect_declares(receiver: Recei
 # -- Celery: real workers, kill -9 ---------------------------------------------------------------
 
 
-class Worker:
-    """``celery -A tests.apps.celery_app:celery worker`` in a process group of its own."""
-
-    def __init__(self, env: dict[str, str], log: Path) -> None:
-        self.log = log
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "tests.apps.celery_app:celery", "worker", "--pool", "prefork",
-             "--concurrency", "1", "--without-heartbeat", "--without-mingle", "--without-gossip", "-l", "INFO"],
-            cwd=ROOT, env=env, stdout=log.open("a"), stderr=subprocess.STDOUT, start_new_session=True)
-        wait_for(lambda: "ready." in log.read_text() or self.proc.poll() is not None, 60)
-        assert self.proc.poll() is None, log.read_text()[-3000:]
-
-    def kill(self) -> None:
-        """``kill -9`` of the whole worker (its main process and its child)."""
-        os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(10)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(10)
-
-
-@pytest.fixture
-def celery_side(redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch  # noqa: F811
-                ) -> Iterator[tuple[Flask, dict[str, str], Path, list[Worker]]]:
-    pytest.importorskip("celery")
-    monkeypatch.setenv("TD_REDIS_URL", redis_url)
-    monkeypatch.setenv("TD_EFFECTS", str(tmp_path))
-    from tests.apps.celery_app import create_app
-
-    app = create_app()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TD_REDIS_URL": redis_url, "TD_EFFECTS": str(tmp_path)}
-    workers: list[Worker] = []
-    yield app, env, tmp_path, workers
-    for worker in workers:
-        worker.stop()
-
-
 def call(app: Flask, tool: str, parameters: dict[str, Any], url: str) -> str:
     answer = app.test_client().post(f"/opal/tools/{tool}", json={
         "parameters": parameters, "async_callback": {"url": url, "tool_call_id": "tc-1"}})
@@ -250,10 +192,10 @@ def call(app: Flask, tool: str, parameters: dict[str, Any], url: str) -> str:
     return task_id
 
 
-def test_celery_runs_a_task_and_its_record_is_read_where_it_was_accepted(celery_side: Any,
+def test_celery_runs_a_task_and_its_record_is_read_where_it_was_accepted(celery_side: CelerySide,  # noqa: F811
                                                                         receiver: Receiver) -> None:
-    app, env, folder, workers = celery_side
-    workers.append(Worker(env, folder / "worker-1.log"))
+    app = celery_side.web()
+    celery_side.worker()
     url = receiver.url()
     task_id = call(app, "quick", {"n": 3}, url)
     [(_, body)] = receiver.wait(url)
@@ -262,13 +204,13 @@ def test_celery_runs_a_task_and_its_record_is_read_where_it_was_accepted(celery_
     assert task is not None and task.state == "completed" and task.result == TaskResult("success", value={"n": 3})
 
 
-def test_the_message_celery_shows_and_logs_carries_no_credentials(celery_side: Any, redis_url: str  # noqa: F811
-                                                                ) -> None:
+def test_the_message_celery_shows_and_logs_carries_no_credentials(celery_side: CelerySide,  # noqa: F811
+                                                                 redis_url: str) -> None:  # noqa: F811
     """Celery logs, sends as events and shows (Flower) a message's ``argsrepr``: a task's job
     carries the caller's credentials, which must not be there."""
     import redis
 
-    app, *_ = celery_side
+    app = celery_side.web()
     answer = app.test_client().post("/opal/tools/quick", json={
         "parameters": {"n": 1}, "auth": {"provider": "acme", "credentials": {"access_token": "tok-SECRET-0451"}},
         "async_callback": {"url": "http://127.0.0.1:9/never", "tool_call_id": "tc-1"}})
@@ -286,53 +228,42 @@ def test_the_message_celery_shows_and_logs_carries_no_credentials(celery_side: A
 
 
 def test_an_accept_the_broker_never_heard_of_is_sent_later_and_runs_once(
-        redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, receiver: Receiver) -> None:  # noqa: F811
+        celery_side: CelerySide, redis_url: str, receiver: Receiver) -> None:  # noqa: F811
     """The 202 comes once the record and the job are in Redis; the publish follows. A web side whose
     broker is unreachable (or that died before publishing) leaves the job in the outbox, and a
     Celery worker's process sends it once due: the call runs once, its callback arrives once."""
-    pytest.importorskip("celery")
     import redis
 
     from flask_tooldiscovery.tasks.outbox import OUTBOX
 
     JOBS = f"{OUTBOX}:values"  # the due list's values in Redis
 
-    monkeypatch.setenv("TD_REDIS_URL", redis_url)
-    monkeypatch.setenv("TD_EFFECTS", str(tmp_path))
-    monkeypatch.setenv("TD_OUTBOX_GRACE", "1")
-    monkeypatch.setenv("TD_BROKER_URL", "redis://127.0.0.1:9/0")  # nothing listens there
-    from tests.apps.celery_app import create_app
-
-    app = create_app()
+    celery_side.configure(TD_OUTBOX_GRACE="1", TD_BROKER_URL="redis://127.0.0.1:9/0")  # nothing listens there
+    app, folder = celery_side.web(), celery_side.folder
     url = receiver.url()
     task_id = call(app, "refund", {"order": "O"}, url)  # answered: the job is kept, not yet sent
-    (tmp_path / "gate-O").touch()
+    (folder / "gate-O").touch()
     store = redis.Redis.from_url(redis_url)
     assert store.zscore(OUTBOX, task_id) is not None and store.hget(JOBS, task_id) is not None
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TD_REDIS_URL": redis_url, "TD_EFFECTS": str(tmp_path),
-           "TD_OUTBOX_GRACE": "1", "TD_BROKER_URL": ""}
-    worker = Worker(env, tmp_path / "worker.log")
-    try:
-        [(_, body)] = receiver.wait(url)
-        assert json.loads(body) == {"content": {"refunded": "O"}, "content_type": "application/json"}
-        wait_for(lambda: store.zscore(OUTBOX, task_id) is None and store.hget(JOBS, task_id) is None)
-        time.sleep(3)  # several more rounds of every publisher
-        assert effects(tmp_path, "refund-O") == 1 and len(receiver.received(url)) == 1
-        task = tasks_of(app).store.get(task_id)
-        assert task is not None and task.state == "completed"
-    finally:
-        worker.stop()
+    celery_side.worker(TD_BROKER_URL="")
+    [(_, body)] = receiver.wait(url)
+    assert json.loads(body) == {"content": {"refunded": "O"}, "content_type": "application/json"}
+    wait_for(lambda: store.zscore(OUTBOX, task_id) is None and store.hget(JOBS, task_id) is None)
+    time.sleep(3)  # several more rounds of every publisher
+    assert effects(folder, "refund-O") == 1 and len(receiver.received(url)) == 1
+    task = tasks_of(app).store.get(task_id)
+    assert task is not None and task.state == "completed"
 
 
-def test_a_killed_worker_never_runs_a_tool_twice_the_caller_reads_interrupted(celery_side: Any,
+def test_a_killed_worker_never_runs_a_tool_twice_the_caller_reads_interrupted(celery_side: CelerySide,  # noqa: F811
                                                                              receiver: Receiver) -> None:
-    app, env, folder, workers = celery_side
-    workers.append(Worker(env, folder / "worker-1.log"))
+    app, folder = celery_side.web(), celery_side.folder
+    first = celery_side.worker()
     url = receiver.url()
     task_id = call(app, "refund", {"order": "A"}, url)
     wait_for(lambda: effects(folder, "refund-A") == 1)  # the refund happened; the tool waits for its gate
-    workers[0].kill()
-    workers.append(Worker(env, folder / "worker-2.log"))  # the task is delivered again to this one
+    first.kill()
+    celery_side.worker()  # the task is delivered again to this one
     [(_, body)] = receiver.wait(url)
     problem = json.loads(body)
     assert problem["error"]["error_code"] == "INTERRUPTED" and problem["message"] == INTERRUPTED
@@ -344,14 +275,15 @@ def test_a_killed_worker_never_runs_a_tool_twice_the_caller_reads_interrupted(ce
     assert task is not None and task.state == "interrupted"
 
 
-def test_a_killed_worker_runs_an_idempotent_tool_again_to_completion(celery_side: Any, receiver: Receiver) -> None:
-    app, env, folder, workers = celery_side
-    workers.append(Worker(env, folder / "worker-1.log"))
+def test_a_killed_worker_runs_an_idempotent_tool_again_to_completion(celery_side: CelerySide,  # noqa: F811
+                                                                     receiver: Receiver) -> None:
+    app, folder = celery_side.web(), celery_side.folder
+    first = celery_side.worker()
     url = receiver.url()
     task_id = call(app, "recount", {"name": "B"}, url)
     wait_for(lambda: effects(folder, "recount-B") == 1)
-    workers[0].kill()
-    workers.append(Worker(env, folder / "worker-2.log"))
+    first.kill()
+    celery_side.worker()
     wait_for(lambda: effects(folder, "recount-B") == 2)  # delivered again and run again
     (folder / "gate-B").touch()
     [(_, body)] = receiver.wait(url)
@@ -360,10 +292,10 @@ def test_a_killed_worker_runs_an_idempotent_tool_again_to_completion(celery_side
     assert task is not None and task.state == "completed"
 
 
-def test_a_stop_asked_on_the_web_side_reaches_the_call_running_on_a_celery_worker(celery_side: Any,
-                                                                                 receiver: Receiver) -> None:
-    app, env, folder, workers = celery_side
-    workers.append(Worker(env, folder / "worker-1.log"))
+def test_a_stop_asked_on_the_web_side_reaches_the_call_running_on_a_celery_worker(
+        celery_side: CelerySide, receiver: Receiver) -> None:  # noqa: F811
+    app, folder = celery_side.web(), celery_side.folder
+    celery_side.worker()
     url = receiver.url()
     task_id = call(app, "waits", {"name": "C"}, url)
     wait_for(lambda: effects(folder, "waits-C") == 1)  # running in the worker process
@@ -373,6 +305,28 @@ def test_a_stop_asked_on_the_web_side_reaches_the_call_running_on_a_celery_worke
     task = tasks_of(app).store.get(task_id)
     assert task is not None and task.state == "cancelled"
     assert not tasks_of(app).cancel(task_id)  # over: nothing left to stop
+
+
+def test_a_web_side_stopped_gracefully_reads_its_redis_no_more(celery_side: CelerySide,  # noqa: F811
+                                                              redis_url: str) -> None:  # noqa: F811
+    """While it lives, a web side on the Celery engine looks at the outbox and the callbacks waiting
+    in Redis (and Celery keeps its app alive to the end of the process); once its tasks stopped (a
+    graceful stop: gunicorn's worker_exit, the fixture's teardown) it sends Redis nothing more, so
+    none of it is left reading a Redis that is gone."""
+    import redis
+
+    celery_side.configure(TD_OUTBOX_GRACE="1")  # the publisher looks for due jobs every third of a second
+    app = celery_side.web()
+    client = redis.Redis.from_url(redis_url)
+
+    def commands_in(seconds: float) -> int:  # those Redis processed meanwhile, less the INFO counting them
+        before = int(client.info("stats")["total_commands_processed"])
+        time.sleep(seconds)
+        return int(client.info("stats")["total_commands_processed"]) - before - 1
+
+    assert commands_in(1.5) >= 3  # it looks
+    tasks_of(app).stop(5)
+    assert commands_in(1.5) == 0
 
 
 def test_the_celery_engine_needs_its_app_and_a_shared_store() -> None:

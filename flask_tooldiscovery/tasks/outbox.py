@@ -52,6 +52,10 @@ BATCH = 50
 WAITING = 1000
 #: What a running task's job is kept under in the outbox (beside an accepted one's: the task id).
 RUNNING = ":run"
+#: Seconds :meth:`Outbox.stop` waits for the publisher to end (sending what it was given first).
+STOP_WAIT = 5.0
+#: What :meth:`Outbox.stop` gives the publisher to end it.
+_STOP: dict[str, Any] = {}
 
 
 class Outbox:
@@ -69,6 +73,7 @@ class Outbox:
         self._pid = 0
         self._unreachable = False  # said once per outage, not at every look
         self._next_sweep = 0.0  # when the publisher next looks for due jobs (time.monotonic())
+        self._stopped = False  # stop() was called: the publisher ends and no other starts
         #: The jobs of the tasks whose runs this process holds (as JSON text) and each run's lease
         #: owner, by task id.
         self._running: dict[str, tuple[str, str]] = {}
@@ -137,6 +142,8 @@ class Outbox:
         """Start this process's publisher (once per process: a forked worker starts its own): it
         also sends the due jobs other processes left."""
         with self._lock:
+            if self._stopped:
+                return
             if self._thread is None or self._pid != os.getpid():
                 self._pid = os.getpid()
                 self._queue = queue.SimpleQueue()
@@ -154,6 +161,8 @@ class Outbox:
         try:
             job = self._queue.get(timeout=every)
         except queue.Empty:
+            return
+        if job is _STOP:  # stop(): the jobs kept before it were sent
             return
         try:
             if self._state.take_member(OUTBOX, job["task"], time.time() + self.grace):
@@ -202,12 +211,23 @@ class Outbox:
         self._state.unschedule(OUTBOX, member or job["task"])
         return 1
 
+    def stop(self) -> None:
+        """Stop this process's publisher (a graceful stop, once the tasks it runs ended): it ends
+        after its current look, and none starts again. The jobs still kept stay due in the state
+        store, where any other process's publisher sends them once their grace period passed."""
+        with self._lock:
+            self._stopped = True
+            thread, self._thread = self._thread, None
+        self._queue.put(_STOP)  # wakes it: what it was given to send before goes first
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(STOP_WAIT)
+
 
 def _publish_while_kept(ref: weakref.ref[Outbox]) -> None:
-    """The publisher thread: runs while its outbox is still referenced (its app alive)."""
-    while (outbox := ref()) is not None:
+    """The publisher thread: runs while its outbox is still referenced (its app alive) and not stopped."""
+    while (outbox := ref()) is not None and not outbox._stopped:
         outbox.publish_next()
         del outbox
 
 
-__all__ = ["BATCH", "OUTBOX", "RUNNING", "WAITING", "Outbox"]
+__all__ = ["BATCH", "OUTBOX", "RUNNING", "STOP_WAIT", "WAITING", "Outbox"]

@@ -8,7 +8,9 @@ Celery's ``worker_process_shutdown`` signal. For each app of the process (:func:
 
 1. its task engine takes no new task (a call arriving now is answered 503, to be tried again on
    another worker), and the tasks it accepted run on until they end or the time allowed runs out;
-2. the callback of each ended task is sent meanwhile, by the callback sender's own threads;
+2. the callback of each ended task is sent meanwhile, by the callback sender's own threads; then
+   the sender, and the Celery engine's outbox publisher, stop looking at the state store (a job
+   the outbox has not sent stays due there for any other process's publisher);
 3. what is left is logged: tasks still running (their records hold a lease, which lapses once this
    process is gone: any worker then reads them ``interrupted``), and callbacks not yet sent: kept in
    Redis (``TOOLDISCOVERY_STATE_STORAGE_URI``) for another process to send, or lost with this
@@ -28,6 +30,7 @@ from typing import Any, Protocol
 from ..observe.logs import log
 from .callbacks import CallbackSender
 from .engines import Engine
+from .outbox import Outbox
 from .records import TaskStore
 
 
@@ -37,6 +40,8 @@ class Tasks(Protocol):
     engine: Engine
     callbacks: CallbackSender
     store: TaskStore
+    #: The Celery engine's outbox (``None`` with the thread engine).
+    outbox: Outbox | None
     #: Whether the records (and the callbacks waiting) are shared by every worker and host.
     shared: bool
 
@@ -72,6 +77,8 @@ def stop(tasks: Tasks, timeout: float) -> None:
     left = tasks.engine.stop(deadline)
     sender.drain(deadline, lambda: True)
     sender.stop(deadline)
+    if tasks.outbox is not None:  # its jobs not yet sent stay due in the state store for another process
+        tasks.outbox.stop()
     unsent = sender.pending()
     ended = len(set(accepted) - set(left))
     if accepted or unsent or sender.sent > sent_before:

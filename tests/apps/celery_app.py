@@ -132,5 +132,11 @@ def create_app() -> Flask:
     return app
 
 
-app = create_app() if "TD_REDIS_URL" in os.environ else None
-celery = app.extensions["celery"] if app is not None else None
+def __getattr__(name: str) -> Any:
+    """``app`` and ``celery``, made on first use (a Celery worker's ``-A tests.apps.celery_app:celery``),
+    never at import: a test's web side is made by the test, and stopped by it."""
+    if name not in ("app", "celery"):
+        raise AttributeError(name)
+    made = create_app()
+    globals().update(app=made, celery=made.extensions["celery"])
+    return globals()[name]
