@@ -346,3 +346,36 @@ def test_cors_for_allowed_browser_origins_only(discovery, make_app) -> None:
     assert r.headers["Access-Control-Allow-Origin"] == "http://localhost:6274"
     evil = c.options("/mcp", headers={"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"})
     assert "Access-Control-Allow-Origin" not in evil.headers
+
+
+def test_a_calls_structured_content_follows_the_tools_output_schema_as_it_changes(make_app) -> None:
+    """A tool whose output schema changes (assigned anew, or a provider's tool answered with another
+    one) is called with its new schema: a non-object schema's value is wrapped as ``result``, an
+    object's is not, whatever was answered before."""
+    served: list[dict[str, Any]] = [{"type": "integer"}]
+
+    def provider() -> list[dict[str, Any]]:  # a new tool object when its schema changes
+        return [{"name": "provided", "description": "From a provider.", "outputSchema": served[0],
+                 "inputSchema": {"type": "object", "properties": {}}}]
+
+    discovery = ToolDiscovery(tools=provider, call_handler=lambda name, arguments: {"n": 3} if
+                              served[0]["type"] == "object" else 3)
+
+    @discovery.tool(output_schema={"type": "integer"})
+    def score() -> Any:
+        """The score."""
+        return {"n": 3} if discovery.tools().get("score").output_schema["type"] == "object" else 3
+
+    app = make_app(discovery, TOOLDISCOVERY_ALLOW_EXECUTE=True)
+    client = app.test_client()
+
+    def structured(name: str) -> Any:
+        answer = rpc(client, "tools/call", {"name": name, "arguments": {}}).get_json()["result"]
+        assert not answer.get("isError"), answer
+        return answer["structuredContent"]
+
+    assert structured("score") == {"result": 3} and structured("provided") == {"result": 3}
+    with app.app_context():
+        discovery.tools().get("score").output_schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    served[0] = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    assert structured("score") == {"n": 3} and structured("provided") == {"n": 3}

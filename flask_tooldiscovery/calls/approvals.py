@@ -317,7 +317,7 @@ class Approvals:
         (the gate it makes is kept with what the tool works out from its content, for the next
         call that decides the same)."""
         required = needs_approval(tool, destructive=self.settings.approve_destructive)
-        derived = tool.derived
+        derived = tool._derived
         gate: ApprovalGate | None = derived.get(self)
         if gate is None or gate.required is not required:
             gate = derived[self] = ApprovalGate(tool, required, self.settings)

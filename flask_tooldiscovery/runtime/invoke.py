@@ -31,7 +31,7 @@ from ..tools.results import Outcome as Outcome
 from .async_bridge import run_sync
 from .call_log import log, log_call
 
-#: The keys of ``Tool.derived`` (worked out once per tool content) under which a tool's compiled
+#: The keys of ``Tool._derived`` (worked out once per tool content) under which a tool's compiled
 #: argument coercion and its quick argument check (``None``: it has none) are kept.
 _COERCION, _CHECK = "runtime.coercion", "runtime.check"
 #: The types of the values most tools return: never awaitable.
@@ -140,7 +140,7 @@ def prepare(
         arguments = {}
     if not isinstance(arguments, dict):
         return arguments, (ArgumentError("", None, "Arguments must be a JSON object.", "type"),)
-    derived = tool.derived
+    derived = tool._derived
     if coerce:
         coerced: Coercion | None = derived.get(_COERCION)
         if coerced is None:

@@ -323,7 +323,7 @@ def _defines(node: Any) -> bool:
 SHOWN_FIELDS = ("name", "description", "input_schema", "output_schema", "title", "annotations", "version",
                 "toolkit", "category", "tags", "examples", "requirements", "timeout", "metadata", "scopes")
 #: What a :class:`Tool` works out once from its shown fields (dropped when one of them is assigned).
-_DERIVED = ("fingerprint", "resolved_input_schema", "derived")
+_DERIVED = ("fingerprint", "resolved_input_schema", "_derived")
 #: How many times a shown tool was changed by assignment, in this process (see ``Tool.__setattr__``).
 _CHANGES = [0]
 
@@ -396,9 +396,10 @@ class Tool:
         return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
     @cached_property
-    def derived(self) -> dict[object, Any]:
-        """What other layers work out once from this tool's content (its compiled argument check,
-        its coercion...), each under a key of their own; emptied when a shown field is assigned."""
+    def _derived(self) -> dict[object, Any]:
+        # What the call path works out once from this tool's content (its compiled argument
+        # check, its coercion, its approval gate), each under a key of its own; emptied when a
+        # shown field is assigned. The package's own, not part of the public API.
         return {}
 
     @property

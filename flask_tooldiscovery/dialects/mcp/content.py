@@ -30,15 +30,19 @@ def object_output_schema(tool: Tool) -> tuple[dict[str, Any] | None, bool]:
     """(MCP ``outputSchema``, wrapped?). MCP output schemas are object schemas: any other
     declared output is wrapped as ``{"result": ...}``, as the official SDK does. A tool returning
     rich results has none: they travel as content blocks, never as ``structuredContent``.
-    Worked out once per tool (shared: never mutate it)."""
+    Worked out once per tool content (a tool changed since is looked at anew; shared: never
+    mutate it)."""
     found = _OUTPUT_SCHEMAS.get(tool)
-    if found is None:
-        found = _OUTPUT_SCHEMAS[tool] = _object_output_schema(tool)
-    return found
+    fingerprint = tool.fingerprint
+    if found is None or found[0] != fingerprint:
+        found = _OUTPUT_SCHEMAS[tool] = (fingerprint, _object_output_schema(tool))
+    return found[1]
 
 
-#: Each tool's MCP output schema (tools are not changed once registered; a new tool is a new key).
-_OUTPUT_SCHEMAS: weakref.WeakKeyDictionary[Tool, tuple[dict[str, Any] | None, bool]] = weakref.WeakKeyDictionary()
+#: Each tool's MCP output schema, with the content fingerprint it was worked out for (a tool
+#: registered again is a new key; one changed by assignment has a new fingerprint).
+_OUTPUT_SCHEMAS: weakref.WeakKeyDictionary[Tool, tuple[str, tuple[dict[str, Any] | None, bool]]] = \
+    weakref.WeakKeyDictionary()
 
 
 def _object_output_schema(tool: Tool) -> tuple[dict[str, Any] | None, bool]:
