@@ -76,3 +76,34 @@ def test_an_unknown_tools_huge_name_is_not_echoed_back(client, path, body) -> No
     assert r.status_code < 500 and r.mimetype == "application/json", (r.status_code, text[:200])
     assert len(text) < 1000 and "Q" * 129 not in text, (path[:40], len(text), text[:300])
     assert "not found" in text.lower() or "unknown" in text.lower(), text[:300]
+
+
+def test_mcp_errors_never_echo_a_huge_name_or_uri() -> None:
+    """Whatever a JSON-RPC error repeats of the request (an unknown prompt's name, a resource's URI),
+    it repeats at most 1024 characters of it: a 100 kB one gets a short answer."""
+    from flask import Flask
+
+    from flask_tooldiscovery import ToolDiscovery
+
+    discovery = ToolDiscovery()
+
+    @discovery.prompt()
+    def greet(who: str) -> str:
+        """Greet someone."""
+        return who
+
+    app = Flask("echo")
+    app.config.update(TESTING=True, TOOLDISCOVERY_DIALECTS=["mcp"])
+    discovery.init_app(app)
+    client = app.test_client()
+    for method, params in [
+        ("prompts/get", {"name": HUGE}),
+        ("completion/complete", {"ref": {"type": "ref/prompt", "name": HUGE}, "argument": {"name": "a", "value": "b"}}),
+        ("completion/complete", {"ref": {"type": "ref/resource", "uri": "x://" + HUGE},
+                                 "argument": {"name": "a", "value": "b"}}),
+    ]:
+        r = client.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params},
+                        headers={"MCP-Protocol-Version": "2025-11-25"})
+        error = r.get_json()["error"]
+        assert error["code"] == -32602, error
+        assert len(r.data) < 3000 and "Q" * 1025 not in r.get_data(as_text=True), (method, len(r.data))

@@ -42,11 +42,20 @@ class RpcError(ToolDiscoveryError):
         self.data = data
 
 
+#: The most characters of one text an error carries (its message, each text in its ``data``): what a
+#: client sent and an error repeats (a name, a URI) is cut there, never echoed whole.
+MAX_ERROR_TEXT = 1024
+
+
+def _cut(text: Any) -> Any:
+    return text[:MAX_ERROR_TEXT] + "..." if isinstance(text, str) and len(text) > MAX_ERROR_TEXT else text
+
+
 def error_body(id_: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
-    """A JSON-RPC error response."""
-    error: dict[str, Any] = {"code": code, "message": message}
+    """A JSON-RPC error response (its texts cut at :data:`MAX_ERROR_TEXT` characters)."""
+    error: dict[str, Any] = {"code": code, "message": _cut(message)}
     if data is not None:
-        error["data"] = data
+        error["data"] = {key: _cut(value) for key, value in data.items()} if isinstance(data, dict) else _cut(data)
     return {"jsonrpc": "2.0", "id": id_, "error": error}
 
 
