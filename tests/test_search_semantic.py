@@ -152,6 +152,36 @@ def test_until_its_candidates_are_embedded_a_search_answers_in_the_lexical_order
     assert expected in [h.name for h in index.search(query, 5)]
 
 
+def test_a_worker_forked_while_tools_were_being_embedded_embeds_them_itself(
+        shared: semantic.Meaning, monkeypatch: pytest.MonkeyPatch) -> None:
+    """gunicorn --preload: the index was built (and its embedding begun) before the fork; the
+    worker has none of the parent's threads, so it must embed what was left itself."""
+    query, expected = OTHER_WORDS[0]
+    meaning = fresh(shared, but=[text_of(expected)])
+    gate = threading.Event()
+    counted(meaning, monkeypatch, gate)
+    index = SearchIndex.build(github(), meaning)  # the parent's thread waits at the gate, mid-embedding
+    assert not meaning.wait(0)
+    reading, writing = os.pipe()
+    child = os.fork()
+    if child == 0:  # the worker: its own model run (not the parent's gated one), nothing else of the parent's
+        try:
+            del meaning.embed
+            before = expected in [h.name for h in index.search(query, 5)]
+            embedded = meaning.wait(60)
+            after = expected in [h.name for h in index.search(query, 5)]
+            os.write(writing, json.dumps([before, embedded, after]).encode())
+        finally:
+            os._exit(0)
+    os.close(writing)
+    with os.fdopen(reading) as answer:
+        seen = json.loads(answer.read() or "null")
+    os.waitpid(child, 0)
+    gate.set()
+    assert meaning.wait(60)
+    assert seen == [False, True, True]  # lexical at first, then the child's own thread embedded it
+
+
 def test_a_tool_is_embedded_once_by_its_text_and_again_when_it_changed(
         shared: semantic.Meaning, monkeypatch: pytest.MonkeyPatch) -> None:
     meaning = fresh(shared)

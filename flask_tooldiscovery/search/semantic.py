@@ -23,7 +23,9 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import logging
+import os
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
@@ -56,6 +58,21 @@ _BATCH = 32
 
 _shared: Meaning | None = None
 _shared_lock = threading.Lock()
+#: Every Meaning of this process, made again fit for use in a forked child (gunicorn --preload).
+_every: weakref.WeakSet[Meaning] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    """A worker forked from a process that had started embedding (an index built before the fork,
+    as with gunicorn's ``--preload``) has none of its threads: each Meaning starts afresh here,
+    keeping what was embedded."""
+    global _shared_lock
+    _shared_lock = threading.Lock()
+    for each in list(_every):
+        each.forked()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def require() -> None:
@@ -115,6 +132,19 @@ class Meaning:
         self._idle.set()
         #: Why the model could not be loaded (searches then stay lexical), else ``None``.
         self.failed: Exception | None = None
+        _every.add(self)
+
+    def forked(self) -> None:
+        """In a forked child: the parent's background thread does not run here and its lock may
+        have been held at the fork, so neither is kept; the texts it had still to embed are asked
+        for again by the next search that needs them, and the model is loaded again (its session's
+        threads were the parent's). The embeddings already made are kept."""
+        self._lock = threading.Lock()
+        self._model = None
+        self._pending = {}
+        self._worker = None
+        self._idle = threading.Event()
+        self._idle.set()
 
     def _loaded(self) -> tuple[Any, Any, tuple[str, ...]]:
         """The tokenizer, the onnxruntime session and its input names, loaded on first use."""
