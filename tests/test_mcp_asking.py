@@ -106,6 +106,19 @@ def test_only_declared_capabilities_are_asked() -> None:
     assert body["result"]["resultType"] == "input_required"
 
 
+def test_elicitation_declared_for_url_mode_only_is_not_asked_a_form() -> None:
+    """The same rule as a handshake-era session's (tests/test_mcp_declared_capabilities.py): a
+    2025-11-25-style ``elicitation`` naming only ``url`` cannot answer the form this server asks."""
+    c = create_app().test_client()
+    for declared, able in (({"url": {}}, ["sampling"]), ({"form": {}}, ["elicitation", "sampling"]),
+                           ({"form": {}, "url": {}}, ["elicitation", "sampling"]), ({}, ["elicitation", "sampling"])):
+        _, body = call(c, "abilities", capabilities={"elicitation": declared, "sampling": {}})
+        assert body["result"]["structuredContent"] == {"result": able}, declared
+    status, body = call(c, "plan_trip", {"days": 2}, capabilities={"elicitation": {"url": {}}})
+    assert status == 400 and body["error"]["code"] == -32021  # never an elicitation/create it cannot answer
+    assert body["error"]["data"] == {"requiredCapabilities": {"elicitation": {}}}
+
+
 def test_malformed_answers_are_invalid_params_and_a_missing_one_is_asked_again() -> None:
     c = create_app().test_client()
     for responses in ({"name": 12345}, {"name": accept(age=3)}, {"name": {"action": "shrug"}}):

@@ -127,16 +127,9 @@ class McpRequest:
     def declares(self, capability: str) -> bool:
         """Whether the request's ``_meta`` envelope (the stateless era's) declares ``capability``
         (``"elicitation"``, ``"sampling"``, ``"roots"``; an extension's id, such as
-        ``io.modelcontextprotocol/tasks``, under ``extensions``)."""
-        caps = self.capabilities
-        if caps is None:
-            return False
-        if "/" in capability:
-            extensions = caps.get("extensions")
-            found = extensions.get(capability) if isinstance(extensions, Mapping) else None
-        else:
-            found = caps.get(capability)
-        return isinstance(found, Mapping)
+        ``io.modelcontextprotocol/tasks``, under ``extensions``), by the rule a handshake-era
+        session id is made by (:func:`.sessions.declares`)."""
+        return sessions.declares(self.capabilities, capability)
 
     def declares_extension(self, extension: str) -> bool:
         """Whether the client declared ``extension`` (one of :data:`.sessions.EXTENSION_FLAGS`, such

@@ -34,11 +34,21 @@ _SESSION = re.compile(r"[\x21-\x7e]{16,128}")
 _DECLARED = re.compile(r"\.c([esru]{0,4})\Z")
 
 
-def _declares(capabilities: Mapping[str, Any], kind: str) -> bool:
+def declares(capabilities: Any, kind: str) -> bool:
+    """Whether client ``capabilities`` (``initialize``'s, or a stateless-era request's envelope)
+    declare ``kind``: ``"elicitation"`` (the form mode this server asks in: an empty object, as
+    2025-06-18 has it, or one naming ``form``, as 2025-11-25 does; a client declaring only ``url``
+    cannot answer a form), ``"sampling"``, ``"roots"``, or an extension's id (such as
+    ``io.modelcontextprotocol/tasks``) as an object under ``extensions``. The one rule for both
+    eras: a session id records what this says at ``initialize``."""
+    if not isinstance(capabilities, Mapping):
+        return False
+    if "/" in kind:
+        extensions = capabilities.get("extensions")
+        return isinstance(extensions, Mapping) and isinstance(extensions.get(kind), Mapping)
     declared = capabilities.get(kind)
     if not isinstance(declared, Mapping):
         return False
-    # elicitation: an empty object is form mode (2025-06-18); from 2025-11-25 on ``form`` names it
     return kind != "elicitation" or not declared or isinstance(declared.get("form"), Mapping)
 
 
@@ -57,7 +67,7 @@ def declares_extension(capabilities: Any, extension: str) -> bool:
 def new_id(capabilities: Any) -> str:
     """A fresh session id naming what ``capabilities`` (``initialize``'s) declare."""
     found = capabilities if isinstance(capabilities, Mapping) else {}
-    flags = [f for k, f in FLAGS.items() if _declares(found, k)]
+    flags = [f for k, f in FLAGS.items() if declares(found, k)]
     flags += [f for k, (f, _) in EXTENSION_FLAGS.items() if declares_extension(found, k)]
     return f"{secrets.token_urlsafe(24)}.c{''.join(flags)}"
 
