@@ -89,9 +89,9 @@ def lease_key(task_id: str) -> str:
 
 @dataclass(frozen=True)
 class Task:
-    """One call that outlives its request (see the module's text). ``result`` is the outcome as
-    JSON (``{"status", "value"|"error"...}``) once the task ended; ``meta`` is the dialect's own
-    (a callback URL, a protocol's request id)."""
+    """One call that outlives its request (see the module's text). ``result`` is its
+    :class:`TaskResult` once the task ended (``None`` before); ``meta`` is the dialect's own (a
+    callback URL, a protocol's request id)."""
 
     id: str
     tool: str

@@ -13,7 +13,7 @@ nothing stored). An ``accept`` with ``approve: true`` runs the tool, anything el
 official SDK refuses one (-32602 ``Invalid or expired requestState``).
 
 Handshake era: a client whose revision has elicitation (2025-06-18 on) accepting SSE is asked by a real
-``elicitation/create`` on the call's stream (:mod:`.mcp_elicit`). Any other, or one answering that
+``elicitation/create`` on the call's stream (:mod:`.elicit`). Any other, or one answering that
 request with an error, gets an ``isError`` result saying the approval could not be asked; its
 ``_meta`` carries the sealed state and prompt (:data:`META_KEY`), which a client may send back in
 the ``X-Tool-Approval`` header once its user approved, as JSON dialects' clients do.
