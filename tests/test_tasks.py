@@ -329,6 +329,44 @@ def test_a_web_side_stopped_gracefully_reads_its_redis_no_more(celery_side: Cele
     assert commands_in(1.5) == 0
 
 
+def test_apps_in_one_process_each_run_their_own_tasks(celery_side: CelerySide,  # noqa: F811
+                                                         redis_url: str) -> None:  # noqa: F811
+    """Apps of one process, each with its Celery app and its store: a job delivered to one's
+    Celery app runs through that app's tasks (its store, its tools), never another's."""
+    import redis
+    from celery import Celery
+
+    from flask_tooldiscovery.tasks.engines import CELERY_TASK
+    from flask_tooldiscovery.tasks.outbox import OUTBOX
+
+    ran: list[str] = []
+    apps = []
+    for name, db in (("a", 1), ("b", 2), ("c", 3)):
+        discovery = ToolDiscovery()
+        discovery.add_tool(lambda who=name: ran.append(who) or {"by": who}, name="mark", description="Mark.",
+                           long_running=True)
+        app = Flask(name)
+        app.config.update(TESTING=True, SECRET_KEY="two-apps", TOOLDISCOVERY_DIALECTS=["opal"],
+                          TOOLDISCOVERY_TASK_ENGINE="celery", TOOLDISCOVERY_STATE_STORAGE_URI=f"{redis_url}/{db}",
+                          TOOLDISCOVERY_OPAL_CALLBACK_HOSTS=["127.0.0.1"], TOOLDISCOVERY_TASK_OUTBOX_GRACE=3600)
+        # a broker nothing listens at: the job stays in the outbox, where the test reads it
+        app.extensions["celery"] = Celery(name, broker="redis://127.0.0.1:9/0", set_as_current=False)
+        discovery.init_app(app)
+        apps.append(celery_side.web(app))
+    for app in apps:
+        app.extensions["celery"].finalize()  # as a worker process does when it starts
+    for app, db in zip(apps, (1, 2, 3), strict=True):
+        answer = app.test_client().post("/opal/tools/mark", json={
+            "parameters": {}, "async_callback": {"url": "http://127.0.0.1:9/never"}})
+        assert answer.status_code == 202, answer.data
+        task_id = answer.get_json()["task_id"]
+        wire = json.loads(redis.Redis.from_url(f"{redis_url}/{db}").hget(f"{OUTBOX}:values", task_id))
+        app.extensions["celery"].tasks[CELERY_TASK].apply(args=[wire])  # as its worker would run it
+        task = tasks_of(app).store.get(task_id)
+        assert task is not None and task.state == "completed", (app.name, task)
+    assert ran == ["a", "b", "c"]
+
+
 def test_the_celery_engine_needs_its_app_and_a_shared_store() -> None:
     from flask_tooldiscovery import SettingsError
 

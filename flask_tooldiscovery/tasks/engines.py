@@ -150,8 +150,11 @@ class CeleryEngine:
             runner(wire)
 
         self.sealer = sealer
+        # This app's Celery app alone (shared=False): a shared task is added to every Celery app of
+        # the process as it is finalized, so with two apps each one's runs could go to the other's
+        # runner (the first one registered wins), and Celery would keep every app alive for good.
         self._task = celery.task(name=CELERY_TASK, acks_late=True, reject_on_worker_lost=True,
-                                 ignore_result=True)(run_task)
+                                 ignore_result=True, shared=False)(run_task)
 
     def accepted(self) -> list[str]:
         return []  # the jobs are the broker's and the Celery workers'
