@@ -139,6 +139,7 @@ def test_nobody_finds_or_calls_through_search_a_tool_they_cannot_see(era: str) -
     ("search_tools", {}, "non-empty"),
     ("call_tool", {"arguments": {}}, "arguments.name"),
     ("call_tool", {"name": 3}, "arguments.name"),
+    ("call_tool", {"name": "call_tool", "arguments": {"name": "runs_cancel", "arguments": {}}}, "not call_tool"),
 ])
 def test_what_cannot_be_searched_or_called_is_a_tool_error_the_model_can_read(tool: str, arguments: Any,
                                                                               words: str, era: str) -> None:

@@ -85,6 +85,9 @@ def answer(pipe: Pipeline, params: dict[str, Any], shown: Callable[[Tool], dict[
         return None
     arguments = params.get("arguments")
     if name == CALL:
+        if isinstance(arguments, dict) and arguments.get("name") == CALL:  # a model wrapping its call twice
+            return _error("call_tool runs the tool it names: give arguments.name the tool's own name (from "
+                          "search_tools), not call_tool, and its arguments in arguments.arguments.")
         return _error("call_tool needs arguments.name (a tool's name, from search_tools) and arguments.arguments "
                       "(an object).")
     if not isinstance(arguments, dict):
