@@ -17,7 +17,6 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,11 +27,8 @@ from flask_tooldiscovery.search import semantic
 from flask_tooldiscovery.search.index import SearchIndex
 from flask_tooldiscovery.settings import SettingsError
 from flask_tooldiscovery.tools.model import Tool
-from flask_tooldiscovery.tools.providers import tool_from_object
 
-ROOT = Path(__file__).resolve().parent.parent
-CATALOGUE = Path(os.environ.get("TOOLDISCOVERY_GITHUB_TOOLS")
-                 or ROOT.parent / "shared" / "data" / "github-rest-tools.json")
+from .test_search_index import catalogue
 
 #: Tasks whose tool the words alone rank sixth or lower in GitHub's REST API, and meaning brings
 #: into the first five (from the tuned development set "dev2" of bench/).
@@ -40,14 +36,6 @@ OTHER_WORDS = [
     ("all branches in the project", "repos__list_branches"),
     ("add bob to the backend team", "teams__add_or_update_membership_for_user_in_org"),
 ]
-
-
-def catalogue() -> list[Tool]:
-    if not CATALOGUE.is_file():
-        if os.environ.get("CI"):
-            pytest.fail(f"{CATALOGUE} is missing (shared/data beside the checkout)")
-        pytest.skip(f"{CATALOGUE} is not here (set TOOLDISCOVERY_GITHUB_TOOLS)")
-    return [tool_from_object(t) for t in json.loads(CATALOGUE.read_text())["tools"]]
 
 
 @lru_cache(maxsize=1)
