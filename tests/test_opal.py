@@ -188,6 +188,17 @@ def test_auth_environment_and_headers_reach_the_tool(client) -> None:
     assert body["extra"]["headers"] == {"x-opal-thread-id": "th-1", "x-opal-workflow-execution-id": "wf-2"}
 
 
+def test_only_the_x_opal_headers_reach_the_tool_whatever_else_the_environ_holds(client) -> None:
+    # A middleware's own environ keys (one not text, one naming an X-Opal key inside another name)
+    # neither break the call nor pass for a header.
+    environ = {"my.middleware": object(), 7: "not text", "MY_HTTP_X_OPAL_FAKE": "no",
+               "weird\nHTTP_X_OPAL_GHOST": "no"}
+    r = client.post("/opal/tools/ship", json={"parameters": {"address": {"street": "Main"}}},
+                    headers={"X-Opal-Agent-Execution-Id": "ag-3", "X-Other": "x"}, environ_base=environ)
+    assert r.status_code == 200, r.get_json()
+    assert r.get_json()["extra"]["headers"] == {"x-opal-agent-execution-id": "ag-3"}
+
+
 @pytest.mark.parametrize("kwargs, status, fragment", [
     ({"data": "{not json", "content_type": "application/json"}, 400, "Malformed JSON"),
     ({"json": [1, 2]}, 400, "must be a JSON object"),
