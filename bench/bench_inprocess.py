@@ -6,6 +6,13 @@ a cProfile of that case grouped by file, then its own functions' times.
 
 Run: ``python bench/bench_inprocess.py [CASE,CASE...] [--profile CASE]`` (``ROUNDS`` env var: rounds
 of 300 requests each, default 9; ``TOOLS`` and ``HIDDEN``: the registry, see ``http_apps.py``).
+Each case's request is what its real clients send: Opal's carries its ``X-Opal-*`` ids, and an
+MCP call comes after the client listed the tools (the fast path has then learned the list, and
+reads every POST to the endpoint to tell a list from a call).
+
+``--paired`` times each case against the bare view side by side instead (``PAIRS`` env var, default
+300): the median of many ratios, each of two batches taken a few milliseconds apart, which moves
+far less with the machine's load than the best rounds do.
 bench/RESULTS.rst ("Speed, part 4" and "part 5") records runs.
 
 ``--instructions CASE,CASE...`` counts instead of timing: the machine instructions one request of
@@ -26,6 +33,7 @@ import json
 import os
 import pstats
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -59,6 +67,13 @@ CASES: dict[str, tuple[str, str, str, Any]] = {
     "opaldisc": ("ours", "GET", "/opal/discovery", None),
     "raw": ("raw", "GET", "/opal", None),
 }
+#: Headers a case's real clients send besides :data:`HEADERS` (Opal names its thread and executions).
+EXTRA_HEADERS: dict[str, dict[str, str]] = {
+    "opal": {"X-Opal-Thread-Id": "thread-1", "X-Opal-Workflow-Execution-Id": "workflow-1",
+             "X-Opal-Agent-Execution-Id": "agent-1"},
+}
+#: Requests a case's real clients send first, once (an MCP client lists the tools before it calls one).
+BEFORE: dict[str, str] = {"mcpcall": "mcplist"}
 
 
 def runner(apps: dict[str, Any], name: str) -> Callable[[], None]:
@@ -66,8 +81,9 @@ def runner(apps: dict[str, Any], name: str) -> Callable[[], None]:
     server, method, path, body = CASES[name]
     app = apps[server]
     data = json.dumps(body).encode() if body is not None else b""
+    headers = {**HEADERS, **EXTRA_HEADERS.get(name, {})} if body is not None else {"Host": "127.0.0.1"}
     environ = EnvironBuilder(path=path, method=method, data=data if body is not None else None,
-                             headers=HEADERS if body is not None else {"Host": "127.0.0.1"}).get_environ()
+                             headers=headers).get_environ()
     status: list[str] = []
 
     def start_response(line: str, headers: Any, exc_info: Any = None) -> None:
@@ -81,7 +97,36 @@ def runner(apps: dict[str, Any], name: str) -> Callable[[], None]:
         getattr(answer, "close", lambda: None)()
         assert status[0].startswith("200"), (name, status)
 
+    if name in BEFORE:
+        first = runner(apps, BEFORE[name])
+        for _ in range(3):
+            first()
     return one
+
+
+def paired(runners: dict[str, Callable[[], None]], pairs: int, batch: int = 25) -> dict[str, list[float]]:
+    """Each case's time over the bare view's, measured side by side: ``pairs`` times, a batch of
+    ``batch`` requests of the case and one of the bare view right after (or before: the order
+    alternates), and the ratio of the two; garbage collection off while timing, run between
+    pairs. Two batches a few milliseconds apart meet the same machine, so the ratios hold still
+    where each time alone moves with the load: read their median."""
+    bare_one = runners["bare"]
+    ratios: dict[str, list[float]] = {name: [] for name in runners if name != "bare"}
+    clock = time.perf_counter
+    for i in range(pairs):
+        for name, ratio in ratios.items():
+            took = {}
+            gc.disable()
+            for which in ((name, "bare") if i % 2 else ("bare", name)):
+                one = bare_one if which == "bare" else runners[name]
+                start = clock()
+                for _ in range(batch):
+                    one()
+                took[which] = clock() - start
+            gc.enable()
+            ratio.append(took[name] / took["bare"])
+        gc.collect()
+    return ratios
 
 
 def profile(one: Callable[[], None], n: int = 3000) -> None:
@@ -143,6 +188,14 @@ def main() -> None:
     for one in runners.values():
         for _ in range(300):
             one()
+    if "--paired" in args:
+        ratios = paired({"bare": runner(apps, "bare"), **runners}, int(os.environ.get("PAIRS", "300")))
+        for name, found in ratios.items():
+            found.sort()
+            quartile = len(found) // 4
+            print(f"{name:10s} x{statistics.median(found):.3f} the bare view "
+                  f"(middle half x{found[quartile]:.3f}-x{found[-quartile - 1]:.3f}, {len(found)} pairs)")
+        return
     best = dict.fromkeys(runners, float("inf"))
     for _ in range(int(os.environ.get("ROUNDS", "9"))):
         for name, one in runners.items():
