@@ -222,6 +222,33 @@ def test_check_reports_problems() -> None:
     assert "problem(s) found" in out
 
 
+def _many_tools_app(count: int, **config: Any) -> Flask:
+    d = ToolDiscovery(tools=[{"name": f"op_{i}", "description": f"Operation {i}.",
+                              "inputSchema": {"type": "object", "properties": {}}} for i in range(count)]
+                      + [{"name": "panel_refresh", "description": "Refresh the panel.", "visibility": ["app"],
+                          "inputSchema": {"type": "object", "properties": {}}}])
+    app = Flask("manytools")
+    app.config.update(TESTING=True, TOOLDISCOVERY_DIALECTS=["mcp", "opal"], **config)
+    d.init_app(app)
+    return app
+
+
+def test_check_says_when_mcp_lists_more_tools_than_clients_load() -> None:
+    # 129 tools a model sees (the app-only one is not listed to it): past VS Code's 128.
+    result = _many_tools_app(129).test_cli_runner().invoke(args=["tools", "check"])
+    assert result.exit_code == 1, result.output
+    assert "(server): [mcp] tools/list shows 129 tools and tool search is off" in result.output
+    assert "TOOLDISCOVERY_TOOL_SEARCH" in result.output and "[opal]" not in result.output
+    targeted = _many_tools_app(129, TOOLDISCOVERY_TOOL_SEARCH=500).test_cli_runner().invoke(
+        args=["tools", "check", "--target", "mcp"])
+    assert targeted.exit_code == 1 and "tool search starts only past 500 tools" in targeted.output
+    # What lists fewer is enough: 128 tools, search on (or from 128 on), or toolsets to offer instead.
+    for count, config in ((128, {}), (300, {"TOOLDISCOVERY_TOOL_SEARCH": True}),
+                          (300, {"TOOLDISCOVERY_TOOL_SEARCH": 128}),
+                          (300, {"TOOLDISCOVERY_TOOLSETS": {"few": {"tags": ["few"]}}})):
+        quiet = _many_tools_app(count, **config).test_cli_runner().invoke(args=["tools", "check"])
+        assert quiet.exit_code == 0 and "tools/list shows" not in quiet.output, (count, config, quiet.output)
+
 def test_safe_default_warning(caplog) -> None:
     import logging
 

@@ -76,7 +76,8 @@ def common(tool: Tool) -> list[str]:
 
 def lint(ext: Any, tools: list[Tool]) -> list[Finding]:
     """``(tool, dialect or "all", problem)`` for every tool: the common rules, then each mounted
-    dialect's own."""
+    dialect's own; then ``("(server)", dialect, problem)`` for what each mounted dialect's clients
+    ask of the tools taken together (how many they load)."""
     found: list[Finding] = []
     checks = [(name, ext.dialect(name).lint_tool) for name in ext.settings.dialects]
     for tool in tools:
@@ -84,6 +85,10 @@ def lint(ext: Any, tools: list[Tool]) -> list[Finding]:
         found += [(label, "all", problem) for problem in common(tool)]
         for name, check in checks:
             found += [(label, name, problem) for problem in (check(tool) if check else [])]
+    for name in ext.settings.dialects:
+        target = ext.dialect(name).target
+        if target is not None and target.lint_tool_list is not None:
+            found += [("(server)", name, problem) for problem in target.lint_tool_list(tools, ext.settings)]
     return found
 
 
@@ -93,6 +98,8 @@ def lint_targets(ext: Any, tools: list[Tool], chosen: list[Target]) -> list[Find
     found = [(f"{tool.name}@{tool.version}", target.name, problem)
              for tool in tools for target in chosen for problem in target.lint_tool(tool)]
     for target in chosen:
+        if target.lint_tool_list is not None:
+            found += [("(server)", target.name, problem) for problem in target.lint_tool_list(tools, ext.settings)]
         if target.lint_server is not None:
             found += [("(server)", target.name, problem) for problem in target.lint_server(ext.settings, mounted(ext))]
     return found

@@ -53,6 +53,9 @@ class Target:
     #: What it asks of the server as a whole, from its settings and the dialects it mounts
     #: (transport, authentication); reported under ``(server)``.
     lint_server: Callable[[Settings, Collection[str]], list[str]] | None = None
+    #: What it asks of the tools taken together (how many a client loads at once), from the tools
+    #: and the settings; reported under ``(server)``.
+    lint_tool_list: Callable[[list[Tool], Settings], list[str]] | None = None
     #: What the export could not derive for it (said after ``export --target``), from the tools,
     #: the settings and the mounted dialects.
     export_notes: Callable[[list[Tool], Settings, Collection[str]], list[str]] | None = None
