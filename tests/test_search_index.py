@@ -127,6 +127,21 @@ def test_the_tool_doing_the_action_asked_comes_first() -> None:
     assert names(index, "make a widget", 1) == ["widgets_create"]
 
 
+@pytest.mark.parametrize("first", [0, 1])  # whichever was registered first
+def test_the_hints_say_which_of_two_tools_alike_does_what_the_query_asks(first: int) -> None:
+    # Two tools the words cannot tell apart (same name parts, title and description, no action in
+    # the title): only their hints can.
+    def pair(one: dict[str, bool], other: dict[str, bool]) -> list[Tool]:
+        tools = [tool("settings_a", "Widget settings", annotations=one),
+                 tool("settings_b", "Widget settings", annotations=other)]
+        return tools if first == 0 else tools[::-1]
+
+    index = SearchIndex.build(pair({"readOnlyHint": True}, {}))
+    assert names(index, "change the widget settings", 1) == ["settings_b"]  # a read-only tool changes nothing
+    index = SearchIndex.build(pair({"destructiveHint": True}, {}))
+    assert names(index, "look at the widget settings", 1) == ["settings_b"]  # reading asks no destruction
+    assert names(index, "delete the widget settings", 1) == ["settings_a"]
+
 def test_an_index_knows_only_the_tools_it_was_built_from() -> None:
     """An index is built per visible set: a tool left out is never found."""
     index = SearchIndex.build([t for t in WIDGETS if t.name != "widgets_delete"])

@@ -261,6 +261,10 @@ class SearchIndex:
                     score *= 0.85
                 if entry.destructive and wanted not in DESTROYING:
                     score *= 0.85
+                elif wanted in DESTROYING and not entry.destructive:
+                    # Between tools the words rank alike, the one whose hint says it destroys is
+                    # what a "delete" asks for (only a nudge: many deleting tools have no such hint).
+                    score *= 0.999
             if ideas:
                 score *= 0.6 + 0.8 * len(ideas & entry.words) / len(ideas)
             if entry.about:  # "Create an issue" beats "Create an issue type for an organization"
