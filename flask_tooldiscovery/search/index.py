@@ -10,7 +10,16 @@ Every term's contribution to every tool's score is worked out when the index is 
 compact arrays, so a search is a few additions per matching tool: SQLite's FTS5 (tried first: it is
 in the standard library) computes BM25 for every matching row at query time, 20-120 ms at 10,000
 tools here, where the goal is 5 ms. An index is built once per tool set (by the set's content
-fingerprint) and is read-only after that; searches from several threads share it."""
+fingerprint) and is read-only after that; searches from several threads share it.
+
+One index serves every view of its set (what each caller may see, a toolset, a read-only mount): a
+search given a :class:`Mask` leaves the hidden tools out before anything is ranked, so they are
+never answered and take no place among the candidates ranked again (by meaning too), and the first
+tool is the best *visible* one. The term statistics (how many tools say a word, how long a field
+is on average) stay those of the whole set, as FastMCP's and most engines' are: a visible tool's
+score may move a little with what hidden tools say, and the answer is only visible tools in an
+order, so what a caller may learn of the hidden ones is at most that hint; an index per visible set
+would cost a build per caller (a second at 10,000 tools) for it."""
 
 from __future__ import annotations
 
@@ -68,8 +77,23 @@ class Hit:
 
 
 @dataclass(frozen=True)
+class Mask:
+    """Which of an index's tools a search may answer (a view of its set: :meth:`SearchIndex.mask`):
+    one byte per tool, 1 when shown; and the hidden tools' positions when they are few (a search
+    then drops them from its matches instead of reading every match's byte)."""
+
+    shown: bytes
+    hidden: array[int] | None
+
+    def __len__(self) -> int:
+        """Its size in bytes (what keeping it costs, beside a small object's)."""
+        return len(self.shown) + (0 if self.hidden is None else len(self.hidden) * self.hidden.itemsize)
+
+
+@dataclass(frozen=True)
 class _Entry:
     name: str
+    fingerprint: str
     action: str | None
     read_only: bool
     destructive: bool
@@ -150,6 +174,8 @@ class SearchIndex:
                  meaning: Meaning | None = None, texts: list[str] | None = None) -> None:
         self._entries = entries
         self._postings = postings
+        #: Each tool's position, by name (a view's mask is made of them).
+        self._docs = {entry.name: doc for doc, entry in enumerate(entries)}
         #: Ranking by meaning (:mod:`.semantic`), and what each tool is for in a line (its title
         #: and name) for it; ``None`` without.
         self._meaning = meaning
@@ -182,6 +208,7 @@ class SearchIndex:
                 texts.append(". ".join(part for part in (title, " ".join(tool.name.replace("_", " ").split())) if part))
             entries.append(_Entry(
                 name=tool.name,
+                fingerprint=tool.fingerprint,
                 action=action_of(title_words[:1] or name_words[1:2] or name_words[:1]) or action_of(name_words),
                 read_only=bool(annotations.get("readOnlyHint")),
                 destructive=bool(annotations.get("destructiveHint")),
@@ -224,9 +251,26 @@ class SearchIndex:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def search(self, query: str, limit: int = 5) -> list[Hit]:
+    def mask(self, shown: Iterable[Tool]) -> Mask | None:
+        """The mask that shows only ``shown`` (one version per name, as :meth:`build` takes them):
+        ``None`` when one of them is not the version this index holds (a view whose caller may
+        not see a tool's latest version, only an older one, needs an index of its own)."""
+        found = bytearray(len(self._entries))
+        docs, entries = self._docs, self._entries
+        for tool in shown:
+            doc = docs.get(tool.name)
+            if doc is None or entries[doc].fingerprint != tool.fingerprint:
+                return None
+            found[doc] = 1
+        hidden = len(found) - sum(found)
+        if hidden * 8 > len(found):
+            return Mask(bytes(found), None)
+        return Mask(bytes(found), array("i", [doc for doc, shows in enumerate(found) if not shows]))
+
+    def search(self, query: str, limit: int = 5, mask: Mask | None = None) -> list[Hit]:
         """The ``limit`` tools that best match ``query``, best first (fewer when fewer match; none
-        when the query has no word to search for: :func:`searchable` tells)."""
+        when the query has no word to search for: :func:`searchable` tells); with ``mask``, only
+        the tools it shows are ranked and answered."""
         said = query_words(query[:MAX_QUERY_CHARS])[:MAX_QUERY_WORDS]
         meant, verbs = understood(said)
         terms = list(dict.fromkeys(_stem(t) for t in meant))
@@ -244,6 +288,13 @@ class SearchIndex:
                         relatives.add(other)
                         for doc, value in zip(*self._postings[other], strict=True):
                             scores[doc] = get(doc, 0.0) + value * _RELATIVE
+        if mask is not None:  # the hidden tools go before anything is ranked
+            if mask.hidden is not None:
+                for doc in mask.hidden:
+                    scores.pop(doc, None)
+            else:
+                shown = mask.shown
+                scores = {doc: score for doc, score in scores.items() if shown[doc]}
         wanted = asked_for(verbs, said)
         asked = set(terms) | relatives  # and the action asked: "pause" covers "Disable"
         if wanted is not None and wanted not in READING:

@@ -50,6 +50,10 @@ class ToolSet:
     #: Equal for two sets that would be served identically: a digest of every tool's content and
     #: the registry's categories (caches and learned answers key on it).
     fingerprint: Hashable = None
+    #: The set this one was narrowed from (a caller's view, a toolset, a read-only mount...): the
+    #: registry's whole set, which one search index serves for all of its views; ``None`` when
+    #: this set is one.
+    base: ToolSet | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         #: True when some tool is not for everyone (``scopes`` or ``visible``).
@@ -76,6 +80,10 @@ class ToolSet:
     def __len__(self) -> int:
         return len(self.tools)
 
+    def _view(self, shown: list[Tool], fingerprint: Hashable) -> ToolSet:
+        """The set of ``shown`` (some of this set's tools), narrowed from this set's base."""
+        return ToolSet(shown, fingerprint=fingerprint, base=self if self.base is None else self.base)
+
     def latest(self) -> list[Tool]:
         """One tool per name (its highest version), in the order names were first registered
         (computed once per set: shared, never mutate it)."""
@@ -98,7 +106,7 @@ class ToolSet:
         else:
             kept = {id(t) for t in shown}
             hidden = sorted(f"{t.name}@{t.version}" for t in self.tools if id(t) not in kept)
-            view = ToolSet(shown, fingerprint=(self.fingerprint, "hiding", digest(hidden)))
+            view = self._view(shown, (self.fingerprint, "hiding", digest(hidden)))
         if key is not None:
             self._views[key] = view
         return view
@@ -108,8 +116,8 @@ class ToolSet:
         shows where no host stands between its list and the model (built once per set)."""
         if self._for_model is None:
             shown = [t for t in self.tools if t.model_visible]
-            self._for_model = self if len(shown) == len(self.tools) else ToolSet(
-                shown, fingerprint=(self.fingerprint, "for model"))
+            self._for_model = self if len(shown) == len(self.tools) else self._view(
+                shown, (self.fingerprint, "for model"))
         return self._for_model
 
     def tagged(self, tags: frozenset[str]) -> ToolSet:
@@ -118,8 +126,8 @@ class ToolSet:
         found = self._tagged.get(tags)
         if found is None:
             shown = [t for t in self.tools if not tags.isdisjoint(t.tags)]
-            found = self._tagged[tags] = self if len(shown) == len(self.tools) else ToolSet(
-                shown, fingerprint=(self.fingerprint, "tagged", tuple(sorted(tags))))
+            found = self._tagged[tags] = self if len(shown) == len(self.tools) else self._view(
+                shown, (self.fingerprint, "tagged", tuple(sorted(tags))))
         return found
 
     def narrowed(self, key: Hashable, keep: Callable[[Tool], bool]) -> ToolSet:
@@ -128,8 +136,8 @@ class ToolSet:
         found = self._narrowed.get(key)
         if found is None:
             shown = [t for t in self.tools if keep(t)]
-            found = self if len(shown) == len(self.tools) else ToolSet(
-                shown, fingerprint=(self.fingerprint, "narrowed", key))
+            found = self if len(shown) == len(self.tools) else self._view(
+                shown, (self.fingerprint, "narrowed", key))
             if len(self._narrowed) >= NARROWED_KEPT:  # a client naming ever new choices keeps no more
                 self._narrowed.clear()
             self._narrowed[key] = found
