@@ -79,8 +79,8 @@ class Hit:
 @dataclass(frozen=True)
 class Mask:
     """Which of an index's tools a search may answer (a view of its set: :meth:`SearchIndex.mask`):
-    one byte per tool, 1 when shown; and the hidden tools' positions when they are few (a search
-    then drops them from its matches instead of reading every match's byte)."""
+    one byte per tool, 1 when shown; and the hidden tools' positions when they are few (at most one
+    in 32: a search then drops them from its matches instead of reading every match's byte)."""
 
     shown: bytes
     hidden: array[int] | None
@@ -93,7 +93,7 @@ class Mask:
 @dataclass(frozen=True)
 class _Entry:
     name: str
-    fingerprint: str
+    tool: Tool
     action: str | None
     read_only: bool
     destructive: bool
@@ -208,7 +208,7 @@ class SearchIndex:
                 texts.append(". ".join(part for part in (title, " ".join(tool.name.replace("_", " ").split())) if part))
             entries.append(_Entry(
                 name=tool.name,
-                fingerprint=tool.fingerprint,
+                tool=tool,
                 action=action_of(title_words[:1] or name_words[1:2] or name_words[:1]) or action_of(name_words),
                 read_only=bool(annotations.get("readOnlyHint")),
                 destructive=bool(annotations.get("destructiveHint")),
@@ -259,13 +259,16 @@ class SearchIndex:
         docs, entries = self._docs, self._entries
         for tool in shown:
             doc = docs.get(tool.name)
-            if doc is None or entries[doc].fingerprint != tool.fingerprint:
+            if doc is None or (entries[doc].tool is not tool and entries[doc].tool.fingerprint != tool.fingerprint):
                 return None
             found[doc] = 1
-        hidden = len(found) - sum(found)
-        if hidden * 8 > len(found):
+        if found.count(0) * 32 > len(found):
             return Mask(bytes(found), None)
-        return Mask(bytes(found), array("i", [doc for doc, shows in enumerate(found) if not shows]))
+        hidden, doc = array("i"), found.find(0)
+        while doc >= 0:
+            hidden.append(doc)
+            doc = found.find(0, doc + 1)
+        return Mask(bytes(found), hidden)
 
     def search(self, query: str, limit: int = 5, mask: Mask | None = None) -> list[Hit]:
         """The ``limit`` tools that best match ``query``, best first (fewer when fewer match; none
