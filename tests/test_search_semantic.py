@@ -198,3 +198,38 @@ def test_a_model_file_that_is_not_the_pinned_one_is_never_run_and_search_stays_l
     assert "tool search by meaning is off" in caplog.text
     query = OTHER_WORDS[0][0]
     assert [h.name for h in index.search(query, 5)] == [h.name for h in SearchIndex.build(github()).search(query, 5)]
+
+
+def test_the_model_run_with_int8_weights_embeds_as_the_file_s_float32_graph_does(shared: semantic.Meaning) -> None:
+    """The model is rewritten in memory to multiply its int8 weights as int8 (search/int8.py); its
+    embeddings stay those of the file's own graph, which onnxruntime runs in float32."""
+    import numpy
+    import onnxruntime
+
+    texts = [text_of(tool.name) for tool in github()[::6]] + [query for query, _ in OTHER_WORDS]
+    tokenizer, _session, inputs = shared._loaded()
+    as_file = semantic.Meaning()
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    as_file._model = (tokenizer, onnxruntime.InferenceSession(str(semantic.file_of(*semantic.MODEL)), options,
+                                                              providers=["CPUExecutionProvider"]), inputs)
+    cosines = (shared.embed(texts) * as_file.embed(texts)).sum(axis=1)
+    assert cosines.min() > 0.995 and float(numpy.mean(cosines)) > 0.999, (cosines.min(), numpy.mean(cosines))
+
+
+def test_where_the_int8_rewrite_cannot_run_the_model_runs_as_the_file_has_it(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    from flask_tooldiscovery.search import int8
+
+    def refused(model: Any) -> bytes:
+        raise RuntimeError("no 8-bit MatMulNBits kernel here")
+
+    monkeypatch.setattr(int8, "rewritten", refused)
+    meaning = semantic.Meaning()
+    with caplog.at_level(logging.WARNING, "flask_tooldiscovery"):
+        index = SearchIndex.build(github(), meaning)
+        assert meaning.wait(600)
+    assert meaning.failed is None
+    assert "uses the model's float32 weights (no 8-bit MatMulNBits kernel here)" in caplog.text
+    query, expected = OTHER_WORDS[0]
+    assert expected in [h.name for h in index.search(query, 5)]
