@@ -208,3 +208,25 @@ def test_the_official_client_searches_then_calls(mode: str) -> None:
     assert names == ["search_tools", "call_tool", "whoami"]
     assert found.structured_content["tools"][0]["name"] == "pulls_create" and not found.is_error
     assert ran.structured_content == {"result": "opened fix"} and not ran.is_error
+
+
+def with_app_only_tool(**config: Any) -> Flask:
+    """:func:`build`'s app and a tool only a UI calls (``visibility=["app"]``)."""
+    app = build(**config)
+    discovery = app.extensions["tooldiscovery"]
+    discovery.add_tool(lambda: "refreshed", name="dashboard_refresh", title="Refresh the pull request dashboard",
+                       description="Refresh the pull request dashboard.", visibility=["app"])
+    return app
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_a_tool_only_an_interface_calls_is_never_found_or_run_through_search(era: str) -> None:
+    """search_tools answers what the model reads: a ``visibility=["app"]`` tool is not in it, and
+    call_tool refuses it as an unknown tool; the app's UI still calls it directly."""
+    client = with_app_only_tool().test_client()
+    found = call(client, "search_tools", {"query": "refresh the pull request dashboard", "limit": 50}, era)
+    names = [t["name"] for t in found["result"]["structuredContent"]["tools"]]
+    assert "dashboard_refresh" not in names and "pulls_list" in names
+    refused = call(client, "call_tool", {"name": "dashboard_refresh", "arguments": {}}, era)
+    assert refused["error"]["code"] == -32602 and refused["error"]["message"] == "Unknown tool: dashboard_refresh"
+    assert call(client, "dashboard_refresh", {}, era)["result"]["content"][0]["text"] == "refreshed"

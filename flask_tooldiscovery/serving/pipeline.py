@@ -300,11 +300,11 @@ class Pipeline:
             raise UnknownTool(name)
         return tool
 
-    def search(self, query: object, limit: object = None) -> list[Tool]:
-        """The tools of this request's set (what the caller may see) that best match ``query``,
-        best first, at most ``limit`` (``None``: five); :class:`~flask_tooldiscovery.errors.BadRequest`
-        saying why when the query or limit cannot be searched."""
-        toolset = self.tools()
+    def search(self, query: object, limit: object = None, *, for_model: bool = False) -> list[Tool]:
+        """The tools of this request's set (what the caller may see; ``for_model``: less those only an
+        interface calls) that best match ``query``, best first, at most ``limit`` (``None``: five);
+        :class:`~flask_tooldiscovery.errors.BadRequest` saying why when the query or limit cannot be searched."""
+        toolset = self.tools().for_model() if for_model else self.tools()
         limit = DEFAULT_LIMIT if limit is None else limit
         return [tool for name in self.core.search_indexes.search(toolset, query, limit)
                 if (tool := toolset.get(name)) is not None]

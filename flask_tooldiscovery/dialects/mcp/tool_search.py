@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from ...errors import BadRequest
+from ...errors import BadRequest, UnknownTool
 from ...serving.pipeline import Pipeline
 from ...tools.model import Tool
 from ...tools.registry import ToolSet
@@ -65,15 +65,25 @@ def rewrite(pipe: Pipeline, message: Any) -> Any:
     if not (isinstance(message, dict) and message.get("method") == "tools/call"):
         return message
     params = message.get("params")
-    if not isinstance(params, dict) or params.get("name") != CALL or not active(pipe, pipe.tools()):
+    if not isinstance(params, dict) or params.get("name") != CALL or not active(pipe, toolset := pipe.tools()):
         return message
     arguments = params.get("arguments")
     if not isinstance(arguments, dict) or not isinstance(arguments.get("name"), str) or arguments["name"] == CALL:
+        return message
+    if not model_visible(toolset, arguments["name"]):  # only an interface calls it: unknown to the model
         return message
     inner = {"name": arguments["name"], "arguments": arguments.get("arguments", {}), CALLED_AS: CALL}
     if "_meta" in params:
         inner["_meta"] = params["_meta"]
     return {**message, "params": inner}
+
+
+def model_visible(toolset: ToolSet, name: str) -> bool:
+    """Whether the model may find or run tool ``name`` through search: not one only an interface
+    calls (``visibility=["app"]``: an app's UI calls it with a direct ``tools/call``). A tool the
+    caller cannot see counts as visible here: the direct call refuses it."""
+    tool = toolset.get(name)
+    return tool is None or tool.model_visible
 
 
 def answer(pipe: Pipeline, params: dict[str, Any], shown: Callable[[Tool], dict[str, Any]]) -> dict[str, Any] | None:
@@ -88,12 +98,14 @@ def answer(pipe: Pipeline, params: dict[str, Any], shown: Callable[[Tool], dict[
         if isinstance(arguments, dict) and arguments.get("name") == CALL:  # a model wrapping its call twice
             return _error("call_tool runs the tool it names: give arguments.name the tool's own name (from "
                           "search_tools), not call_tool, and its arguments in arguments.arguments.")
+        if isinstance(arguments, dict) and isinstance(arguments.get("name"), str):
+            raise UnknownTool(arguments["name"])  # one only an interface calls (:func:`rewrite`)
         return _error("call_tool needs arguments.name (a tool's name, from search_tools) and arguments.arguments "
                       "(an object).")
     if not isinstance(arguments, dict):
         return _error("search_tools needs arguments.query (what you want done, in plain words).")
     try:
-        found = pipe.search(arguments.get("query"), arguments.get("limit"))
+        found = pipe.search(arguments.get("query"), arguments.get("limit"), for_model=True)
     except BadRequest as exc:
         return _error(exc.message)
     tools = [shown(tool) for tool in found]
