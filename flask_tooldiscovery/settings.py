@@ -338,12 +338,18 @@ class Settings:
         "timeout, e.g. TOOLDISCOVERY_OPAL_CALLBACK_TIMEOUT).")
     task_callback_circuit_failures: int = setting(
         "TASK_CALLBACK_CIRCUIT_FAILURES", 5, whole_number(1),
-        "Failed callback attempts in a row (connection errors, timeouts, 5xx, 429) after which a host is given "
-        "up on: the callbacks due to it are given up at once (their task records say so) for "
-        "TASK_CALLBACK_CIRCUIT_OPEN seconds, then one attempt tries it again.")
+        "Failed callback attempts in a row (connection errors, timeouts, 5xx, 429) after which a host's circuit "
+        "opens: the callbacks due to it are postponed (their task records say so) for TASK_CALLBACK_CIRCUIT_OPEN "
+        "seconds, then one attempt probes it; answered, the postponed callbacks go out, else they wait again. "
+        "A postponed callback is given up only when its retry window ends first.")
     task_callback_circuit_open: float = setting(
         "TASK_CALLBACK_CIRCUIT_OPEN", 60, number(0),
-        "Seconds a host that failed TASK_CALLBACK_CIRCUIT_FAILURES callback attempts in a row is given up on.")
+        "Seconds a host that failed TASK_CALLBACK_CIRCUIT_FAILURES callback attempts in a row gets no attempt "
+        "before one probes it again.")
+    task_callback_host_backlog: int = setting(
+        "TASK_CALLBACK_HOST_BACKLOG", 1000, whole_number(1),
+        "Callbacks that may wait in each process for one host whose circuit is open; past that, a newly due "
+        "callback to that host is given up at once (its task record says why).")
     #: Mount point of each mounted dialect (``""`` for the root).
     prefixes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     #: Each dialect's block of keys, parsed (read with ``Block.of(settings)``).

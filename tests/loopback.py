@@ -80,9 +80,9 @@ class LoopbackServer:
 class Receiver(LoopbackServer):
     """A callback receiver recording every POST (and GET) by path, and when each path was first
     reached (``arrived``, :func:`time.monotonic`); ``fail[path]`` statuses are answered first, one
-    per POST, then 204."""
+    per POST, then 204. On ``port`` when given (a receiver that comes back where one was down)."""
 
-    def __init__(self) -> None:
+    def __init__(self, port: int = 0) -> None:
         self.posts: dict[str, list[tuple[dict[str, str], bytes]]] = {}
         self.arrived: dict[str, float] = {}
         self.fail: dict[str, list[int]] = {}
@@ -106,7 +106,7 @@ class Receiver(LoopbackServer):
 
             do_GET = do_POST  # a followed redirect would arrive as a GET: recorded too
 
-        super().__init__(Handler)
+        super().__init__(Handler, port)
         self.base = f"http://127.0.0.1:{self.port}"
 
     def url(self, *fail: int) -> str:

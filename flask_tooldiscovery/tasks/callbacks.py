@@ -11,9 +11,15 @@ redirect) is :mod:`..calls.outbound`. Here, delivery:
   ``deliver_result``), in a small pool of threads of its own (``TOOLDISCOVERY_TASK_CALLBACK_WORKERS``),
   at most ``TOOLDISCOVERY_TASK_CALLBACK_HOST_LIMIT`` at once to one host, the others waiting their
   turn. A host whose attempts fail ``TOOLDISCOVERY_TASK_CALLBACK_CIRCUIT_FAILURES`` times in a row
-  is given up on for ``TOOLDISCOVERY_TASK_CALLBACK_CIRCUIT_OPEN`` seconds (its circuit is open:
-  the callbacks due to it are given up at once, then one attempt probes it again). What became of
-  a task's callback is written on its record (``meta["delivery"]``).
+  gets none for ``TOOLDISCOVERY_TASK_CALLBACK_CIRCUIT_OPEN`` seconds (its circuit is open): the
+  callbacks due to it meanwhile are postponed, not given up (they wait in the due list, holding no
+  thread, no attempt counted); then one attempt probes the host (half-open): if it is answered the
+  postponed callbacks go out, a few at once as ever, else they wait for the next probe. A postponed
+  callback is given up only when its retry window would end before the next probe (the window its
+  call named: ``meta["callback"]["retry_window"]`` seconds after the task ended, else
+  :data:`DEFAULT_WINDOW`), or when ``TOOLDISCOVERY_TASK_CALLBACK_HOST_BACKLOG`` callbacks already
+  wait for that host in this process (the newest is given up). What became of a task's callback is
+  written on its record (``meta["delivery"]``: ``postponed`` while it waits for its host's probe).
 * The callbacks waiting for an attempt are kept in the state store (:mod:`.callback_queue`): with
   Redis, a callback this process did not send (it stopped, it died) is sent by any other process
   that runs tasks.
@@ -47,6 +53,11 @@ MAX_BACKOFF = 60.0
 BATCH = 64
 #: Delivery states after which nothing more is sent.
 OVER = frozenset({"delivered", "given_up", "finished"})
+#: Seconds after its task ended a callback whose call named no retry window is still offered.
+DEFAULT_WINDOW = 3600.0
+#: Seconds after its due time a postponed callback still counts as waiting for its host here (it is
+#: taken again by then, by this process or, with Redis, another).
+HELD_FOR = 30.0
 
 
 class Attempted(NamedTuple):
@@ -136,15 +147,24 @@ class SenderOptions:
     connect_timeout: float = 3.0
     circuit_failures: int = 5
     circuit_open: float = 60.0
+    host_backlog: int = 1000
 
 
 class _Circuit:
-    """One host's failures in a row, and until when it is given up on."""
+    """One host's failures in a row, until when it gets no attempt (``time.monotonic()``), and the
+    callbacks this process postponed for it (task id: when each is due again, epoch seconds)."""
 
     def __init__(self) -> None:
         self.failures = 0
         self.open_until = 0.0
         self.probing = False
+        self.held: dict[str, float] = {}
+
+    def waiting(self, now: float) -> int:
+        """How many callbacks wait for this host here (forgetting those another process took)."""
+        for task_id in [t for t, due in self.held.items() if due < now - HELD_FOR]:
+            del self.held[task_id]
+        return len(self.held)
 
 
 #: A task's finisher as the sender runs it: the wait before the next attempt, or ``None``.
@@ -227,21 +247,25 @@ class CallbackSender:
         host = host_of(str((task.meta.get("callback") or {}).get("url") or f"task:{task.dialect}"))
         with self._lock:
             circuit = self._circuits.setdefault(host, _Circuit())
-            shut = circuit.open_until > time.monotonic()
-            if not shut:
+            shut = circuit.open_until - time.monotonic()
+            if shut <= 0:
                 if self._running >= self.options.workers or self._stopping:  # the pool is full: soon
                     self.queue.add(entry, time.time() + random.uniform(0.05, 0.1))
                     return False
                 if circuit.probing or self._busy.get(host, 0) >= self.options.host_limit:
                     # its turn comes (after the probe's answer, when its host's circuit was open); spread
                     # out, so that many waiting for one host are not looked at again all together
-                    self.queue.add(entry, time.time() + random.uniform(0.5, 2.5))
+                    due = time.time() + random.uniform(0.5, 2.5)
+                    if entry.task_id in circuit.held:
+                        circuit.held[entry.task_id] = due
+                    self.queue.add(entry, due)
                     return False
                 circuit.probing = bool(circuit.open_until)  # the first attempt after the circuit was open
+                circuit.held.pop(entry.task_id, None)
                 self._busy[host] = self._busy.get(host, 0) + 1
                 self._running += 1
-        if shut:
-            self._give_up_open(task, entry, host)
+        if shut > 0:
+            self._postpone(task, entry, host, shut)
             return True
         assert self._pool is not None
         self._pool.submit(self._one, task, entry, host)
@@ -256,8 +280,14 @@ class CallbackSender:
         finally:
             with self._lock:
                 self._busy[host] -= 1
+                if not self._busy[host]:
+                    del self._busy[host]
                 self._running -= 1
-                self._circuits[host].probing = False
+                circuit = self._circuits.get(host)
+                if circuit is not None:
+                    circuit.probing = False
+                    if not circuit.failures and not circuit.waiting(time.time()) and host not in self._busy:
+                        del self._circuits[host]  # a host that answers: nothing to keep
                 self._lock.notify_all()
         if wait is not None:
             self.queue.add(Entry(task.id, entry.dialect, entry.attempt + 1), time.time() + wait)
@@ -271,13 +301,34 @@ class CallbackSender:
             self._mine.discard(task_id)
             self._lock.notify_all()
 
-    def _give_up_open(self, task: Task, entry: Entry, host: str) -> None:
-        why = (f"its host {host} failed {self.options.circuit_failures} attempts in a row; it is given up on "
-               f"for {self.options.circuit_open:g} s")
-        url = str((task.meta.get("callback") or {}).get("url") or host)
-        gave_up(url, entry.attempt - 1, f"call_id={task.id} trace_id={task.meta.get('trace_id')}", why)
-        self.note(task.id, {"state": "given_up", "attempts": entry.attempt - 1, "error": why})
-        self._seen(task.id)
+    def _postpone(self, task: Task, entry: Entry, host: str, shut: float) -> None:
+        """Keep ``entry`` waiting until after its host's probe, ``shut`` seconds from now (its circuit
+        is open), or give it up: when its retry window ends before then, or too many wait for the host."""
+        callback = task.meta.get("callback") or {}
+        now, attempts = time.time(), entry.attempt - 1
+        window = callback.get("retry_window")
+        window = float(window) if isinstance(window, (int, float)) else DEFAULT_WINDOW
+        # after the probe (the first one taken once the circuit is half-open), spread out
+        due = now + shut + random.uniform(0.05, 0.05 + min(self.options.circuit_open / 4, 5.0))
+        why = (f"its host {host} failed {self.options.circuit_failures} attempts in a row and gets none for "
+               f"{self.options.circuit_open:g} s (its circuit is open)")
+        with self._lock:
+            circuit = self._circuits.setdefault(host, _Circuit())
+            full = entry.task_id not in circuit.held and circuit.waiting(now) >= self.options.host_backlog
+            late = due > task.updated + window
+            if not full and not late:
+                circuit.held[entry.task_id] = due
+        if late or full:
+            why = (f"{why}, and {self.options.host_backlog} callbacks already wait for it "
+                   "(TOOLDISCOVERY_TASK_CALLBACK_HOST_BACKLOG)" if full else
+                   f"{why}, and its retry window ({window:g} s after the task ended) ends before its next attempt")
+            url = str(callback.get("url") or host)
+            gave_up(url, attempts, f"call_id={task.id} trace_id={task.meta.get('trace_id')}", why)
+            self.note(task.id, {"state": "given_up", "attempts": attempts, "error": why})
+            self._seen(task.id)
+            return
+        self.queue.add(entry, due)
+        self.note(task.id, {"state": "postponed", "attempts": attempts, "error": why, "until": round(due, 3)})
 
     # -- what a finisher calls ------------------------------------------------------------------
 
@@ -302,7 +353,8 @@ class CallbackSender:
                 if circuit.failures >= self.options.circuit_failures:
                     if not circuit.open_until or circuit.open_until <= time.monotonic():
                         log.warning("flask-tooldiscovery: callbacks to %s failed %d times in a row; the callbacks due "
-                                    "to it are given up on for %g s", host, circuit.failures, self.options.circuit_open)
+                                    "to it wait %g s, then one attempt probes it", host, circuit.failures,
+                                    self.options.circuit_open)
                     circuit.open_until = time.monotonic() + self.options.circuit_open
         if result.delivered:
             self.sent += 1
@@ -378,5 +430,5 @@ def _dispatch_while_kept(ref: weakref.ref[CallbackSender]) -> None:
         del sender
 
 
-__all__ = ["MAX_BACKOFF", "OVER", "Attempted", "CallbackSender", "Finish", "SenderOptions", "attempt", "backoff_for",
-           "deliver", "gave_up", "host_of", "shown_url"]
+__all__ = ["DEFAULT_WINDOW", "HELD_FOR", "MAX_BACKOFF", "OVER", "Attempted", "CallbackSender", "Finish",
+           "SenderOptions", "attempt", "backoff_for", "deliver", "gave_up", "host_of", "shown_url"]

@@ -148,7 +148,8 @@ class Tasks:
                 workers=settings.task_callback_workers, host_limit=settings.task_callback_host_limit,
                 connect_timeout=float(settings.task_callback_connect_timeout),
                 circuit_failures=settings.task_callback_circuit_failures,
-                circuit_open=float(settings.task_callback_circuit_open)))
+                circuit_open=float(settings.task_callback_circuit_open),
+                host_backlog=settings.task_callback_host_backlog))
         if self.shared:
             self.callbacks.start()  # every process that runs tasks sends the callbacks others left
         register(self)

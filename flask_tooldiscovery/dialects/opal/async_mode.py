@@ -103,8 +103,9 @@ def accept(pipe: Pipeline, gate: ApprovalGate, parameters: dict[str, Any], conte
                     tool.name)
         return None
     context.extra["async_callback"] = {"url": url, "tool_call_id": callback.get("tool_call_id")}
-    meta = {"trace_id": context.trace_id, "callback": {
-        "url": url, "token": kept or None, "tool_call_id": callback.get("tool_call_id")}}
+    meta = {"trace_id": context.trace_id, "callback": {  # retry_window: also what the callback sender reads
+        "url": url, "token": kept or None, "tool_call_id": callback.get("tool_call_id"),
+        "retry_window": options.callback_retry_window}}
     task = tasks.start(pipe, tool, parameters, context, then=FINISHER, meta=meta)
     return json_response({"status": "accepted", "task_id": task.id}, 202)
 
@@ -128,8 +129,8 @@ def deliver_result(pipe: Pipeline, task: Task, attempt: int) -> float | None:
                                            of=most)
     if delivered:
         return None
-    wait = backoff_for(attempt)
-    if retry and (most is None or attempt < most) and time.time() + wait < task.updated + options.callback_retry_window:
+    wait, window = backoff_for(attempt), callback.get("retry_window", options.callback_retry_window)
+    if retry and (most is None or attempt < most) and time.time() + wait < task.updated + float(window):
         return wait
     sender.give_up(task, url, attempt, ids, str(reason) if not retry else f"{reason} (no attempt left)")
     return None
