@@ -245,6 +245,7 @@ class CallbackSender:
             self._seen(entry.task_id)
             return True
         host = host_of(str((task.meta.get("callback") or {}).get("url") or f"task:{task.dialect}"))
+        probing, turn = False, 0.0
         with self._lock:
             circuit = self._circuits.setdefault(host, _Circuit())
             shut = circuit.open_until - time.monotonic()
@@ -252,20 +253,21 @@ class CallbackSender:
                 if self._running >= self.options.workers or self._stopping:  # the pool is full: soon
                     self.queue.add(entry, time.time() + random.uniform(0.05, 0.1))
                     return False
-                if circuit.probing or self._busy.get(host, 0) >= self.options.host_limit:
-                    # its turn comes (after the probe's answer, when its host's circuit was open); spread
-                    # out, so that many waiting for one host are not looked at again all together
-                    due = time.time() + random.uniform(0.5, 2.5)
-                    if entry.task_id in circuit.held:
-                        circuit.held[entry.task_id] = due
-                    self.queue.add(entry, due)
+                # its turn comes (after the probe's answer, when its host's circuit is half-open); spread
+                # out, so that many waiting for one host are not looked at again all together
+                probing, turn = circuit.probing, random.uniform(0.5, 2.5)
+                if not probing and self._busy.get(host, 0) >= self.options.host_limit:
+                    if entry.task_id in circuit.held:  # postponed, its host answers again: still waiting here
+                        circuit.held[entry.task_id] = time.time() + turn
+                    self.queue.add(entry, time.time() + turn)
                     return False
-                circuit.probing = bool(circuit.open_until)  # the first attempt after the circuit was open
-                circuit.held.pop(entry.task_id, None)
-                self._busy[host] = self._busy.get(host, 0) + 1
-                self._running += 1
-        if shut > 0:
-            self._postpone(task, entry, host, shut)
+                if not probing:
+                    circuit.probing = bool(circuit.open_until)  # the first attempt after the circuit was open
+                    circuit.held.pop(entry.task_id, None)
+                    self._busy[host] = self._busy.get(host, 0) + 1
+                    self._running += 1
+        if shut > 0 or probing:
+            self._postpone(task, entry, host, turn if probing else shut, probing)
             return True
         assert self._pool is not None
         self._pool.submit(self._one, task, entry, host)
@@ -301,17 +303,19 @@ class CallbackSender:
             self._mine.discard(task_id)
             self._lock.notify_all()
 
-    def _postpone(self, task: Task, entry: Entry, host: str, shut: float) -> None:
-        """Keep ``entry`` waiting until after its host's probe, ``shut`` seconds from now (its circuit
-        is open), or give it up: when its retry window ends before then, or too many wait for the host."""
+    def _postpone(self, task: Task, entry: Entry, host: str, wait: float, probing: bool = False) -> None:
+        """Keep ``entry`` waiting for its host's probe: ``wait`` seconds from now the circuit is
+        half-open (``probing``: the probe is under way, look again then); or give it up: when its retry
+        window ends before then, or too many wait for the host."""
         callback = task.meta.get("callback") or {}
         now, attempts = time.time(), entry.attempt - 1
         window = callback.get("retry_window")
         window = float(window) if isinstance(window, (int, float)) else DEFAULT_WINDOW
         # after the probe (the first one taken once the circuit is half-open), spread out
-        due = now + shut + random.uniform(0.05, 0.05 + min(self.options.circuit_open / 4, 5.0))
-        why = (f"its host {host} failed {self.options.circuit_failures} attempts in a row and gets none for "
-               f"{self.options.circuit_open:g} s (its circuit is open)")
+        due = now + wait + (0.0 if probing else random.uniform(0.05, 0.05 + min(self.options.circuit_open / 4, 5.0)))
+        why = (f"its host {host} failed {self.options.circuit_failures} attempts in a row and " + (
+            "one attempt probes it now (its circuit is half-open)" if probing else
+            f"gets none for {self.options.circuit_open:g} s (its circuit is open)"))
         with self._lock:
             circuit = self._circuits.setdefault(host, _Circuit())
             full = entry.task_id not in circuit.held and circuit.waiting(now) >= self.options.host_backlog
