@@ -207,6 +207,8 @@ class Tarpit:
             self.held.append(conn)
 
     def close(self) -> None:
+        with contextlib.suppress(OSError):  # wakes the accepting thread: the port is free once it returns
+            self.sock.shutdown(socket.SHUT_RDWR)
         self.sock.close()
         for conn in self.held:
             conn.close()

@@ -2,8 +2,8 @@
 (``kill -HUP``, ``kill -TERM``) while Opal async calls run loses none of their callbacks, on the
 thread engine and on Celery (a real Celery worker, a real redis-server), and says in its log what
 it did; a callback host that accepts connections and never answers (a tarpit) holds hundreds of
-callbacks while honest calls are still accepted and their results delivered, and the tasks whose
-callbacks were given up on say so in their records."""
+callbacks while honest calls are still accepted and their results delivered; the callbacks it
+holds wait in Redis (their records say so) and reach the host once it answers, from a new server."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ import pytest
 import requests
 
 from flask_tooldiscovery.state.redis_store import RedisStore
+from flask_tooldiscovery.tasks.callback_queue import CallbackQueue
 from flask_tooldiscovery.tasks.records import TaskStore
 
 from .celery_side import CelerySide, celery_side, effects, wait_for  # noqa: F401  (celery_side: a fixture)
@@ -154,12 +155,25 @@ def test_on_celery_a_reload_or_stop_of_gunicorn_and_of_the_celery_worker_loses_n
 # -- callback tarpits -----------------------------------------------------------------------------
 
 
-def test_a_callback_tarpit_does_not_starve_honest_calls_and_is_given_up_on(
+def test_a_callback_tarpit_does_not_starve_honest_calls_and_its_callbacks_wait_in_redis_until_it_answers(
         receiver: Receiver, redis_url: str, tmp_path: Path) -> None:  # noqa: F811
+    """200 callbacks to a tarpit: honest calls are served meanwhile; once the tarpit failed 5
+    attempts in a row its circuit opens and the callbacks still due to it are postponed, kept in
+    Redis, untried. The server stops; where the tarpit was, a receiver starts; a new server started
+    on the same Redis sends every postponed callback there."""
     tarpit = Tarpit()
-    server = Gunicorn(f"tests.apps.opal_async_app:create_app(hosts='127.0.0.1', call_log='json', "
-                      f"TOOLDISCOVERY_STATE_STORAGE_URI={redis_url!r}, TOOLDISCOVERY_OPAL_CALLBACK_TIMEOUT=2)",
-                      tmp_path / "gunicorn.log")
+    port = int(tarpit.url.split(":")[2].split("/")[0])
+    app_spec = (f"tests.apps.opal_async_app:create_app(hosts='127.0.0.1', call_log='json', "
+                f"TOOLDISCOVERY_STATE_STORAGE_URI={redis_url!r}, TOOLDISCOVERY_OPAL_CALLBACK_TIMEOUT=2, "
+                f"TOOLDISCOVERY_TASK_CALLBACK_CIRCUIT_OPEN=3)")
+    server = Gunicorn(app_spec, tmp_path / "gunicorn.log")
+    store = TaskStore(RedisStore(redis_url))
+
+    def delivery(task_id: str) -> dict[str, Any]:
+        task = store.get(task_id)
+        assert task is not None and task.state == "completed"
+        return dict(task.meta.get("delivery") or {})
+
     try:
         trapped = [accept(server.base, "build_report", {"n": i}, tarpit.url + f"?n={i}") for i in range(200)]
         honest = [receiver.url() for _ in range(4)]
@@ -170,19 +184,31 @@ def test_a_callback_tarpit_does_not_starve_honest_calls_and_is_given_up_on(
             assert json.loads(body) == {"content": {"n": i, "double": 2 * i}, "content_type": "application/json"}
         quick = requests.post(f"{server.base}/opal/tools/quick", json={"parameters": {"n": 1}}, timeout=10)
         assert quick.status_code == 200 and quick.json() == {"n": 1}
-        store = TaskStore(RedisStore(redis_url))
-
-        def delivery(task_id: str) -> dict[str, Any]:
-            task = store.get(task_id)
-            assert task is not None and task.state == "completed"
-            return dict(task.meta.get("delivery") or {})
-
-        wait_for(lambda: all(delivery(t).get("state") == "given_up" for t in trapped), WAIT)
-        given_up = [delivery(t) for t in trapped]
-        # the first few were tried (and timed out); the rest were given up on with their host, untried
-        assert sum(1 for d in given_up if d["attempts"] == 0) > 150, given_up[:10]
-        assert all("failed 5 attempts in a row" in d["error"] for d in given_up if d["attempts"] == 0)
+        # the first few were tried (and timed out); the rest wait for the tarpit's probes, untried
+        wait_for(lambda: all(delivery(t).get("state") in ("postponed", "failing", "given_up") for t in trapped), WAIT)
+        records = [delivery(t) for t in trapped]
+        untried = [d for d in records if d["state"] == "postponed" and d["attempts"] == 0]
+        assert len(untried) > 150 and all("failed 5 attempts in a row" in d["error"] for d in untried), records[:5]
+        assert all(d["attempts"] == 3 and "(no attempt left)" in d["error"]  # one tried 3 times (RETRIES=2)
+                   for d in records if d["state"] == "given_up"), records
+        queue = CallbackQueue(RedisStore(redis_url))
+        assert all(queue.next_due([t]) is not None for t in trapped)  # each kept in Redis, due again
     finally:
         server.stop()
         tarpit.close()
     assert len(said(server.lines(), "WARNING", "failed 5 times in a row")) >= 1
+    back = Receiver(port)  # the host answers again, where the tarpit was
+    again = Gunicorn(app_spec, tmp_path / "gunicorn-2.log")
+    try:
+        wait_for(lambda: all(delivery(t).get("state") in ("delivered", "given_up") for t in trapped), WAIT)
+        records = [delivery(t) for t in trapped]
+        assert all(d["attempts"] == 3 for d in records if d["state"] == "given_up"), records
+        delivered = [i for i, d in enumerate(records) if d["state"] == "delivered"]
+        assert len(delivered) > 180, records
+        for i in delivered:
+            bodies = back.received(f"{back.base}/cb?n={i}")
+            assert bodies and json.loads(bodies[0][1]) == {"content": {"n": i, "double": 2 * i},
+                                                          "content_type": "application/json"}, (i, bodies)
+    finally:
+        again.stop()
+        back.close()
