@@ -183,6 +183,7 @@ class CallbackSender:
         self._lock = threading.Condition()
         self._busy: dict[str, int] = {}  # attempts running, by host
         self._running = 0
+        self._dispatching = False  # the dispatcher holds callbacks it took and has not yet begun or put back
         self._circuits: dict[str, _Circuit] = {}
         self._mine: set[str] = set()  # the callbacks this process scheduled and has not yet seen to
         self._pool: ThreadPoolExecutor | None = None
@@ -214,6 +215,7 @@ class CallbackSender:
             if self._thread is not None and self._pid == os.getpid():
                 return
             self._pid, self._busy, self._running, self._stopping = os.getpid(), {}, 0, False
+            self._dispatching = False
             self._pool = ThreadPoolExecutor(self.options.workers, thread_name_prefix="tooldiscovery-callback")
             self._thread = threading.Thread(target=_dispatch_while_kept, args=(weakref.ref(self),),
                                             name="tooldiscovery-callback-dispatch", daemon=True)
@@ -226,8 +228,14 @@ class CallbackSender:
             if room <= 0:
                 self._lock.wait(self._poll)
                 return
-        taken = self.queue.take(time.time(), max(room, BATCH))  # more than room: some hosts may be full
-        begun = sum(self._begin(entry) for entry in taken)
+            self._dispatching = True
+        try:
+            taken = self.queue.take(time.time(), max(room, BATCH))  # more than room: some hosts may be full
+            begun = sum(self._begin(entry) for entry in taken)
+        finally:
+            with self._lock:
+                self._dispatching = False
+                self._lock.notify_all()
         if taken and not begun:  # all waiting for their hosts: a moment before looking again
             with self._lock:
                 self._lock.wait(0.05)
@@ -276,9 +284,16 @@ class CallbackSender:
     def _one(self, task: Task, entry: Entry, host: str) -> None:
         wait: float | None = None
         try:
-            wait = self._finish(task, entry.attempt)
-        except Exception:
-            log.exception("flask-tooldiscovery: finishing task %s failed", task.id)
+            try:
+                wait = self._finish(task, entry.attempt)
+            except Exception:
+                log.exception("flask-tooldiscovery: finishing task %s failed", task.id)
+            # put back or dropped before the attempt counts as ended: a stop waits for that
+            if wait is not None:
+                self.queue.add(Entry(task.id, entry.dialect, entry.attempt + 1), time.time() + wait)
+            else:
+                self.note(task.id, {"state": "finished"}, only_if_open=True)
+                self._seen(task.id)
         finally:
             with self._lock:
                 self._busy[host] -= 1
@@ -291,11 +306,6 @@ class CallbackSender:
                     if not circuit.failures and not circuit.waiting(time.time()) and host not in self._busy:
                         del self._circuits[host]  # a host that answers: nothing to keep
                 self._lock.notify_all()
-        if wait is not None:
-            self.queue.add(Entry(task.id, entry.dialect, entry.attempt + 1), time.time() + wait)
-            return
-        self.note(task.id, {"state": "finished"}, only_if_open=True)
-        self._seen(task.id)
 
     def _seen(self, task_id: str) -> None:
         self.queue.done(task_id)
@@ -406,12 +416,13 @@ class CallbackSender:
                 self._lock.wait(0.1)
 
     def stop(self, deadline: float) -> int:
-        """Take no more attempts; wait until ``deadline`` (``time.monotonic()``) for those running;
-        how many were still running then."""
+        """Take no more attempts; wait until ``deadline`` (``time.monotonic()``) for those running and
+        for the dispatcher to put back what it took (else those would wait out their lease); how many
+        attempts were still running then."""
         with self._lock:
             self._stopping = True
             self._lock.notify_all()
-            while self._running and time.monotonic() < deadline:
+            while (self._running or self._dispatching) and time.monotonic() < deadline:
                 self._lock.wait(min(0.1, max(deadline - time.monotonic(), 0.0)))
             return self._running
 
