@@ -230,3 +230,150 @@ def test_a_tool_only_an_interface_calls_is_never_found_or_run_through_search(era
     refused = call(client, "call_tool", {"name": "dashboard_refresh", "arguments": {}}, era)
     assert refused["error"]["code"] == -32602 and refused["error"]["message"] == "Unknown tool: dashboard_refresh"
     assert call(client, "dashboard_refresh", {}, era)["result"]["content"][0]["text"] == "refreshed"
+
+
+# -- call_tool carries every param: approvals, questions, tasks, streaming (as a direct call) --------
+
+MODERN = "2026-07-28"
+APPROVED = {"approval": {"action": "accept", "content": {"approve": True}}}
+
+
+def tools_call(client: Any, era: str, name: str, arguments: Any, *, via: bool, headers: dict[str, str] | None = None,
+               capabilities: dict[str, Any] | None = None, **params: Any) -> tuple[int, dict[str, Any]]:
+    """A ``tools/call`` of ``name`` in ``era``, directly or through ``call_tool`` (``via``), with
+    ``params`` (requestState, inputResponses, task, _meta) beside its name and arguments, as a
+    client sends them: (HTTP status, JSON-RPC body)."""
+    if via:
+        name, arguments = "call_tool", {"name": name, "arguments": arguments}
+    sent = dict(headers or {})
+    if era == "stateless":
+        params["_meta"] = {"io.modelcontextprotocol/protocolVersion": MODERN,
+                           "io.modelcontextprotocol/clientCapabilities": capabilities or {"elicitation": {"form": {}}},
+                           **params.get("_meta", {})}
+        sent.update({"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": name})
+    response = client.post("/mcp", json={"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": name, "arguments": arguments, **params}}, headers=sent)
+    return response.status_code, response.get_json()
+
+
+def task_app() -> Flask:
+    """An app (no caller needed) with a tool that may run as a task and one that must."""
+    discovery = ToolDiscovery()
+    discovery.add_tool(lambda: "x", name="pulls_list", description="List pull requests.")
+    discovery.add_tool(lambda n: n * 2, name="crunch", description="Crunch a number for a while.",
+                       long_running=True)
+    discovery.add_tool(lambda n: n * 3, name="crunch_required", description="Crunch it, as a task only.",
+                       task_support="required")
+    app = Flask("tasks")
+    app.config.update(TESTING=True, TOOLDISCOVERY_DIALECTS=["mcp"], TOOLDISCOVERY_TOOL_SEARCH=True)
+    discovery.init_app(app)
+    return app
+
+
+@pytest.mark.parametrize("era", ERAS)
+@pytest.mark.parametrize("via", [False, True])
+def test_an_approval_is_asked_and_carried_through_call_tool_as_directly(era: str, via: bool) -> None:
+    """Stateless era: an ``input_required`` round whose ``requestState`` and accepting answer run the
+    call once; handshake era: the approval in ``_meta``, sent back in ``X-Tool-Approval``."""
+    from .test_approvals import build as approvals_app
+
+    app, runs = approvals_app(TOOLDISCOVERY_TOOL_SEARCH=True)
+    client = app.test_client()
+    _, first = tools_call(client, era, "wipe", {"what": "disk"}, via=via)
+    if era == "stateless":
+        asked = first["result"]
+        assert asked["resultType"] == "input_required" and list(asked["inputRequests"]) == ["approval"]
+        _, second = tools_call(client, era, "wipe", {"what": "disk"}, via=via, requestState=asked["requestState"],
+                               inputResponses=APPROVED)
+    else:
+        assert first["result"]["isError"] is True
+        state = first["result"]["_meta"]["flask-tooldiscovery/approval"]["approval_state"]
+        _, second = tools_call(client, era, "wipe", {"what": "disk"}, via=via, headers={"X-Tool-Approval": state})
+    assert second["result"]["structuredContent"] == {"wiped": "disk", "runs": 1} and runs == ["disk"]
+
+
+@pytest.mark.parametrize("via", [False, True])
+def test_a_tool_that_asks_is_answered_round_by_round_through_call_tool(via: bool) -> None:
+    """The stateless era's rounds (tests/test_mcp_asking.py): name, then colour, then the model's
+    motto, each answer sent with the round's ``requestState``, then the result."""
+    from .apps.asking_app import create_app
+    from .test_mcp_asking import EVERYTHING, SAMPLED, accept
+
+    client = create_app(TOOLDISCOVERY_TOOL_SEARCH=True).test_client()
+    answers = [{"name": accept(name="Ada")}, {"color": accept(color="red")}, {"motto": SAMPLED}]
+    _, body = tools_call(client, "stateless", "plan_trip", {"days": 2}, via=via, capabilities=EVERYTHING)
+    asked = []
+    for answer in answers:
+        result = body["result"]
+        assert result["resultType"] == "input_required", body
+        asked.append(list(result["inputRequests"]))
+        _, body = tools_call(client, "stateless", "plan_trip", {"days": 2}, via=via, capabilities=EVERYTHING,
+                             requestState=result["requestState"], inputResponses=answer)
+    assert asked == [["name"], ["color"], ["motto"]]
+    assert body["result"]["content"][0]["text"] == "Ada: 2 days, a red suitcase, 'Go far'"
+
+
+def task_result(client: Any, era: str, created: dict[str, Any]) -> dict[str, Any]:
+    """The result of the task ``created`` answered, once it ended (polled with tasks/get)."""
+    from .test_mcp_tasks import ended, legacy, until
+
+    if era == "stateless":
+        done = until(client, created["taskId"], ended)
+        assert done["status"] == "completed", done
+        return dict(done["result"])
+    task_id = created["task"]["taskId"]
+    assert until(client, task_id, ended, era="2025-11-25")["status"] == "completed"
+    return dict(legacy(client, "tasks/result", {"taskId": task_id})["result"])
+
+
+@pytest.mark.parametrize("era", ERAS)
+@pytest.mark.parametrize("via", [False, True])
+def test_a_call_becomes_a_task_through_call_tool_as_directly(era: str, via: bool) -> None:
+    """Handshake era: ``params.task`` asks for it (and a tool whose task support is ``required`` is
+    reached only so); stateless era: the tasks extension declared. The task's result is the tool's."""
+    client = task_app().test_client()
+    extension = {"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}
+    for name, expected in (("crunch", "14"), ("crunch_required", "21")):
+        asked = {} if era == "stateless" else {"task": {"ttl": 60_000}}
+        status, body = tools_call(client, era, name, {"n": 7}, via=via, capabilities=extension, **asked)
+        created = body["result"]
+        assert status == 200 and ("taskId" in created if era == "stateless" else "taskId" in created["task"]), body
+        assert task_result(client, era, created)["content"][0]["text"] == expected
+    if era == "handshake":  # a required one, not asked as a task: refused alike
+        _, refused = tools_call(client, era, "crunch_required", {"n": 7}, via=via)
+        assert refused["error"]["code"] == -32601 and "params.task" in refused["error"]["message"]
+
+
+def test_tools_list_says_call_tool_may_be_a_task_in_the_handshake_era() -> None:
+    """A conforming 2025-11-25 client asks for a task only where ``execution.taskSupport`` allows."""
+    client = task_app().test_client()
+    shown = {t["name"]: t for t in rpc(client, "tools/list", headers=ALICE).get_json()["result"]["tools"]}
+    assert shown["call_tool"]["execution"] == {"taskSupport": "optional"} and "execution" not in shown["search_tools"]
+    stateless = {t["name"]: t for t in modern(client, "tools/list", None, ALICE).get_json()["result"]["tools"]}
+    assert "execution" not in stateless["call_tool"]
+
+
+@pytest.mark.slow
+def test_the_official_client_answers_questions_through_call_tool_with_its_elicitation_callback() -> None:
+    """The official MCP client in the stateless era, whose ``call_tool`` answers ``input_required``
+    rounds with its elicitation callback: the approval, then the tool's own question."""
+    from mcp import Client
+    from mcp_types import ElicitResult
+
+    from .apps.asking_app import create_app
+
+    asked: list[str] = []
+
+    async def elicit(context: Any, params: Any) -> Any:
+        asked.append(params.message)
+        fields = params.requested_schema["properties"]
+        return ElicitResult(action="accept", content={"approve": True} if "approve" in fields else {"iban": "DE1"})
+
+    async def run(url: str) -> Any:
+        async with Client(url, mode=MODERN, elicitation_callback=elicit) as client:
+            return await client.call_tool("call_tool", {"name": "transfer", "arguments": {"amount": 5}})
+
+    with live_server(create_app(TOOLDISCOVERY_TOOL_SEARCH=True)) as base:
+        ran = asyncio.run(run(f"{base}/mcp"))
+    assert not ran.is_error and ran.content[0].text == "Moved 5 to DE1 (run 1)."
+    assert len(asked) == 2 and "transfer" in asked[0] and asked[1] == "Which account?"

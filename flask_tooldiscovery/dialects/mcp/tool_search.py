@@ -41,6 +41,8 @@ CALL_TOOL = Tool(
         "name": {"type": "string", "description": "The tool's name, as search_tools gave it."},
         "arguments": {"type": "object", "description": "The tool's arguments."}}, "required": ["name"]},
     annotations={"title": "Call a tool"},
+    # Handshake era: a client may ask for a task; the tool it names decides (refused as directly).
+    metadata={"task_support": "optional"},
 )
 
 
@@ -59,8 +61,9 @@ def listed(toolset: ToolSet) -> list[Tool]:
 
 def rewrite(pipe: Pipeline, message: Any) -> Any:
     """``message`` read as the call it makes: a ``tools/call`` of ``call_tool`` becomes the call of
-    the tool it names, with its arguments and the request's ``_meta`` (everything after this sees a
-    direct call: approvals, limits, tasks, streaming). Other messages, and a ``call_tool`` whose
+    the tool it names, with its arguments and every other param of the request (``_meta``,
+    ``task``, ``requestState``, ``inputResponses``): everything after this sees a direct call
+    (approvals, questions, limits, tasks, streaming). Other messages, and a ``call_tool`` whose
     arguments name no tool, are left as they are (the call answers them)."""
     if not (isinstance(message, dict) and message.get("method") == "tools/call"):
         return message
@@ -72,9 +75,10 @@ def rewrite(pipe: Pipeline, message: Any) -> Any:
         return message
     if not model_visible(toolset, arguments["name"]):  # only an interface calls it: unknown to the model
         return message
-    inner = {"name": arguments["name"], "arguments": arguments.get("arguments", {}), CALLED_AS: CALL}
-    if "_meta" in params:
-        inner["_meta"] = params["_meta"]
+    # Every other param is the inner call's: _meta, task, requestState and inputResponses (a state
+    # is sealed for the tool run and its arguments, so a round's answer reaches the round it asked).
+    inner = {**{k: v for k, v in params.items() if k not in ("name", "arguments")},
+             "name": arguments["name"], "arguments": arguments.get("arguments", {}), CALLED_AS: CALL}
     return {**message, "params": inner}
 
 
