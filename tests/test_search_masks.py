@@ -186,3 +186,34 @@ def test_ranking_by_meaning_ranks_only_visible_tools_and_keeps_the_best_visible_
         assert sorted(found) == sorted(plain), user
     assert "pulls_create" not in search_tools(client, query, era, "bob")
     assert search_tools(client, query, era, "bob", limit=1) == ["pulls_list"]
+
+
+def test_a_provider_answering_other_tools_builds_the_index_again_once() -> None:
+    """A provider's answer is the base set: while it answers the same, every caller's view is
+    searched in one index; a different answer (a tool's description changed) is one new build."""
+    answer: list[dict[str, Any]] = [
+        {"name": "pulls_create", "title": "Create a pull request", "description": "Open a pull request."},
+        {"name": "pulls_list", "title": "List pull requests", "description": "List the pull requests."},
+        {"name": "pulls_merge", "title": "Merge a pull request", "description": "Merge it.", "scopes": ["admin"]},
+    ]
+    d = ToolDiscovery()
+    d.add_provider(lambda: answer)
+
+    @d.identity
+    def from_headers(request: Any) -> Identity | None:
+        user = request.headers.get("X-User", "anon")
+        return Identity(subject=user, scopes=("admin",) if user == "root" else ())
+
+    app = Flask("provided")
+    app.config.update(TESTING=True, TOOLDISCOVERY_DIALECTS=["mcp"], TOOLDISCOVERY_TOOL_SEARCH=True)
+    d.init_app(app)
+    client, searched = app.test_client(), indexes(app)
+    for user in ("alice", "bob", "root"):
+        assert search_tools(client, "open a pull request", "handshake", user)[0] == "pulls_create"
+        assert ("pulls_merge" in search_tools(client, "merge a pull request", "handshake", user)) == (user == "root")
+    assert searched.builds == 1
+    answer[1] = {**answer[1], "description": "List the pull requests, or open one."}
+    for user in ("alice", "bob", "root"):
+        assert "pulls_list" in search_tools(client, "open a pull request", "handshake", user)
+        assert ("pulls_merge" in search_tools(client, "merge a pull request", "handshake", user)) == (user == "root")
+    assert searched.builds == 2
