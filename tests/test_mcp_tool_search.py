@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from flask import Flask
 
-from flask_tooldiscovery import SettingsError, ToolDiscovery, ToolError
+from flask_tooldiscovery import SettingsError, ToolContext, ToolDiscovery, ToolError
 from flask_tooldiscovery.tools.model import Identity
 
 from .conftest import live_server
@@ -377,3 +377,120 @@ def test_the_official_client_answers_questions_through_call_tool_with_its_elicit
         ran = asyncio.run(run(f"{base}/mcp"))
     assert not ran.is_error and ran.content[0].text == "Moved 5 to DE1 (run 1)."
     assert len(asked) == 2 and "transfer" in asked[0] and asked[1] == "Which account?"
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_limits_count_calls_through_call_tool_and_direct_calls_alike(era: str) -> None:
+    """A tool limited to two calls a minute: a direct call and one through call_tool spend the
+    same budget, and the third (either way) is the rate limit's result with its retry time."""
+    app = build()
+    app.extensions["tooldiscovery"].add_tool(lambda: "ok", name="limited", description="Limited.",
+                                             rate_limit_per_minute=2)
+    client = app.test_client()
+    results = [tools_call(client, era, "limited", {}, via=via, headers=ALICE)[1]["result"]
+               for via in (False, True, False, True)]
+    assert [r["isError"] for r in results] == [False, False, True, True]
+    assert all(r["_meta"]["retryAfterMs"] > 0 for r in results[2:])
+
+
+def events(response: Any) -> list[dict[str, Any]]:
+    """The JSON-RPC messages of an SSE answer."""
+    import json
+
+    assert response.mimetype == "text/event-stream", response.get_data(as_text=True)
+    return [json.loads(line[len("data: "):]) for line in response.get_data(as_text=True).splitlines()
+            if line.startswith("data: ")]
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_progress_is_streamed_through_call_tool_as_directly(era: str) -> None:
+    """A call with a progress token: its progress notifications arrive on the call's SSE stream,
+    then its result, the same through call_tool as directly."""
+    app = build()
+
+    @app.extensions["tooldiscovery"].tool
+    async def progress(ctx: ToolContext) -> str:
+        """Reports its progress."""
+        await ctx.report_progress(1, 2)
+        return "done"
+
+    client = app.test_client()
+    streams = []
+    for via in (False, True):
+        name, arguments = ("call_tool", {"name": "progress", "arguments": {}}) if via else ("progress", {})
+        meta: dict[str, Any] = {"progressToken": "t1"}
+        headers = {**ALICE, "Accept": "application/json, text/event-stream"}
+        if era == "stateless":
+            meta.update({"io.modelcontextprotocol/protocolVersion": MODERN,
+                         "io.modelcontextprotocol/clientCapabilities": {}})
+            headers.update({"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": name})
+        streams.append(events(client.post("/mcp", headers=headers, json={
+            "jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments, "_meta": meta}})))
+    direct, via_call_tool = streams
+    assert direct == via_call_tool
+    assert direct[0]["method"] == "notifications/progress" and direct[0]["params"]["progressToken"] == "t1"
+    assert direct[-1]["result"]["content"][0]["text"] == "done"
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_search_and_call_tool_follow_a_provider_whose_answer_changes(era: str) -> None:
+    """A provider's answer gains a tool, loses one and changes one (a new dict, then in place)
+    after the first search: search_tools, the explorer's ``?q=`` and call_tool follow each change."""
+    answer: list[dict[str, Any]] = [
+        {"name": "alpha_make", "description": "Make an alpha widget.", "inputSchema": {"type": "object"}}]
+    discovery = ToolDiscovery(tools=lambda: answer)
+    app = Flask("changing")
+    app.config.update(TESTING=True, TOOLDISCOVERY_DIALECTS=["mcp", "explorer"], TOOLDISCOVERY_TOOL_SEARCH=True)
+    discovery.init_app(app)
+    client = app.test_client()
+
+    def found(query: str) -> list[str]:
+        searched = call(client, "search_tools", {"query": query}, era)["result"]["structuredContent"]["tools"]
+        names = [t["name"] for t in searched]
+        assert names == [t["name"] for t in client.get("/explorer/tools", query_string={"q": query}).get_json()]
+        return names
+
+    def runs(name: str) -> bool:
+        return "result" in call(client, "call_tool", {"name": name, "arguments": {}}, era)
+
+    assert found("alpha widget") == ["alpha_make"] and found("beta gizmo") == [] and not runs("beta_make")
+    answer.append({"name": "beta_make", "description": "Make a beta gizmo.", "inputSchema": {"type": "object"}})
+    assert found("beta gizmo") == ["beta_make"] and runs("beta_make")
+    answer[:] = [{"name": "alpha_make", "description": "Make an alpha zebra.", "inputSchema": {"type": "object"}}]
+    assert found("beta gizmo") == [] and not runs("beta_make")
+    assert found("zebra") == ["alpha_make"] and found("widget") == []
+    answer[0]["description"] = "Make an alpha yak."  # the same dict, changed in place
+    assert found("yak") == ["alpha_make"] and found("zebra") == [] and runs("alpha_make")
+
+
+@pytest.mark.parametrize("era", ERAS)
+@pytest.mark.parametrize("own", ["search_tools", "call_tool"])
+def test_an_apps_own_tool_named_like_a_search_tool_is_run_through_call_tool(era: str, own: str) -> None:
+    """Not listed (the search tool of that name is), and a direct call of the name is the search
+    tool's; call_tool with the name runs the app's own."""
+    app = build()
+    app.extensions["tooldiscovery"].add_tool(lambda query="": f"the app's own {query}", name=own,
+                                             description="The app's own tool.")
+    client = app.test_client()
+    assert listed(client, era) == ["search_tools", "call_tool", "whoami"]
+    ran = call(client, "call_tool", {"name": own, "arguments": {"query": "pull"}}, era)["result"]
+    assert ran["isError"] is False and ran["content"][0]["text"] == "the app's own pull"
+    searched = call(client, "search_tools", {"query": "pull request"}, era)["result"]
+    assert searched["structuredContent"]["tools"][0]["name"].startswith("pulls_")
+    if own == "call_tool":  # a direct call of call_tool is still the search's
+        via = call(client, "call_tool", {"name": "runs_cancel", "arguments": {"run_id": 7}}, era)["result"]
+        assert via["content"][0]["text"] == "cancelled 7"
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_an_integral_number_is_a_limit_and_true_or_a_string_is_not(era: str) -> None:
+    client = build().test_client()
+    five = call(client, "search_tools", {"query": "pull", "limit": 5.0}, era)["result"]
+    assert five["isError"] is False
+    assert five == call(client, "search_tools", {"query": "pull", "limit": 5}, era)["result"]
+    one = call(client, "search_tools", {"query": "pull", "limit": 1.0}, era)["result"]
+    assert len(one["structuredContent"]["tools"]) == 1
+    for limit in (True, "5", 2.5):
+        refused = call(client, "search_tools", {"query": "pull", "limit": limit}, era)["result"]
+        assert refused["isError"] is True and "from 1 to 50" in refused["content"][0]["text"], limit

@@ -54,7 +54,9 @@ def active(pipe: Pipeline, toolset: ToolSet) -> bool:
 
 def listed(toolset: ToolSet) -> list[Tool]:
     """What ``tools/list`` shows when search is on: the two search tools, then the tools marked
-    ``always_listed`` (a tool named like a search tool is reached through ``call_tool``)."""
+    ``always_listed``. An app's own tool named like a search tool is not listed: ``call_tool``
+    with its name runs it (:func:`rewrite`, :func:`answer`); a direct call of the name is the search
+    tool's."""
     return [SEARCH_TOOL, CALL_TOOL, *(t for t in toolset.latest()
                                       if t.metadata.get("always_listed") and t.name not in (SEARCH, CALL))]
 
@@ -71,7 +73,8 @@ def rewrite(pipe: Pipeline, message: Any) -> Any:
     if not isinstance(params, dict) or params.get("name") != CALL or not active(pipe, toolset := pipe.tools()):
         return message
     arguments = params.get("arguments")
-    if not isinstance(arguments, dict) or not isinstance(arguments.get("name"), str) or arguments["name"] == CALL:
+    if not isinstance(arguments, dict) or not isinstance(arguments.get("name"), str) \
+            or (arguments["name"] == CALL and toolset.get(CALL) is None):  # not the app's own call_tool
         return message
     if not model_visible(toolset, arguments["name"]):  # only an interface calls it: unknown to the model
         return message
@@ -95,8 +98,10 @@ def answer(pipe: Pipeline, params: dict[str, Any], shown: Callable[[Tool], dict[
     (``None``: the call is another tool's). What cannot be searched or called is a tool error the
     model can read and mend (``isError``), not a protocol error."""
     name = params.get("name")
-    if name not in (SEARCH, CALL) or not active(pipe, pipe.tools()):
+    if name not in (SEARCH, CALL) or not active(pipe, toolset := pipe.tools()):
         return None
+    if params.get(CALLED_AS) == CALL and toolset.get(name) is not None:
+        return None  # call_tool of the app's own tool of that name (:func:`listed`)
     arguments = params.get("arguments")
     if name == CALL:
         if isinstance(arguments, dict) and arguments.get("name") == CALL:  # a model wrapping its call twice
@@ -109,7 +114,10 @@ def answer(pipe: Pipeline, params: dict[str, Any], shown: Callable[[Tool], dict[
     if not isinstance(arguments, dict):
         return _error("search_tools needs arguments.query (what you want done, in plain words).")
     try:
-        found = pipe.search(arguments.get("query"), arguments.get("limit"), for_model=True)
+        limit = arguments.get("limit")
+        if isinstance(limit, float) and limit.is_integer():
+            limit = int(limit)  # 5.0 is an integer to JSON Schema (true and "5" are not)
+        found = pipe.search(arguments.get("query"), limit, for_model=True)
     except BadRequest as exc:
         return _error(exc.message)
     tools = [shown(tool) for tool in found]
