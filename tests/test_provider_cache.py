@@ -123,6 +123,27 @@ def test_tool_objects_from_a_provider_are_served_as_given() -> None:
     assert d.tools().get("prebuilt") is built
 
 
+def test_the_same_tool_objects_answered_again_are_not_read_and_a_new_one_is() -> None:
+    """A provider answering ``Tool`` objects it built once (as one over a big catalogue does) is not
+    read again while it answers the very same objects: the same tool set comes back; a tool added,
+    replaced or dropped shows on the next request."""
+    built = [Tool(name=f"tool_{n}", description=f"Tool {n}.", input_schema={"type": "object"}) for n in range(50)]
+    answer = list(built)
+    d = ToolDiscovery(tools=lambda: list(answer))  # a new list each time, the same objects in it
+    client = make(d).test_client()
+    assert len(mcp_tools(client)) == 50
+    reads, before = d.registry.reads, d.registry.resolve()
+    for _ in range(3):
+        assert len(mcp_tools(client)) == 50
+    assert d.registry.resolve() is before and d.registry.reads == reads
+    answer[7] = Tool(name="tool_7", description="Tool seven, rewritten.", input_schema={"type": "object"})
+    assert [t["description"] for t in mcp_tools(client) if t["name"] == "tool_7"] == ["Tool seven, rewritten."]
+    answer.pop()
+    assert "tool_49" not in {t["name"] for t in mcp_tools(client)}
+    answer.append(Tool(name="added", description="Added.", input_schema={"type": "object"}))
+    assert "added" in {t["name"] for t in mcp_tools(client)}
+
+
 def test_an_unchanged_answer_is_not_read_again_and_a_change_in_place_is() -> None:
     """The same dicts answered again are neither read nor serialised (counted by the registry), the
     tool set is the very same object (its documents and search index with it), and each kind of
