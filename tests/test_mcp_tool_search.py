@@ -494,3 +494,14 @@ def test_an_integral_number_is_a_limit_and_true_or_a_string_is_not(era: str) -> 
     for limit in (True, "5", 2.5):
         refused = call(client, "search_tools", {"query": "pull", "limit": limit}, era)["result"]
         assert refused["isError"] is True and "from 1 to 50" in refused["content"][0]["text"], limit
+
+
+@pytest.mark.parametrize("search", [True, False])
+def test_a_client_cannot_make_the_name_header_disagree_with_the_tool_run(search: bool) -> None:
+    """The stateless era's ``Mcp-Name`` names ``call_tool`` for a call through it; a client that
+    sends the key that remembers it in a direct call is not believed: a gateway that routes or
+    authorizes by the header sees the tool that runs."""
+    client = build(TOOLDISCOVERY_TOOL_SEARCH=search).test_client()
+    params = {"name": "runs_cancel", "arguments": {"run_id": 1}, "_tooldiscovery_called_as": "pulls_list"}
+    refused = modern(client, "tools/call", params, {**ALICE, "Mcp-Name": "pulls_list"})
+    assert refused.status_code == 400 and refused.get_json()["error"]["code"] == -32020

@@ -14,7 +14,7 @@ from . import param_headers, revisions
 from .param_headers import HEADER_MISMATCH
 from .request import CAPABILITIES_META_KEY, MISSING_CAPABILITY, VERSION_META_KEY, speaks_stateless
 from .task_methods import STATELESS_METHODS as TASK_METHODS
-from .tool_search import CALLED_AS
+from .tool_search import called_as
 
 #: Handshake-era methods the stateless era removed (the handshake, ``ping``, session-held state).
 REMOVED_METHODS = ("initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe")
@@ -53,7 +53,7 @@ def stateless_refusal(method: str, params: dict[str, Any]) -> rpc.RpcError | Non
     if request.headers.get("Mcp-Method") != method:
         return rpc.RpcError(HEADER_MISMATCH, "Mcp-Method header does not match the request body's method")
     named = NAME_BEARING.get(method)
-    called = params.get(CALLED_AS, params.get(named)) if named is not None else None  # call_tool: its own name
+    called = (called_as(params) or params.get(named)) if named is not None else None  # call_tool: its own name
     if called is not None and header_value(request.headers.get("Mcp-Name")) != called:
         return rpc.RpcError(HEADER_MISMATCH, f"Mcp-Name header does not match the request body's {named!r} parameter")
     if method in TASK_METHODS and isinstance(params.get("taskId"), str) \

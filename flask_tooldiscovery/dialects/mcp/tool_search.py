@@ -22,6 +22,17 @@ CALL = "call_tool"
 #: the stateless era's routing header (``Mcp-Name``) names it, not the tool it runs.
 CALLED_AS = "_tooldiscovery_called_as"
 
+
+class _CalledAs(str):
+    """The name a rewritten call was called by, as :func:`rewrite` alone makes it: a client's JSON
+    only ever makes plain strings, so a ``_tooldiscovery_called_as`` it sends is never believed."""
+
+
+def called_as(params: dict[str, Any]) -> str | None:
+    """The name the client called when :func:`rewrite` made ``params`` (``call_tool``), else ``None``."""
+    value = params.get(CALLED_AS)
+    return value if isinstance(value, _CalledAs) else None
+
 SEARCH_TOOL = Tool(
     name=SEARCH, title="Search tools",
     description=("Find the tools for a task among all this server's tools: describe what you want done in plain "
@@ -81,7 +92,7 @@ def rewrite(pipe: Pipeline, message: Any) -> Any:
     # Every other param is the inner call's: _meta, task, requestState and inputResponses (a state
     # is sealed for the tool run and its arguments, so a round's answer reaches the round it asked).
     inner = {**{k: v for k, v in params.items() if k not in ("name", "arguments")},
-             "name": arguments["name"], "arguments": arguments.get("arguments", {}), CALLED_AS: CALL}
+             "name": arguments["name"], "arguments": arguments.get("arguments", {}), CALLED_AS: _CalledAs(CALL)}
     return {**message, "params": inner}
 
 
@@ -100,7 +111,7 @@ def answer(pipe: Pipeline, params: dict[str, Any], shown: Callable[[Tool], dict[
     name = params.get("name")
     if name not in (SEARCH, CALL) or not active(pipe, toolset := pipe.tools()):
         return None
-    if params.get(CALLED_AS) == CALL and toolset.get(name) is not None:
+    if called_as(params) == CALL and toolset.get(name) is not None:
         return None  # call_tool of the app's own tool of that name (:func:`listed`)
     arguments = params.get("arguments")
     if name == CALL:
