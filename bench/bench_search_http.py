@@ -4,7 +4,11 @@
 provider answering the catalogue's dicts (each request reads them: the cost every call pays), once as
 a provider answering ``Tool`` objects read beforehand (the search's own cost shows).
 
-    python bench/bench_search_http.py [ROUNDS] [REQUESTS] [path/to/github-rest-tools.json]
+    python bench/bench_search_http.py [ROUNDS] [REQUESTS] [path/to/github-rest-tools.json] [SIZE...]
+
+With sizes given (``1223 10000``), each size is served from ``Tool`` objects (the catalogue, then
+renamed copies whose texts differ, as ``bench/bench_search.py`` makes them); without, the catalogue's
+1,223 tools as dicts and as ``Tool`` objects.
 
 The server: gunicorn, 1 sync worker. The client: one keep-alive connection sending requests one
 after another (no ``wrk`` needed), so a figure is a request's whole cost as a client sees it
@@ -47,8 +51,13 @@ def app() -> Any:
         """Answer the text given."""
         return text
 
-    catalogue = json.loads(Path(os.environ.get("BENCH_SEARCH_DATA", DEFAULT_DATA)).read_text())["tools"]
-    if os.environ.get("BENCH_SEARCH_PROVIDER") == "tools":  # read once, into Tool objects
+    data = Path(os.environ.get("BENCH_SEARCH_DATA", DEFAULT_DATA))
+    catalogue = json.loads(data.read_text())["tools"]
+    if os.environ.get("BENCH_SEARCH_SIZE"):  # Tool objects, copied up to the size (bench_search_calls.py's)
+        from bench_search_calls import catalogue as many
+
+        catalogue = many(data, int(os.environ["BENCH_SEARCH_SIZE"]))
+    elif os.environ.get("BENCH_SEARCH_PROVIDER") == "tools":  # read once, into Tool objects
         from flask_tooldiscovery.tools.providers import tool_from_object
 
         catalogue = [tool_from_object(t) for t in catalogue]
@@ -75,13 +84,14 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start(data: Path, provider: str) -> tuple[subprocess.Popen[bytes], int]:
+def start(data: Path, provider: str, size: int | None = None) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(HERE), "BENCH_SEARCH_DATA": str(data), "BENCH_SEARCH_PROVIDER": provider}
+    env = {**os.environ, "PYTHONPATH": str(HERE), "BENCH_SEARCH_DATA": str(data), "BENCH_SEARCH_PROVIDER": provider,
+           "BENCH_SEARCH_SIZE": str(size or "")}
     cmd = [sys.executable, "-m", "gunicorn", "-w", "1", "-k", "sync", "-b", f"127.0.0.1:{port}",
            "--log-level", "warning", "bench_search_http:app()"]
     proc = subprocess.Popen(cmd, cwd=HERE, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(400):
+    for _ in range(1200):
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.1):
                 return proc, port
@@ -103,10 +113,10 @@ def post(conn: http.client.HTTPConnection, body: bytes) -> tuple[float, dict[str
     return took, answer
 
 
-def measure(data: Path, provider: str, rounds: int, count: int) -> dict[str, list[float]]:
+def measure(data: Path, provider: str, rounds: int, count: int, size: int | None = None) -> dict[str, list[float]]:
     """Each round's median latency of each case, on a server whose provider answers ``provider``."""
     queries = tasks()
-    proc, port = start(data, provider)
+    proc, port = start(data, provider, size)
     try:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
         plain = rpc("ping", {"text": "hello"})
@@ -133,10 +143,14 @@ def main() -> None:
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     count = int(sys.argv[2]) if len(sys.argv) > 2 else 200
     data = Path(sys.argv[3]) if len(sys.argv) > 3 else DEFAULT_DATA
-    for provider, about in (("dicts", "a provider answering the catalogue's 1,223 dicts (read on every request)"),
-                            ("tools", "a provider answering 1,223 Tool objects (read once)")):
+    sizes = [int(arg) for arg in sys.argv[4:]]
+    runs: list[tuple[str, str, int | None]] = [(
+        "tools", f"a provider answering {size:,} Tool objects (read once)", size) for size in sizes] or [
+        ("dicts", "a provider answering the catalogue's 1,223 dicts (read on every request)", None),
+        ("tools", "a provider answering 1,223 Tool objects (read once)", None)]
+    for provider, about, size in runs:
         print(f"{about}; load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-        medians = measure(data, provider, rounds, count)
+        medians = measure(data, provider, rounds, count, size)
         base = medians["plain tools/call"]
         for label, values in medians.items():
             ratios = [v / b for v, b in zip(values, base, strict=True)]
