@@ -173,7 +173,7 @@ class Meaning:
 
                 tokenizer = Tokenizer.from_file(str(file_of(*TOKENIZER)))
                 tokenizer.enable_truncation(max_length=MAX_TOKENS)
-                tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+                tokenizer.no_padding()  # the file pads every text to 128 tokens: embed pads a run's to its longest
                 options = onnxruntime.SessionOptions()
                 options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
                 options.intra_op_num_threads = options.inter_op_num_threads = 1  # a request's share
@@ -193,9 +193,13 @@ class Meaning:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # little padding in a batch
         for start in range(0, len(order), _BATCH):
             chosen = order[start:start + _BATCH]
-            encoded = tokenizer.encode_batch([texts[i] for i in chosen])
-            ids = numpy.array([e.ids for e in encoded], dtype=numpy.int64)
-            mask = numpy.array([e.attention_mask for e in encoded], dtype=numpy.int64)
+            # one text at a time in this thread: encode_batch hands two short texts to other threads
+            encoded = [tokenizer.encode(texts[i]).ids for i in chosen]
+            ids = numpy.zeros((len(chosen), max(map(len, encoded))), dtype=numpy.int64)  # [PAD] is 0
+            mask = numpy.zeros_like(ids)
+            for row, each in enumerate(encoded):
+                ids[row, :len(each)] = each
+                mask[row, :len(each)] = 1
             feeds = {"input_ids": ids, "attention_mask": mask}
             if "token_type_ids" in inputs:
                 feeds["token_type_ids"] = numpy.zeros_like(ids)
