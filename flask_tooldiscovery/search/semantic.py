@@ -62,17 +62,36 @@ _shared_lock = threading.Lock()
 _every: weakref.WeakSet[Meaning] = weakref.WeakSet()
 
 
+#: The Meanings whose locks the fork waits for (held from just before it to just after it).
+_held: list[Meaning] = []
+
+
+def _before_fork() -> None:
+    """No fork while a Meaning's lock is held: above all while its thread loads the model, when
+    onnxruntime's own locks may be held too (a worker forked then waited forever for its model)."""
+    _held[:] = list(_every)
+    for each in _held:
+        each._lock.acquire()
+
+
+def _after_fork_in_parent() -> None:
+    for each in _held:
+        each._lock.release()
+    _held.clear()
+
+
 def _after_fork_in_child() -> None:
     """A worker forked from a process that had started embedding (an index built before the fork,
     as with gunicorn's ``--preload``) has none of its threads: each Meaning starts afresh here,
     keeping what was embedded."""
     global _shared_lock
     _shared_lock = threading.Lock()
+    _held.clear()
     for each in list(_every):
         each.forked()
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child)
 
 
 def require() -> None:
@@ -108,6 +127,13 @@ def meaning() -> Meaning:
     """This process's :class:`Meaning` (its model is loaded once however many apps use it), after
     :func:`require`."""
     require()
+    # imported here, by the thread that calls init_app, and never first by the background thread: a
+    # fork while a thread imports leaves that module's import lock held in the child for ever
+    import numpy  # noqa: F401
+    import onnx  # noqa: F401
+    import onnxruntime  # noqa: F401
+    import tokenizers  # noqa: F401
+
     global _shared
     with _shared_lock:
         if _shared is None:
