@@ -11,7 +11,8 @@ model's embeddings of the query, as said and as read through the vocabulary, and
 title and name). A tool said in other words than the query's ("who is allowed to push" for the
 collaborators) can come up into the first five, while the first stays the tool the words name.
 
-Embedding a tool costs about 6 ms of CPU, too slow for the build (66 s for 10,000 tools): an
+Embedding a tool costs about 4-5 ms of CPU (the model's int8 weights multiplied as int8:
+:mod:`.int8`), too slow for the build (about 45 s for 10,000 tools): an
 index asks for its tools' embeddings when it is built and one background thread per process works
 them out, each once per text (kept by text, so another index of the same tools, or a tool that did
 not change, costs nothing more); until a search's candidates are all embedded, it answers in the
