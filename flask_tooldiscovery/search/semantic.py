@@ -116,8 +116,11 @@ def file_of(package: str, path: str, sha256: str) -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise SettingsError(f"{key('TOOL_SEARCH_SEMANTIC')} needs {package}: {INSTALL}")
     file = Path(next(iter(spec.submodule_search_locations))) / path
-    with file.open("rb") as opened:
-        found = hashlib.file_digest(opened, "sha256").hexdigest()
+    try:
+        with file.open("rb") as opened:
+            found = hashlib.file_digest(opened, "sha256").hexdigest()
+    except OSError as error:
+        raise SettingsError(f"{file} cannot be read ({error.strerror}): reinstall with {INSTALL}") from error
     if found != sha256:
         raise SettingsError(f"{file} is not the file this version was built for (its sha256 differs): "
                             f"reinstall with {INSTALL}")
@@ -126,7 +129,7 @@ def file_of(package: str, path: str, sha256: str) -> Path:
 
 def meaning() -> Meaning:
     """This process's :class:`Meaning` (its model is loaded once however many apps use it), after
-    :func:`require`."""
+    :func:`require` and, the first time, a check of the model's and the tokenizer's sha256."""
     require()
     # imported here, by the thread that calls init_app, and never first by the background thread: a
     # fork while a thread imports leaves that module's import lock held in the child for ever
@@ -138,13 +141,15 @@ def meaning() -> Meaning:
     global _shared
     with _shared_lock:
         if _shared is None:
+            file_of(*MODEL)  # a broken install is said at init_app, not found by the first searches
+            file_of(*TOKENIZER)
             _shared = Meaning()
         return _shared
 
 
 def _session(model: Path, options: Any) -> Any:
     """An onnxruntime session of ``model`` with its int8 weights used as int8 (:mod:`.int8`: about
-    40 MiB instead of 165, a query in two thirds of the time), or as the file has it where this
+    70 MiB instead of 165, a query's run in two thirds of the time), or as the file has it where this
     onnxruntime cannot (said once in the log)."""
     import onnxruntime
 
