@@ -505,3 +505,33 @@ def test_a_client_cannot_make_the_name_header_disagree_with_the_tool_run(search:
     params = {"name": "runs_cancel", "arguments": {"run_id": 1}, "_tooldiscovery_called_as": "pulls_list"}
     refused = modern(client, "tools/call", params, {**ALICE, "Mcp-Name": "pulls_list"})
     assert refused.status_code == 400 and refused.get_json()["error"]["code"] == -32020
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_a_host_of_mcp_apps_still_gets_the_tools_only_its_apps_call(era: str) -> None:
+    """With search on, a client that declared MCP Apps is listed the ``visibility=["app"]`` tools
+    too (its host hides them from the model, and lets an app call only what it was listed); a
+    client that did not is not (it has no app to call them)."""
+    from .test_tool_uis import UI_EXTENSION
+
+    client = with_app_only_tool().test_client()
+
+    def names(declared: bool) -> list[str]:
+        if era == "stateless":
+            capabilities = {"extensions": UI_EXTENSION} if declared else {}
+            meta = {"io.modelcontextprotocol/protocolVersion": MODERN,
+                    "io.modelcontextprotocol/clientCapabilities": capabilities}
+            response = client.post("/mcp", headers={**ALICE, "MCP-Protocol-Version": MODERN,
+                                                    "Mcp-Method": "tools/list"},
+                                   json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}})
+        else:
+            init = rpc(client, "initialize", {
+                "protocolVersion": "2025-11-25", "clientInfo": {"name": "t", "version": "1"},
+                "capabilities": {"extensions": UI_EXTENSION} if declared else {}}, headers=ALICE)
+            response = rpc(client, "tools/list", headers={**ALICE, "MCP-Protocol-Version": "2025-11-25",
+                                                          "Mcp-Session-Id": init.headers["Mcp-Session-Id"]})
+        return [tool["name"] for tool in response.get_json()["result"]["tools"]]
+
+    assert names(True) == ["search_tools", "call_tool", "whoami", "dashboard_refresh"]
+    assert names(False) == ["search_tools", "call_tool", "whoami"]
+    assert names(True) == ["search_tools", "call_tool", "whoami", "dashboard_refresh"]  # each its own answer

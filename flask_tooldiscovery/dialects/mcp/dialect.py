@@ -236,7 +236,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         toolset, params = pipe.tools(), req.params
         tools, size, stateless, ui = toolset.latest(), options.page_size, req.stateless, apps.shows_ui(req)
         if tool_search.active(pipe, toolset):  # the search tools instead of every tool
-            tools = tool_search.listed(toolset)
+            tools = tool_search.listed(toolset, ui)
         try:
             start = read_cursor(params["cursor"], len(tools)) if params.get("cursor") is not None else 0
         except ValueError:

@@ -63,13 +63,14 @@ def active(pipe: Pipeline, toolset: ToolSet) -> bool:
     return past is not None and len(toolset.latest()) > past
 
 
-def listed(toolset: ToolSet) -> list[Tool]:
+def listed(toolset: ToolSet, ui: bool = False) -> list[Tool]:
     """What ``tools/list`` shows when search is on: the two search tools, then the tools marked
-    ``always_listed``. An app's own tool named like a search tool is not listed: ``call_tool``
-    with its name runs it (:func:`rewrite`, :func:`answer`); a direct call of the name is the search
-    tool's."""
-    return [SEARCH_TOOL, CALL_TOOL, *(t for t in toolset.latest()
-                                      if t.metadata.get("always_listed") and t.name not in (SEARCH, CALL))]
+    ``always_listed`` and, to a client that declared MCP Apps (``ui``), the tools only an interface
+    calls (its host hides them from the model and lets an app call only what it listed). An app's
+    own tool named like a search tool is not listed: ``call_tool`` with its name runs it
+    (:func:`rewrite`, :func:`answer`); a direct call of the name is the search tool's."""
+    return [SEARCH_TOOL, CALL_TOOL, *(t for t in toolset.latest() if t.name not in (SEARCH, CALL) and (
+        t.metadata.get("always_listed") or (ui and not t.model_visible)))]
 
 
 def rewrite(pipe: Pipeline, message: Any) -> Any:
