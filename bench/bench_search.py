@@ -19,11 +19,13 @@ both sizes; with the semantic extra, the same with ranking by meaning (the model
 background embedding of every tool and its memory per tool, a search whose query is new and one
 whose query was seen).
 
-    python bench/bench_search.py [--not-blind] [path/to/github-rest-tools.json]
+    python bench/bench_search.py [--not-blind] [--float32] [path/to/github-rest-tools.json]
 
 ``--not-blind`` never reads the blind sets: the quality lines are those of the sets tuned on or
 held out, and the cost lines time the queries of those sets only (for measuring while changing
-the ranking or its cost, before the one final run that reports the blind sets).
+the ranking or its cost, before the one final run that reports the blind sets). ``--float32``
+runs the model as its file has it (onnxruntime folding the int8 weights to float32), as before
+tool search part 6, to compare.
 """
 
 from __future__ import annotations
@@ -86,7 +88,15 @@ def recall(found: list[list[str]], expected: list[set[str]], k: int) -> float:
 def main() -> None:
     arguments = sys.argv[1:]
     blind = "--not-blind" not in arguments
-    paths = [a for a in arguments if a != "--not-blind"]
+    if "--float32" in arguments:
+        from flask_tooldiscovery.search import int8
+
+        def refused(path: Path) -> bytes:
+            raise RuntimeError("--float32: the file's own graph")
+
+        int8.rewritten = refused
+        semantic._BATCH = 32
+    paths = [a for a in arguments if not a.startswith("--")]
     data = Path(paths[0]) if paths else DEFAULT_DATA
     tools = [tool_from_object(t) for t in json.loads(data.read_text())["tools"]]
     tasks = load_tasks(blind)
