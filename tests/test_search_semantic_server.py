@@ -5,7 +5,9 @@ through MCP's ``search_tools`` over HTTP is ranked by meaning in every worker on
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -49,7 +51,7 @@ def test_each_worker_forked_after_the_index_was_built_ranks_by_meaning_once_it_h
         [sys.executable, "-m", "gunicorn", "--preload", "--workers", "2", "--worker-class", "gthread",
          "--threads", "2", "--bind", f"127.0.0.1:{port}", "tests.apps.semantic_app:create_app()"],
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), "TOOLDISCOVERY_GITHUB_TOOLS": str(CATALOGUE)},
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     answers: dict[str, list[list[str]]] = {}
     try:
@@ -64,6 +66,8 @@ def test_each_worker_forked_after_the_index_was_built_ranks_by_meaning_once_it_h
             time.sleep(0.2)
     finally:
         stop(proc)
+        with contextlib.suppress(ProcessLookupError):  # a worker stuck past its master's end (a failing run)
+            os.killpg(proc.pid, signal.SIGKILL)
     assert str(proc.pid) not in answers  # the workers answered, not the master
     assert len(answers) == 2, list(answers)
     for worker, each in answers.items():

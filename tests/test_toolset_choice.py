@@ -214,10 +214,10 @@ def test_tool_search_finds_and_calls_only_what_the_header_leaves() -> None:
     assert refused["error"] == {"code": -32602, "message": "Unknown tool: repos_delete"}
     indexes = app.extensions["tooldiscovery.core"].search_indexes if "tooldiscovery.core" in app.extensions \
         else ToolDiscovery.pipelines(app)["mcp"].core.search_indexes
-    built = len(indexes._indexes)
+    built = indexes.builds
     for _ in range(3):  # the same choice again: the same narrowed set, its index built once
         search("open an issue", only)
-    assert len(indexes._indexes) == built
+    assert indexes.builds == built
 
 
 def test_a_learned_full_list_is_never_given_to_a_request_that_narrows() -> None:
