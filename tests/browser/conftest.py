@@ -4,6 +4,7 @@ skip locally, and fail when CI is set."""
 from __future__ import annotations
 
 import os
+import time
 import shutil
 from pathlib import Path
 
@@ -44,8 +45,14 @@ def page(browser):
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.on("dialog", lambda dialog: errors.append(f"unexpected dialog: {dialog.message}") or dialog.dismiss())
+    # What the page and its frames wrote to the console, printed when the test ends: pytest shows
+    # it beside a failure (a flake that cannot be reproduced leaves at least the page's own story).
+    console: list[str] = []
+    page.on("console", lambda message: console.append(
+        f"{time.monotonic():.3f} [{message.type}] {message.location.get('url', '')}: {message.text}"[:500]))
     yield page
     context.close()
+    print("browser console:", *console, sep="\n  ")
     assert not errors, errors
 
 
