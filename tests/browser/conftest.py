@@ -4,8 +4,8 @@ skip locally, and fail when CI is set."""
 from __future__ import annotations
 
 import os
-import time
 import shutil
+import time
 from pathlib import Path
 
 import pytest
