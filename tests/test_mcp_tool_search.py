@@ -219,17 +219,37 @@ def with_app_only_tool(**config: Any) -> Flask:
     return app
 
 
+def apps_host(client: Any, era: str) -> tuple[dict[str, str], dict[str, Any]]:
+    """The headers (handshake era: the session id of an ``initialize`` declaring MCP Apps) and the
+    stateless-era capabilities of a client that declared MCP Apps, for :func:`tools_call`."""
+    from .test_tool_uis import UI_EXTENSION
+
+    declared = {"extensions": UI_EXTENSION}
+    if era == "stateless":
+        return dict(ALICE), declared
+    init = rpc(client, "initialize", {"protocolVersion": "2025-11-25", "clientInfo": {"name": "t", "version": "1"},
+                                      "capabilities": declared}, headers=ALICE)
+    return {**ALICE, "MCP-Protocol-Version": "2025-11-25", "Mcp-Session-Id": init.headers["Mcp-Session-Id"]}, declared
+
+
 @pytest.mark.parametrize("era", ERAS)
 def test_a_tool_only_an_interface_calls_is_never_found_or_run_through_search(era: str) -> None:
     """search_tools answers what the model reads: a ``visibility=["app"]`` tool is not in it, and
-    call_tool refuses it as an unknown tool; the app's UI still calls it directly."""
+    call_tool refuses it as an unknown tool; the app's UI still calls it directly, through a host
+    that declared MCP Apps (a client that did not has no app: to it the tool is unknown)."""
     client = with_app_only_tool().test_client()
     found = call(client, "search_tools", {"query": "refresh the pull request dashboard", "limit": 50}, era)
     names = [t["name"] for t in found["result"]["structuredContent"]["tools"]]
     assert "dashboard_refresh" not in names and "pulls_list" in names
     refused = call(client, "call_tool", {"name": "dashboard_refresh", "arguments": {}}, era)
     assert refused["error"]["code"] == -32602 and refused["error"]["message"] == "Unknown tool: dashboard_refresh"
-    assert call(client, "dashboard_refresh", {}, era)["result"]["content"][0]["text"] == "refreshed"
+    headers, declared = apps_host(client, era)
+    _, via = tools_call(client, era, "dashboard_refresh", {}, via=True, headers=headers, capabilities=declared)
+    assert via["error"]["message"] == "Unknown tool: dashboard_refresh"  # the host's model neither
+    _, direct = tools_call(client, era, "dashboard_refresh", {}, via=False, headers=headers, capabilities=declared)
+    assert direct["result"]["content"][0]["text"] == "refreshed"
+    refused = call(client, "dashboard_refresh", {}, era)  # a client that declared no MCP Apps
+    assert refused["error"]["code"] == -32602 and refused["error"]["message"] == "Unknown tool: dashboard_refresh"
 
 
 # -- call_tool carries every param: approvals, questions, tasks, streaming (as a direct call) --------

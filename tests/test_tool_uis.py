@@ -136,22 +136,32 @@ async def _without_the_extension(url: str, mode: str) -> dict[str, Any]:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         listed = (await client.list_resources()).resources
         called = await client.call_tool("get_order", {"order_id": "A-17"})
-        return {"tools": tools, "listed": listed, "called": called}
+        refusals = []
+        for name in ("refresh_order", "no_such_tool"):
+            try:
+                refusals.append(await client.call_tool(name, {"order_id": "A-17"}))
+            except Exception as exc:  # the SDK raises the JSON-RPC error
+                refusals.append(str(exc).replace(name, "NAME"))
+        return {"tools": tools, "listed": listed, "called": called, "refusals": refusals}
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 def test_a_client_that_did_not_declare_the_extension_is_sent_no_interface(mode: str) -> None:
-    """The extension's metadata goes only where it was declared: a client without it gets the same
+    """The extension's metadata goes only where it was declared: a client without it gets the
     tools with no ``_meta.ui`` (nor the deprecated flat key) and no ``ui://`` resource listed; the
-    tools still run."""
+    tools still run. A tool only the interface calls is neither listed to it nor run for it: it has
+    no app to call it and no host that would keep it from the model, and its call is refused as an
+    unknown tool's is."""
     with live_server(create_app(TOOLDISCOVERY_DIALECTS=["mcp"])) as base:
         out = asyncio.run(_without_the_extension(f"{base}/mcp", mode))
     tools = out["tools"]
-    assert {"get_order", "refresh_order", "ping"} <= set(tools)
+    assert set(tools) == {"get_order", "ping"}
     for tool in tools.values():
         assert not {"ui", "ui/resourceUri"} & set(tool.meta or {}), (tool.name, tool.meta)
     assert not [r for r in out["listed"] if str(r.uri).startswith("ui://")]
     assert not out["called"].is_error
+    app_only, unknown = out["refusals"]
+    assert app_only == unknown and "Unknown tool: NAME" in app_only, out["refusals"]
 
 
 def test_each_era_says_it_its_own_way() -> None:
@@ -269,16 +279,78 @@ def test_app_resources_are_still_served_beside_the_interfaces() -> None:
 # -- the lists no host filters ---------------------------------------------------------------------
 
 def test_app_only_tools_are_left_out_where_no_host_hides_them() -> None:
-    app = create_app(TOOLDISCOVERY_DIALECTS=ALL)
+    """Opal, OXP, TDP, UTCP, the OpenAPI document and MCP to a client that declared no MCP Apps
+    list no tool only an interface calls; the explorer (read by a person, whose UI preview calls
+    such tools through its call route) lists it."""
+    app = create_app(TOOLDISCOVERY_DIALECTS=[*ALL, "openapi"])
     c = app.test_client()
     for path in ("/opal/discovery", "/oxp/tools", "/api/v1/tools", "/utcp"):
         text = c.get(path).get_data(as_text=True)
         assert "get_order" in text and "refresh_order" not in text, path
     assert "refresh_order" in c.get("/explorer/tools").get_data(as_text=True)
-    listed = rpc(c, "tools/list").get_json()["result"]["tools"]
-    assert [t["name"] for t in listed] == ["get_order", "refresh_order", "ping"]
+    listed = rpc(c, "tools/list").get_json()["result"]["tools"]  # a client that declared no MCP Apps
+    assert [t["name"] for t in listed] == ["get_order", "ping"]
     called = c.post("/explorer/tools/refresh_order/call", json={"order_id": "A-17"})
     assert called.get_json()["structuredContent"] == {"id": "A-17", "status": "shipped"}
+    document = c.get("/tools/openapi.json").get_data(as_text=True)
+    assert "get_order" in document and "refresh_order" not in document
+
+
+MODERN = "2026-07-28"
+
+
+def _declared(c: Any, capabilities: dict[str, Any]) -> dict[str, str]:
+    """The headers of a handshake-era client that declared ``capabilities`` at ``initialize``."""
+    r = rpc(c, "initialize", {"protocolVersion": "2025-11-25", "capabilities": capabilities,
+                              "clientInfo": {"name": "t", "version": "1"}})
+    return {"MCP-Protocol-Version": "2025-11-25", "Mcp-Session-Id": r.headers["Mcp-Session-Id"]}
+
+
+def _stateless(c: Any, method: str, capabilities: dict[str, Any], params: dict[str, Any] | None = None) -> Any:
+    """A stateless-era request whose envelope declares ``capabilities``."""
+    meta = {"io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientCapabilities": capabilities}
+    headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": method}
+    if method == "tools/call":
+        headers["Mcp-Name"] = (params or {})["name"]
+    return c.post("/mcp", headers=headers, json={"jsonrpc": "2.0", "id": 1, "method": method,
+                                                 "params": {**(params or {}), "_meta": meta}})
+
+
+@pytest.mark.parametrize("era", ["handshake", "stateless"])
+def test_app_only_tools_reach_only_a_client_that_declared_mcp_apps(era: str) -> None:
+    """MCP Apps has the *host* keep a ``visibility: ["app"]`` tool from the model and let only its
+    apps call it; a client that did not declare the extension does neither, so such a tool is not
+    listed to it, and its call is answered as an unknown tool's (status and error alike). A client
+    that declared it is listed the tool and its app calls it. Each era declares its own way
+    (``initialize`` and the session id; each request's envelope)."""
+    c = create_app(TOOLDISCOVERY_DIALECTS=["mcp"]).test_client()
+    call = {"name": "refresh_order", "arguments": {"order_id": "A-17"}}
+    unknown = {"name": "no_such_tool", "arguments": {"order_id": "A-17"}}
+
+    def send(method: str, declared: dict[str, Any], params: dict[str, Any] | None = None) -> Any:
+        if era == "stateless":
+            return _stateless(c, method, declared, params)
+        return rpc(c, method, params, **_declared(c, declared))
+
+    def names(declared: dict[str, Any]) -> list[str]:
+        return [t["name"] for t in send("tools/list", declared).get_json()["result"]["tools"]]
+
+    others = ({}, {"extensions": {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html"]}}})
+    for declared in others:
+        assert names(declared) == ["get_order", "ping"], declared
+        refused, missing = send("tools/call", declared, call), send("tools/call", declared, unknown)
+        assert (refused.status_code, refused.get_json()["error"]) == (missing.status_code, {
+            **missing.get_json()["error"], "message": "Unknown tool: refresh_order"}), declared
+        assert refused.status_code == (400 if era == "stateless" else 200)
+    apps = {"extensions": UI_EXTENSION}
+    assert names(apps) == ["get_order", "refresh_order", "ping"]
+    ran = send("tools/call", apps, call).get_json()["result"]
+    assert ran["structuredContent"] == {"id": "A-17", "status": "shipped"}
+    assert names({}) == ["get_order", "ping"]  # each its own answer, whatever was answered before
+    if era == "handshake":  # a client that sends no session id declared nothing
+        assert [t["name"] for t in rpc(c, "tools/list").get_json()["result"]["tools"]] == ["get_order", "ping"]
+        assert rpc(c, "tools/call", call).get_json()["error"]["message"] == "Unknown tool: refresh_order"
 
 
 # -- the bridge ------------------------------------------------------------------------------------

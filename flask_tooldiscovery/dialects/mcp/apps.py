@@ -4,8 +4,10 @@
 and ``resources/read`` (HTML of type ``text/html;profile=mcp-app`` with its ``_meta.ui``: csp,
 permissions), beside the app's own resources when ``TOOLDISCOVERY_MCP_RESOURCES`` serves them.
 
-Tools with ``visibility=["app"]`` stay in ``tools/list``: the spec has the host keep them from the
-model and let only the interface call them.
+Tools with ``visibility=["app"]`` are listed, and called, only by clients that declared the extension
+(:func:`reaches`): the spec has their host keep such tools from the model and let only the interface
+call them. A client that did not declare it has no interface to call them and no host that would
+hide them, so to it they are unknown tools, as hidden ones are.
 
 A tool's ``_meta.ui`` and the ``ui://`` entries of ``resources/list`` go only to clients that
 declared the extension (:func:`shows_ui`): at ``initialize`` (its session id says so) or in a
@@ -47,6 +49,12 @@ def tool_meta(tool: Tool) -> dict[str, Any] | None:
 def shows_ui(req: McpRequest) -> bool:
     """Whether the request's client declared MCP Apps, so it is sent tools' interfaces."""
     return req.declares_extension(EXTENSION)
+
+
+def reaches(req: McpRequest, tool: Tool) -> bool:
+    """Whether the request's client is listed ``tool`` and may call it: any tool the model may
+    see; one only an interface calls (``visibility=["app"]``) only when it declared MCP Apps."""
+    return tool.model_visible or shows_ui(req)
 
 
 def without_ui(entry: dict[str, Any]) -> dict[str, Any]:
@@ -113,4 +121,4 @@ def methods(pipe: Pipeline, base: dict[str, Handler]) -> dict[str, Handler]:
     return {**base, **added}
 
 
-__all__ = ["EXTENSION", "capabilities", "methods", "shows_ui", "tool_meta", "without_ui"]
+__all__ = ["EXTENSION", "capabilities", "methods", "reaches", "shows_ui", "tool_meta", "without_ui"]

@@ -234,9 +234,11 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
     def list_tools(req: McpRequest) -> rpc.Encoded:
         """One page, encoded once per (visible tool set, page, era) in the pipeline's cache."""
         toolset, params = pipe.tools(), req.params
-        tools, size, stateless, ui = toolset.latest(), options.page_size, req.stateless, apps.shows_ui(req)
+        size, stateless, ui = options.page_size, req.stateless, apps.shows_ui(req)
         if tool_search.active(pipe, toolset):  # the search tools instead of every tool
             tools = tool_search.listed(toolset, ui)
+        else:  # the tools only an interface calls to an MCP Apps host only (apps.reaches)
+            tools = (toolset if ui else toolset.for_model()).latest()
         try:
             start = read_cursor(params["cursor"], len(tools)) if params.get("cursor") is not None else 0
         except ValueError:
@@ -278,8 +280,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             tool = pipe.tools().get(name) if isinstance(name, str) else None
         except CoreError:
             return False  # the call answers it
-        if tool is None:
-            return False
+        if tool is None or ("visibility" in tool.metadata and not apps.reaches(req, tool)):
+            return False  # the call answers it (an unknown tool; one only an app calls, to a client without Apps)
         req.tool, gate, meta, params = tool, pipe.approvals.gate(tool), req.meta, req.params
         req.gate = gate
         req.plain = (not gate.required and not req.stateless and "task" not in params and "requestState" not in params
@@ -299,7 +301,11 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             searched = tool_search.answer(pipe, params, lambda tool: shown(tool, req.stateless, ui))
             if searched is not None:
                 return searched
-        tool = req.tool if req.tool is not None else pipe.find(name)
+        tool = req.tool
+        if tool is None:
+            tool = pipe.find(name)
+            if not apps.reaches(req, tool):  # only an interface calls it, and this client declared none
+                raise UnknownTool(name)
         if req.stateless and (mismatch := param_headers.refusal(tool, arguments)) is not None:
             raise mismatch
         meta: dict[str, Any] = req.meta if isinstance(req.meta, dict) else {}
