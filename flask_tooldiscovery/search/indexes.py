@@ -8,11 +8,11 @@ dialect.
 
 What is kept: the :data:`INDEXES_KEPT` indexes most recently searched (base sets, and the rare view
 that holds an older version of a tool than its base: it is indexed on its own), and the
-:data:`MASKS_KEPT` masks most recently used, each one byte per tool of its base (four more per
-hidden tool when at most one in 32 is hidden): about 1.4 KiB at 1,223 tools and 10 KiB at 10,000
-(bench/bench_masks.py), so at most about 1.5 and 11 MiB for the 1,024 kept. A mask pushed out is
-made again when next needed, in well under a millisecond per thousand tools; an index pushed out
-costs a build (about a second at 10,000 tools), which only a change of the tools asks for."""
+:data:`MASKS_KEPT` masks most recently used, each one byte per tool of its base: about 1.2 KiB at
+1,223 tools and 10 KiB at 10,000 (bench/bench_masks.py), so at most about 1.3 and 11 MiB for the
+1,024 kept. A mask pushed out is made again when next needed, in well under a millisecond per
+thousand tools; an index pushed out costs a build (about a second at 10,000 tools), which only a
+change of the tools asks for."""
 
 from __future__ import annotations
 
