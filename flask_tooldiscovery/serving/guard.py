@@ -25,9 +25,30 @@ _TRACE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 _CALL_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 
 
+#: Random hex texts of 16 bytes each, drawn from the OS's generator (``os.urandom``) many at a time:
+#: two ids a call, one system call per :data:`_POOL_SIZE` of them instead of one each. ``list.pop``
+#: and ``list.extend`` are atomic, so threads never share one; a forked child starts empty (its
+#: parent's texts are its parent's).
+_POOL: list[str] = []
+_POOL_SIZE = 128
+
+
+def random_hex() -> str:
+    """32 random lower-case hex digits (16 bytes of ``os.urandom``), one of a pool filled at once."""
+    try:
+        return _POOL.pop()
+    except IndexError:
+        digits = os.urandom(16 * _POOL_SIZE).hex()
+        _POOL.extend([digits[i:i + 32] for i in range(0, len(digits), 32)])
+        return _POOL.pop()
+
+
+os.register_at_fork(after_in_child=_POOL.clear)
+
+
 def new_trace_id() -> str:
     """A new trace id: 32 random lower-case hex digits, the W3C ``traceparent`` trace-id form."""
-    return os.urandom(16).hex()
+    return random_hex()
 
 
 #: A random UUID's variant digit (binary ``10xx``) for each random hex digit (``xx``: its low two bits).
@@ -37,7 +58,10 @@ _VARIANT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}
 def new_call_id() -> str:
     """A new call id: a random (version 4) UUID in its usual text form (122 random bits: the
     version digit is ``4``, the variant digit one of ``89ab``)."""
-    h = os.urandom(16).hex()
+    try:
+        h = _POOL.pop()  # (random_hex(), without a call while the pool holds some)
+    except IndexError:
+        h = random_hex()
     return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:]}"
 
 
@@ -110,7 +134,13 @@ class Guard:
         req.max_content_length = limit
         environ = req.environ
         given = "HTTP_TRACEPARENT" in environ or "HTTP_X_TRACE_ID" in environ
-        trace_id = environ_trace_id(environ) if given else os.urandom(16).hex()  # none given: new_trace_id()
+        if given:
+            trace_id = environ_trace_id(environ)
+        else:  # none given: new_trace_id(), without a call while the pool holds some
+            try:
+                trace_id = _POOL.pop()
+            except IndexError:
+                trace_id = random_hex()
         if self.hosts is not None:
             raw = environ.get("HTTP_HOST")
             # The verdict on the Host header as sent (and the scheme, whose default port werkzeug
