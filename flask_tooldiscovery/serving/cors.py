@@ -18,6 +18,8 @@ CORS_REQUEST_HEADERS = ("Authorization", "Content-Type", "Accept", "X-Trace-Id",
 #: Response headers of the core's own that browser clients may read (a dialect adds its own).
 CORS_EXPOSED_HEADERS = ("WWW-Authenticate", "X-Trace-Id", "Retry-After", "ETag")
 METHOD_ORDER = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+#: The lengths of the two header names :meth:`Cors.finish` looks for (``X-Trace-Id``, ``X-Content-Type-Options``).
+_OWN_LENGTHS = frozenset({10, 22})
 
 
 class Cors:
@@ -38,27 +40,33 @@ class Cors:
         """Add the headers to ``response``, the answer to ``req`` at a route of ``kind`` serving
         ``methods`` (``public``: a document any website may read)."""
         headers = response.headers
-        # One look at what the view set (asking ``in headers`` raises and catches a KeyError on a miss).
+        # One look at what the view set (asking ``in headers`` raises and catches a KeyError on a
+        # miss); only a name of either's length is lowered and compared.
         sniff = traced = False
         for name, _ in headers:
-            lowered = name.lower()
-            sniff = sniff or lowered == "x-content-type-options"
-            traced = traced or lowered == "x-trace-id"
+            if len(name) in _OWN_LENGTHS:
+                lowered = name.lower()
+                sniff = sniff or lowered == "x-content-type-options"
+                traced = traced or lowered == "x-trace-id"
         if not sniff:
             headers.add("X-Content-Type-Options", "nosniff")
         if state is not None:
-            for name, value in (state.headers or {}).items():
-                headers[name] = value
+            asked = state.headers
+            if asked:
+                for name, value in asked.items():
+                    headers[name] = value
             if state.trace_id:  # set (one header) where it may be already, else added as the last one
-                (headers.set if traced or state.headers else headers.add)("X-Trace-Id", state.trace_id)
+                (headers.set if traced or asked else headers.add)("X-Trace-Id", state.trace_id)
         if req.method == "OPTIONS" or response.status_code in (202, 204, 304):
             self._bodiless(response, req, methods)
-        if (kind == "discovery" and self.public_discovery) or public:
+        if public or (kind == "discovery" and self.public_discovery):
             headers["Access-Control-Allow-Origin"] = "*"
             self._preflight(response, req, methods)
             return response
+        if kind != "call" and kind != "discovery":
+            return response
         origin = req.environ.get("HTTP_ORIGIN")
-        if kind in ("call", "discovery") and origin and self.guard.origin_allowed(origin, req):
+        if origin and self.guard.origin_allowed(origin, req):
             headers["Access-Control-Allow-Origin"] = origin
             response.vary.add("Origin")
             headers["Access-Control-Expose-Headers"] = self.exposed

@@ -5,7 +5,6 @@ protocol version knows, and the ``outputSchema`` a tool shows (none for rich res
 from __future__ import annotations
 
 import functools
-import weakref
 from typing import Any
 
 from ...tools.model import Tool
@@ -32,17 +31,15 @@ def object_output_schema(tool: Tool) -> tuple[dict[str, Any] | None, bool]:
     rich results has none: they travel as content blocks, never as ``structuredContent``.
     Worked out once per tool content (a tool changed since is looked at anew; shared: never
     mutate it)."""
-    found = _OUTPUT_SCHEMAS.get(tool)
-    fingerprint = tool.fingerprint
-    if found is None or found[0] != fingerprint:
-        found = _OUTPUT_SCHEMAS[tool] = (fingerprint, _object_output_schema(tool))
-    return found[1]
+    derived = tool._derived  # (emptied when a shown field of the tool is assigned)
+    found: tuple[dict[str, Any] | None, bool] | None = derived.get(_OUTPUT_SCHEMA)
+    if found is None:
+        found = derived[_OUTPUT_SCHEMA] = _object_output_schema(tool)
+    return found
 
 
-#: Each tool's MCP output schema, with the content fingerprint it was worked out for (a tool
-#: registered again is a new key; one changed by assignment has a new fingerprint).
-_OUTPUT_SCHEMAS: weakref.WeakKeyDictionary[Tool, tuple[str, tuple[dict[str, Any] | None, bool]]] = \
-    weakref.WeakKeyDictionary()
+#: The key of a tool's MCP output schema in what it works out once from its content (``Tool._derived``).
+_OUTPUT_SCHEMA = "mcp.output_schema"
 
 
 def _object_output_schema(tool: Tool) -> tuple[dict[str, Any] | None, bool]:

@@ -6,7 +6,6 @@ routing headers)."""
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Mapping
 from functools import partial
 from typing import Any
@@ -156,17 +155,17 @@ def plain(tool: Tool) -> bool:
     (:func:`make_blueprint`'s ``call_tool``): a sync tool without a ``ToolContext`` (nothing it
     could log, ask, or be stopped by), never a task, asking no questions first. Worked out once
     per tool content."""
-    found = _PLAIN.get(tool)
-    fingerprint = tool.fingerprint
-    if found is None or found[0] != fingerprint:
-        found = _PLAIN[tool] = (fingerprint, not tool.is_async and not tool.context_params
-                                and not tool.metadata.get("long_running") and mcp_tasks.support(tool) == "forbidden"
-                                and not declared(tool.metadata))
-    return found[1]
+    derived = tool._derived  # (emptied when a shown field of the tool is assigned)
+    verdict: bool | None = derived.get(_PLAIN)
+    if verdict is None:
+        verdict = derived[_PLAIN] = (not tool.is_async and not tool.context_params
+                                     and not tool.metadata.get("long_running")
+                                     and mcp_tasks.support(tool) == "forbidden" and not declared(tool.metadata))
+    return verdict
 
 
-#: Each tool's :func:`plain` verdict, with the content fingerprint it was worked out for.
-_PLAIN: weakref.WeakKeyDictionary[Tool, tuple[str, bool]] = weakref.WeakKeyDictionary()
+#: The key of a tool's :func:`plain` verdict in what it works out once from its content (``Tool._derived``).
+_PLAIN = "mcp.plain"
 
 
 def dumps(value: Any) -> str:
@@ -177,8 +176,11 @@ def dumps(value: Any) -> str:
 def respond(reply: Any, status: int = 200) -> Response:
     """A JSON-RPC reply (or batch) as the response; pre-encoded results go in as they are."""
     app = current_app._get_current_object()  # type: ignore[attr-defined]
-    response: Response = app.response_class(rpc.encode(reply, partial(wire.dumps, provider=app.json)),
-                                            status=status, mimetype=JSON_MIMETYPE)
+    if type(reply) is dict and type(reply.get("result")) is dict:  # the usual reply: nothing spliced in
+        body = wire.dumps(reply, app.json).encode("utf-8")
+    else:
+        body = rpc.encode(reply, partial(wire.dumps, provider=app.json))
+    response: Response = app.response_class(body, status=status, content_type=JSON_MIMETYPE)
     return response
 
 
@@ -429,8 +431,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             reply: Any = rpc.dispatch(payload, read, failed)
         else:
             plan = None if req.method == "tools/call" and found(req) else mcp_stream.plan(pipe, req)
-            answer = partial(rpc.answer, req.id, req.method, partial(run, req), failed)
-            reply = answer() if plan is None else mcp_stream.streamed(pipe, req, plan, answer)
+            reply = rpc.answer(req.id, req.method, partial(run, req), failed) if plan is None else \
+                mcp_stream.streamed(pipe, req, plan, partial(rpc.answer, req.id, req.method, partial(run, req), failed))
             if req.method == subscriptions.LISTEN:
                 reply = subscriptions.listening(pipe, reply)  # its stream
         if not isinstance(reply, dict):  # a notification (202), or the SSE stream of a call or of a listen
