@@ -114,14 +114,19 @@ def walk_of_one_call(dialect: str) -> tuple[collections.Counter[str], int]:
         if event == "call" and frame.f_code.co_filename.startswith(package):
             modules[frame.f_code.co_filename[len(package):]] += 1
 
-    sys.setprofile(count)
-    threading.setprofile(count)  # type: ignore[arg-type]
-    try:
-        answer = client.post(path, json=body, headers=headers)
-    finally:
-        sys.setprofile(None)
-        threading.setprofile(None)  # type: ignore[arg-type]
-    return modules, answer.status_code
+    walks = []
+    for _ in range(2):  # the fewer of two: ids come from a pool refilled once per 64 (two calls more then)
+        modules = collections.Counter()
+        sys.setprofile(count)
+        threading.setprofile(count)  # type: ignore[arg-type]
+        try:
+            answer = client.post(path, json=body, headers=headers)
+        finally:
+            sys.setprofile(None)
+            threading.setprofile(None)  # type: ignore[arg-type]
+        walks.append((sum(modules.values()), modules, answer.status_code))
+    _, modules, status = min(walks, key=lambda walk: walk[0])
+    return modules, status
 
 
 def test_one_mcp_call_walks_through_few_modules_and_function_calls() -> None:
