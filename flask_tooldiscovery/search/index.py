@@ -382,7 +382,7 @@ class SearchIndex:
             ranked.append((score, doc))
         ranked.sort(key=lambda item: -item[0])
         if self._meaning is not None and limit > 1 and len(ranked) > 2:
-            order = self._meaning.rank((query[:MAX_QUERY_CHARS], " ".join(meant)),
+            order = self._meaning.rank(" ".join(meant),
                                        [self._texts[doc] for _, doc in ranked], [score for score, _ in ranked])
             if order is not None:
                 ranked = [ranked[i] for i in order]

