@@ -7,6 +7,7 @@ with the official MCP client over HTTP in both eras."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -98,6 +99,7 @@ def test_search_tools_answers_the_best_first_as_tools_list_would_show_them(era: 
     assert result["isError"] is False and len(found) <= 2
     assert found[0]["name"] == "runs_cancel" and found[0] == full["runs_cancel"]  # inputSchema and all
     assert '"runs_cancel"' in result["content"][0]["text"]
+    assert json.loads(result["content"][0]["text"]) == {"tools": found}  # the text: the same tools as JSON
 
 
 @pytest.mark.parametrize("era", ERAS)
@@ -415,8 +417,6 @@ def test_limits_count_calls_through_call_tool_and_direct_calls_alike(era: str) -
 
 def events(response: Any) -> list[dict[str, Any]]:
     """The JSON-RPC messages of an SSE answer."""
-    import json
-
     assert response.mimetype == "text/event-stream", response.get_data(as_text=True)
     return [json.loads(line[len("data: "):]) for line in response.get_data(as_text=True).splitlines()
             if line.startswith("data: ")]

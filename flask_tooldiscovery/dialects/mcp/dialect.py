@@ -264,6 +264,13 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         entry = entry if ui else apps.without_ui(entry)
         return entry if stateless or support == "forbidden" else {**entry, "execution": {"taskSupport": support}}
 
+    def found_shown(tool: Tool, stateless: bool, ui: bool) -> tuple[dict[str, Any], str]:
+        """A tool as :func:`shown` shows it, and as JSON text, made once per tool content (what
+        ``search_tools`` answers: its text content is made of these texts, not encoded again)."""
+        found: tuple[dict[str, Any], str] = pipe.dump(f"{NAME}/search/{stateless:d}{ui:d}", tool,
+                                                      lambda tool: tool_search.with_text(shown(tool, stateless, ui)))
+        return found
+
     def learn(toolset: ToolSet, data: bytes) -> None:
         """Let the core's fast path answer this very ``tools/list`` again (any id) with these bytes
         in the envelope this dialect writes (by Flask's own JSON provider, usable outside a request)."""
@@ -300,7 +307,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             raise rpc.RpcError(rpc.INVALID_PARAMS, "tools/call params.arguments must be an object.")
         if searching:
             ui = apps.shows_ui(req)
-            searched = tool_search.answer(pipe, params, lambda tool: shown(tool, req.stateless, ui))
+            searched = tool_search.answer(pipe, params, lambda tool: found_shown(tool, req.stateless, ui))
             if searched is not None:
                 return searched
         tool = req.tool

@@ -105,10 +105,18 @@ def model_visible(toolset: ToolSet, name: str) -> bool:
     return tool is None or tool.model_visible
 
 
-def answer(pipe: Pipeline, params: dict[str, Any], shown: Callable[[Tool], dict[str, Any]]) -> dict[str, Any] | None:
+def with_text(entry: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """A tool's ``tools/list`` entry and its JSON text (what :func:`answer`'s ``shown`` gives, made
+    once per tool content by the dialect)."""
+    return entry, json.dumps(entry)
+
+
+def answer(pipe: Pipeline, params: dict[str, Any],
+           shown: Callable[[Tool], tuple[dict[str, Any], str]]) -> dict[str, Any] | None:
     """The result of a ``tools/call`` of ``search_tools`` or of a ``call_tool`` that names no tool
     (``None``: the call is another tool's). What cannot be searched or called is a tool error the
-    model can read and mend (``isError``), not a protocol error."""
+    model can read and mend (``isError``), not a protocol error. ``shown``: a tool as ``tools/list``
+    shows it and as JSON text (:func:`with_text`)."""
     name = params.get("name")
     if name not in (SEARCH, CALL) or not active(pipe, toolset := pipe.tools()):
         return None
@@ -132,9 +140,11 @@ def answer(pipe: Pipeline, params: dict[str, Any], shown: Callable[[Tool], dict[
         found = pipe.search(arguments.get("query"), limit, for_model=True)
     except BadRequest as exc:
         return _error(exc.message)
-    tools = [shown(tool) for tool in found]
-    return {"content": [{"type": "text", "text": json.dumps({"tools": tools})}], "structuredContent": {"tools": tools},
-            "isError": False}
+    entries = [shown(tool) for tool in found]
+    tools = [entry for entry, _ in entries]
+    # the text json.dumps({"tools": tools}) writes, of each tool's text made once (not per search)
+    text = '{"tools": [' + ", ".join(text for _, text in entries) + "]}"
+    return {"content": [{"type": "text", "text": text}], "structuredContent": {"tools": tools}, "isError": False}
 
 
 def _error(message: str) -> dict[str, Any]:
