@@ -26,19 +26,21 @@ would cost a build per caller (a second at 10,000 tools) for it."""
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import accumulate, chain
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy
 
 from ..tools.model import Tool
 from .semantic import Meaning
 from .vocabulary import (
+    ACTIONS,
     DESTROYING,
     READING,
     STOPWORDS,
@@ -103,8 +105,7 @@ class _Postings:
     impacts: numpy.ndarray[Any, numpy.dtype[numpy.float32]]
 
 
-@dataclass(frozen=True)
-class _Entry:
+class _Entry(NamedTuple):
     name: str
     tool: Tool
     action: str | None
@@ -182,6 +183,14 @@ def _analysed_query(query: str) -> tuple[list[str], list[str], list[str]]:
     said = query_words(query[:MAX_QUERY_CHARS])[:MAX_QUERY_WORDS]
     meant, verbs = understood(said)
     return said, meant, verbs
+
+
+@lru_cache(maxsize=64)
+def _action_factors(wanted: str) -> dict[str, float]:
+    """What a candidate's score is multiplied by for the action it does, when ``wanted`` is asked:
+    x1.6 the same, x1 a neighbour's (:data:`_NEIGHBOURS`), x0.8 another."""
+    return {action: 1.6 if action == wanted else 1.0 if {action, wanted} in _NEIGHBOURS else 0.8
+            for action in ACTIONS}
 
 
 def searchable(query: str) -> bool:
@@ -299,22 +308,22 @@ class SearchIndex:
         """The :data:`_CANDIDATES` tools of best ``scores`` (a tool no term matched, or the mask
         hid, has 0), best first; between equal scores, the tool a term of ``spans`` found first
         (the order a plain loop adding them up meets them), then the first tool."""
-        found = numpy.flatnonzero(scores)
-        if len(found) > _CANDIDATES:
-            values = scores[found]
-            kth = numpy.partition(values, len(values) - _CANDIDATES)[len(values) - _CANDIDATES]
-            found = found[values >= kth]
+        found = (scores > 0).nonzero()[0]
         values = scores[found]
-        order = numpy.argsort(-values, kind="stable")
-        found, values = found[order], values[order]
-        if len(values) > 1 and bool((values[1:] == values[:-1]).any()):  # equal scores: who came first
+        if len(found) > _CANDIDATES:
+            at = len(values) - _CANDIDATES
+            kept = values >= numpy.partition(values, at)[at]
+            found, values = found[kept], values[kept]
+        less = -values
+        order = numpy.argsort(less, kind="stable")
+        ordered = less[order]
+        if bool((ordered[1:] == ordered[:-1]).any()):  # equal scores: the one a term found first
             first = numpy.empty(len(scores), numpy.int32)
             for number in range(len(spans) - 1, -1, -1):
                 start, end, _ = spans[number]
                 first[self._postings.docs[start:end]] = number
-            order = numpy.lexsort((found, first[found], -values))
-            found, values = found[order], values[order]
-        return list(zip(found[:_CANDIDATES].tolist(), values[:_CANDIDATES].tolist(), strict=True))
+            order = numpy.lexsort((found, first[found], less))
+        return list(zip(found[order[:_CANDIDATES]].tolist(), values[order[:_CANDIDATES]].tolist(), strict=True))
 
     def search(self, query: str, limit: int = 5, mask: Mask | None = None) -> list[Hit]:
         """The ``limit`` tools that best match ``query``, best first (fewer when fewer match; none
@@ -359,27 +368,51 @@ class SearchIndex:
         if wanted is not None and wanted not in READING:
             asked.add(_stem(wanted))
         ideas = {_stem(w) for w in said} & asked
+        # Each candidate's score is multiplied by what the words cannot see, in this order: the
+        # action asked (x1.6 the same, x0.8 another but a neighbour's, a tool saying none x1), the
+        # hints (a read-only tool for a query that changes something x0.85; a destroying one for
+        # one that does not x0.85, else a tool without the hint for a "delete" x0.999: between
+        # tools the words rank alike, the one whose hint says it destroys is what a "delete" asks
+        # for, a nudge as many deleting tools have no such hint), how many of the query's ideas
+        # its words cover (x0.6 to x1.4) and how much of what its title is about the query covers
+        # (x0.4 to x1.6: "Create an issue" beats "Create an issue type for an organization").
+        # Once a candidate could not reach the `limit` best so far even with all the ideas and
+        # all its title covered, it cannot be answered: it is not ranked further, and once the
+        # next could not even with the action asked, neither can any after it (they score less):
+        # the loop ends (all are ranked when ranking by meaning orders them all).
+        acting = wanted is not None
+        if acting:
+            actions = _action_factors(wanted)
+            read_only = 0.85 if wanted not in READING else 1.0
+            destroying, keeping = (0.85, 1.0) if wanted not in DESTROYING else (1.0, 0.999)
+        most_after = (1.4 if ideas else 1.0) * (1 + _ABOUT) * (1 + 1e-9)  # (1e-9: the roundings)
+        most = most_after * (1.6 if acting else 1.0)
+        every = self._meaning is not None and limit > 1
+        about_at_least, about_per = 1 - _ABOUT, 2 * _ABOUT
+        count, entries = len(ideas), self._entries
+        best: list[float] = []  # the `limit` best scores so far, the least first (a heap)
         ranked: list[tuple[float, int]] = []
         for doc, score in candidates:
-            entry = self._entries[doc]
-            if wanted is not None:
-                if entry.action == wanted:
-                    score *= 1.6
-                elif entry.action is not None and {entry.action, wanted} not in _NEIGHBOURS:
-                    score *= 0.8
-                if entry.read_only and wanted not in READING:
-                    score *= 0.85
-                if entry.destructive and wanted not in DESTROYING:
-                    score *= 0.85
-                elif wanted in DESTROYING and not entry.destructive:
-                    # Between tools the words rank alike, the one whose hint says it destroys is
-                    # what a "delete" asks for (only a nudge: many deleting tools have no such hint).
-                    score *= 0.999
-            if ideas:
-                score *= 0.6 + 0.8 * len(ideas & entry.words) / len(ideas)
-            if entry.about:  # "Create an issue" beats "Create an issue type for an organization"
-                score *= 1 - _ABOUT + 2 * _ABOUT * len(entry.about & asked) / len(entry.about)
+            if not every and len(best) >= limit and score * most < best[0]:
+                break
+            _, _, action, hinted_read_only, destructive, said_of, about = entries[doc]
+            if acting:
+                if action is not None:
+                    score *= actions[action]
+                if hinted_read_only:
+                    score *= read_only
+                score *= destroying if destructive else keeping
+                if not every and len(best) >= limit and score * most_after < best[0]:
+                    continue
+            if count:
+                score *= 0.6 + 0.8 * len(ideas & said_of) / count
+            if about:
+                score *= about_at_least + about_per * len(about & asked) / len(about)
             ranked.append((score, doc))
+            if len(best) < limit:
+                heapq.heappush(best, score)
+            elif score > best[0]:
+                heapq.heapreplace(best, score)
         ranked.sort(key=lambda item: -item[0])
         if self._meaning is not None and limit > 1 and len(ranked) > 2:
             order = self._meaning.rank(" ".join(meant),
