@@ -108,27 +108,36 @@ def opal_headers(environ: dict[str, Any]) -> dict[str, str]:
         keys = "\n".join(key for key in environ if isinstance(key, str))
     if "HTTP_X_OPAL_" not in keys:
         return {}
-    return {key[5:].lower().replace("_", "-"): environ[key] for key in _OPAL_KEYS.findall(keys) if key in environ}
+    found = _OPAL_KEYS.findall(keys)  # every such key but a first one
+    if keys.startswith("HTTP_X_OPAL_"):
+        found.insert(0, keys.partition("\n")[0])
+    return {key[5:].lower().replace("_", "-"): environ[key] for key in found if key in environ}
 
 
-#: An ``X-Opal-*`` header's environ key, in the environ's keys joined by newlines (a key holding a
-#: newline is no header's: one found inside it is looked up and not there).
-_OPAL_KEYS = re.compile(r"^HTTP_X_OPAL_[^\n]*", re.MULTILINE)
+#: An ``X-Opal-*`` header's environ key after a newline, in the environ's keys joined by newlines
+#: (a key holding a newline is no header's: one found inside it is looked up and not there). It
+#: begins with a literal text, which the regular expression engine looks for as a whole; a
+#: multi-line ``^`` would have it try every position of the text.
+_OPAL_KEYS = re.compile(r"\n(HTTP_X_OPAL_[^\n]*)")
 
 
 def context_of(pipe: Pipeline, body: dict[str, Any], **extra: Any) -> ToolContext:
     """The :class:`ToolContext` of an Opal call: the claimed user and the provider's token from
     ``auth``; ``auth``, ``auth_credentials``, ``environment`` and the ``X-Opal-*`` headers (and
     ``extra``) in ``ctx.extra``."""
-    auth: dict[str, Any] | None = body["auth"] if isinstance(body.get("auth"), dict) else None
-    environment = body["environment"] if isinstance(body.get("environment"), dict) else None
-    raw_credentials = (auth or {}).get("credentials")
-    credentials: dict[str, Any] = raw_credentials if isinstance(raw_credentials, dict) else {}
-    provider = (auth or {}).get("provider")
+    auth, environment = body.get("auth"), body.get("environment")
+    auth = auth if isinstance(auth, dict) else None
+    environment = environment if isinstance(environment, dict) else None
+    user_id, authorization = None, {}
+    if auth:
+        raw_credentials = auth.get("credentials")
+        credentials: dict[str, Any] = raw_credentials if isinstance(raw_credentials, dict) else {}
+        provider = auth.get("provider")
+        user_id = credentials.get("user_id")
+        if provider and credentials.get("access_token"):
+            authorization = {str(provider): credentials["access_token"]}
     return pipe.context(
-        user_id=credentials.get("user_id"),
-        authorization={str(provider): credentials["access_token"]}
-        if provider and credentials.get("access_token") else {},
+        user_id=user_id, authorization=authorization,
         extra={"auth": auth, "auth_credentials": auth_credentials(body), "environment": environment,
                "headers": opal_headers(request.environ), **extra},
     )
