@@ -199,6 +199,16 @@ def test_only_the_x_opal_headers_reach_the_tool_whatever_else_the_environ_holds(
     assert r.get_json()["extra"]["headers"] == {"x-opal-agent-execution-id": "ag-3"}
 
 
+def test_an_x_opal_header_first_in_the_environ_is_found_too() -> None:
+    # A server (or a middleware rebuilding the environ) may put a header first: it is read as the others.
+    from flask_tooldiscovery.dialects.opal.requests import opal_headers
+
+    environ = {"HTTP_X_OPAL_THREAD_ID": "th-1", "REQUEST_METHOD": "POST", "HTTP_X_OPAL_AGENT_EXECUTION_ID": "ag-3"}
+    assert list(opal_headers(environ).items()) == [("x-opal-thread-id", "th-1"), ("x-opal-agent-execution-id", "ag-3")]
+    assert opal_headers({"HTTP_X_OPAL_THREAD_ID": "th-1"}) == {"x-opal-thread-id": "th-1"}
+    assert opal_headers({"REQUEST_METHOD": "POST"}) == {}
+
+
 @pytest.mark.parametrize("kwargs, status, fragment", [
     ({"data": "{not json", "content_type": "application/json"}, 400, "Malformed JSON"),
     ({"json": [1, 2]}, 400, "must be a JSON object"),
