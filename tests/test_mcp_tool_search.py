@@ -181,6 +181,27 @@ def test_past_a_size_only_a_caller_who_sees_more_tools_gets_the_search_tools() -
     assert call(client, "search_tools", {"query": "pull"}, "handshake")["error"]["code"] == -32602
 
 
+@pytest.mark.parametrize("era", ERAS)
+def test_past_a_size_counts_only_the_tools_a_model_is_listed(era: str) -> None:
+    """The size counts the tools a model would be listed: a tool only an interface calls
+    (``visibility=["app"]``) does not take a caller past it, whether its client declared MCP Apps
+    (and is listed it) or not."""
+    client = with_app_only_tool(TOOLDISCOVERY_TOOL_SEARCH=4).test_client()
+    every = ["pulls_create", "pulls_list", "runs_cancel", "whoami"]  # 4 for the model, and the app's own
+    assert listed(client, era) == every
+    headers, declared = apps_host(client, era)
+    if era == "stateless":
+        meta = {"io.modelcontextprotocol/protocolVersion": MODERN,
+                "io.modelcontextprotocol/clientCapabilities": declared}
+        response = client.post("/mcp", headers={**headers, "MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/list"},
+                               json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}})
+    else:
+        response = rpc(client, "tools/list", headers=headers)
+    assert [t["name"] for t in response.get_json()["result"]["tools"]] == [*every, "dashboard_refresh"]
+    admin = {"X-User": "root", "X-Scopes": "admin"}  # 5 for the model: search
+    assert listed(client, era, admin) == ["search_tools", "call_tool", "whoami"]
+
+
 @pytest.mark.parametrize("value", ["yes", -1, 1.5])
 def test_a_wrong_setting_fails_at_init_app(value: object) -> None:
     with pytest.raises(SettingsError, match="TOOLDISCOVERY_TOOL_SEARCH"):

@@ -58,9 +58,10 @@ CALL_TOOL = Tool(
 
 
 def active(pipe: Pipeline, toolset: ToolSet) -> bool:
-    """Whether ``tools/list`` answers the search tools for this tool set (the setting, and its size)."""
+    """Whether ``tools/list`` answers the search tools for this tool set (the setting, and its size:
+    the tools a model would be listed, not those only an interface calls)."""
     past = pipe.settings.tool_search
-    return past is not None and len(toolset.latest()) > past
+    return past is not None and len(toolset.for_model().latest()) > past
 
 
 def listed(toolset: ToolSet, ui: bool = False) -> list[Tool]:
