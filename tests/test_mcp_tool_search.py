@@ -548,6 +548,29 @@ def test_a_client_cannot_make_the_name_header_disagree_with_the_tool_run(search:
     assert refused.status_code == 400 and refused.get_json()["error"]["code"] == -32020
 
 
+def test_the_name_a_call_came_through_rides_on_the_request_not_in_its_params() -> None:
+    """A ``call_tool`` request is read as the tool's own call with exactly the params the client sent
+    for it (nothing added to what a client controls), and the request the endpoint built says it
+    came through ``call_tool`` (``McpRequest.called_as``: the stateless era's ``Mcp-Name`` check and
+    the search tools read it); a request a client sends says no such thing, whatever its params hold."""
+    from flask_tooldiscovery.dialects.mcp import tool_search
+    from flask_tooldiscovery.dialects.mcp.request import McpRequest
+
+    app = build()
+    pipe = app.extensions["tooldiscovery.pipelines"]["mcp"]
+    meta = {"progressToken": 4}
+    with app.test_request_context("/mcp", method="POST", headers=ALICE):
+        sent = McpRequest.of("tools/call", {"name": "call_tool", "task": {"ttl": 10}, "_meta": meta,
+                                            "arguments": {"name": "runs_cancel", "arguments": {"run_id": 2}}})
+        read = tool_search.rewrite(pipe, sent)
+        assert read.params == {"task": {"ttl": 10}, "_meta": meta, "name": "runs_cancel", "arguments": {"run_id": 2}}
+        assert read.called_as == "call_tool" and read.meta == meta and read.revision == sent.revision
+        assert sent.called_as is None and sent.params["name"] == "call_tool"  # what was sent stays as it was
+        spoofed = McpRequest.of("tools/call", {"name": "runs_cancel", "arguments": {"run_id": 2},
+                                               "_tooldiscovery_called_as": "call_tool", "called_as": "call_tool"})
+        assert tool_search.rewrite(pipe, spoofed) is spoofed and spoofed.called_as is None
+
+
 @pytest.mark.parametrize("era", ERAS)
 def test_a_host_of_mcp_apps_still_gets_the_tools_only_its_apps_call(era: str) -> None:
     """With search on, a client that declared MCP Apps is listed the ``visibility=["app"]`` tools

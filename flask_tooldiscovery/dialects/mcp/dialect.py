@@ -307,7 +307,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             raise rpc.RpcError(rpc.INVALID_PARAMS, "tools/call params.arguments must be an object.")
         if searching:
             ui = apps.shows_ui(req)
-            searched = tool_search.answer(pipe, params, lambda tool: found_shown(tool, req.stateless, ui))
+            searched = tool_search.answer(pipe, params, lambda tool: found_shown(tool, req.stateless, ui),
+                                          req.called_as)
             if searched is not None:
                 return searched
         tool = req.tool
@@ -375,7 +376,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         return result
 
     def run(req: McpRequest) -> rpc.Result:
-        refusal = stateless_refusal(req.method, req.params) if req.stateless else None
+        refusal = stateless_refusal(req.method, req.params, req.called_as) if req.stateless else None
         if refusal is not None:
             raise refusal
         handler = methods.get(req.method)
@@ -392,6 +393,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
     def read(method: str, params: dict[str, Any]) -> rpc.Result:
         """A method of a batch's message (read here, as :func:`.jsonrpc.dispatch` hands it)."""
         req = McpRequest.of(method, params)
+        if searching:  # call_tool (tool search): read as the call it makes, before anything else reads it
+            req = tool_search.rewrite(pipe, req)
         if method == "tools/call":
             found(req)
         return run(req)
@@ -417,9 +420,6 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             return json_response(*refused)
         if narrowed and (wrong := choice.refusal(chosen_by, environ, payload)) is not None:
             return json_response(wrong, 400)  # an unknown toolset: said before anything is read or run
-        if searching:  # call_tool (tool search): read as the call it makes, before anything else reads it
-            payload = [tool_search.rewrite(pipe, m) for m in payload] if isinstance(payload, list) \
-                else tool_search.rewrite(pipe, payload)
         if isinstance(payload, list):  # a batch: revisions that have them only, and bounded
             version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
             if not payload:
@@ -437,6 +437,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             mcp_stream.receive(pipe, payload)
             reply: Any = rpc.dispatch(payload, read, failed)
         else:
+            if searching:  # call_tool (tool search): read as the call it makes, before anything else reads it
+                req = tool_search.rewrite(pipe, req)
             plan = None if req.method == "tools/call" and found(req) else mcp_stream.plan(pipe, req)
             reply = rpc.answer(req.id, req.method, partial(run, req), failed) if plan is None else \
                 mcp_stream.streamed(pipe, req, plan, partial(rpc.answer, req.id, req.method, partial(run, req), failed))

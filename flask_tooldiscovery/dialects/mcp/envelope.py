@@ -14,7 +14,6 @@ from . import param_headers, revisions
 from .param_headers import HEADER_MISMATCH
 from .request import CAPABILITIES_META_KEY, MISSING_CAPABILITY, VERSION_META_KEY, speaks_stateless
 from .task_methods import STATELESS_METHODS as TASK_METHODS
-from .tool_search import called_as
 
 #: Handshake-era methods the stateless era removed (the handshake, ``ping``, session-held state).
 REMOVED_METHODS = ("initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe")
@@ -37,10 +36,11 @@ def header_value(value: str | None) -> str | None:
     return None if value is None else param_headers.decoded(value)
 
 
-def stateless_refusal(method: str, params: dict[str, Any]) -> rpc.RpcError | None:
+def stateless_refusal(method: str, params: dict[str, Any], called_as: str | None = None) -> rpc.RpcError | None:
     """The stateless era's checks of one request, in the official SDK's order: the ``_meta`` envelope
-    (-32602), the routing headers agreeing with the body (-32020), a served version (-32022), a method the version
-    has (-32601: the handshake-era methods it removed)."""
+    (-32602), the routing headers agreeing with the body (-32020: ``Mcp-Name`` names ``called_as``
+    when tool search's ``call_tool`` made the call, :attr:`.McpRequest.called_as`), a served version
+    (-32022), a method the version has (-32601: the handshake-era methods it removed)."""
     meta = params.get("_meta")
     missing = [k for k in (VERSION_META_KEY, CAPABILITIES_META_KEY) if not isinstance(meta, dict) or k not in meta]
     if missing or not isinstance(meta, dict):
@@ -53,7 +53,7 @@ def stateless_refusal(method: str, params: dict[str, Any]) -> rpc.RpcError | Non
     if request.headers.get("Mcp-Method") != method:
         return rpc.RpcError(HEADER_MISMATCH, "Mcp-Method header does not match the request body's method")
     named = NAME_BEARING.get(method)
-    called = (called_as(params) or params.get(named)) if named is not None else None  # call_tool: its own name
+    called = (called_as or params.get(named)) if named is not None else None  # call_tool: its own name
     if called is not None and header_value(request.headers.get("Mcp-Name")) != called:
         return rpc.RpcError(HEADER_MISMATCH, f"Mcp-Name header does not match the request body's {named!r} parameter")
     if method in TASK_METHODS and isinstance(params.get("taskId"), str) \

@@ -51,8 +51,11 @@ class McpRequest:
     What the endpoint works out before the method runs is written here once: for a ``tools/call``,
     the ``tool`` it names, the call's approval (``gate``, the
     :class:`~...calls.approvals.ApprovalGate`: it is never decided twice) and whether it is a
-    ``plain`` call (run at once: nothing to stream, record, ask or approve); and the ``plan`` of
-    the SSE stream it is answered on (``None``: one JSON body)."""
+    ``plain`` call (run at once: nothing to stream, record, ask or approve); the ``plan`` of the
+    SSE stream it is answered on (``None``: one JSON body); and, for a call that tool search's
+    ``call_tool`` made (:func:`.tool_search.rewrite`), the name it was called by (``called_as``:
+    the stateless era's ``Mcp-Name`` names it, not the tool that runs). Only the endpoint sets
+    these: nothing a client sends does."""
 
     method: str
     params: dict[str, Any]
@@ -65,6 +68,7 @@ class McpRequest:
     gate: ApprovalGate | None = None
     plain: bool = False
     plan: Plan | None = None
+    called_as: str | None = None
 
     @classmethod
     def of(cls, method: str, params: Mapping[str, Any], environ: Mapping[str, Any] | None = None,

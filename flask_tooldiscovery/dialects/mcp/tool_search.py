@@ -9,29 +9,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from ...errors import BadRequest, UnknownTool
 from ...serving.pipeline import Pipeline
 from ...tools.model import Tool
 from ...tools.registry import ToolSet
+from .request import McpRequest
 
 SEARCH = "search_tools"
 CALL = "call_tool"
-#: The key of a rewritten call's params that keeps the name the client called (``call_tool``):
-#: the stateless era's routing header (``Mcp-Name``) names it, not the tool it runs.
-CALLED_AS = "_tooldiscovery_called_as"
-
-
-class _CalledAs(str):
-    """The name a rewritten call was called by, as :func:`rewrite` alone makes it: a client's JSON
-    only ever makes plain strings, so a ``_tooldiscovery_called_as`` it sends is never believed."""
-
-
-def called_as(params: dict[str, Any]) -> str | None:
-    """The name the client called when :func:`rewrite` made ``params`` (``call_tool``), else ``None``."""
-    value = params.get(CALLED_AS)
-    return value if isinstance(value, _CalledAs) else None
 
 SEARCH_TOOL = Tool(
     name=SEARCH, title="Search tools",
@@ -74,28 +62,27 @@ def listed(toolset: ToolSet, ui: bool = False) -> list[Tool]:
         t.metadata.get("always_listed") or (ui and not t.model_visible)))]
 
 
-def rewrite(pipe: Pipeline, message: Any) -> Any:
-    """``message`` read as the call it makes: a ``tools/call`` of ``call_tool`` becomes the call of
-    the tool it names, with its arguments and every other param of the request (``_meta``,
-    ``task``, ``requestState``, ``inputResponses``): everything after this sees a direct call
-    (approvals, questions, limits, tasks, streaming). Other messages, and a ``call_tool`` whose
-    arguments name no tool, are left as they are (the call answers them)."""
-    if not (isinstance(message, dict) and message.get("method") == "tools/call"):
-        return message
-    params = message.get("params")
-    if not isinstance(params, dict) or params.get("name") != CALL or not active(pipe, toolset := pipe.tools()):
-        return message
+def rewrite(pipe: Pipeline, req: McpRequest) -> McpRequest:
+    """``req`` read as the call it makes: a ``tools/call`` of ``call_tool`` becomes the call of the
+    tool it names, with its arguments and every other param of the request (``_meta``, ``task``,
+    ``requestState``, ``inputResponses``), and ``called_as`` saying it came through ``call_tool``:
+    everything after this sees a direct call (approvals, questions, limits, tasks, streaming).
+    Other requests, and a ``call_tool`` whose arguments name no tool, are ``req`` as it is (the
+    call answers them)."""
+    params = req.params
+    if req.method != "tools/call" or params.get("name") != CALL or not active(pipe, toolset := pipe.tools()):
+        return req
     arguments = params.get("arguments")
     if not isinstance(arguments, dict) or not isinstance(arguments.get("name"), str) \
             or (arguments["name"] == CALL and toolset.get(CALL) is None):  # not the app's own call_tool
-        return message
+        return req
     if not model_visible(toolset, arguments["name"]):  # only an interface calls it: unknown to the model
-        return message
+        return req
     # Every other param is the inner call's: _meta, task, requestState and inputResponses (a state
     # is sealed for the tool run and its arguments, so a round's answer reaches the round it asked).
     inner = {**{k: v for k, v in params.items() if k not in ("name", "arguments")},
-             "name": arguments["name"], "arguments": arguments.get("arguments", {}), CALLED_AS: _CalledAs(CALL)}
-    return {**message, "params": inner}
+             "name": arguments["name"], "arguments": arguments.get("arguments", {})}
+    return replace(req, params=inner, called_as=CALL)
 
 
 def model_visible(toolset: ToolSet, name: str) -> bool:
@@ -113,15 +100,16 @@ def with_text(entry: dict[str, Any]) -> tuple[dict[str, Any], str]:
 
 
 def answer(pipe: Pipeline, params: dict[str, Any],
-           shown: Callable[[Tool], tuple[dict[str, Any], str]]) -> dict[str, Any] | None:
+           shown: Callable[[Tool], tuple[dict[str, Any], str]], called_as: str | None = None) -> dict[str, Any] | None:
     """The result of a ``tools/call`` of ``search_tools`` or of a ``call_tool`` that names no tool
     (``None``: the call is another tool's). What cannot be searched or called is a tool error the
     model can read and mend (``isError``), not a protocol error. ``shown``: a tool as ``tools/list``
-    shows it and as JSON text (:func:`with_text`)."""
+    shows it and as JSON text (:func:`with_text`); ``called_as``: the request's
+    (:attr:`.McpRequest.called_as`, set by :func:`rewrite`)."""
     name = params.get("name")
     if name not in (SEARCH, CALL) or not active(pipe, toolset := pipe.tools()):
         return None
-    if called_as(params) == CALL and toolset.get(name) is not None:
+    if called_as == CALL and toolset.get(name) is not None:
         return None  # call_tool of the app's own tool of that name (:func:`listed`)
     arguments = params.get("arguments")
     if name == CALL:
