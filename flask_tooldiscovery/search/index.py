@@ -391,9 +391,10 @@ class SearchIndex:
         about_at_least, about_per = 1 - _ABOUT, 2 * _ABOUT
         count, entries = len(ideas), self._entries
         best: list[float] = []  # the `limit` best scores so far, the least first (a heap)
+        floor = -math.inf  # the least of them once there are `limit` (what a candidate must reach)
         ranked: list[tuple[float, int]] = []
         for doc, score in candidates:
-            if not every and len(best) >= limit and score * most < best[0]:
+            if score * most < floor:
                 break
             _, _, action, hinted_read_only, destructive, said_of, about = entries[doc]
             if acting:
@@ -402,17 +403,24 @@ class SearchIndex:
                 if hinted_read_only:
                     score *= read_only
                 score *= destroying if destructive else keeping
-                if not every and len(best) >= limit and score * most_after < best[0]:
+                if score * most_after < floor:
                     continue
             if count:
                 score *= 0.6 + 0.8 * len(ideas & said_of) / count
             if about:
                 score *= about_at_least + about_per * len(about & asked) / len(about)
+            if score < floor:
+                continue  # below `limit` better ones met before it: never answered
             ranked.append((score, doc))
+            if every:
+                continue
             if len(best) < limit:
                 heapq.heappush(best, score)
-            elif score > best[0]:
+                if len(best) == limit:
+                    floor = best[0]
+            else:  # (score >= floor here)
                 heapq.heapreplace(best, score)
+                floor = best[0]
         ranked.sort(key=lambda item: -item[0])
         if self._meaning is not None and limit > 1 and len(ranked) > 2:
             order = self._meaning.rank(" ".join(meant),
