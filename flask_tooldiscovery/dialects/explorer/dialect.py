@@ -27,7 +27,7 @@ from ...serving.wire import JSON_MIMETYPE, WireSchema, json_response
 from ...settings import DialectSettings, Settings, parse_bool, setting
 from ...tools.results import Outcome, is_rich
 from .. import Dialect, Protocol
-from ..content_blocks import LATEST, content_blocks
+from ..content_blocks import LATEST, content_blocks, json_text
 from . import prompts
 from .driver import ExplorerDriver
 from .live_calls import add_routes
@@ -157,13 +157,24 @@ def _arguments(body: Any) -> Any:
     return {} if body is None and not request.content_length else body
 
 
+#: Values that are never rich results whatever they hold (a rich result is a ``RichBlock``, or a list
+#: holding one): their content is one text block, worked out without looking further.
+_PLAIN_VALUES = frozenset({dict, str, int, float, bool, type(None)})
+
+
 def success_body(value: Any, meta: dict[str, Any] | None) -> dict[str, Any]:
     """F3's body for a tool's ``value``: what :class:`CallResultSchema` dumps (content blocks, the
     value as ``structuredContent`` unless rich, ``isError``, ``_meta``), built straight, as every
     successful call answers it (tests compare the two)."""
-    body: dict[str, Any] = {"content": content_blocks(value, LATEST)}
-    if isinstance(value, (dict, list)) and not is_rich(value):  # images, audio...: content blocks only
-        body["structuredContent"] = value
+    kind = type(value)
+    if kind in _PLAIN_VALUES:  # never a rich result: one text block (the JSON of anything but a string)
+        body: dict[str, Any] = {"content": [{"type": "text", "text": value if kind is str else json_text(value)}]}
+        if kind is dict:
+            body["structuredContent"] = value
+    else:
+        body = {"content": content_blocks(value, LATEST)}
+        if isinstance(value, (dict, list)) and not is_rich(value):  # images, audio...: content blocks only
+            body["structuredContent"] = value
     body["isError"] = False
     if meta is not None:
         body["_meta"] = dict(meta)
@@ -173,9 +184,12 @@ def success_body(value: Any, meta: dict[str, Any] | None) -> dict[str, Any]:
 def _result(outcome: Outcome, trace_id: str | None) -> Response:
     """F3: the outcome, MCP-shaped; 400 for invalid arguments, 500 when the tool failed (a not-found
     too: F3's 404 is an unknown tool)."""
-    meta = {"_trace_id": trace_id} if trace_id else None
     if outcome.ok:
-        return json_response(success_body(outcome.value, meta))
+        body = success_body(outcome.value, None)
+        if trace_id:
+            body["_meta"] = {"_trace_id": trace_id}
+        return json_response(body)
+    meta = {"_trace_id": trace_id} if trace_id else None
     invalid = outcome.status == "invalid"
     return json_response(_RESULT.dump({
         "content": [{"type": "text", "text": outcome.error_message}], "isError": True, "_meta": meta,
