@@ -189,15 +189,7 @@ def test_past_a_size_counts_only_the_tools_a_model_is_listed(era: str) -> None:
     client = with_app_only_tool(TOOLDISCOVERY_TOOL_SEARCH=4).test_client()
     every = ["pulls_create", "pulls_list", "runs_cancel", "whoami"]  # 4 for the model, and the app's own
     assert listed(client, era) == every
-    headers, declared = apps_host(client, era)
-    if era == "stateless":
-        meta = {"io.modelcontextprotocol/protocolVersion": MODERN,
-                "io.modelcontextprotocol/clientCapabilities": declared}
-        response = client.post("/mcp", headers={**headers, "MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/list"},
-                               json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}})
-    else:
-        response = rpc(client, "tools/list", headers=headers)
-    assert [t["name"] for t in response.get_json()["result"]["tools"]] == [*every, "dashboard_refresh"]
+    assert listed_to_apps_host(client, era) == [*every, "dashboard_refresh"]
     admin = {"X-User": "root", "X-Scopes": "admin"}  # 5 for the model: search
     assert listed(client, era, admin) == ["search_tools", "call_tool", "whoami"]
 
@@ -253,6 +245,31 @@ def apps_host(client: Any, era: str) -> tuple[dict[str, str], dict[str, Any]]:
     init = rpc(client, "initialize", {"protocolVersion": "2025-11-25", "clientInfo": {"name": "t", "version": "1"},
                                       "capabilities": declared}, headers=ALICE)
     return {**ALICE, "MCP-Protocol-Version": "2025-11-25", "Mcp-Session-Id": init.headers["Mcp-Session-Id"]}, declared
+
+
+def listed_to_apps_host(client: Any, era: str) -> list[str]:
+    """:func:`listed`, to a client that declared MCP Apps (:func:`apps_host`)."""
+    headers, declared = apps_host(client, era)
+    if era == "stateless":
+        meta = {"io.modelcontextprotocol/protocolVersion": MODERN,
+                "io.modelcontextprotocol/clientCapabilities": declared}
+        response = client.post("/mcp", headers={**headers, "MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/list"},
+                               json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}})
+    else:
+        response = rpc(client, "tools/list", headers=headers)
+    return [tool["name"] for tool in response.get_json()["result"]["tools"]]
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_an_app_only_tool_marked_always_listed_is_listed_only_to_an_mcp_apps_host(era: str) -> None:
+    """``always_listed`` does not list a tool only an interface calls to a client that declared no
+    MCP Apps: it could not call it, and its model would be shown it."""
+    app = build()
+    app.extensions["tooldiscovery"].add_tool(lambda: "shown", name="panel_show", description="Show the panel.",
+                                             visibility=["app"], always_listed=True)
+    client = app.test_client()
+    assert listed(client, era) == ["search_tools", "call_tool", "whoami"]
+    assert listed_to_apps_host(client, era) == ["search_tools", "call_tool", "whoami", "panel_show"]
 
 
 @pytest.mark.parametrize("era", ERAS)

@@ -55,11 +55,12 @@ def active(pipe: Pipeline, toolset: ToolSet) -> bool:
 def listed(toolset: ToolSet, ui: bool = False) -> list[Tool]:
     """What ``tools/list`` shows when search is on: the two search tools, then the tools marked
     ``always_listed`` and, to a client that declared MCP Apps (``ui``), the tools only an interface
-    calls (its host hides them from the model and lets an app call only what it listed). An app's
-    own tool named like a search tool is not listed: ``call_tool`` with its name runs it
-    (:func:`rewrite`, :func:`answer`); a direct call of the name is the search tool's."""
+    calls (its host hides them from the model and lets an app call only what it listed; to any
+    other client such a tool is not listed, ``always_listed`` or not). An app's own tool named like
+    a search tool is not listed: ``call_tool`` with its name runs it (:func:`rewrite`,
+    :func:`answer`); a direct call of the name is the search tool's."""
     return [SEARCH_TOOL, CALL_TOOL, *(t for t in toolset.latest() if t.name not in (SEARCH, CALL) and (
-        t.metadata.get("always_listed") or (ui and not t.model_visible)))]
+        (t.metadata.get("always_listed") and t.model_visible) or (ui and not t.model_visible)))]
 
 
 def rewrite(pipe: Pipeline, req: McpRequest) -> McpRequest:
