@@ -275,3 +275,36 @@ BLIND_FLOOR = 0.62
 #: The second blind set's floor (270 tasks written from the catalogue alone): 0.80 at the end of
 #: part 4, less a margin.
 BLIND2_FLOOR = 0.77
+
+
+def test_an_app_that_never_searches_never_imports_numpy() -> None:
+    """numpy is the index's scoring core, imported when an index is first built: an app serving
+    every dialect, listed and called, never pays its import time and memory (each gunicorn
+    worker and each ``flask`` command would)."""
+    import subprocess
+    import sys
+
+    script = """
+import sys
+from flask import Flask
+from flask_tooldiscovery import ToolDiscovery
+app = Flask("plain")
+app.config.update(TOOLDISCOVERY_DIALECTS=["mcp", "opal", "oxp", "tdp", "explorer", "utcp", "openapi"],
+                  TOOLDISCOVERY_ALLOW_EXECUTE=True)
+discovery = ToolDiscovery(app)
+
+@discovery.tool
+def ping() -> str:
+    "Answer pong."
+    return "pong"
+
+client = app.test_client()
+assert client.get("/explorer/tools").status_code == 200
+assert client.post("/explorer/tools/ping/call", json={}).status_code == 200
+before = "numpy" in sys.modules
+assert client.get("/explorer/tools?q=ping").get_json()[0]["name"] == "ping"
+print(before, "numpy" in sys.modules)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-2:] == ["False", "True"]  # imported by the first search, not before

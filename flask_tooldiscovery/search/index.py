@@ -33,9 +33,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import accumulate, chain
-from typing import Any, NamedTuple
-
-import numpy
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..tools.model import Tool
 from .semantic import Meaning
@@ -52,6 +50,9 @@ from .vocabulary import (
     understood,
     words,
 )
+
+if TYPE_CHECKING:  # numpy is imported when an index is first built, not when an app starts
+    import numpy
 
 #: Field weights (name, title, description, parameters, tags) and BM25's constants.
 _WEIGHTS = (4.0, 5.0, 1.5, 0.6, 2.0)
@@ -224,6 +225,7 @@ class SearchIndex:
         entries: list[_Entry] = []
         texts: list[str] = []
         fields: list[tuple[list[str], ...]] = []
+        import numpy
         for tool in tools:
             name_words = identifier_words(tool.name)
             annotations = tool.annotations or {}
@@ -294,6 +296,8 @@ class SearchIndex:
         """The mask that shows only ``shown`` (one version per name, as :meth:`build` takes them):
         ``None`` when one of them is not the version this index holds (a view whose caller may
         not see a tool's latest version, only an older one, needs an index of its own)."""
+        import numpy
+
         found = numpy.zeros(len(self._entries), numpy.bool_)
         docs, entries = self._docs, self._entries
         for tool in shown:
@@ -308,6 +312,8 @@ class SearchIndex:
         """The :data:`_CANDIDATES` tools of best ``scores`` (a tool no term matched, or the mask
         hid, has 0), best first; between equal scores, the tool a term of ``spans`` found first
         (the order a plain loop adding them up meets them), then the first tool."""
+        import numpy
+
         found = (scores > 0).nonzero()[0]
         values = scores[found]
         if len(found) > _CANDIDATES:
@@ -331,6 +337,8 @@ class SearchIndex:
         the tools it shows are ranked and answered."""
         if limit < 1:
             return []
+        import numpy
+
         said, meant, verbs = _analysed_query(query)
         terms = list(dict.fromkeys(_stem(t) for t in meant))
         # The postings of each term, then of its relatives (at _RELATIVE), summed per tool by one
