@@ -20,7 +20,9 @@ each case executes, under valgrind's cachegrind (``apt-get install valgrind``): 
 script (``--requests 0 CASE`` and ``--requests 400 CASE``: the apps built, 20 requests, a garbage
 collection, then that many requests), the difference divided by 400. The count does not move with
 the machine's load, so it compares commits and registry sizes on a shared machine; it weighs every
-instruction alike (a cache miss costs nothing in it), so read it beside the timings.
+instruction alike (a cache miss costs nothing in it), so read it beside the timings. Garbage
+collection is off in both runs after the first collection (as ``--paired`` times): a full
+collection that falls in one run and not the other moved a case's count by 100,000 a request.
 """
 
 from __future__ import annotations
@@ -155,6 +157,11 @@ def profile(one: Callable[[], None], n: int = 3000) -> None:
         print(f"  {seconds / total * 100:5.1f}%  {func}")
 
 
+#: numpy's BLAS threads (numpy comes with tool search) are held to one: cachegrind counts every
+#: thread's instructions, and idle BLAS workers spinning moved a case's count by tens of thousands.
+_ONE_THREAD = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 def instructions(case: str, requests: int = 400) -> float:
     """Machine instructions per request of ``case`` (see the module's doc)."""
     counts = []
@@ -162,7 +169,8 @@ def instructions(case: str, requests: int = 400) -> float:
         run = subprocess.run(
             ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
              sys.executable, __file__, "--requests", str(n), case],
-            capture_output=True, text=True, check=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+            capture_output=True, text=True, check=True,
+            env={**os.environ, "PYTHONHASHSEED": "0", **dict.fromkeys(_ONE_THREAD, "1")})
         counts.append(int(re.findall(r"I\s+refs:\s+([\d,]+)", run.stderr)[-1].replace(",", "")))
     return (counts[1] - counts[0]) / requests
 
@@ -175,6 +183,7 @@ def main() -> None:
         for _ in range(20):
             one()
         gc.collect()
+        gc.disable()  # as --paired times: a collection falling in one of the two runs only is no request's
         for _ in range(int(args[1])):
             one()
         return
