@@ -41,6 +41,11 @@ def _text(value: Any) -> dict[str, Any]:
     return {"type": "text", "text": value if isinstance(value, str) else json_text(value)}
 
 
+#: Values that are never rich results whatever they hold (a rich result is a ``RichBlock``, or a
+#: list holding one): their content is one text block, the value itself for a string, else
+#: :data:`json_text` of it (what :func:`content_blocks` makes, worked out without looking further).
+PLAIN_VALUES = frozenset({dict, str, int, float, bool, type(None)})
+
 #: What a text block holds of a value that is not a string: ``json.dumps(value, ensure_ascii=False)``,
 #: its encoder made once (json.dumps makes one per call).
 json_text = json_encoder(ensure_ascii=False)
@@ -120,4 +125,5 @@ def observe_result(result: Mapping[str, Any], *, wrapped: bool) -> Observation:
     return Observation("ok", values)
 
 
-__all__ = ["LATEST", "Forms", "content_block", "content_blocks", "json_text", "observe_result", "rich_value"]
+__all__ = ["LATEST", "PLAIN_VALUES", "Forms", "content_block", "content_blocks", "json_text", "observe_result",
+           "rich_value"]

@@ -222,10 +222,11 @@ class SearchIndex:
     @classmethod
     def build(cls, tools: Iterable[Tool], meaning: Meaning | None = None) -> SearchIndex:
         """The index of ``tools``; with ``meaning``, its searches also rank by meaning."""
+        import numpy
+
         entries: list[_Entry] = []
         texts: list[str] = []
         fields: list[tuple[list[str], ...]] = []
-        import numpy
         for tool in tools:
             name_words = identifier_words(tool.name)
             annotations = tool.annotations or {}

@@ -18,8 +18,8 @@ CORS_REQUEST_HEADERS = ("Authorization", "Content-Type", "Accept", "X-Trace-Id",
 #: Response headers of the core's own that browser clients may read (a dialect adds its own).
 CORS_EXPOSED_HEADERS = ("WWW-Authenticate", "X-Trace-Id", "Retry-After", "ETag")
 METHOD_ORDER = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
-#: The lengths of the two header names :meth:`Cors.finish` looks for (``X-Trace-Id``, ``X-Content-Type-Options``).
-_OWN_LENGTHS = frozenset({10, 22})
+#: The lengths of the two header names :meth:`Cors.finish` looks for among those a view set.
+_OWN_LENGTHS = frozenset(map(len, ("X-Trace-Id", "X-Content-Type-Options")))
 
 
 class Cors:

@@ -27,7 +27,7 @@ from ...serving.wire import JSON_MIMETYPE, WireSchema, json_response
 from ...settings import DialectSettings, Settings, parse_bool, setting
 from ...tools.results import Outcome, is_rich
 from .. import Dialect, Protocol
-from ..content_blocks import LATEST, content_blocks, json_text
+from ..content_blocks import LATEST, PLAIN_VALUES, content_blocks, json_text
 from . import prompts
 from .driver import ExplorerDriver
 from .live_calls import add_routes
@@ -157,17 +157,12 @@ def _arguments(body: Any) -> Any:
     return {} if body is None and not request.content_length else body
 
 
-#: Values that are never rich results whatever they hold (a rich result is a ``RichBlock``, or a list
-#: holding one): their content is one text block, worked out without looking further.
-_PLAIN_VALUES = frozenset({dict, str, int, float, bool, type(None)})
-
-
 def success_body(value: Any, meta: dict[str, Any] | None) -> dict[str, Any]:
     """F3's body for a tool's ``value``: what :class:`CallResultSchema` dumps (content blocks, the
     value as ``structuredContent`` unless rich, ``isError``, ``_meta``), built straight, as every
     successful call answers it (tests compare the two)."""
     kind = type(value)
-    if kind in _PLAIN_VALUES:  # never a rich result: one text block (the JSON of anything but a string)
+    if kind in PLAIN_VALUES:  # never a rich result: one text block (the JSON of anything but a string)
         body: dict[str, Any] = {"content": [{"type": "text", "text": value if kind is str else json_text(value)}]}
         if kind is dict:
             body["structuredContent"] = value

@@ -9,14 +9,11 @@ from typing import Any
 
 from ...tools.model import Tool
 from ...tools.results import Outcome, is_rich, is_rich_schema
-from ..content_blocks import Forms, content_blocks, json_text
+from ..content_blocks import PLAIN_VALUES, Forms, content_blocks, json_text
 from . import revisions
 
 #: The version a request speaks when it names none (the streamable HTTP transport's rule).
 DEFAULT_VERSION = revisions.DEFAULT
-#: Values that are never rich results whatever they hold (a rich result is a ``RichBlock``, or a
-#: list holding one): their content is one text block, worked out without looking further.
-_PLAIN_VALUES = frozenset({dict, str, int, float, bool, type(None)})
 
 
 @functools.lru_cache(maxsize=32)
@@ -64,7 +61,7 @@ def call_result(outcome: Outcome, version: str) -> dict[str, Any]:
             text += "\nCorrect the arguments to match the tool's input schema and call it again."
         return carry_envelope(outcome, {"content": [{"type": "text", "text": text}], "isError": True})
     value = outcome.value
-    if type(value) in _PLAIN_VALUES:  # one text block (the JSON of anything but a string)
+    if type(value) in PLAIN_VALUES:  # one text block (the JSON of anything but a string)
         result: dict[str, Any] = {"content": [{"type": "text", "text": value if type(value) is str
                                                else json_text(value)}], "isError": False}
     else:
