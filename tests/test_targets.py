@@ -284,3 +284,40 @@ def test_the_claude_directory_export_derives_titles_and_names_what_it_cannot() -
     assert tools["forecast"]["annotations"] == {"title": "Forecast", "readOnlyHint": True}
     assert exported.stderr.splitlines() == [
         "[claude-directory] not derived: readOnlyHint or destructiveHint of delete_note"]
+
+
+def test_a_model_vendors_list_leaves_out_tools_only_an_interface_calls() -> None:
+    """A tool only its UI calls (``visibility=["app"]``) is never handed to a model: the OpenAI
+    export and the vendors' ``--target`` lists leave it out, and their checks do not report it
+    (an MCP Apps host is listed it, so ``export mcp`` keeps it)."""
+    def register(d: ToolDiscovery) -> None:
+        @d.tool
+        def weather(city: str) -> str:
+            """Weather.
+
+            Args:
+                city: City.
+            """
+            return city
+
+        # a name with a dot and a union at the schema's root: every vendor and MCP refuse one of them
+        d.add_tool(lambda **kw: kw, name="widget.refresh", description="Called by the widget.",
+                   input_schema=ROOT_UNION, visibility=["app"])
+
+    app = app_with(register)
+    runner = app.test_cli_runner()
+    openai = json.loads(runner.invoke(args=["tools", "export", "openai"]).output)
+    assert [f["function"]["name"] for f in openai] == ["weather"]
+    strict = json.loads(runner.invoke(args=["tools", "export", "--target", "openai-strict"]).output)
+    assert [f["function"]["name"] for f in strict] == ["weather"]
+    assert [t["name"] for t in json.loads(runner.invoke(args=["tools", "export", "--target", "anthropic"]).output)] \
+        == ["weather"]
+    gemini = json.loads(runner.invoke(args=["tools", "export", "--target", "gemini"]).output)
+    assert [f["name"] for f in gemini["functionDeclarations"]] == ["weather"]
+    for target in ("openai-strict", "anthropic", "gemini"):
+        checked = runner.invoke(args=["tools", "check", "--target", target])
+        assert "widget" not in checked.output, (target, checked.output)
+    # the MCP tools/list an Apps host is listed still carries it (and MCP's own check sees it)
+    mcp = json.loads(runner.invoke(args=["tools", "export", "mcp"]).output)
+    assert sorted(t["name"] for t in mcp["tools"]) == ["weather", "widget.refresh"]
+    assert "widget.refresh" in runner.invoke(args=["tools", "check", "--target", "mcp"]).output

@@ -187,3 +187,32 @@ def test_the_official_client_with_the_printed_configuration_sees_just_those_tool
     assert outcomes[0][0] == ["issues_list", "repos_get"] and outcomes[1][0] == ["repos_get"]
     for _, ran, refused in outcomes:
         assert ran == {"repo": "acme/app"} and "Unknown tool: issues_create" in str(refused)
+
+
+def test_a_toolsets_count_is_what_a_model_is_listed_whichever_dialect_mounts_it_first() -> None:
+    """The manifest counts a toolset's tools as it counts the app's (``tools``): those a model may
+    see. A tool only an interface calls (``visibility=["app"]``) is listed only to an MCP Apps
+    client, so it is not counted, whether the toolset's first mount is MCP's or the explorer's
+    (both list it to their own UIs) or another dialect's."""
+    for dialects in (["mcp", "explorer"], ["explorer"], ["oxp", "mcp"]):
+        discovery = ToolDiscovery()
+
+        @discovery.tool(tags=["issues"], annotations=READ)
+        def issues_list(repo: str) -> list[str]:
+            """List the issues of a repository."""
+            return []
+
+        @discovery.tool(tags=["repos"], annotations=READ)
+        def repos_get(repo: str) -> dict[str, str]:
+            """Get a repository."""
+            return {"repo": repo}
+
+        discovery.add_tool(lambda: [], name="issues_board_refresh", description="Refresh the board.",
+                           tags=["issues"], visibility=["app"])
+        app = Flask("counts")
+        app.config.update({"TESTING": True, "TOOLDISCOVERY_DIALECTS": ["mcp", "explorer", "oxp", "manifest"],
+                           "TOOLDISCOVERY_TOOLSETS": {"issues": {"tags": ["issues"], "dialects": dialects}}})
+        discovery.init_app(app)
+        manifest = app.test_client().get("/.well-known/tool-discovery").get_json()
+        assert manifest["tools"] == 2, dialects
+        assert manifest["toolsets"]["issues"]["tools"] == 1, dialects

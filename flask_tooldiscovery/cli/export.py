@@ -17,9 +17,12 @@ _OPENAI_NAME = re.compile(r"[^A-Za-z0-9_-]+")
 
 
 def openai_tools(ext: Any) -> list[dict[str, Any]]:
-    """The tools as OpenAI's function-calling ``tools`` list."""
+    """The tools as OpenAI's function-calling ``tools`` list: those a model may call (not one only
+    an interface calls, ``visibility=["app"]``)."""
     out = []
     for tool in ext.tools().latest():
+        if not tool.model_visible:
+            continue
         parameters = inline_refs(tool.input_schema or {"type": "object", "properties": {}})
         parameters.setdefault("type", "object")
         parameters.pop("$schema", None)
@@ -47,10 +50,11 @@ def target_notes(ext: Any, target: Target) -> list[str]:
 
 def for_target(ext: Any, target: Target, root: Root) -> Any:
     """The tool list (or discovery document, as served at ``root``) ``target`` accepts, its schemas
-    simplified."""
+    simplified. A model vendor's list (``target.tool_list``) leaves out the tools only an interface
+    calls (``visibility=["app"]``): it is handed to a model."""
     tools = ext.tools().latest()
     if target.tool_list is not None:
-        return target.tool_list(tools, target)
+        return target.tool_list([t for t in tools if t.model_visible], target)
     dialect = ext.dialect(str(dialect_of(ext, target)))
     assert dialect.export_document is not None, f"{dialect.name} declares a target but no export_document"
     document = dialect.export_document(ext.pipeline(dialect.name), root)

@@ -76,7 +76,8 @@ def _search(pipe: Pipeline, entries: dict[str, Any]) -> dict[str, Any]:
 
 
 def _toolsets(pipe: Pipeline, root: Root) -> dict[str, Any]:
-    """Each toolset (``TOOLDISCOVERY_TOOLSETS``): its tags, how many of its tools the caller sees,
+    """Each toolset (``TOOLDISCOVERY_TOOLSETS``): its tags, how many of its tools the caller's model
+    sees (counted as the manifest's ``tools`` counts the app's: not one only an interface calls),
     its mount under each dialect it names, as the full mounts' entries say theirs, the URL of the
     read-only form of each mount that has one (``readonly``, by dialect: MCP's ``/readonly``), and
     where its tools can be searched (``search``, as the manifest's own says it of every tool)."""
@@ -87,7 +88,7 @@ def _toolsets(pipe: Pipeline, root: Root) -> dict[str, Any]:
         entries = {dialect: _entry(mount, root) for dialect, mount in mounts.items()}
         out[name] = {"title": toolset.title if toolset else None,
                      "description": toolset.description if toolset else None,
-                     "tags": sorted(toolset.tags) if toolset else [], "tools": len(first.tools().latest()),
+                     "tags": sorted(toolset.tags) if toolset else [], "tools": len(first.tools().for_model().latest()),
                      "dialects": entries,
                      "readonly": {dialect: f"{entries[dialect]['url']}{suffix}" for dialect, mount in mounts.items()
                                   if mount.settings.readonly_mounts and entries[dialect]["url"]

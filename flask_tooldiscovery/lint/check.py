@@ -93,10 +93,12 @@ def lint(ext: Any, tools: list[Tool]) -> list[Finding]:
 
 
 def lint_targets(ext: Any, tools: list[Tool], chosen: list[Target]) -> list[Finding]:
-    """``(tool, target, problem)`` for every tool and every chosen target, then ``("(server)",
-    target, problem)`` for what a target asks of the server as a whole."""
+    """``(tool, target, problem)`` for every tool and every chosen target (a model vendor's, whose
+    list a model is handed, only for the tools a model may call: not one only an interface calls),
+    then ``("(server)", target, problem)`` for what a target asks of the server as a whole."""
     found = [(f"{tool.name}@{tool.version}", target.name, problem)
-             for tool in tools for target in chosen for problem in target.lint_tool(tool)]
+             for tool in tools for target in chosen if target.tool_list is None or tool.model_visible
+             for problem in target.lint_tool(tool)]
     for target in chosen:
         if target.lint_tool_list is not None:
             found += [("(server)", target.name, problem) for problem in target.lint_tool_list(tools, ext.settings)]
