@@ -264,11 +264,13 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         entry = entry if ui else apps.without_ui(entry)
         return entry if stateless or support == "forbidden" else {**entry, "execution": {"taskSupport": support}}
 
-    def found_shown(tool: Tool, stateless: bool, ui: bool) -> tuple[dict[str, Any], str]:
-        """A tool as :func:`shown` shows it, and as JSON text, made once per tool content (what
-        ``search_tools`` answers: its text content is made of these texts, not encoded again)."""
-        found: tuple[dict[str, Any], str] = pipe.dump(f"{NAME}/search/{stateless:d}{ui:d}", tool,
-                                                      lambda tool: tool_search.with_text(shown(tool, stateless, ui)))
+    def found_shown(tool: Tool, stateless: bool, ui: bool, provider: DefaultJSONProvider | None) -> tool_search.Shown:
+        """A tool as :func:`shown` shows it, as JSON text and, with Flask's default JSON provider
+        (``provider``), as the response's encoder writes both: made once per tool content (what
+        ``search_tools`` answers is joined from these texts, not encoded again)."""
+        key = f"{NAME}/search/{stateless:d}{ui:d}{'' if provider is None else int(provider.ensure_ascii)}"
+        found: tool_search.Shown = pipe.dump(key, tool, lambda tool: tool_search.shown_as(
+            shown(tool, stateless, ui), None if provider is None else partial(wire.dumps, provider=provider)))
         return found
 
     def learn(toolset: ToolSet, data: bytes) -> None:
@@ -298,7 +300,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
                                               and mcp_stream.LOG_LEVEL_META_KEY not in meta)) and plain(tool))
         return req.plain
 
-    def call_tool(req: McpRequest) -> dict[str, Any]:
+    def call_tool(req: McpRequest) -> rpc.Result:
         params, name = req.params, req.params.get("name")
         if not isinstance(name, str) or not name:
             raise rpc.RpcError(rpc.INVALID_PARAMS, "tools/call needs params.name (a string).")
@@ -306,9 +308,11 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         if arguments is not None and not isinstance(arguments, dict):
             raise rpc.RpcError(rpc.INVALID_PARAMS, "tools/call params.arguments must be an object.")
         if searching:
-            ui = apps.shows_ui(req)
-            searched = tool_search.answer(pipe, params, lambda tool: found_shown(tool, req.stateless, ui),
-                                          req.called_as)
+            ui, stateless, provider = apps.shows_ui(req), req.stateless, current_app.json
+            known = provider if type(provider) is DefaultJSONProvider else None  # (its encoding is wire.dumps')
+            searched = tool_search.answer(pipe, params, lambda tool: found_shown(tool, stateless, ui, known),
+                                          req.called_as, None if known is None else partial(wire.dumps, provider=known),
+                                          lambda result: complete("tools/call", result, stateless))
             if searched is not None:
                 return searched
         tool = req.tool

@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from ...errors import BadRequest, UnknownTool
 from ...serving.pipeline import Pipeline
 from ...tools.model import Tool
 from ...tools.registry import ToolSet
+from . import jsonrpc as rpc
 from .request import McpRequest
 
 SEARCH = "search_tools"
@@ -94,19 +95,40 @@ def model_visible(toolset: ToolSet, name: str) -> bool:
     return tool is None or tool.model_visible
 
 
-def with_text(entry: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """A tool's ``tools/list`` entry and its JSON text (what :func:`answer`'s ``shown`` gives, made
-    once per tool content by the dialect)."""
-    return entry, json.dumps(entry)
+class Shown(NamedTuple):
+    """A found tool as ``search_tools`` answers it, made once per tool content (and response
+    encoding) by the dialect: :func:`shown_as`."""
+
+    #: Its ``tools/list`` entry.
+    entry: dict[str, Any]
+    #: Its JSON text (``json.dumps``): the answer's text content is joined from these.
+    text: str
+    #: The entry as the response's encoder writes it, and the text as that encoder writes it
+    #: inside a JSON string (without the quotes): the response is joined from these
+    #: (:func:`answer`); ``None`` when the encoder is not known (another JSON provider).
+    encoded: str | None = None
+    quoted: str | None = None
 
 
-def answer(pipe: Pipeline, params: dict[str, Any],
-           shown: Callable[[Tool], tuple[dict[str, Any], str]], called_as: str | None = None) -> dict[str, Any] | None:
+def shown_as(entry: dict[str, Any], dumps: Callable[[Any], str] | None = None) -> Shown:
+    """A tool's :class:`Shown`, of its ``tools/list`` entry; with ``dumps``, the response's
+    encoder, also as that encoder writes it."""
+    text = json.dumps(entry)
+    return Shown(entry, text) if dumps is None else Shown(entry, text, dumps(entry), dumps(text)[1:-1])
+
+
+def answer(pipe: Pipeline, params: dict[str, Any], shown: Callable[[Tool], Shown], called_as: str | None = None,
+           dumps: Callable[[Any], str] | None = None,
+           finish: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> rpc.Result | None:
     """The result of a ``tools/call`` of ``search_tools`` or of a ``call_tool`` that names no tool
     (``None``: the call is another tool's). What cannot be searched or called is a tool error the
     model can read and mend (``isError``), not a protocol error. ``shown``: a tool as ``tools/list``
-    shows it and as JSON text (:func:`with_text`); ``called_as``: the request's
-    (:attr:`.McpRequest.called_as`, set by :func:`rewrite`)."""
+    shows it and as JSON text (:func:`shown_as`); ``called_as``: the request's
+    (:attr:`.McpRequest.called_as`, set by :func:`rewrite`). With ``dumps`` (the response's encoder,
+    with which ``shown`` encoded each tool) and ``finish`` (what the era adds to a result), the tools
+    found are answered already encoded (:class:`.jsonrpc.Encoded`, finished): the bytes ``dumps``
+    would write of the result, joined from each tool's texts made once instead of encoding the five
+    tools twice (the text content and ``structuredContent``) on every search."""
     name = params.get("name")
     if name not in (SEARCH, CALL) or not active(pipe, toolset := pipe.tools()):
         return None
@@ -131,10 +153,42 @@ def answer(pipe: Pipeline, params: dict[str, Any],
     except BadRequest as exc:
         return _error(exc.message)
     entries = [shown(tool) for tool in found]
-    tools = [entry for entry, _ in entries]
     # the text json.dumps({"tools": tools}) writes, of each tool's text made once (not per search)
-    text = '{"tools": [' + ", ".join(text for _, text in entries) + "]}"
-    return {"content": [{"type": "text", "text": text}], "structuredContent": {"tools": tools}, "isError": False}
+    if dumps is not None and finish is not None:
+        spliced = _spliced(entries, dumps, finish)
+        if spliced is not None:
+            return spliced
+    text = '{"tools": [' + ", ".join(shown.text for shown in entries) + "]}"
+    return {"content": [{"type": "text", "text": text}], "structuredContent": {"tools": [s.entry for s in entries]},
+            "isError": False}
+
+
+#: How the result :func:`answer` finds begins, encoded (the text and the tools empty): the texts of
+#: the tools found go where the two are empty.
+_HEAD = '{"content": [{"type": "text", "text": ""}], "structuredContent": {"tools": []}, "isError": false'
+_TEXT_AT, _TOOLS_AT = _HEAD.index('""') + 1, _HEAD.index("[]") + 1
+
+
+def _spliced(entries: list[Shown], dumps: Callable[[Any], str],
+             finish: Callable[[dict[str, Any]], dict[str, Any]]) -> rpc.Encoded | None:
+    """The result of the tools found as ``dumps`` writes it once finished, joined from the texts
+    each tool's :class:`Shown` holds: the finished result is encoded with the text and the tools
+    empty (a few hundred bytes), and their texts are put where ``dumps`` wrote them empty (it writes
+    a list ``[`` items joined by ``, `` ``]``, and a string's characters one by one). ``None`` when
+    a tool's texts were not made by ``dumps`` or the result does not begin as expected."""
+    tools, texts = [], []
+    for shown in entries:
+        if shown.encoded is None or shown.quoted is None:
+            return None
+        tools.append(shown.encoded)
+        texts.append(shown.quoted)
+    head = dumps(finish({"content": [{"type": "text", "text": ""}], "structuredContent": {"tools": []},
+                         "isError": False}))
+    if not head.startswith(_HEAD):
+        return None
+    text = dumps('{"tools": [')[1:-1] + ", ".join(texts) + dumps("]}")[1:-1]
+    return rpc.Encoded("".join((_HEAD[:_TEXT_AT], text, _HEAD[_TEXT_AT:_TOOLS_AT], ", ".join(tools),
+                                head[_TOOLS_AT:])).encode("utf-8"))
 
 
 def _error(message: str) -> dict[str, Any]:
