@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from flask import Flask, request_started
 
-from flask_tooldiscovery import ToolDiscovery
+from flask_tooldiscovery import ToolContext, ToolDiscovery
 
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
            "MCP-Protocol-Version": "2025-06-18"}
@@ -281,3 +281,25 @@ def test_behind_a_proxy_one_lesson_serves_every_client_address() -> None:
         before = counted.count  # (the full path's answer above reached Flask)
         post(8, "10.0.0.3", Authorization="Bearer whoever")  # another header: not given that lesson
         assert counted.count == before + 1
+
+
+def test_a_call_read_by_the_fast_path_keeps_its_body_for_the_app() -> None:
+    """Once a list is learned, the fast path reads every POST to the endpoint before Flask (to tell
+    a list from a call) and hands those bytes to the call: the app can still read the body whole,
+    and a request whose body was read since (a stream another reader consumed) is read as it is."""
+    d, app = make()
+
+    @d.tool
+    def echo(context: ToolContext) -> str:
+        """The body the call came with."""
+        assert context.request is not None
+        return context.request.get_data(as_text=True)
+
+    client = app.test_client()
+    learned(client, rpc(1))
+    data = rpc(2, "tools/call", {"name": "echo", "arguments": {}})
+    counted = Counted(app)
+    answer = client.post("/mcp", data=data, headers=HEADERS)
+    assert counted.count == 1  # a call: through Flask, after the fast path looked at its body
+    assert answer.get_json()["result"]["content"][0]["text"] == data.decode()
+    assert answer.get_json()["id"] == 2

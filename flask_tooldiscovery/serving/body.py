@@ -13,6 +13,10 @@ from ..errors import BadRequest, MalformedBody, PayloadTooLarge
 from . import request_state
 from .wire import JSON_MIMETYPE, content_length, parse_json
 
+#: The environ key of a body read before the app (the fast path's look at a POST to MCP's
+#: endpoint): ``(stream, raw)``, the ``wsgi.input`` put back and the bytes read from it.
+READ_BODY = "tooldiscovery.read_body"
+
 
 def json_body(limit: int, *, required: bool = False) -> Any:
     """The request body parsed as JSON (``None`` when empty and not ``required``)."""
@@ -77,6 +81,10 @@ def read_body(limit: int, req: Request | None = None) -> bytes:
             raise PayloadTooLarge()
         return cached
     environ = req.environ
+    handed = environ.get(READ_BODY)  # read before the app, and nothing read since: the same bytes
+    if handed is not None and handed[0] is environ["wsgi.input"] and len(handed[1]) <= limit and not handed[0].tell():
+        read: bytes = handed[1]
+        return read
     length = content_length(environ)
     if length is not None and length <= limit and "stream" not in req.__dict__:
         # The usual case: exactly Content-Length bytes from the server's stream, which is then
@@ -103,4 +111,4 @@ def read_body(limit: int, req: Request | None = None) -> bytes:
     return raw
 
 
-__all__ = ["has_body", "json_body", "read_body"]
+__all__ = ["READ_BODY", "has_body", "json_body", "read_body"]

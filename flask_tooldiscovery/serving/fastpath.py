@@ -32,6 +32,7 @@ from ..identity.csrf import csrf_exemption
 from ..identity.sources import Authenticator
 from ..observe.logs import log
 from ..tools.registry import ToolRegistry, ToolSet
+from .body import READ_BODY
 from .cache import Document
 from .guard import environ_trace_id
 from .wire import Environ, content_length
@@ -238,7 +239,8 @@ class FastPath:
         if not length or length > MAX_LEARNED_BODY or "HTTP_TRANSFER_ENCODING" in environ:
             return self._learn(key, environ, start_response)
         raw = environ["wsgi.input"].read(length)
-        environ["wsgi.input"] = io.BytesIO(raw)  # the full path reads the same bytes
+        stream = environ["wsgi.input"] = io.BytesIO(raw)  # the app can read the same bytes
+        environ[READ_BODY] = (stream, raw)  # and the full path takes them as read (body.read_body)
         shaped = shape(raw) if len(raw) == length else None
         if shaped is None:
             return self.wsgi_app(environ, start_response)  # not of the learned kind (a tool call)
