@@ -293,11 +293,15 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             return False  # the call answers it
         if tool is None or ("visibility" in tool.metadata and not apps.reaches(req, tool)):
             return False  # the call answers it (an unknown tool; one only an app calls, to a client without Apps)
-        req.tool, gate, meta, params = tool, pipe.approvals.gate(tool), req.meta, req.params
-        req.gate = gate
-        req.plain = (not gate.required and not req.stateless and "task" not in params and "requestState" not in params
-                     and (meta is NO_META or (mcp_stream.PROGRESS_TOKEN_META_KEY not in meta
-                                              and mcp_stream.LOG_LEVEL_META_KEY not in meta)) and plain(tool))
+        req.tool = tool
+        req.gate = gate = pipe.approvals.gate(tool)
+        params, meta = req.params, req.meta
+        if gate.required or req.stateless or "task" in params or "requestState" in params or (
+                meta is not NO_META and (mcp_stream.PROGRESS_TOKEN_META_KEY in meta
+                                         or mcp_stream.LOG_LEVEL_META_KEY in meta)):
+            return False
+        verdict: bool | None = tool._derived.get(_PLAIN)  # plain(tool), as it keeps it
+        req.plain = plain(tool) if verdict is None else verdict
         return req.plain
 
     def call_tool(req: McpRequest) -> rpc.Result:
@@ -320,21 +324,22 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             tool = pipe.find(name)
             if not apps.reaches(req, tool):  # only an interface calls it, and this client declared none
                 raise UnknownTool(name)
-        if req.stateless and (mismatch := param_headers.refusal(tool, arguments)) is not None:
-            raise mismatch
         meta: dict[str, Any] = req.meta if isinstance(req.meta, dict) else {}
         traceparent = meta.get("traceparent")
+        if req.plain:
+            # A plain call (:func:`found`: its tool, whose approval it does not need): not a task,
+            # no questions, not streamed, nothing a cancellation could stop (a sync tool without a
+            # ToolContext): run at once, with nothing to record or listen for.
+            context = pipe.context(extra={"meta": meta}, trace_id=traceparent if isinstance(traceparent, str) else None)
+            try:
+                return call_result(pipe.invoke(tool, arguments or {}, context, gate=req.gate), req.revision)
+            except RetryLater as exc:
+                return retry_later(exc)
+        if req.stateless and (mismatch := param_headers.refusal(tool, arguments)) is not None:
+            raise mismatch
         context = pipe.context(extra={"meta": meta}, trace_id=traceparent if isinstance(traceparent, str) else None)
         # Whether the call needs a person's approval: decided once (when the call was found, or now).
         gate = req.gate if req.gate is not None and req.gate.tool is tool else pipe.approvals.gate(tool)
-        if req.plain:
-            # A plain call (:func:`found`): not a task, no questions, no approval, not streamed,
-            # nothing a cancellation could stop (a sync tool without a ToolContext): run at once,
-            # with nothing to record or listen for.
-            try:
-                return call_result(pipe.invoke(tool, arguments or {}, context, gate=gate), req.revision)
-            except RetryLater as exc:
-                return retry_later(exc)
         deferred = mcp_tasks.as_task(pipe, gate, arguments, context, req)
         if deferred is not None:  # a task, or the questions it asks first
             return deferred
@@ -394,6 +399,22 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             return complete(req.method, result, True)
         return result
 
+    def answer_plain(req: McpRequest) -> dict[str, Any]:
+        """The reply to a plain call (:func:`found`), as :func:`.jsonrpc.answer` answers :func:`run`
+        of it: its result, or the error it raised (a core error as :func:`to_rpc` says, any other
+        exception as :func:`failed` does). A plain call is of the handshake era: there is no
+        stateless refusal to make, and nothing to complete."""
+        try:
+            try:
+                return {"jsonrpc": "2.0", "id": req.id, "result": call_tool(req)}
+            except CoreError as exc:
+                raise to_rpc(exc) from None
+        except rpc.RpcError as exc:
+            return rpc.error_body(req.id, exc.code, exc.message, exc.data)
+        except Exception as exc:
+            error = failed("tools/call", exc)
+            return rpc.error_body(req.id, error.code, error.message, error.data)
+
     def read(method: str, params: dict[str, Any]) -> rpc.Result:
         """A method of a batch's message (read here, as :func:`.jsonrpc.dispatch` hands it)."""
         req = McpRequest.of(method, params)
@@ -443,11 +464,17 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         else:
             if searching:  # call_tool (tool search): read as the call it makes, before anything else reads it
                 req = tool_search.rewrite(pipe, req)
-            plan = None if req.method == "tools/call" and found(req) else mcp_stream.plan(pipe, req)
-            reply = rpc.answer(req.id, req.method, partial(run, req), failed) if plan is None else \
-                mcp_stream.streamed(pipe, req, plan, partial(rpc.answer, req.id, req.method, partial(run, req), failed))
-            if req.method == subscriptions.LISTEN:
-                reply = subscriptions.listening(pipe, reply)  # its stream
+            if req.method == "tools/call" and found(req):  # a plain call: run at once, nothing to stream
+                reply = answer_plain(req)
+                if "error" not in reply:
+                    return respond(reply)
+            else:
+                plan = mcp_stream.plan(pipe, req)
+                reply = rpc.answer(req.id, req.method, partial(run, req), failed) if plan is None else \
+                    mcp_stream.streamed(pipe, req, plan, partial(rpc.answer, req.id, req.method, partial(run, req),
+                                                                 failed))
+                if req.method == subscriptions.LISTEN:
+                    reply = subscriptions.listening(pipe, reply)  # its stream
         if not isinstance(reply, dict):  # a notification (202), or the SSE stream of a call or of a listen
             return reply or Response(status=202)
         error = reply.get("error")

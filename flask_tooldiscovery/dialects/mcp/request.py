@@ -74,36 +74,43 @@ class McpRequest:
     def of(cls, method: str, params: Mapping[str, Any], environ: Mapping[str, Any] | None = None,
            id_: str | int | None = None) -> McpRequest:
         """The request ``method`` with ``params`` (of id ``id_``), read with the headers of
-        ``environ`` (default: the current HTTP request's). Its revision: the
-        ``MCP-Protocol-Version`` header, else the stateless-era envelope's, else
-        :data:`.revisions.DEFAULT`; it is of the stateless era when the envelope names a revision
-        or the header names a stateless-era one."""
+        ``environ`` (default: the current HTTP request's), as :meth:`of_message` reads a message's."""
         if environ is None:
             environ = request.environ
         meta = params.get("_meta")
         if meta is None or (type(meta) is not dict and not isinstance(meta, Mapping)):
             meta = NO_META
-        header = environ.get("HTTP_MCP_PROTOCOL_VERSION")
-        given = meta.get(VERSION_META_KEY)
-        return cls(method, params if type(params) is dict else dict(params),
-                   header or (given if isinstance(given, str) else None) or revisions.DEFAULT,
-                   VERSION_META_KEY in meta or header in revisions.STATELESS_REVISIONS, meta,
+        return cls(method, params if type(params) is dict else dict(params), *_version(environ, meta), meta,
                    environ.get("HTTP_MCP_SESSION_ID"), id_)
 
     @classmethod
     def of_message(cls, message: Any, environ: Mapping[str, Any] | None = None) -> McpRequest | None:
         """The request ``message`` makes, or ``None`` when it is none the endpoint answers (a
-        notification, a client's response, a malformed message: :func:`.jsonrpc.dispatch` says so)."""
-        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        notification, a client's response, a malformed message: :func:`.jsonrpc.dispatch` says so).
+        Its revision: the ``MCP-Protocol-Version`` header, else the stateless-era envelope's, else
+        :data:`.revisions.DEFAULT`; it is of the stateless era when the envelope names a revision
+        or the header names a stateless-era one."""
+        if (type(message) is not dict and not isinstance(message, dict)) or message.get("jsonrpc") != "2.0":
             return None
         method, id_, params = message.get("method"), message.get("id"), message.get("params")
-        if not isinstance(method, str) or not rpc.valid_id(id_):
+        if not isinstance(method, str) or not (type(id_) is str or type(id_) is int or rpc.valid_id(id_)):
             return None
         if params is None:
             params = {}
-        elif type(params) is not dict and not isinstance(params, Mapping):  # (JSON's objects are dicts)
-            return None
-        return cls.of(method, params, environ, id_)
+        elif type(params) is not dict:
+            if not isinstance(params, Mapping):
+                return None
+            params = dict(params)
+        if environ is None:
+            environ = request.environ
+        meta = params.get("_meta", NO_META)
+        if type(meta) is not dict and meta is not NO_META and not isinstance(meta, Mapping):
+            meta = NO_META
+        header = environ.get("HTTP_MCP_PROTOCOL_VERSION")
+        if meta is NO_META and header:  # the usual request: a revision named by its header only
+            return cls(method, params, header, header in revisions.STATELESS_REVISIONS, meta,
+                       environ.get("HTTP_MCP_SESSION_ID"), id_)
+        return cls(method, params, *_version(environ, meta), meta, environ.get("HTTP_MCP_SESSION_ID"), id_)
 
     @property
     def capabilities(self) -> Mapping[str, Any] | None:
@@ -160,6 +167,15 @@ class McpRequest:
     def abilities(self) -> frozenset[str]:
         """The kinds of request the server may ask this request's client (:meth:`may_ask`)."""
         return frozenset(k for k in ASKABLE if self.may_ask(k))
+
+
+def _version(environ: Mapping[str, Any], meta: Mapping[str, Any]) -> tuple[str, bool]:
+    """(the revision, stateless?) of a request with headers ``environ`` and ``_meta`` ``meta``
+    (:meth:`McpRequest.of_message` says the rule)."""
+    header = environ.get("HTTP_MCP_PROTOCOL_VERSION")
+    given = meta.get(VERSION_META_KEY)
+    return (header or (given if isinstance(given, str) else None) or revisions.DEFAULT,
+            VERSION_META_KEY in meta or header in revisions.STATELESS_REVISIONS)
 
 
 #: A method of the endpoint: the request in, its result out (raising :class:`.jsonrpc.RpcError`).
