@@ -400,10 +400,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         return result
 
     def answer_plain(req: McpRequest) -> dict[str, Any]:
-        """The reply to a plain call (:func:`found`), as :func:`.jsonrpc.answer` answers :func:`run`
-        of it: its result, or the error it raised (a core error as :func:`to_rpc` says, any other
-        exception as :func:`failed` does). A plain call is of the handshake era: there is no
-        stateless refusal to make, and nothing to complete."""
+        """The reply to a plain call (:func:`found`: handshake era, nothing to refuse or complete), as
+        :func:`.jsonrpc.answer` answers :func:`run` of it (errors as :func:`to_rpc` and :func:`failed` say)."""
         try:
             try:
                 return {"jsonrpc": "2.0", "id": req.id, "result": call_tool(req)}
@@ -465,8 +463,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             if searching:  # call_tool (tool search): read as the call it makes, before anything else reads it
                 req = tool_search.rewrite(pipe, req)
             if req.method == "tools/call" and found(req):  # a plain call: run at once, nothing to stream
-                reply = answer_plain(req)
-                if "error" not in reply:
+                if "error" not in (reply := answer_plain(req)):
                     return respond(reply)
             else:
                 plan = mcp_stream.plan(pipe, req)
