@@ -227,7 +227,8 @@ class FastPath:
         return self._on
 
     def _post(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
-        key = _key(environ)
+        key = (environ.get("HTTP_HOST"), environ.get("wsgi.url_scheme"), environ.get("SCRIPT_NAME", ""),
+               environ.get("PATH_INFO"))  # (_key, as every POST to the endpoint makes it)
         if key[0] is None:
             return self.wsgi_app(environ, start_response)
         shape = self._shapes.get(key)
@@ -235,7 +236,9 @@ class FastPath:
             if key not in self._wanted:  # no answer was ever offered here (tool calls...): no capture
                 return self.wsgi_app(environ, start_response)
             return self._learn(key, environ, start_response)
-        length = content_length(environ)
+        given = environ.get("CONTENT_LENGTH")  # (content_length, for the usual header: plain digits)
+        length = int(given) if given is not None and given.isdigit() and given.isascii() \
+            else content_length(environ)
         if not length or length > MAX_LEARNED_BODY or "HTTP_TRANSFER_ENCODING" in environ:
             return self._learn(key, environ, start_response)
         raw = environ["wsgi.input"].read(length)

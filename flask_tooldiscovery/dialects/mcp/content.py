@@ -68,7 +68,8 @@ def call_result(outcome: Outcome, version: str) -> dict[str, Any]:
         result = {"content": content_blocks(value, forms_of(version)), "isError": False}
         if is_rich(value):
             return carry_envelope(outcome, result)
-    schema, wrapped = object_output_schema(outcome.tool)
+    found = outcome.tool._derived.get(_OUTPUT_SCHEMA)  # (object_output_schema, as the tool keeps it)
+    schema, wrapped = found if found is not None else object_output_schema(outcome.tool)
     if wrapped or (isinstance(value, list) and schema is None):
         result["structuredContent"] = {"result": value}
     elif isinstance(value, dict):

@@ -19,7 +19,7 @@ from ...lint import chatgpt, claude_directory
 from ...lint.protocols import MCP
 from ...observe.logs import log
 from ...serving import wire
-from ...serving.body import peek_json
+from ...serving.body import json_body, peek_json
 from ...serving.fastpath import Learnable
 from ...serving.openapi import openapi_post
 from ...serving.pipeline import Pipeline, UnknownTool
@@ -168,11 +168,6 @@ def plain(tool: Tool) -> bool:
 _PLAIN = "mcp.plain"
 
 
-def dumps(value: Any) -> str:
-    """JSON text by the app's JSON provider, keys in order (as :func:`~..wire.json_response`)."""
-    return wire.dumps(value)
-
-
 def respond(reply: Any, status: int = 200) -> Response:
     """A JSON-RPC reply (or batch) as the response; pre-encoded results go in as they are."""
     app = current_app._get_current_object()  # type: ignore[attr-defined]
@@ -250,7 +245,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             result: dict[str, Any] = {"tools": [shown(t, stateless, ui) for t in tools[start:start + size]]}
             if start + size < len(tools):
                 result["nextCursor"] = page_cursor(start + size)
-            return dumps(complete("tools/list", result, stateless)).encode("utf-8")
+            return wire.dumps(complete("tools/list", result, stateless)).encode("utf-8")
 
         data = pipe.cache.document(("tools/list", start, stateless, ui), toolset, page).body
         if isinstance(pipe.body(), dict):  # one request, not a batch: the same again (the same headers
@@ -282,10 +277,9 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
 
     def found(req: McpRequest) -> bool:
         """A ``tools/call``'s tool and approval, looked for once, before the call runs (``req.tool``,
-        ``req.gate``: the stream's plan and the call take them from there), and whether it is a
-        plain call (``req.plain``, returned): a :func:`plain` tool, no approval needed, not a task,
-        no ``requestState`` (questions answered), no progress token or log level asked (nothing
-        to stream), in the handshake era (the stateless era asks in rounds)."""
+        ``req.gate``: the stream's plan and the call take them from there), and whether it is a plain
+        call (``req.plain``, returned): a :func:`plain` tool, no approval needed, not a task, no
+        ``requestState``, progress token or log level (nothing to stream), in the handshake era."""
         name = req.params.get("name")
         try:
             tool = pipe.tools().get(name) if isinstance(name, str) else None
@@ -301,8 +295,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
                                          or mcp_stream.LOG_LEVEL_META_KEY in meta)):
             return False
         verdict: bool | None = tool._derived.get(_PLAIN)  # plain(tool), as it keeps it
-        req.plain = plain(tool) if verdict is None else verdict
-        return req.plain
+        req.plain = verdict = plain(tool) if verdict is None else verdict
+        return verdict
 
     def call_tool(req: McpRequest) -> rpc.Result:
         params, name = req.params, req.params.get("name")
@@ -324,17 +318,10 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             tool = pipe.find(name)
             if not apps.reaches(req, tool):  # only an interface calls it, and this client declared none
                 raise UnknownTool(name)
+        if req.plain:
+            return call_plain(req, arguments)
         meta: dict[str, Any] = req.meta if isinstance(req.meta, dict) else {}
         traceparent = meta.get("traceparent")
-        if req.plain:
-            # A plain call (:func:`found`: its tool, whose approval it does not need): not a task,
-            # no questions, not streamed, nothing a cancellation could stop (a sync tool without a
-            # ToolContext): run at once, with nothing to record or listen for.
-            context = pipe.context(extra={"meta": meta}, trace_id=traceparent if isinstance(traceparent, str) else None)
-            try:
-                return call_result(pipe.invoke(tool, arguments or {}, context, gate=req.gate), req.revision)
-            except RetryLater as exc:
-                return retry_later(exc)
         if req.stateless and (mismatch := param_headers.refusal(tool, arguments)) is not None:
             raise mismatch
         context = pipe.context(extra={"meta": meta}, trace_id=traceparent if isinstance(traceparent, str) else None)
@@ -358,6 +345,18 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             forget()  # the call is over: nothing left to cancel
             stream_task.close_record(record, context, result)
         return result
+
+    def call_plain(req: McpRequest, arguments: dict[str, Any] | None) -> dict[str, Any]:
+        """A plain call (:func:`found`): no approval, task, question or stream, nothing a cancellation
+        could stop (a sync tool without a ToolContext): run at once, with nothing to record or listen for."""
+        meta: dict[str, Any] = req.meta if isinstance(req.meta, dict) else {}
+        traceparent = meta.get("traceparent")
+        context = pipe.context(extra={"meta": meta}, trace_id=traceparent if isinstance(traceparent, str) else None)
+        try:
+            return call_result(pipe.invoke(req.tool, arguments or {}, context, gate=req.gate),  # type: ignore[arg-type]
+                               req.revision)
+        except RetryLater as exc:
+            return retry_later(exc)
 
     def retry_later(exc: RetryLater) -> dict[str, Any]:
         """Busy, rate limited: a result the model can act on, and ``Retry-After``."""
@@ -404,13 +403,14 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         :func:`.jsonrpc.answer` answers :func:`run` of it (errors as :func:`to_rpc` and :func:`failed` say)."""
         try:
             try:
-                return {"jsonrpc": "2.0", "id": req.id, "result": call_tool(req)}
+                arguments = req.params.get("arguments")  # (tool search may answer it; call_tool refuses a wrong one)
+                result = call_tool(req) if searching or not (arguments is None or type(arguments) is dict) \
+                    else call_plain(req, arguments)
+                return {"jsonrpc": "2.0", "id": req.id, "result": result}
             except CoreError as exc:
                 raise to_rpc(exc) from None
-        except rpc.RpcError as exc:
-            return rpc.error_body(req.id, exc.code, exc.message, exc.data)
-        except Exception as exc:
-            error = failed("tools/call", exc)
+        except Exception as exc:  # an RpcError as it is, any other as failed() says
+            error = exc if isinstance(exc, rpc.RpcError) else failed("tools/call", exc)
             return rpc.error_body(req.id, error.code, error.message, error.data)
 
     def read(method: str, params: dict[str, Any]) -> rpc.Result:
@@ -435,7 +435,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             if narrowed and (wrong := choice.refusal(chosen_by, environ, None)) is not None:
                 return json_response(wrong, 400)
             return subscriptions.get_stream(pipe, server_capabilities(pipe))
-        payload = pipe.body()
+        payload = json_body(settings.max_content_length)  # (pipe.body())
         if payload is None:
             raise MalformedBody("Expecting value (line 1, column 1).")
         if (environ.get("HTTP_MCP_PROTOCOL_VERSION") not in UNREFUSED_VERSIONS or "HTTP_MCP_METHOD" in environ
