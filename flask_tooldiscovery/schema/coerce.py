@@ -165,8 +165,11 @@ def coercion(schema: Mapping[str, Any] | None) -> Coercion:
                     return {k: compiled.get(k, other)(v) for k, v in value.items()}
                 if changing.isdisjoint(value):
                     return value  # nothing in it can change
-                return {k: compiled[k](v) if k in changing and isinstance(v, _COERCIBLE) else v
-                        for k, v in value.items()}
+                for name, item in value.items():
+                    if name in changing and isinstance(item, _COERCIBLE):
+                        return {k: compiled[k](v) if k in changing and isinstance(v, _COERCIBLE) else v
+                                for k, v in value.items()}
+                return value  # nothing in it can change (the usual JSON client's: numbers sent as numbers)
             return value
 
         container = coerce_object

@@ -59,6 +59,15 @@ def _error_type(outcome: Outcome) -> str:
     return "ToolError" if outcome.failure is not None and outcome.failure.expected else "_OTHER"
 
 
+def unobserved(ops: Operations, tool: Tool, check_limits: bool = True) -> bool:
+    """True when nothing observes a call of ``tool`` (no span, metric, limit, nor signal receiver):
+    :func:`observe_call` then only runs it, and logs a refusal."""
+    return (ops.tracer is None and ops.metrics is None and not (check_limits and (
+            ops.any_limits or "rate_limit_per_minute" in tool.metadata))
+            and not (signals.tool_called.receivers or signals.tool_succeeded.receivers
+                     or signals.tool_failed.receivers or signals.tool_refused.receivers))
+
+
 def observe_call(ops: Operations, dialect: str, identity: Identity | None, tool: Tool, context: ToolContext,
                  call: Callable[[], Outcome], *, check_limits: bool = True, origin: Request | None = None) -> Outcome:
     """``call()`` (which runs the tool in a call slot) made through ``dialect`` by ``identity``,
@@ -67,10 +76,7 @@ def observe_call(ops: Operations, dialect: str, identity: Identity | None, tool:
     state holds it (never ``flask.request``): its address keys the rate limit of a caller without
     an identity, its ``traceparent`` may parent the span. Core errors (refusals) are re-raised for
     the dialect's ``error_response``; the outcome is returned as it is."""
-    if (ops.tracer is None and ops.metrics is None and not (check_limits and (
-            ops.any_limits or "rate_limit_per_minute" in tool.metadata))
-            and not (signals.tool_called.receivers or signals.tool_succeeded.receivers
-                     or signals.tool_failed.receivers or signals.tool_refused.receivers)):
+    if unobserved(ops, tool, check_limits):
         # Nothing observes this call (no span, metric, limit, nor signal receiver): the call, and
         # the log line of a refusal as below.
         started = time.perf_counter()
@@ -124,4 +130,4 @@ def observe_call(ops: Operations, dialect: str, identity: Identity | None, tool:
     return outcome
 
 
-__all__ = ["Operations", "observe_call"]
+__all__ = ["Operations", "observe_call", "unobserved"]

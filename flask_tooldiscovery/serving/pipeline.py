@@ -14,6 +14,7 @@ on the way is answered by the dialect's one ``error_response``; its views only t
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
@@ -27,6 +28,7 @@ from ..errors import UnknownTool as UnknownTool
 from ..identity.csrf import exempt_from_csrf
 from ..identity.sources import Authenticator, Identity
 from ..observe.logs import log
+from ..runtime.call_log import log_call
 from ..runtime.invoke import Failure, Outcome, check_arguments, prepare
 from ..runtime.invoke import invoke as run
 from ..search.indexes import DEFAULT_LIMIT
@@ -42,7 +44,7 @@ from .core import Core, Translator
 from .cors import Cors
 from .fastpath import Learner, credential_keys, listening
 from .guard import RouteKind, new_call_id, well_formed_trace_id
-from .operations import observe_call
+from .operations import observe_call, unobserved
 from .request_state import ACTIVE
 from .routes import Routes
 from .wire import JSON_MIMETYPE, dumps, json_response
@@ -329,19 +331,17 @@ class Pipeline:
         its ``extra`` holds."""
         state = ACTIVE.get() or request_state.current()
         identity = state.identity
-        if not fields.get("call_id"):
-            fields["call_id"] = new_call_id()
-        trace_id = fields.get("trace_id")
+        trace_id = fields.pop("trace_id", None)
         if trace_id is not None and well_formed_trace_id(trace_id):  # a body's, checked as the header's is
             state.trace_id = trace_id
         else:
-            fields["trace_id"] = state.trace_id or None
+            trace_id = state.trace_id or None
         claimed = fields.pop("user_id", None)
         if claimed is not None:
             fields["extra"] = {CLAIMED_USER_ID: claimed, **(fields.get("extra") or {})}
         named = identity.subject if identity is not None else None
-        fields["user_id"] = claimed if named is None else named
-        return ToolContext(dialect=self.name, request=state.request, identity=identity, **fields)
+        return ToolContext(fields.pop("call_id", None) or new_call_id(), self.name, trace_id,
+                           claimed if named is None else named, request=state.request, identity=identity, **fields)
 
     def invoke(self, tool: Tool, arguments: Any, context: ToolContext, *, coerce: bool | None = None,
                approval: Approval | None = None, gate: ApprovalGate | None = None, charged: bool = False) -> Outcome:
@@ -370,7 +370,22 @@ class Pipeline:
             return Outcome(tool=tool, call_id=context.call_id, status="failure",
                            failure=Failure(message="The call was not approved, so the tool did not run."))
 
-        slots = core.slots
+        slots, ops = core.slots, core.operations
+        if unobserved(ops, tool, not charged):  # observe_call's own way then, without a function made per call
+            started = time.perf_counter()
+            try:
+                slots.take()
+                try:
+                    if checked is not None:
+                        checked.spend()
+                    return run(tool, arguments, context, coerce=settings.coerce_arguments if coerce is None else coerce,
+                               call_handler=core.call_handler, logger=log, max_errors=settings.max_validation_errors,
+                               default_timeout=settings.default_timeout)
+                finally:
+                    slots.free()
+            except CoreError as exc:
+                log_call(tool, context, "refused", (time.perf_counter() - started) * 1000.0, status=exc.status)
+                raise
 
         def call() -> Outcome:
             slots.take()
@@ -383,7 +398,7 @@ class Pipeline:
             finally:
                 slots.free()
 
-        return observe_call(core.operations, self.name, state.identity if state is not None else None, tool, context,
+        return observe_call(ops, self.name, state.identity if state is not None else None, tool, context,
                             call, check_limits=not charged, origin=origin)
 
     @staticmethod

@@ -89,12 +89,14 @@ _ENCODERS: dict[tuple[bool, Any], Callable[[Any], str]] = {}
 
 def json_response(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
     """A JSON response, serialized by the app's JSON provider, keys in the order the wire
-    schemas and the tools declared them (a schema's property order is what clients show)."""
+    schemas and the tools declared them (a schema's property order is what clients show);
+    ``headers``: more of them (never ``Content-Type`` nor ``Content-Length``, which the body sets)."""
     app = current_app._get_current_object()  # type: ignore[attr-defined]
     response: Response = app.response_class(dumps(body, app.json), status=status, content_type=JSON_MIMETYPE)
     if headers:
+        add = response.headers.add  # a new answer holds only those two: nothing to replace
         for name, value in headers.items():
-            response.headers[name] = value
+            add(name, value)
     return response
 
 

@@ -263,7 +263,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
             raise Forbidden("Tool execution is disabled.")
         tool = pipe.find(name)
         context = pipe.context()
-        if wants_stream(request):  # Accept: text/event-stream: progress and log lines live
+        # Accept: text/event-stream: progress and log lines live (read off the request itself, not Flask's proxy)
+        if wants_stream(context.request or request):
             return stream_response(pipe, tool, context, lambda: _arguments(pipe.body()),
                                    lambda outcome: _result(outcome, context.trace_id), error_response)
         # The body is read once the caller is admitted: the auth hook's 401 comes before its 400.

@@ -136,11 +136,14 @@ def context_of(pipe: Pipeline, body: dict[str, Any], **extra: Any) -> ToolContex
         user_id = credentials.get("user_id")
         if provider and credentials.get("access_token"):
             authorization = {str(provider): credentials["access_token"]}
-    return pipe.context(
+    context = pipe.context(
         user_id=user_id, authorization=authorization,
         extra={"auth": auth, "auth_credentials": auth_credentials(body), "environment": environment,
-               "headers": opal_headers(request.environ), **extra},
+               "headers": None, **extra},
     )
+    # Read off the call's request itself (not through Flask's proxy), in the place kept for them.
+    context.extra["headers"] = opal_headers((context.request or request).environ)
+    return context
 
 
 def answer(outcome: Outcome) -> Response:
