@@ -57,9 +57,15 @@ def only_tool_errors(ctx: Any, response: Any, case: Any) -> bool | None:
     return None
 
 
+#: The apps the documents are served by, made at collection: each test connects ``_record`` to their
+#: ``tool_failed`` and disconnects it after (a receiver left connected makes every later test's
+#: calls observed ones, which test_plain_call counts).
+APPS: list[Flask] = []
+
+
 def _schema(dialect: str) -> Any:
     app = create_app({"TESTING": True, "SECRET_KEY": "fuzz", "TOOLDISCOVERY_OPENAPI_DIALECT": dialect})
-    tool_failed.connect(_record, app, weak=False)
+    APPS.append(app)
     config = schemathesis.Config.from_dict({"checks": {"positive_data_acceptance": {
         "expected-statuses": POSITIVE + TOOL_ERROR.get(dialect, [])}}})
     return schemathesis.openapi.from_wsgi("/tools/openapi.json", app, config=config)
@@ -71,7 +77,10 @@ def _fresh_failures(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     # nothing the document says, so the run does not wait for it.
     monkeypatch.setattr(example_app, "PACK_SECONDS", 0)
     FAILURES.clear()
+    for app in APPS:
+        tool_failed.connect(_record, app, weak=False)
     yield
+    tool_failed.disconnect(_record)  # from every app (a sender's disconnect alone leaves it a receiver)
     FAILURES.clear()
 
 
