@@ -483,3 +483,24 @@ def test_gunicorns_child_exit_hook_forgets_a_dead_workers_live_gauges(monkeypatc
     monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
     child_exit(None, type("Worker", (), {"pid": 4242})())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["counter_4242.db"]  # counts stay: they add up
+
+
+def test_an_apps_receivers_hear_its_calls_and_not_another_apps() -> None:
+    # A call no receiver of its own app hears runs unobserved (no signal is sent for it), even
+    # while another app in the process has receivers; the app that has them still hears its calls.
+    heard, other = make_app(), make_app()
+    got: list[tuple[str, Any]] = []
+
+    def on_called(sender: Any, **fields: Any) -> None:
+        got.append(("called", sender))
+
+    def on_succeeded(sender: Any, **fields: Any) -> None:
+        got.append(("succeeded", sender))
+
+    with signals.tool_called.connected_to(on_called, heard), signals.tool_succeeded.connected_to(on_succeeded, heard):
+        for dialect in ("opal", "explorer", "mcp"):
+            assert call(other, dialect, "echo", {"text": "hi"}).status_code == 200
+        assert got == []
+        for dialect in ("opal", "explorer", "mcp"):
+            assert call(heard, dialect, "echo", {"text": "hi"}).status_code == 200
+    assert got == [("called", heard), ("succeeded", heard)] * 3

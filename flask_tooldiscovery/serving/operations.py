@@ -59,13 +59,24 @@ def _error_type(outcome: Outcome) -> str:
     return "ToolError" if outcome.failure is not None and outcome.failure.expected else "_OTHER"
 
 
+#: The signals of a call, each sent by :func:`observe_call` with the current app as sender.
+_SIGNALS = (signals.tool_called, signals.tool_succeeded, signals.tool_failed, signals.tool_refused)
+
+
 def unobserved(ops: Operations, tool: Tool, check_limits: bool = True) -> bool:
-    """True when nothing observes a call of ``tool`` (no span, metric, limit, nor signal receiver):
-    :func:`observe_call` then only runs it, and logs a refusal."""
-    return (ops.tracer is None and ops.metrics is None and not (check_limits and (
-            ops.any_limits or "rate_limit_per_minute" in tool.metadata))
-            and not (signals.tool_called.receivers or signals.tool_succeeded.receivers
-                     or signals.tool_failed.receivers or signals.tool_refused.receivers))
+    """True when nothing observes a call of ``tool`` (no span, metric, limit, nor receiver of its
+    signals from the current app): :func:`observe_call` then only runs it, and logs a refusal."""
+    if ops.tracer is not None or ops.metrics is not None or (check_limits and (
+            ops.any_limits or "rate_limit_per_minute" in tool.metadata)):
+        return False
+    if not (signals.tool_called.receivers or signals.tool_succeeded.receivers
+            or signals.tool_failed.receivers or signals.tool_refused.receivers):
+        return True
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    for signal in _SIGNALS:  # receivers of another app's signals only (several apps in one process)
+        for _ in signal.receivers_for(app):
+            return False
+    return True
 
 
 def observe_call(ops: Operations, dialect: str, identity: Identity | None, tool: Tool, context: ToolContext,
