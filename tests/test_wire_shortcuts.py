@@ -219,6 +219,13 @@ def test_dumps_is_the_providers_and_the_splice_is_encode(ensure_ascii: bool) -> 
                                              lambda v: app.json.dumps(v, sort_keys=False))
 
 
+class _Unwritable:
+    """A value no encoder writes: not JSON, and its ``repr`` (a ``default``) fails too."""
+
+    def __repr__(self) -> str:
+        raise TypeError("unwritable")
+
+
 class _Level(int, enum.Enum):
     HIGH = 3
 
@@ -248,6 +255,13 @@ def test_json_encoder_writes_what_json_encoder_writes(ensure_ascii: bool, defaul
     loop.append(loop)
     with pytest.raises(ValueError, match="Circular reference"):
         encode(loop)
+    # A value that failed half-way is no circular reference once mended (an encoder is kept for
+    # the next value only after it wrote one whole).
+    mended: dict[str, object] = {"a": [1], "b": _Unwritable()}
+    with pytest.raises(TypeError):
+        encode([mended])
+    mended["b"] = 2
+    assert encode([mended, mended]) == long_way.encode([mended, mended])
 
 
 @pytest.mark.parametrize("value", [*VALUES, 10**30, -0.0, "é\u2028", {"é": ["ü", 1.5]}, [1, {"b": None}]], ids=str)

@@ -52,7 +52,10 @@ class WireSchema(Schema):
 def json_encoder(*, ensure_ascii: bool = True, default: Callable[[Any], Any] | None = None) -> Callable[[Any], str]:
     """The text ``json.JSONEncoder(ensure_ascii=ensure_ascii, default=default).encode(value)``
     writes (keys in the order given), as a function made once: each value then goes to the C
-    encoder directly, without the two Python calls ``encode`` makes around it every time."""
+    encoder directly, without the two Python calls ``encode`` makes around it every time. The C
+    encoders are kept for the next value (one per thread encoding at once: ``list.pop`` and
+    ``append`` are atomic) once they have written one; one that failed is dropped (its circular
+    reference check may still hold the containers it was in)."""
     reference = json.JSONEncoder(ensure_ascii=ensure_ascii, default=default)
     make = getattr(json.encoder, "c_make_encoder", None)  # (typeshed does not name it)
     if make is None:  # no C accelerator: the encoder as it is
@@ -60,10 +63,18 @@ def json_encoder(*, ensure_ascii: bool = True, default: Callable[[Any], Any] | N
     quote = json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring
     fallback = reference.default
 
+    kept: list[Callable[[Any, int], Any]] = []
+
     def encode(value: Any) -> str:
         if isinstance(value, str):
             return quote(value)
-        return "".join(make({}, fallback, quote, None, ": ", ", ", False, False, True)(value, 0))
+        try:
+            encoder = kept.pop()
+        except IndexError:
+            encoder = make({}, fallback, quote, None, ": ", ", ", False, False, True)
+        chunks = encoder(value, 0)  # (raising: the encoder is not kept)
+        kept.append(encoder)
+        return "".join(chunks)
 
     return encode
 
