@@ -80,10 +80,11 @@ def test_a_plain_sync_call_runs_on_the_requests_thread(dialect) -> None:
 #: "Speed, part 11" took one more off (the usual reply encoded without the splice check's partial).
 #: Part 12: a plain call answered by the endpoint directly (no JSON-RPC framing module, no ``run``
 #: nor ``rpc.answer``, nor ``call_tool``), its request read by one constructor, its body read as
-#: ``json_body`` reads it, its tool's plain verdict read as kept.
+#: ``json_body`` reads it, its tool's plain verdict read as kept (44; 43 once a call nothing observes
+#: made no closure, 1332964).
 #: Lower it as the path gets shorter, never raise it without saying why.
 MODULE_BUDGET = 19
-CALL_BUDGET = 44
+CALL_BUDGET = 43
 
 
 #: The same for every other dialect's plain call of the same tool: (modules, function calls). They
