@@ -106,6 +106,21 @@ class _Postings:
     impacts: numpy.ndarray[Any, numpy.dtype[numpy.float32]]
 
 
+class _Found(NamedTuple):
+    """What a query term finds in an index: its postings then its relatives' (:data:`_RELATIVE`),
+    as ``(start, end, relative)`` spans of the index's arrays and the views of those arrays, and
+    its relatives."""
+
+    spans: tuple[tuple[int, int, bool], ...]
+    docs: tuple[numpy.ndarray[Any, numpy.dtype[numpy.int32]], ...]
+    impacts: tuple[numpy.ndarray[Any, numpy.dtype[numpy.float32]], ...]
+    relatives: tuple[str, ...]
+
+
+#: The most query terms an index keeps what they find of (:meth:`SearchIndex._found_by`).
+_FOUND_KEPT = 4096
+
+
 class _Entry(NamedTuple):
     name: str
     tool: Tool
@@ -186,12 +201,19 @@ def _analysed_query(query: str) -> tuple[list[str], list[str], list[str]]:
     return said, meant, verbs
 
 
+#: Each kind of action's number (:attr:`SearchIndex._actions`).
+_ACTION_NUMBERS = {action: number for number, action in enumerate(ACTIONS)}
+
+
 @lru_cache(maxsize=64)
-def _action_factors(wanted: str) -> dict[str, float]:
-    """What a candidate's score is multiplied by for the action it does, when ``wanted`` is asked:
-    x1.6 the same, x1 a neighbour's (:data:`_NEIGHBOURS`), x0.8 another."""
-    return {action: 1.6 if action == wanted else 1.0 if {action, wanted} in _NEIGHBOURS else 0.8
-            for action in ACTIONS}
+def _action_factors(wanted: str) -> numpy.ndarray[Any, numpy.dtype[numpy.float64]]:
+    """What a candidate's score is multiplied by for the action it does, by the action's number
+    (:data:`_ACTION_NUMBERS`; the last, x1: a tool saying none), when ``wanted`` is asked: x1.6 the
+    same, x1 a neighbour's (:data:`_NEIGHBOURS`), x0.8 another."""
+    import numpy
+
+    return numpy.array([*(1.6 if action == wanted else 1.0 if {action, wanted} in _NEIGHBOURS else 0.8
+                          for action in ACTIONS), 1.0])
 
 
 def searchable(query: str) -> bool:
@@ -218,6 +240,16 @@ class SearchIndex:
         for term in postings.terms:
             if len(term) >= 5:
                 self._prefixes.setdefault(term[:5], []).append(term)
+        import numpy
+
+        #: Each tool's action (its number in :data:`_ACTION_NUMBERS`, the last: none) and hints: what
+        #: the re-ranking reads of all the candidates at once.
+        self._actions = numpy.array([len(ACTIONS) if entry.action is None else _ACTION_NUMBERS[entry.action]
+                                     for entry in entries], numpy.intp)
+        self._read_only = numpy.array([entry.read_only for entry in entries], numpy.bool_)
+        self._destructive = numpy.array([entry.destructive for entry in entries], numpy.bool_)
+        #: What each query term searched so far finds (:meth:`_found_by`), bounded: cleared when full.
+        self._found: dict[str, _Found] = {}
 
     @classmethod
     def build(cls, tools: Iterable[Tool], meaning: Meaning | None = None) -> SearchIndex:
@@ -309,7 +341,8 @@ class SearchIndex:
         return Mask(found)
 
     def _candidates(self, scores: numpy.ndarray[Any, numpy.dtype[numpy.float64]],
-                    spans: list[tuple[int, int, bool]]) -> list[tuple[int, float]]:
+                    spans: list[tuple[int, int, bool]]) -> tuple[numpy.ndarray[Any, numpy.dtype[numpy.intp]],
+                                                                 numpy.ndarray[Any, numpy.dtype[numpy.float64]]]:
         """The :data:`_CANDIDATES` tools of best ``scores`` (a tool no term matched, or the mask
         hid, has 0), best first; between equal scores, the tool a term of ``spans`` found first
         (the order a plain loop adding them up meets them), then the first tool."""
@@ -329,8 +362,30 @@ class SearchIndex:
             for number in range(len(spans) - 1, -1, -1):
                 start, end, _ = spans[number]
                 first[self._postings.docs[start:end]] = number
-            order = numpy.lexsort((found, first[found], less))
-        return list(zip(found[order[:_CANDIDATES]].tolist(), values[order[:_CANDIDATES]].tolist(), strict=True))
+            order = numpy.lexsort((first[found], less))  # (a stable sort: then the first tool, as found is)
+        best = order[:_CANDIDATES]
+        return found[best], values[best]
+
+    def _found_by(self, term: str) -> _Found:
+        """What ``term`` finds (:class:`_Found`), worked out once per term and kept."""
+        postings, numbers, starts = self._postings, self._postings.terms, self._postings.starts
+        spans: list[tuple[int, int, bool]] = []
+        relatives: list[str] = []
+        number = numbers.get(term)
+        if number is not None:
+            spans.append((starts[number], starts[number + 1], False))
+        if len(term) >= 5:  # its relatives: a light stemmer leaves "contribut" and "contributor" apart
+            for other in self._prefixes.get(term[:5], ()):
+                if other != term and (other.startswith(term) or term.startswith(other)):
+                    relatives.append(other)
+                    number = numbers[other]
+                    spans.append((starts[number], starts[number + 1], True))
+        found = _Found(tuple(spans), tuple(postings.docs[start:end] for start, end, _ in spans),
+                       tuple(postings.impacts[start:end] for start, end, _ in spans), tuple(relatives))
+        if len(self._found) >= _FOUND_KEPT:
+            self._found.clear()
+        self._found[term] = found
+        return found
 
     def search(self, query: str, limit: int = 5, mask: Mask | None = None) -> list[Hit]:
         """The ``limit`` tools that best match ``query``, best first (fewer when fewer match; none
@@ -345,23 +400,21 @@ class SearchIndex:
         # The postings of each term, then of its relatives (at _RELATIVE), summed per tool by one
         # numpy.bincount, in that order and in float64: a tool's score is the sum the terms make,
         # added term after term as a plain loop would (ties and near-ties are kept as they were).
-        postings, numbers, starts = self._postings, self._postings.terms, self._postings.starts
         spans: list[tuple[int, int, bool]] = []
+        docs_of: list[numpy.ndarray[Any, numpy.dtype[numpy.int32]]] = []
+        impacts_of: list[numpy.ndarray[Any, numpy.dtype[numpy.float32]]] = []
         relatives: set[str] = set()
+        known, found_by = self._found, self._found_by
         for term in terms:
-            number = numbers.get(term)
-            if number is not None:
-                spans.append((starts[number], starts[number + 1], False))
-            if len(term) >= 5:  # its relatives: a light stemmer leaves "contribut" and "contributor" apart
-                for other in self._prefixes.get(term[:5], ()):
-                    if other != term and (other.startswith(term) or term.startswith(other)):
-                        relatives.add(other)
-                        number = numbers[other]
-                        spans.append((starts[number], starts[number + 1], True))
+            its = known.get(term) or found_by(term)
+            spans += its.spans
+            docs_of += its.docs
+            impacts_of += its.impacts
+            relatives.update(its.relatives)
         if not spans:
             return []
-        docs = numpy.concatenate([postings.docs[start:end] for start, end, _ in spans])
-        values = numpy.concatenate([postings.impacts[start:end] for start, end, _ in spans]).astype(numpy.float64)
+        docs = numpy.concatenate(docs_of)
+        values = numpy.concatenate(impacts_of).astype(numpy.float64)
         at = 0
         for start, end, relative in spans:
             if relative:
@@ -371,7 +424,7 @@ class SearchIndex:
             docs, values, len(self._entries))
         if mask is not None:  # the hidden tools go before anything is ranked
             scores *= mask.shown
-        candidates = self._candidates(scores, spans)
+        found, lexical = self._candidates(scores, spans)
         wanted = asked_for(verbs, said)
         asked = set(terms) | relatives  # and the action asked: "pause" covers "Disable"
         if wanted is not None and wanted not in READING:
@@ -385,42 +438,41 @@ class SearchIndex:
         # for, a nudge as many deleting tools have no such hint), how many of the query's ideas
         # its words cover (x0.6 to x1.4) and how much of what its title is about the query covers
         # (x0.4 to x1.6: "Create an issue" beats "Create an issue type for an organization").
-        # Once a candidate could not reach the `limit` best so far even with all the ideas and
-        # all its title covered, it cannot be answered: it is not ranked further, and once the
-        # next could not even with the action asked, neither can any after it (they score less):
-        # the loop ends (all are ranked when ranking by meaning orders them all).
-        acting = wanted is not None
-        if acting:
-            actions = _action_factors(wanted)
-            read_only = 0.85 if wanted not in READING else 1.0
+        # The action and the hints are applied to every candidate at once (x1 where one does not
+        # apply: the same products); the candidates are then taken best first by that score, and
+        # once one could not reach the `limit` best so far even with all the ideas and all its
+        # title covered, neither can any after it: the loop ends (all are ranked when ranking by
+        # meaning orders them all). Equal scores stay in the candidates' order.
+        if wanted is not None:
             destroying, keeping = (0.85, 1.0) if wanted not in DESTROYING else (1.0, 0.999)
-        most_after = (1.4 if ideas else 1.0) * (1 + _ABOUT) * (1 + 1e-9)  # (1e-9: the roundings)
-        most = most_after * (1.6 if acting else 1.0)
+            hinted = lexical * _action_factors(wanted)[self._actions[found]]
+            if wanted not in READING:
+                hinted *= numpy.where(self._read_only[found], 0.85, 1.0)
+            hinted *= numpy.where(self._destructive[found], destroying, keeping)
+            order = numpy.argsort(-hinted, kind="stable").tolist()
+        else:
+            hinted, order = lexical, range(len(found))
+        most = (1.4 if ideas else 1.0) * (1 + _ABOUT) * (1 + 1e-9)  # (1e-9: the roundings)
         every = self._meaning is not None and limit > 1
         about_at_least, about_per = 1 - _ABOUT, 2 * _ABOUT
-        count, entries = len(ideas), self._entries
+        count, entries, docs_found, scores_found = len(ideas), self._entries, found.tolist(), hinted.tolist()
         best: list[float] = []  # the `limit` best scores so far, the least first (a heap)
         floor = -math.inf  # the least of them once there are `limit` (what a candidate must reach)
-        ranked: list[tuple[float, int]] = []
-        for doc, score in candidates:
+        ranked: list[tuple[float, int, int]] = []
+        for at in order:
+            score = scores_found[at]
             if score * most < floor:
                 break
-            _, _, action, hinted_read_only, destructive, said_of, about = entries[doc]
-            if acting:
-                if action is not None:
-                    score *= actions[action]
-                if hinted_read_only:
-                    score *= read_only
-                score *= destroying if destructive else keeping
-                if score * most_after < floor:
-                    continue
+            doc = docs_found[at]
+            entry = entries[doc]
             if count:
-                score *= 0.6 + 0.8 * len(ideas & said_of) / count
+                score *= 0.6 + 0.8 * len(ideas & entry.words) / count
+            about = entry.about
             if about:
                 score *= about_at_least + about_per * len(about & asked) / len(about)
             if score < floor:
                 continue  # below `limit` better ones met before it: never answered
-            ranked.append((score, doc))
+            ranked.append((score, at, doc))
             if every:
                 continue
             if len(best) < limit:
@@ -430,10 +482,10 @@ class SearchIndex:
             else:  # (score >= floor here)
                 heapq.heapreplace(best, score)
                 floor = best[0]
-        ranked.sort(key=lambda item: -item[0])
+        ranked.sort(key=lambda item: (-item[0], item[1]))
         if self._meaning is not None and limit > 1 and len(ranked) > 2:
-            order = self._meaning.rank(" ".join(meant),
-                                       [self._texts[doc] for _, doc in ranked], [score for score, _ in ranked])
-            if order is not None:
-                ranked = [ranked[i] for i in order]
-        return [Hit(self._entries[doc].name, score) for score, doc in ranked[:max(limit, 0)]]
+            by_meaning = self._meaning.rank(" ".join(meant), [self._texts[doc] for _, _, doc in ranked],
+                                            [score for score, _, _ in ranked])
+            if by_meaning is not None:
+                ranked = [ranked[i] for i in by_meaning]
+        return [Hit(entries[doc].name, score) for score, _, doc in ranked[:limit]]

@@ -16,6 +16,7 @@ change of the tools asks for."""
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable
@@ -34,6 +35,11 @@ INDEXES_KEPT = 8
 MASKS_KEPT = 1024
 
 
+#: What a query that is text has none of: control characters but tab and line ends, a lone
+#: surrogate (half a UTF-16 pair from JSON, or undecodable bytes of a command line), U+FFFD.
+_NOT_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffd]")
+
+
 def check(query: object, limit: object) -> tuple[str, int]:
     """``(query, limit)`` when they can be searched, else :class:`~flask_tooldiscovery.errors.BadRequest`
     saying what is wrong (an empty, too long or binary query, one with no word to search for; a
@@ -42,8 +48,7 @@ def check(query: object, limit: object) -> tuple[str, int]:
         raise BadRequest("The query must be a non-empty string.")
     if len(query) > MAX_QUERY_CHARS:
         raise BadRequest(f"The query is longer than {MAX_QUERY_CHARS} characters.")
-    if any((ord(c) < 32 and c not in "\t\n\r") or "\ud800" <= c <= "\udfff" for c in query) or "\ufffd" in query:
-        # (a lone surrogate: half a UTF-16 pair from JSON, or undecodable bytes of a command line)
+    if _NOT_TEXT.search(query):
         raise BadRequest("The query must be text, without control characters.")
     if not searchable(query):
         raise BadRequest("The query has no word to search for.")

@@ -6,6 +6,7 @@ and hints when the index is built, a query when it is searched."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 #: Phrases a query may say, and what tools call the same thing, by concept. Keys are lower-case
 #: word sequences (the longest phrase wins); a query's phrase adds its expansion's words to what it
@@ -244,6 +245,7 @@ _FILE_NAME = re.compile(r"[\w.-]*\w\.(?:md|txt|py|js|ts|json|ya?ml|toml|cfg|ini|
                         r"xml|csv)", re.IGNORECASE)
 
 
+@lru_cache(maxsize=4096)
 def _value(word: str) -> str:
     """What a word of a query quotes: ``url``, ``email``, ``commit`` (a hash), ``file`` (a path:
     ``src/app.py``, ``.github/workflows``, ``README.md``), else the word itself."""
