@@ -209,6 +209,18 @@ def test_an_x_opal_header_first_in_the_environ_is_found_too() -> None:
     assert opal_headers({"REQUEST_METHOD": "POST"}) == {}
 
 
+def test_each_call_reads_its_own_x_opal_headers(client) -> None:
+    # Which environ keys are headers is remembered per set of keys; the values are each call's own.
+    seen = []
+    for thread in ("th-1", "th-2", "th-3"):
+        headers = {"X-Opal-Thread-Id": thread, **({"X-Opal-Agent-Execution-Id": "ag"} if thread == "th-2" else {})}
+        r = client.post("/opal/tools/ship", json={"parameters": {"address": {"street": "Main"}}}, headers=headers)
+        assert r.status_code == 200, r.get_json()
+        seen.append(r.get_json()["extra"]["headers"])
+    assert seen == [{"x-opal-thread-id": "th-1"}, {"x-opal-thread-id": "th-2", "x-opal-agent-execution-id": "ag"},
+                    {"x-opal-thread-id": "th-3"}]
+
+
 @pytest.mark.parametrize("kwargs, status, fragment", [
     ({"data": "{not json", "content_type": "application/json"}, 400, "Malformed JSON"),
     ({"json": [1, 2]}, 400, "must be a JSON object"),

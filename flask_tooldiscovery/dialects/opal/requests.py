@@ -18,6 +18,7 @@ when it carries an error) when the tool returned one; a failed call is a 500, ba
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -100,18 +101,27 @@ def auth_credentials(body: dict[str, Any]) -> list[dict[str, Any]] | None:
 
 def opal_headers(environ: dict[str, Any]) -> dict[str, str]:
     """The request's ``X-Opal-*`` headers (thread, workflow and agent execution ids), names in
-    lower case as sent on the wire. The environ's keys are looked through as one text (two C
-    calls), not one call per key: a few dozen keys, on every call."""
+    lower case as sent on the wire. The environ's keys are looked through as one text (one C
+    call), not one call per key: a few dozen keys, on every call; which of them are such headers
+    is worked out once per text (a client sends the same headers call after call)."""
     try:
         keys = "\n".join(environ)
     except TypeError:  # a key that is not text (PEP 3333 says they are): one at a time
         keys = "\n".join(key for key in environ if isinstance(key, str))
+    found = _opal_keys(keys)
+    return {name: environ[key] for key, name in found if key in environ} if found else {}
+
+
+@functools.lru_cache(maxsize=64)
+def _opal_keys(keys: str) -> tuple[tuple[str, str], ...]:
+    """The ``X-Opal-*`` headers' environ keys in ``keys`` (an environ's keys joined by newlines),
+    each with its header's name in lower case."""
     if "HTTP_X_OPAL_" not in keys:
-        return {}
+        return ()
     found = _OPAL_KEYS.findall(keys)  # every such key but a first one
     if keys.startswith("HTTP_X_OPAL_"):
         found.insert(0, keys.partition("\n")[0])
-    return {key[5:].lower().replace("_", "-"): environ[key] for key in found if key in environ}
+    return tuple((key, key[5:].lower().replace("_", "-")) for key in found)
 
 
 #: An ``X-Opal-*`` header's environ key after a newline, in the environ's keys joined by newlines
