@@ -341,11 +341,12 @@ class SearchIndex:
         return Mask(found)
 
     def _candidates(self, scores: numpy.ndarray[Any, numpy.dtype[numpy.float64]],
-                    spans: list[tuple[int, int, bool]]) -> tuple[numpy.ndarray[Any, numpy.dtype[numpy.intp]],
-                                                                 numpy.ndarray[Any, numpy.dtype[numpy.float64]]]:
+                    docs_of: list[numpy.ndarray[Any, numpy.dtype[numpy.int32]]]) \
+            -> tuple[numpy.ndarray[Any, numpy.dtype[numpy.intp]], numpy.ndarray[Any, numpy.dtype[numpy.float64]]]:
         """The :data:`_CANDIDATES` tools of best ``scores`` (a tool no term matched, or the mask
-        hid, has 0), best first; between equal scores, the tool a term of ``spans`` found first
-        (the order a plain loop adding them up meets them), then the first tool."""
+        hid, has 0), best first; between equal scores (nearly every query has some), the tool a term
+        found first (``docs_of``: the tools each term span found, in the query's order: the order a
+        plain loop adding them up meets them), then the first tool."""
         import numpy
 
         found = (scores > 0).nonzero()[0]
@@ -354,16 +355,10 @@ class SearchIndex:
             at = len(values) - _CANDIDATES
             kept = values >= numpy.partition(values, at)[at]
             found, values = found[kept], values[kept]
-        less = -values
-        order = numpy.argsort(less, kind="stable")
-        ordered = less[order]
-        if bool((ordered[1:] == ordered[:-1]).any()):  # equal scores: the one a term found first
-            first = numpy.empty(len(scores), numpy.int32)
-            for number in range(len(spans) - 1, -1, -1):
-                start, end, _ = spans[number]
-                first[self._postings.docs[start:end]] = number
-            order = numpy.lexsort((first[found], less))  # (a stable sort: then the first tool, as found is)
-        best = order[:_CANDIDATES]
+        first = numpy.empty(len(scores), numpy.int32)
+        for number in range(len(docs_of) - 1, -1, -1):
+            first[docs_of[number]] = number
+        best = numpy.lexsort((first[found], -values))[:_CANDIDATES]  # (a stable sort: then the first tool)
         return found[best], values[best]
 
     def _found_by(self, term: str) -> _Found:
@@ -414,7 +409,7 @@ class SearchIndex:
         if not spans:
             return []
         docs = numpy.concatenate(docs_of)
-        values = numpy.concatenate(impacts_of).astype(numpy.float64)
+        values = numpy.concatenate(impacts_of, dtype=numpy.float64)
         at = 0
         for start, end, relative in spans:
             if relative:
@@ -424,7 +419,7 @@ class SearchIndex:
             docs, values, len(self._entries))
         if mask is not None:  # the hidden tools go before anything is ranked
             scores *= mask.shown
-        found, lexical = self._candidates(scores, spans)
+        found, lexical = self._candidates(scores, docs_of)
         wanted = asked_for(verbs, said)
         asked = set(terms) | relatives  # and the action asked: "pause" covers "Disable"
         if wanted is not None and wanted not in READING:
