@@ -26,7 +26,6 @@ would cost a build per caller (a second at 10,000 tools) for it."""
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections import Counter
 from collections.abc import Iterable
@@ -36,6 +35,7 @@ from itertools import accumulate, chain
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..tools.model import Tool
+from .coverage import Coverage
 from .semantic import Meaning
 from .vocabulary import (
     ACTIONS,
@@ -63,9 +63,6 @@ _CANDIDATES = 100
 #: How much a query word's relatives count (``contribut`` and ``contributor``: one is the
 #: other's prefix), beside the word itself.
 _RELATIVE = 0.8
-#: How much what a tool's title is about, covered by the query, counts: its score is multiplied
-#: by ``1 - _ABOUT`` (nothing covered) to ``1 + _ABOUT`` (all of it).
-_ABOUT = 0.6
 #: Kinds of action a query may say for one another ("show" a list or one thing; "cancel" an
 #: invitation is to delete it).
 _NEIGHBOURS = ({"get", "list"}, {"cancel", "delete"})
@@ -127,9 +124,6 @@ class _Entry(NamedTuple):
     action: str | None
     read_only: bool
     destructive: bool
-    words: frozenset[str]
-    #: The stems of what its title (else its name) says, but stopwords: what the tool is about.
-    about: frozenset[str]
 
 
 @lru_cache(maxsize=65536)
@@ -226,15 +220,17 @@ class SearchIndex:
     any thread (nothing is written after the build)."""
 
     def __init__(self, entries: list[_Entry], postings: _Postings,
-                 meaning: Meaning | None = None, texts: list[str] | None = None) -> None:
+                 meaning: Meaning | None, texts: list[str], coverage: Coverage) -> None:
         self._entries = entries
         self._postings = postings
+        #: What the re-ranking reads of each tool's words and title (:class:`.coverage.Coverage`).
+        self._coverage = coverage
         #: Each tool's position, by name (a view's mask is made of them).
         self._docs = {entry.name: doc for doc, entry in enumerate(entries)}
         #: Ranking by meaning (:mod:`.semantic`), and what each tool is for in a line (its title
         #: and name) for it; ``None`` without.
         self._meaning = meaning
-        self._texts = texts or []
+        self._texts = texts
         #: The terms of five letters or more, by their first five (a query word's relatives).
         self._prefixes: dict[str, list[str]] = {}
         for term in postings.terms:
@@ -259,6 +255,9 @@ class SearchIndex:
         entries: list[_Entry] = []
         texts: list[str] = []
         fields: list[tuple[list[str], ...]] = []
+        words_of: dict[str, list[int]] = {}  # the tools whose words (name, title, 40 of the description) say a stem
+        about_of: dict[str, list[int]] = {}  # the tools whose title is about a stem
+        sizes: list[int] = []  # how many stems each tool's title is about
         for tool in tools:
             name_words = identifier_words(tool.name)
             annotations = tool.annotations or {}
@@ -279,9 +278,22 @@ class SearchIndex:
                 action=action_of(title_words[:1] or name_words[1:2] or name_words[:1]) or action_of(name_words),
                 read_only=bool(annotations.get("readOnlyHint")),
                 destructive=bool(annotations.get("destructiveHint")),
-                words=frozenset(name_stems + title_stems + description_stems[:40]),
-                about=frozenset(_stems([w for w in title_words or name_words if w not in STOPWORDS] + undone)),
             ))
+            doc = len(entries) - 1
+            for stem in set(name_stems + title_stems + description_stems[:40]):
+                said_by = words_of.get(stem)
+                if said_by is None:
+                    words_of[stem] = [doc]
+                else:
+                    said_by.append(doc)
+            about = set(_stems([w for w in title_words or name_words if w not in STOPWORDS] + undone))
+            sizes.append(len(about))
+            for stem in about:
+                said_by = about_of.get(stem)
+                if said_by is None:
+                    about_of[stem] = [doc]
+                else:
+                    said_by.append(doc)
         count = len(entries) or 1
         average = [max(sum(len(f[i]) for f in fields) / count, 1.0) for i in range(len(_WEIGHTS))]
         docs_of: dict[str, list[int]] = {}
@@ -320,7 +332,8 @@ class SearchIndex:
         impacts = (idf * values / (values + _K1)).astype(numpy.float32)
         if meaning is not None:
             meaning.prepare(texts)  # in the background: until then, searches answer in the lexical order
-        return cls(entries, _Postings(terms, starts, docs, impacts), meaning, texts)
+        return cls(entries, _Postings(terms, starts, docs, impacts), meaning, texts,
+                   Coverage.of(words_of, about_of, sizes))
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -433,54 +446,30 @@ class SearchIndex:
         # for, a nudge as many deleting tools have no such hint), how many of the query's ideas
         # its words cover (x0.6 to x1.4) and how much of what its title is about the query covers
         # (x0.4 to x1.6: "Create an issue" beats "Create an issue type for an organization").
-        # The action and the hints are applied to every candidate at once (x1 where one does not
-        # apply: the same products); the candidates are then taken best first by that score, and
-        # once one could not reach the `limit` best so far even with all the ideas and all its
-        # title covered, neither can any after it: the loop ends (all are ranked when ranking by
-        # meaning orders them all). Equal scores stay in the candidates' order.
+        # Each factor is applied to every candidate at once (x1 where one does not apply: the
+        # same products); the ideas and the title covered are counted for all of them from the
+        # index's postings of the tools' words and titles (:mod:`.coverage`).
         if wanted is not None:
             destroying, keeping = (0.85, 1.0) if wanted not in DESTROYING else (1.0, 0.999)
             hinted = lexical * _action_factors(wanted)[self._actions[found]]
             if wanted not in READING:
                 hinted *= numpy.where(self._read_only[found], 0.85, 1.0)
             hinted *= numpy.where(self._destructive[found], destroying, keeping)
-            order = numpy.argsort(-hinted, kind="stable").tolist()
         else:
-            hinted, order = lexical, range(len(found))
-        most = (1.4 if ideas else 1.0) * (1 + _ABOUT) * (1 + 1e-9)  # (1e-9: the roundings)
+            hinted = lexical
+        by_ideas, by_title = self._coverage.factors_of(found, ideas, asked)
+        if by_ideas is not None:
+            hinted = hinted * by_ideas
+        final = hinted * by_title
         every = self._meaning is not None and limit > 1
-        about_at_least, about_per = 1 - _ABOUT, 2 * _ABOUT
-        count, entries, docs_found, scores_found = len(ideas), self._entries, found.tolist(), hinted.tolist()
-        best: list[float] = []  # the `limit` best scores so far, the least first (a heap)
-        floor = -math.inf  # the least of them once there are `limit` (what a candidate must reach)
-        ranked: list[tuple[float, int, int]] = []
-        for at in order:
-            score = scores_found[at]
-            if score * most < floor:
-                break
-            doc = docs_found[at]
-            entry = entries[doc]
-            if count:
-                score *= 0.6 + 0.8 * len(ideas & entry.words) / count
-            about = entry.about
-            if about:
-                score *= about_at_least + about_per * len(about & asked) / len(about)
-            if score < floor:
-                continue  # below `limit` better ones met before it: never answered
-            ranked.append((score, at, doc))
-            if every:
-                continue
-            if len(best) < limit:
-                heapq.heappush(best, score)
-                if len(best) == limit:
-                    floor = best[0]
-            else:  # (score >= floor here)
-                heapq.heapreplace(best, score)
-                floor = best[0]
-        ranked.sort(key=lambda item: (-item[0], item[1]))
+        order = numpy.argsort(-final, kind="stable")  # (equal scores stay in the candidates' order)
+        if not every:
+            order = order[:limit]
+        ranked = list(zip(final[order].tolist(), order.tolist(), found[order].tolist(), strict=True))
         if self._meaning is not None and limit > 1 and len(ranked) > 2:
             by_meaning = self._meaning.rank(" ".join(meant), [self._texts[doc] for _, _, doc in ranked],
                                             [score for score, _, _ in ranked])
             if by_meaning is not None:
                 ranked = [ranked[i] for i in by_meaning]
+        entries = self._entries
         return [Hit(entries[doc].name, score) for score, _, doc in ranked[:limit]]
