@@ -298,3 +298,32 @@ def test_jsonrpc_shape_tells_apart_every_other_request() -> None:
     assert jsonrpc.shape(body("1", '"x"')) == (keys[0][0], "x")  # the id is the fill, not the shape
     for bad in (b"[]", b"{}", b'{"id": true}', b'{"id": null}', b'{"id": 1.5}', b"{", b"\xff"):
         assert jsonrpc.shape(bad) is None
+
+
+DICTS = [{"city": "Oslo", "days": 2}, {}, {"nested": {"list": [{"a": 1.5}, None, True]}}, {"quote": 'a "b" \\ c\n\t'},
+         {"past ascii": "Ösló 雪 \U0001f600"}, {"del": "a\x7fb"}, {"ctrl": "\x00\x1f"}, {"é": 1}]
+
+
+@pytest.mark.parametrize("ensure_ascii", [True, False])
+def test_an_explorer_dict_answer_is_what_json_response_writes_of_its_body(make_app, ensure_ascii) -> None:
+    """The explorer writes a dict's JSON once for its text block and ``structuredContent``: the
+    bytes are those of the body dumped whole, by either ``ensure_ascii``."""
+    from flask_tooldiscovery import ToolDiscovery
+    from flask_tooldiscovery.serving.wire import json_response
+
+    d = ToolDiscovery()
+
+    @d.tool
+    def echo(value: dict) -> dict:
+        """Give the value back."""
+        return value
+
+    app = make_app(d, TOOLDISCOVERY_DIALECTS=["explorer"], TOOLDISCOVERY_ALLOW_EXECUTE=True)
+    app.json.ensure_ascii = ensure_ascii
+    client = app.test_client()
+    for value in DICTS:
+        answer = client.post("/explorer/tools/echo/call", json={"value": value})
+        assert answer.status_code == 200 and answer.get_json()["structuredContent"] == value
+        with app.app_context():
+            body = explorer.success_body(value, {"_trace_id": answer.headers["X-Trace-Id"]})
+            assert answer.get_data() == json_response(body).get_data(), value

@@ -13,9 +13,11 @@ as any other source's.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any
 
 from flask import Blueprint, Response, current_app, render_template, request
+from flask.json.provider import DefaultJSONProvider
 from marshmallow import fields
 from werkzeug.exceptions import RequestEntityTooLarge
 
@@ -180,6 +182,10 @@ def _result(outcome: Outcome, trace_id: str | None) -> Response:
     """F3: the outcome, MCP-shaped; 400 for invalid arguments, 500 when the tool failed (a not-found
     too: F3's 404 is an unknown tool)."""
     if outcome.ok:
+        app = current_app._get_current_object()  # type: ignore[attr-defined]
+        text = _plain_text(outcome.value, trace_id, app.json)
+        if text is not None:
+            return app.response_class(text, content_type=JSON_MIMETYPE)  # type: ignore[no-any-return]
         body = success_body(outcome.value, None)
         if trace_id:
             body["_meta"] = {"_trace_id": trace_id}
@@ -189,6 +195,25 @@ def _result(outcome: Outcome, trace_id: str | None) -> Response:
     return json_response(_RESULT.dump({
         "content": [{"type": "text", "text": outcome.error_message}], "isError": True, "_meta": meta,
         "errors": [e.as_dict() for e in outcome.errors] if invalid else None}), 400 if invalid else 500)
+
+
+def _plain_text(value: Any, trace_id: str | None, provider: Any) -> str | None:
+    """The text ``json_response`` writes of a dict ``value``'s body (:func:`success_body`, the trace
+    id as ``_meta``) with the value's JSON written once, not twice (its text block, then again as
+    ``structuredContent``: about 3% of an explorer call, timed side by side); ``None`` unless the
+    bytes are the same. Flask's default provider writes with the separators ``": "`` and ``", "``
+    (:func:`.wire.json_encoder`), as the text block does; with ``ensure_ascii`` (its default) it
+    escapes what the text block keeps as it is (``json_text`` writes ``ensure_ascii=False``):
+    anything past ASCII, and DEL. Only such a text is written again for ``structuredContent``."""
+    if type(value) is not dict or type(provider) is not DefaultJSONProvider:
+        return None
+    text = json_text(value)
+    if provider.ensure_ascii and not (text.isascii() and "\x7f" not in text):
+        return None
+    quote = encode_basestring_ascii if provider.ensure_ascii else encode_basestring  # (as the provider's for a str)
+    end = ', "_meta": {"_trace_id": ' + quote(trace_id) + "}}" if trace_id else "}"
+    return "".join(('{"content": [{"type": "text", "text": ', quote(text), '}], "structuredContent": ', text,
+                    ', "isError": false', end))
 
 
 def _limit(given: str | None) -> object:
