@@ -327,3 +327,33 @@ def test_an_explorer_dict_answer_is_what_json_response_writes_of_its_body(make_a
         with app.app_context():
             body = explorer.success_body(value, {"_trace_id": answer.headers["X-Trace-Id"]})
             assert answer.get_data() == json_response(body).get_data(), value
+
+
+@pytest.mark.parametrize("ensure_ascii", [True, False])
+def test_an_mcp_plain_dict_reply_is_what_the_reply_dumped_whole_writes(make_app, ensure_ascii) -> None:
+    """MCP writes a plain call's dict value once for its text block and ``structuredContent``: the
+    bytes are those of the JSON-RPC reply dumped whole, by either ``ensure_ascii``, any id."""
+    from flask_tooldiscovery import ToolDiscovery
+    from flask_tooldiscovery.dialects.content_blocks import json_text
+    from flask_tooldiscovery.serving import wire
+
+    d = ToolDiscovery()
+
+    @d.tool
+    def echo(value: dict) -> dict:
+        """Give the value back."""
+        return value
+
+    app = make_app(d, TOOLDISCOVERY_DIALECTS=["mcp"])
+    app.json.ensure_ascii = ensure_ascii
+    client = app.test_client()
+    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
+    for id_ in (7, "call-é\x7f\"", 2**70):
+        for value in DICTS:
+            params = {"name": "echo", "arguments": {"value": value}}
+            answer = client.post("/mcp", headers=headers,
+                                 json={"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": params})
+            assert answer.status_code == 200 and answer.get_json()["result"]["structuredContent"] == value
+            reply = {"jsonrpc": "2.0", "id": id_, "result": {
+                "content": [{"type": "text", "text": json_text(value)}], "isError": False, "structuredContent": value}}
+            assert answer.get_data() == wire.dumps(reply, app.json).encode(), (id_, value)

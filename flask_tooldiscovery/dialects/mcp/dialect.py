@@ -49,7 +49,7 @@ from . import jsonrpc as rpc
 from . import stream as mcp_stream
 from . import task_methods as mcp_tasks
 from .auth import authenticator, authorization, remote_auth, root_blueprint, security_warning
-from .content import call_result, object_output_schema
+from .content import object_output_schema, plain_reply, plain_result
 from .driver import McpDriver
 from .envelope import STATELESS_STATUS, UNREFUSED_VERSIONS, header_refusal, is_stateless, stateless_refusal
 from .request import NO_META, Handler, McpRequest
@@ -173,8 +173,8 @@ def respond(reply: Any, status: int = 200) -> Response:
     app = current_app._get_current_object()  # type: ignore[attr-defined]
     if type(reply) is dict and type(reply.get("result")) is dict:  # the usual reply: nothing spliced in
         body = wire.dumps(reply, app.json).encode("utf-8")
-    else:
-        body = rpc.encode(reply, partial(wire.dumps, provider=app.json))
+    else:  # a plain call's dict result written once, or a result spliced in (Encoded), or a batch
+        body = plain_reply(reply, app.json) or rpc.encode(reply, partial(wire.dumps, provider=app.json))
     response: Response = app.response_class(body, status=status, content_type=JSON_MIMETYPE)
     return response
 
@@ -353,8 +353,8 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         traceparent = meta.get("traceparent")
         context = pipe.context(extra={"meta": meta}, trace_id=traceparent if isinstance(traceparent, str) else None)
         try:
-            return call_result(pipe.invoke(req.tool, arguments or {}, context, gate=req.gate),  # type: ignore[arg-type]
-                               req.revision)
+            return plain_result(pipe.invoke(req.tool, arguments or {}, context, gate=req.gate),  # type: ignore[arg-type]
+                                req.revision)
         except RetryLater as exc:
             return retry_later(exc)
 
