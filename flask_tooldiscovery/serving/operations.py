@@ -86,16 +86,8 @@ def observe_call(ops: Operations, dialect: str, identity: Identity | None, tool:
     metrics. ``origin`` is the request the call came on (``None``: none), as the caller's request
     state holds it (never ``flask.request``): its address keys the rate limit of a caller without
     an identity, its ``traceparent`` may parent the span. Core errors (refusals) are re-raised for
-    the dialect's ``error_response``; the outcome is returned as it is."""
-    if unobserved(ops, tool, check_limits):
-        # Nothing observes this call (no span, metric, limit, nor signal receiver): the call, and
-        # the log line of a refusal as below.
-        started = time.perf_counter()
-        try:
-            return call()
-        except CoreError as exc:
-            log_call(tool, context, "refused", (time.perf_counter() - started) * 1000.0, status=exc.status)
-            raise
+    the dialect's ``error_response``; the outcome is returned as it is. A call :func:`unobserved`
+    does not come here: its caller (``Pipeline.invoke``) runs it and logs its refusal itself."""
     app: Flask = current_app._get_current_object()  # type: ignore[attr-defined]
     fields: dict[str, Any] = {"tool": tool, "dialect": dialect, "call_id": context.call_id,
                               "trace_id": context.trace_id, "identity": identity}

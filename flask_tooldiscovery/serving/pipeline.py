@@ -371,7 +371,7 @@ class Pipeline:
                            failure=Failure(message="The call was not approved, so the tool did not run."))
 
         slots, ops = core.slots, core.operations
-        if unobserved(ops, tool, not charged):  # observe_call's own way then, without a function made per call
+        if unobserved(ops, tool, not charged):  # run here, without observe_call and a function made per call
             started = time.perf_counter()
             try:
                 slots.take()
