@@ -259,15 +259,6 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         entry = entry if ui else apps.without_ui(entry)
         return entry if stateless or support == "forbidden" else {**entry, "execution": {"taskSupport": support}}
 
-    def found_shown(tool: Tool, stateless: bool, ui: bool, provider: DefaultJSONProvider | None) -> tool_search.Shown:
-        """A tool as :func:`shown` shows it, as JSON text and, with Flask's default JSON provider
-        (``provider``), as the response's encoder writes both: made once per tool content (what
-        ``search_tools`` answers is joined from these texts, not encoded again)."""
-        key = f"{NAME}/search/{stateless:d}{ui:d}{'' if provider is None else int(provider.ensure_ascii)}"
-        found: tool_search.Shown = pipe.dump(key, tool, lambda tool: tool_search.shown_as(
-            shown(tool, stateless, ui), None if provider is None else partial(wire.dumps, provider=provider)))
-        return found
-
     def learn(toolset: ToolSet, data: bytes) -> None:
         """Let the core's fast path answer this very ``tools/list`` again (any id) with these bytes
         in the envelope this dialect writes (by Flask's own JSON provider, usable outside a request)."""
@@ -305,14 +296,9 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         arguments = params.get("arguments")
         if arguments is not None and not isinstance(arguments, dict):
             raise rpc.RpcError(rpc.INVALID_PARAMS, "tools/call params.arguments must be an object.")
-        if searching:
-            ui, stateless, provider = apps.shows_ui(req), req.stateless, current_app.json
-            known = provider if type(provider) is DefaultJSONProvider else None  # (its encoding is wire.dumps')
-            searched = tool_search.answer(pipe, params, lambda tool: found_shown(tool, stateless, ui, known),
-                                          req.called_as, None if known is None else partial(wire.dumps, provider=known),
-                                          lambda result: complete("tools/call", result, stateless))
-            if searched is not None:
-                return searched
+        if searching and (searched := searches.answer(params, req.stateless, apps.shows_ui(req), current_app.json,
+                                                      req.called_as)) is not None:
+            return searched
         tool = req.tool
         if tool is None:
             tool = pipe.find(name)
@@ -364,6 +350,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         return {"content": [{"type": "text", "text": f"{exc.message} Retry in {exc.retry_after} s."}],
                 "isError": True, "_meta": {"retryAfterMs": exc.retry_after_ms}}
 
+    searches = tool_search.Searches(pipe, shown, lambda result, stateless: complete("tools/call", result, stateless))
     methods: dict[str, Handler] = {"initialize": initialize, "ping": lambda req: {}, "server/discover": discover,
                                    "tools/list": list_tools, "tools/call": call_tool,
                                    **skills.methods(pipe, apps.methods(pipe, resources.methods(pipe))),

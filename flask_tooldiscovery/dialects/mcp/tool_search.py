@@ -10,9 +10,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from typing import Any, NamedTuple
 
+from flask.json.provider import DefaultJSONProvider
+
 from ...errors import BadRequest, UnknownTool
+from ...serving import wire
 from ...serving.pipeline import Pipeline
 from ...tools.model import Tool
 from ...tools.registry import ToolSet
@@ -59,7 +63,7 @@ def listed(toolset: ToolSet, ui: bool = False) -> list[Tool]:
     calls (its host hides them from the model and lets an app call only what it listed; to any
     other client such a tool is not listed, ``always_listed`` or not). An app's own tool named like
     a search tool is not listed: ``call_tool`` with its name runs it (:func:`rewrite`,
-    :func:`answer`); a direct call of the name is the search tool's."""
+    :meth:`Searches.answer`); a direct call of the name is the search tool's."""
     return [SEARCH_TOOL, CALL_TOOL, *(t for t in toolset.latest() if t.name not in (SEARCH, CALL) and (
         (t.metadata.get("always_listed") and t.model_visible) or (ui and not t.model_visible)))]
 
@@ -96,8 +100,8 @@ def model_visible(toolset: ToolSet, name: str) -> bool:
 
 
 class Shown(NamedTuple):
-    """A found tool as ``search_tools`` answers it, made once per tool content (and response
-    encoding) by the dialect: :func:`shown_as`."""
+    """A found tool as ``search_tools`` answers it, made once per tool content (and era, interface
+    and response encoding) by :class:`Searches`: :func:`shown_as`."""
 
     #: Its ``tools/list`` entry.
     entry: dict[str, Any]
@@ -105,7 +109,7 @@ class Shown(NamedTuple):
     text: str
     #: The entry as the response's encoder writes it, and the text as that encoder writes it
     #: inside a JSON string (without the quotes): the response is joined from these
-    #: (:func:`answer`); ``None`` when the encoder is not known (another JSON provider).
+    #: (:meth:`Splice.join`); ``None`` when the encoder is not known (another JSON provider).
     encoded: str | None = None
     quoted: str | None = None
 
@@ -117,78 +121,124 @@ def shown_as(entry: dict[str, Any], dumps: Callable[[Any], str] | None = None) -
     return Shown(entry, text) if dumps is None else Shown(entry, text, dumps(entry), dumps(text)[1:-1])
 
 
-def answer(pipe: Pipeline, params: dict[str, Any], shown: Callable[[Tool], Shown], called_as: str | None = None,
-           dumps: Callable[[Any], str] | None = None,
-           finish: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> rpc.Result | None:
-    """The result of a ``tools/call`` of ``search_tools`` or of a ``call_tool`` that names no tool
-    (``None``: the call is another tool's). What cannot be searched or called is a tool error the
-    model can read and mend (``isError``), not a protocol error. ``shown``: a tool as ``tools/list``
-    shows it and as JSON text (:func:`shown_as`); ``called_as``: the request's
-    (:attr:`.McpRequest.called_as`, set by :func:`rewrite`). With ``dumps`` (the response's encoder,
-    with which ``shown`` encoded each tool) and ``finish`` (what the era adds to a result), the tools
-    found are answered already encoded (:class:`.jsonrpc.Encoded`, finished): the bytes ``dumps``
-    would write of the result, joined from each tool's texts made once instead of encoding the five
-    tools twice (the text content and ``structuredContent``) on every search."""
-    name = params.get("name")
-    if name not in (SEARCH, CALL) or not active(pipe, toolset := pipe.tools()):
-        return None
-    if called_as == CALL and toolset.get(name) is not None:
-        return None  # call_tool of the app's own tool of that name (:func:`listed`)
-    arguments = params.get("arguments")
-    if name == CALL:
-        if isinstance(arguments, dict) and arguments.get("name") == CALL:  # a model wrapping its call twice
-            return _error("call_tool runs the tool it names: give arguments.name the tool's own name (from "
-                          "search_tools), not call_tool, and its arguments in arguments.arguments.")
-        if isinstance(arguments, dict) and isinstance(arguments.get("name"), str):
-            raise UnknownTool(arguments["name"])  # one only an interface calls (:func:`rewrite`)
-        return _error("call_tool needs arguments.name (a tool's name, from search_tools) and arguments.arguments "
-                      "(an object).")
-    if not isinstance(arguments, dict):
-        return _error("search_tools needs arguments.query (what you want done, in plain words).")
-    try:
-        limit = arguments.get("limit")
-        if isinstance(limit, float) and limit.is_integer():
-            limit = int(limit)  # 5.0 is an integer to JSON Schema (true and "5" are not)
-        found = pipe.search(arguments.get("query"), limit, for_model=True)
-    except BadRequest as exc:
-        return _error(exc.message)
-    entries = [shown(tool) for tool in found]
-    # the text json.dumps({"tools": tools}) writes, of each tool's text made once (not per search)
-    if dumps is not None and finish is not None:
-        spliced = _spliced(entries, dumps, finish)
-        if spliced is not None:
-            return spliced
-    text = '{"tools": [' + ", ".join(shown.text for shown in entries) + "]}"
-    return {"content": [{"type": "text", "text": text}], "structuredContent": {"tools": [s.entry for s in entries]},
-            "isError": False}
+class Searches:
+    """``search_tools`` as one mount of the dialect answers it (:meth:`answer`), with what it makes
+    once: each found tool's :class:`Shown` per era, interface and encoding, kept in the tool's own
+    derived values (dropped with them when a shown field of the tool is assigned), and, per era and
+    encoding, the text around the tools in the answer (:class:`Splice`).
+
+    ``entry(tool, stateless, ui)``: a tool as ``tools/list`` shows it; ``finish(result, stateless)``:
+    what the era adds to a result."""
+
+    def __init__(self, pipe: Pipeline, entry: Callable[[Tool, bool, bool], dict[str, Any]],
+                 finish: Callable[[dict[str, Any], bool], dict[str, Any]]) -> None:
+        self._pipe, self._entry, self._finish = pipe, entry, finish
+        #: This mount's part of the key of a tool's :class:`Shown` in its derived values.
+        self._own = object()
+        #: By (era is stateless, ``ensure_ascii``): the answer's text around the tools, or
+        #: ``None`` when the finished result does not begin as expected.
+        self._splices: dict[tuple[bool, bool], Splice | None] = {}
+
+    def answer(self, params: dict[str, Any], stateless: bool, ui: bool, provider: Any,
+               called_as: str | None = None) -> rpc.Result | None:
+        """The result of a ``tools/call`` of ``search_tools`` or of a ``call_tool`` that names no
+        tool (``None``: the call is another tool's). What cannot be searched or called is a tool
+        error the model can read and mend (``isError``), not a protocol error. ``stateless``,
+        ``ui``: the request's era and whether its client declared MCP Apps (each tool as
+        ``tools/list`` shows it to that client); ``provider``: the app's JSON provider; with
+        Flask's default one, the tools found are answered already encoded (:class:`.jsonrpc.Encoded`,
+        finished for the era): the bytes it would write of the result, joined from each tool's
+        texts made once instead of encoding the tools twice (the text content and
+        ``structuredContent``) on every search. ``called_as``: the request's
+        (:attr:`.McpRequest.called_as`, set by :func:`rewrite`)."""
+        name, pipe = params.get("name"), self._pipe
+        if name not in (SEARCH, CALL) or not active(pipe, toolset := pipe.tools()):
+            return None
+        if called_as == CALL and toolset.get(name) is not None:
+            return None  # call_tool of the app's own tool of that name (:func:`listed`)
+        arguments = params.get("arguments")
+        if name == CALL:
+            if isinstance(arguments, dict) and arguments.get("name") == CALL:  # a model wrapping its call twice
+                return _error("call_tool runs the tool it names: give arguments.name the tool's own name (from "
+                              "search_tools), not call_tool, and its arguments in arguments.arguments.")
+            if isinstance(arguments, dict) and isinstance(arguments.get("name"), str):
+                raise UnknownTool(arguments["name"])  # one only an interface calls (:func:`rewrite`)
+            return _error("call_tool needs arguments.name (a tool's name, from search_tools) and "
+                          "arguments.arguments (an object).")
+        if not isinstance(arguments, dict):
+            return _error("search_tools needs arguments.query (what you want done, in plain words).")
+        try:
+            limit = arguments.get("limit")
+            if isinstance(limit, float) and limit.is_integer():
+                limit = int(limit)  # 5.0 is an integer to JSON Schema (true and "5" are not)
+            found = pipe.search(arguments.get("query"), limit, for_model=True)
+        except BadRequest as exc:
+            return _error(exc.message)
+        known = type(provider) is DefaultJSONProvider  # (its encoding is wire.dumps')
+        ascii_ = bool(provider.ensure_ascii) if known else False
+        key = (self._own, stateless, ui, ascii_ if known else None)
+        entries: list[Shown] = []
+        for tool in found:
+            derived = tool._derived  # (emptied when a shown field of the tool is assigned)
+            shown: Shown | None = derived.get(key)
+            if shown is None:
+                shown = derived[key] = shown_as(self._entry(tool, stateless, ui),
+                                                partial(wire.dumps, provider=provider) if known else None)
+            entries.append(shown)
+        if known:
+            splices = self._splices
+            if (stateless, ascii_) not in splices:
+                splices[(stateless, ascii_)] = _splice(partial(wire.dumps, provider=provider),
+                                                       lambda result: self._finish(result, stateless))
+            splice = splices[(stateless, ascii_)]
+            spliced = None if splice is None else splice.join(entries)
+            if spliced is not None:
+                return spliced
+        # the text json.dumps({"tools": tools}) writes, of each tool's text made once (not per search)
+        text = '{"tools": [' + ", ".join(shown.text for shown in entries) + "]}"
+        return {"content": [{"type": "text", "text": text}],
+                "structuredContent": {"tools": [s.entry for s in entries]}, "isError": False}
 
 
-#: How the result :func:`answer` finds begins, encoded (the text and the tools empty): the texts of
-#: the tools found go where the two are empty.
+#: How the result :meth:`Searches.answer` finds begins, encoded (the text and the tools empty): the
+#: texts of the tools found go where the two are empty.
 _HEAD = '{"content": [{"type": "text", "text": ""}], "structuredContent": {"tools": []}, "isError": false'
 _TEXT_AT, _TOOLS_AT = _HEAD.index('""') + 1, _HEAD.index("[]") + 1
 
 
-def _spliced(entries: list[Shown], dumps: Callable[[Any], str],
-             finish: Callable[[dict[str, Any]], dict[str, Any]]) -> rpc.Encoded | None:
-    """The result of the tools found as ``dumps`` writes it once finished, joined from the texts
-    each tool's :class:`Shown` holds: the finished result is encoded with the text and the tools
-    empty (a few hundred bytes), and their texts are put where ``dumps`` wrote them empty (it writes
-    a list ``[`` items joined by ``, `` ``]``, and a string's characters one by one). ``None`` when
-    a tool's texts were not made by ``dumps`` or the result does not begin as expected."""
-    tools, texts = [], []
-    for shown in entries:
-        if shown.encoded is None or shown.quoted is None:
-            return None
-        tools.append(shown.encoded)
-        texts.append(shown.quoted)
+class Splice(NamedTuple):
+    """The encoded result of a search but the texts of the tools it found: what comes before their
+    texts in the text content, between those and their entries in ``structuredContent``, and
+    after the entries (:func:`_splice`)."""
+
+    before: str
+    between: str
+    after: str
+
+    def join(self, entries: list[Shown]) -> rpc.Encoded | None:
+        """The encoded result of the tools ``entries`` (``None`` when one's texts were not made by
+        the encoder this splice was made by)."""
+        tools, texts = [], []
+        for shown in entries:
+            if shown.encoded is None or shown.quoted is None:
+                return None
+            tools.append(shown.encoded)
+            texts.append(shown.quoted)
+        return rpc.Encoded("".join((self.before, ", ".join(texts), self.between, ", ".join(tools),
+                                    self.after)).encode("utf-8"))
+
+
+def _splice(dumps: Callable[[Any], str], finish: Callable[[dict[str, Any]], dict[str, Any]]) -> Splice | None:
+    """The :class:`Splice` of results ``dumps`` writes once ``finish`` finished them: the finished
+    result is encoded with the text and the tools empty, and the texts of the tools found go where
+    ``dumps`` wrote them empty (it writes a list ``[`` items joined by ``, `` ``]``, and a string's
+    characters one by one). ``None`` when the result does not begin as expected."""
     head = dumps(finish({"content": [{"type": "text", "text": ""}], "structuredContent": {"tools": []},
                          "isError": False}))
     if not head.startswith(_HEAD):
         return None
-    text = dumps('{"tools": [')[1:-1] + ", ".join(texts) + dumps("]}")[1:-1]
-    return rpc.Encoded("".join((_HEAD[:_TEXT_AT], text, _HEAD[_TEXT_AT:_TOOLS_AT], ", ".join(tools),
-                                head[_TOOLS_AT:])).encode("utf-8"))
+    return Splice(_HEAD[:_TEXT_AT] + dumps('{"tools": [')[1:-1],
+                  dumps("]}")[1:-1] + _HEAD[_TEXT_AT:_TOOLS_AT], head[_TOOLS_AT:])
 
 
 def _error(message: str) -> dict[str, Any]:
