@@ -9,6 +9,7 @@ candidate: the counts, and so every factor and product made of them, are the sam
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import accumulate, chain, pairwise
@@ -73,8 +74,8 @@ class Coverage:
                    dict(zip(about_of, spans[len(words_of):], strict=True)), docs,
                    numpy.array(sizes, numpy.intp), about_factors(max(sizes, default=0)))
 
-    def factors_of(self, found: numpy.ndarray[Any, numpy.dtype[numpy.intp]], ideas: set[str],
-                   asked: set[str]) -> tuple[numpy.ndarray[Any, numpy.dtype[numpy.float64]] | None,
+    def factors_of(self, found: numpy.ndarray[Any, numpy.dtype[numpy.intp]], ideas: AbstractSet[str],
+                   asked: AbstractSet[str]) -> tuple[numpy.ndarray[Any, numpy.dtype[numpy.float64]] | None,
                                              numpy.ndarray[Any, numpy.dtype[numpy.float64]]]:
         """For the tools at ``found``: what each one's score is multiplied by for the ``ideas`` its
         words cover (``None`` without ideas), and for what of its title ``asked`` covers."""

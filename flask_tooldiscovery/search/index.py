@@ -36,6 +36,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..tools.model import Tool
 from .coverage import Coverage
+from .query import MAX_QUERY_CHARS as MAX_QUERY_CHARS
+from .query import planned
+from .query import searchable as searchable
+from .query import stem as _stem
 from .semantic import Meaning
 from .vocabulary import (
     ACTIONS,
@@ -44,10 +48,7 @@ from .vocabulary import (
     STOPWORDS,
     UNDOING,
     action_of,
-    asked_for,
     identifier_words,
-    query_words,
-    understood,
     words,
 )
 
@@ -66,9 +67,6 @@ _RELATIVE = 0.8
 #: Kinds of action a query may say for one another ("show" a list or one thing; "cancel" an
 #: invitation is to delete it).
 _NEIGHBOURS = ({"get", "list"}, {"cancel", "delete"})
-#: The longest query read, in characters and in words (the rest is ignored).
-MAX_QUERY_CHARS = 500
-MAX_QUERY_WORDS = 32
 
 
 @dataclass(frozen=True)
@@ -105,12 +103,13 @@ class _Postings:
 
 class _Found(NamedTuple):
     """What a query term finds in an index: its postings then its relatives' (:data:`_RELATIVE`),
-    as ``(start, end, relative)`` spans of the index's arrays and the views of those arrays, and
-    its relatives."""
+    as views of the index's arrays (the tools, what each adds to their scores); how many postings
+    are its own (the first) and how many in all, and its relatives."""
 
-    spans: tuple[tuple[int, int, bool], ...]
     docs: tuple[numpy.ndarray[Any, numpy.dtype[numpy.int32]], ...]
     impacts: tuple[numpy.ndarray[Any, numpy.dtype[numpy.float32]], ...]
+    own: int
+    size: int
     relatives: tuple[str, ...]
 
 
@@ -124,17 +123,6 @@ class _Entry(NamedTuple):
     action: str | None
     read_only: bool
     destructive: bool
-
-
-@lru_cache(maxsize=65536)
-def _stem(word: str) -> str:
-    """A light stem, so that ``requests`` meets ``request``, and ``issues``, ``merging`` and
-    ``created`` meet ``issue``, ``merge`` and ``create`` (a final "e" goes too)."""
-    for suffix, keep in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            word = word[: len(word) - len(suffix)] + keep
-            break
-    return word[:-1] if word.endswith("e") and len(word) >= 4 else word
 
 
 #: Texts analysed so far (a parameter's description recurs across the tools of one API), and
@@ -152,7 +140,7 @@ def forget_analysed() -> None:
 
 
 def _stems(found: list[str]) -> list[str]:
-    """``found``'s words stemmed (:func:`_stem`), each word through :data:`_STEMS`."""
+    """``found``'s words stemmed (:func:`.query.stem`), each word through :data:`_STEMS`."""
     known = _STEMS
     if len(known) > _MAX_KEPT:
         known.clear()
@@ -185,16 +173,6 @@ def _param_words(schema: dict[str, Any] | None) -> list[str]:
     return found
 
 
-@lru_cache(maxsize=256)
-def _analysed_query(query: str) -> tuple[list[str], list[str], list[str]]:
-    """``query``'s words, what they mean (phrases said as what they name, without stopwords) and
-    its words that say its action (:func:`understood`): worked out once for the check
-    (:func:`searchable`) and the search of one request. The lists are shared: never changed."""
-    said = query_words(query[:MAX_QUERY_CHARS])[:MAX_QUERY_WORDS]
-    meant, verbs = understood(said)
-    return said, meant, verbs
-
-
 #: Each kind of action's number (:attr:`SearchIndex._actions`).
 _ACTION_NUMBERS = {action: number for number, action in enumerate(ACTIONS)}
 
@@ -208,11 +186,6 @@ def _action_factors(wanted: str) -> numpy.ndarray[Any, numpy.dtype[numpy.float64
 
     return numpy.array([*(1.6 if action == wanted else 1.0 if {action, wanted} in _NEIGHBOURS else 0.8
                           for action in ACTIONS), 1.0])
-
-
-def searchable(query: str) -> bool:
-    """Whether ``query`` has a word to search for (not only punctuation and words like "the")."""
-    return bool(_analysed_query(query)[1])
 
 
 class SearchIndex:
@@ -353,43 +326,56 @@ class SearchIndex:
             found[doc] = True
         return Mask(found)
 
-    def _candidates(self, scores: numpy.ndarray[Any, numpy.dtype[numpy.float64]],
-                    docs_of: list[numpy.ndarray[Any, numpy.dtype[numpy.int32]]]) \
-            -> tuple[numpy.ndarray[Any, numpy.dtype[numpy.intp]], numpy.ndarray[Any, numpy.dtype[numpy.float64]]]:
+    @staticmethod
+    def _candidates(scores: numpy.ndarray[Any, numpy.dtype[numpy.float64]],
+                    docs: numpy.ndarray[Any, numpy.dtype[numpy.int32]]) \
+            -> tuple[numpy.ndarray[Any, numpy.dtype[numpy.intp]], numpy.ndarray[Any, numpy.dtype[numpy.float64]],
+                     numpy.ndarray[Any, numpy.dtype[numpy.intp]]]:
         """The :data:`_CANDIDATES` tools of best ``scores`` (a tool no term matched, or the mask
-        hid, has 0), best first; between equal scores (nearly every query has some), the tool a term
-        found first (``docs_of``: the tools each term span found, in the query's order: the order a
-        plain loop adding them up meets them), then the first tool."""
+        hid, has 0), their scores, and where each is first among the postings summed (``docs``:
+        the tools each term span found, in the query's order: the order a plain loop adding them
+        up meets them); between equal scores (nearly every query has some), the tool found first
+        goes first. In the order of the tools when there are no more than that, else best first."""
         import numpy
 
         found = (scores > 0).nonzero()[0]
         values = scores[found]
         if len(found) > _CANDIDATES:
             at = len(values) - _CANDIDATES
-            kept = values >= numpy.partition(values, at)[at]
+            least = numpy.partition(values, at)[at]
+            kept = values >= least
             found, values = found[kept], values[kept]
-        first = numpy.empty(len(scores), numpy.int32)
-        for number in range(len(docs_of) - 1, -1, -1):
-            first[docs_of[number]] = number
-        best = numpy.lexsort((first[found], -values))[:_CANDIDATES]  # (a stable sort: then the first tool)
-        return found[best], values[best]
+            said = (scores[docs] >= least).nonzero()[0]
+        else:
+            said = (scores[docs] > 0).nonzero()[0]
+        # Where each candidate is first among the postings: within a span the tools are in order,
+        # so this orders equal scores by the first span that found them, then by the tool.
+        first = numpy.empty(len(found), numpy.intp)
+        first.fill(len(docs))
+        numpy.minimum.at(first, found.searchsorted(docs[said]), said)
+        if len(found) > _CANDIDATES:
+            best = numpy.lexsort((first, -values))[:_CANDIDATES]
+            return found[best], values[best], first[best]
+        return found, values, first
 
     def _found_by(self, term: str) -> _Found:
         """What ``term`` finds (:class:`_Found`), worked out once per term and kept."""
         postings, numbers, starts = self._postings, self._postings.terms, self._postings.starts
-        spans: list[tuple[int, int, bool]] = []
+        spans: list[tuple[int, int]] = []
         relatives: list[str] = []
         number = numbers.get(term)
         if number is not None:
-            spans.append((starts[number], starts[number + 1], False))
+            spans.append((starts[number], starts[number + 1]))
+        own = sum(end - start for start, end in spans)
         if len(term) >= 5:  # its relatives: a light stemmer leaves "contribut" and "contributor" apart
             for other in self._prefixes.get(term[:5], ()):
                 if other != term and (other.startswith(term) or term.startswith(other)):
                     relatives.append(other)
                     number = numbers[other]
-                    spans.append((starts[number], starts[number + 1], True))
-        found = _Found(tuple(spans), tuple(postings.docs[start:end] for start, end, _ in spans),
-                       tuple(postings.impacts[start:end] for start, end, _ in spans), tuple(relatives))
+                    spans.append((starts[number], starts[number + 1]))
+        found = _Found(tuple(postings.docs[start:end] for start, end in spans),
+                       tuple(postings.impacts[start:end] for start, end in spans),
+                       own, sum(end - start for start, end in spans), tuple(relatives))
         if len(self._found) >= _FOUND_KEPT:
             self._found.clear()
         self._found[term] = found
@@ -403,41 +389,40 @@ class SearchIndex:
             return []
         import numpy
 
-        said, meant, verbs = _analysed_query(query)
-        terms = list(dict.fromkeys(_stem(t) for t in meant))
+        plan = planned(query)
         # The postings of each term, then of its relatives (at _RELATIVE), summed per tool by one
         # numpy.bincount, in that order and in float64: a tool's score is the sum the terms make,
         # added term after term as a plain loop would (ties and near-ties are kept as they were).
-        spans: list[tuple[int, int, bool]] = []
         docs_of: list[numpy.ndarray[Any, numpy.dtype[numpy.int32]]] = []
         impacts_of: list[numpy.ndarray[Any, numpy.dtype[numpy.float32]]] = []
         relatives: set[str] = set()
+        related: list[tuple[int, int]] = []  # where each term's relatives' postings are in the sum
+        at = 0
         known, found_by = self._found, self._found_by
-        for term in terms:
+        for term in plan.terms:
             its = known.get(term) or found_by(term)
-            spans += its.spans
             docs_of += its.docs
             impacts_of += its.impacts
-            relatives.update(its.relatives)
-        if not spans:
+            if its.relatives:
+                relatives.update(its.relatives)
+                related.append((at + its.own, at + its.size))
+            at += its.size
+        if not at:
             return []
-        docs = numpy.concatenate(docs_of)
+        docs = numpy.concatenate(docs_of) if len(docs_of) > 1 else docs_of[0]
         values = numpy.concatenate(impacts_of, dtype=numpy.float64)
-        at = 0
-        for start, end, relative in spans:
-            if relative:
-                values[at:at + end - start] *= _RELATIVE
-            at += end - start
+        for start, end in related:
+            values[start:end] *= _RELATIVE
         scores: numpy.ndarray[Any, numpy.dtype[numpy.float64]] = numpy.bincount(  # type: ignore[assignment]
             docs, values, len(self._entries))
         if mask is not None:  # the hidden tools go before anything is ranked
             scores *= mask.shown
-        found, lexical = self._candidates(scores, docs_of)
-        wanted = asked_for(verbs, said)
-        asked = set(terms) | relatives  # and the action asked: "pause" covers "Disable"
-        if wanted is not None and wanted not in READING:
-            asked.add(_stem(wanted))
-        ideas = {_stem(w) for w in said} & asked
+        found, lexical, first = self._candidates(scores, docs)
+        wanted = plan.wanted
+        asked = relatives.union(plan.terms)  # and the action asked: "pause" covers "Disable"
+        if plan.changing is not None:
+            asked.add(plan.changing)
+        ideas = plan.stems & asked
         # Each candidate's score is multiplied by what the words cannot see, in this order: the
         # action asked (x1.6 the same, x0.8 another but a neighbour's, a tool saying none x1), the
         # hints (a read-only tool for a query that changes something x0.85; a destroying one for
@@ -462,14 +447,16 @@ class SearchIndex:
             hinted = hinted * by_ideas
         final = hinted * by_title
         every = self._meaning is not None and limit > 1
-        order = numpy.argsort(-final, kind="stable")  # (equal scores stay in the candidates' order)
+        # Best first; equal scores in the candidates' order (the better lexical score, then the
+        # tool found first).
+        order = numpy.lexsort((first, -lexical, -final))
         if not every:
             order = order[:limit]
-        ranked = list(zip(final[order].tolist(), order.tolist(), found[order].tolist(), strict=True))
+        ranked = list(zip(final[order].tolist(), found[order].tolist(), strict=True))
         if self._meaning is not None and limit > 1 and len(ranked) > 2:
-            by_meaning = self._meaning.rank(" ".join(meant), [self._texts[doc] for _, _, doc in ranked],
-                                            [score for score, _, _ in ranked])
+            by_meaning = self._meaning.rank(plan.meant, [self._texts[doc] for _, doc in ranked],
+                                            [score for score, _ in ranked])
             if by_meaning is not None:
                 ranked = [ranked[i] for i in by_meaning]
         entries = self._entries
-        return [Hit(entries[doc].name, score) for score, _, doc in ranked[:limit]]
+        return [Hit(entries[doc].name, score) for score, doc in ranked[:limit]]

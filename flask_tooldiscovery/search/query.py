@@ -1,0 +1,66 @@
+"""What a search reads of its query, worked out once per query and kept (a client repeats its
+queries, and the check before a search reads the same): its words, what they mean (phrases said as
+what they name), the stems it searches for, the kind of action it asks for. The light stemmer
+lives here too: the index's texts are read through it when it is built, so that a query's words
+meet them."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import NamedTuple
+
+from .vocabulary import READING, asked_for, query_words, understood
+
+#: The longest query read, in characters and in words (the rest is ignored).
+MAX_QUERY_CHARS = 500
+MAX_QUERY_WORDS = 32
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """A light stem, so that ``requests`` meets ``request``, and ``issues``, ``merging`` and
+    ``created`` meet ``issue``, ``merge`` and ``create`` (a final "e" goes too)."""
+    for suffix, keep in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: len(word) - len(suffix)] + keep
+            break
+    return word[:-1] if word.endswith("e") and len(word) >= 4 else word
+
+
+@lru_cache(maxsize=256)
+def analysed(query: str) -> tuple[list[str], list[str], list[str]]:
+    """``query``'s words, what they mean (phrases said as what they name, without stopwords) and
+    its words that say its action (:func:`understood`): worked out once for the check
+    (:func:`searchable`) and the search of one request. The lists are shared: never changed."""
+    said = query_words(query[:MAX_QUERY_CHARS])[:MAX_QUERY_WORDS]
+    meant, verbs = understood(said)
+    return said, meant, verbs
+
+
+def searchable(query: str) -> bool:
+    """Whether ``query`` has a word to search for (not only punctuation and words like "the")."""
+    return bool(analysed(query)[1])
+
+
+class Plan(NamedTuple):
+    """What a search reads of its query (:func:`planned`)."""
+
+    #: The stems it searches for, in order, each once.
+    terms: tuple[str, ...]
+    #: The stems of all its words (its ideas are those of them it searches for).
+    stems: frozenset[str]
+    #: The kind of action it asks for (:func:`asked_for`), if any.
+    wanted: str | None
+    #: That action's stem when it asks to change something ("pause" covers a title's "Disable").
+    changing: str | None
+    #: What it means, in a line (for ranking by meaning).
+    meant: str
+
+
+@lru_cache(maxsize=256)
+def planned(query: str) -> Plan:
+    """What a search reads of ``query`` (:class:`Plan`), worked out once per query."""
+    said, meant, verbs = analysed(query)
+    wanted = asked_for(verbs, said)
+    return Plan(tuple(dict.fromkeys(stem(t) for t in meant)), frozenset(stem(w) for w in said), wanted,
+                stem(wanted) if wanted is not None and wanted not in READING else None, " ".join(meant))
