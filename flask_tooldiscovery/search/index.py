@@ -173,19 +173,30 @@ def _param_words(schema: dict[str, Any] | None) -> list[str]:
     return found
 
 
-#: Each kind of action's number (:attr:`SearchIndex._actions`).
+#: Each kind of action's number (:attr:`SearchIndex._kinds`).
 _ACTION_NUMBERS = {action: number for number, action in enumerate(ACTIONS)}
 
 
 @lru_cache(maxsize=64)
-def _action_factors(wanted: str) -> numpy.ndarray[Any, numpy.dtype[numpy.float64]]:
-    """What a candidate's score is multiplied by for the action it does, by the action's number
-    (:data:`_ACTION_NUMBERS`; the last, x1: a tool saying none), when ``wanted`` is asked: x1.6 the
-    same, x1 a neighbour's (:data:`_NEIGHBOURS`), x0.8 another."""
+def _hint_factors(wanted: str) -> numpy.ndarray[Any, numpy.dtype[numpy.float64]]:
+    """What a candidate's score is multiplied by when ``wanted`` is asked, one row per factor
+    applied in turn, by the tool's kind (:attr:`SearchIndex._kinds`: its action's number in
+    :data:`_ACTION_NUMBERS`, the last a tool saying none, times 4, plus 2 when read-only, plus 1
+    when destructive): for its action, x1.6 the same, x1 a neighbour's (:data:`_NEIGHBOURS`) or
+    none, x0.8 another; x0.85 a read-only tool for a query that changes something; x0.85 a
+    destroying one for a query that does not destroy, else x0.999 one that does not say so."""
     import numpy
 
-    return numpy.array([*(1.6 if action == wanted else 1.0 if {action, wanted} in _NEIGHBOURS else 0.8
-                          for action in ACTIONS), 1.0])
+    destroying, keeping = (0.85, 1.0) if wanted not in DESTROYING else (1.0, 0.999)
+    rows: list[list[float]] = [[], [], []]
+    for action in (*ACTIONS, None):
+        by_action = (1.0 if action is None else 1.6 if action == wanted
+                     else 1.0 if {action, wanted} in _NEIGHBOURS else 0.8)
+        for read_only, destructive in ((False, False), (False, True), (True, False), (True, True)):
+            rows[0].append(by_action)
+            rows[1].append(0.85 if read_only and wanted not in READING else 1.0)
+            rows[2].append(destroying if destructive else keeping)
+    return numpy.array(rows)
 
 
 class SearchIndex:
@@ -198,8 +209,9 @@ class SearchIndex:
         self._postings = postings
         #: What the re-ranking reads of each tool's words and title (:class:`.coverage.Coverage`).
         self._coverage = coverage
-        #: Each tool's position, by name (a view's mask is made of them).
-        self._docs = {entry.name: doc for doc, entry in enumerate(entries)}
+        #: Each tool's name, and its position by name (a view's mask is made of them).
+        self._names = [entry.name for entry in entries]
+        self._docs = {name: doc for doc, name in enumerate(self._names)}
         #: Ranking by meaning (:mod:`.semantic`), and what each tool is for in a line (its title
         #: and name) for it; ``None`` without.
         self._meaning = meaning
@@ -211,12 +223,10 @@ class SearchIndex:
                 self._prefixes.setdefault(term[:5], []).append(term)
         import numpy
 
-        #: Each tool's action (its number in :data:`_ACTION_NUMBERS`, the last: none) and hints: what
-        #: the re-ranking reads of all the candidates at once.
-        self._actions = numpy.array([len(ACTIONS) if entry.action is None else _ACTION_NUMBERS[entry.action]
-                                     for entry in entries], numpy.intp)
-        self._read_only = numpy.array([entry.read_only for entry in entries], numpy.bool_)
-        self._destructive = numpy.array([entry.destructive for entry in entries], numpy.bool_)
+        #: Each tool's kind: its action (its number in :data:`_ACTION_NUMBERS`, the last: none) and
+        #: hints, what the re-ranking reads of all the candidates at once (:func:`_hint_factors`).
+        self._kinds = numpy.array([(len(ACTIONS) if entry.action is None else _ACTION_NUMBERS[entry.action]) * 4
+                                   + entry.read_only * 2 + entry.destructive for entry in entries], numpy.intp)
         #: What each query term searched so far finds (:meth:`_found_by`), bounded: cleared when full.
         self._found: dict[str, _Found] = {}
 
@@ -338,16 +348,15 @@ class SearchIndex:
         goes first. In the order of the tools when there are no more than that, else best first."""
         import numpy
 
-        found = (scores > 0).nonzero()[0]
+        chosen = scores > 0
+        found = chosen.nonzero()[0]
         values = scores[found]
         if len(found) > _CANDIDATES:
             at = len(values) - _CANDIDATES
-            least = numpy.partition(values, at)[at]
-            kept = values >= least
-            found, values = found[kept], values[kept]
-            said = (scores[docs] >= least).nonzero()[0]
-        else:
-            said = (scores[docs] > 0).nonzero()[0]
+            chosen = scores >= numpy.partition(values, at)[at]
+            found = chosen.nonzero()[0]
+            values = scores[found]
+        said = chosen[docs].nonzero()[0]
         # Where each candidate is first among the postings: within a span the tools are in order,
         # so this orders equal scores by the first span that found them, then by the tool.
         first = numpy.empty(len(found), numpy.intp)
@@ -418,7 +427,6 @@ class SearchIndex:
         if mask is not None:  # the hidden tools go before anything is ranked
             scores *= mask.shown
         found, lexical, first = self._candidates(scores, docs)
-        wanted = plan.wanted
         asked = relatives.union(plan.terms)  # and the action asked: "pause" covers "Disable"
         if plan.changing is not None:
             asked.add(plan.changing)
@@ -434,18 +442,13 @@ class SearchIndex:
         # Each factor is applied to every candidate at once (x1 where one does not apply: the
         # same products); the ideas and the title covered are counted for all of them from the
         # index's postings of the tools' words and titles (:mod:`.coverage`).
-        if wanted is not None:
-            destroying, keeping = (0.85, 1.0) if wanted not in DESTROYING else (1.0, 0.999)
-            hinted = lexical * _action_factors(wanted)[self._actions[found]]
-            if wanted not in READING:
-                hinted *= numpy.where(self._read_only[found], 0.85, 1.0)
-            hinted *= numpy.where(self._destructive[found], destroying, keeping)
+        by_ideas, by_title = self._coverage.factors_of(found, ideas, asked)
+        if plan.wanted is not None:
+            by_action, by_read_only, by_destructive = _hint_factors(plan.wanted)[:, self._kinds[found]]
+            hinted = lexical * by_action * by_read_only * by_destructive
         else:
             hinted = lexical
-        by_ideas, by_title = self._coverage.factors_of(found, ideas, asked)
-        if by_ideas is not None:
-            hinted = hinted * by_ideas
-        final = hinted * by_title
+        final = (hinted if by_ideas is None else hinted * by_ideas) * by_title
         every = self._meaning is not None and limit > 1
         # Best first; equal scores in the candidates' order (the better lexical score, then the
         # tool found first).
@@ -457,6 +460,6 @@ class SearchIndex:
             by_meaning = self._meaning.rank(plan.meant, [self._texts[doc] for _, doc in ranked],
                                             [score for score, _ in ranked])
             if by_meaning is not None:
-                ranked = [ranked[i] for i in by_meaning]
-        entries = self._entries
-        return [Hit(entries[doc].name, score) for score, doc in ranked[:limit]]
+                ranked = [ranked[i] for i in by_meaning[:limit]]
+        names = self._names
+        return [Hit(names[doc], score) for score, doc in ranked[:limit]]
