@@ -75,10 +75,22 @@ class SearchIndexes:
         self._building: dict[Hashable, threading.Lock] = {}
         #: How many indexes were built (tests count them).
         self.builds = 0
+        #: The tool set :meth:`of` answered last, and its answer.
+        self._last: tuple[ToolSet, SearchIndex, Mask | None] | None = None
 
     def of(self, toolset: ToolSet) -> tuple[SearchIndex, Mask | None]:
         """The index that serves ``toolset``'s latest versions, and the mask that shows only them
-        (``None``: the index holds only them)."""
+        (``None``: the index holds only them). The set asked for last is answered again without a
+        look-up (a set's content never changes: a changed tool makes a new set): what is kept stays
+        in the order of last use, as the set was the last used."""
+        last = self._last
+        if last is not None and last[0] is toolset:
+            return last[1], last[2]
+        found = self._of(toolset)
+        self._last = (toolset, *found)
+        return found
+
+    def _of(self, toolset: ToolSet) -> tuple[SearchIndex, Mask | None]:
         base = toolset if toolset.base is None else toolset.base
         index = self._index(base)
         if base is toolset:

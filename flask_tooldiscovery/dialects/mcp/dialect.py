@@ -174,7 +174,9 @@ def respond(reply: Any, status: int = 200) -> Response:
     if type(reply) is dict and type(reply.get("result")) is dict:  # the usual reply: nothing spliced in
         body = wire.dumps(reply, app.json).encode("utf-8")
     else:  # a plain call's dict result written once, or a result spliced in (Encoded), or a batch
-        body = plain_reply(reply, app.json) or rpc.encode(reply, partial(wire.dumps, provider=app.json))
+        provider = app.json
+        body = plain_reply(reply, provider) or rpc.encode(reply, partial(wire.dumps, provider=provider),
+                                                          type(provider) is DefaultJSONProvider)
     response: Response = app.response_class(body, status=status, content_type=JSON_MIMETYPE)
     return response
 

@@ -159,9 +159,21 @@ def shape(raw: bytes) -> tuple[str, Any] | None:
     return key, message["id"]
 
 
-def encode(reply: Any, dumps: Callable[[Any], str]) -> bytes:
+#: The keys of a result response, in the order :func:`result_body` writes them.
+_ENVELOPE = ("jsonrpc", "id", "result")
+
+
+def encode(reply: Any, dumps: Callable[[Any], str], standard: bool = False) -> bytes:
     """A response (or a batch: a list of them) as JSON bytes, encoded by ``dumps``; an
-    :class:`Encoded` result is spliced in where ``dumps`` would have written it."""
+    :class:`Encoded` result is spliced in where ``dumps`` would have written it. ``standard``:
+    ``dumps`` writes as ``json.dumps`` does by default (keys in order, ``", "`` and ``": "``:
+    Flask's default provider), so the envelope of an encoded result under a string or integer id
+    is written as it would, without encoding it."""
+    if standard and type(reply) is dict and type(reply.get("result")) is Encoded and len(reply) == 3:
+        id_ = reply.get("id")
+        if (type(id_) is str or type(id_) is int) and reply.get("jsonrpc") == "2.0" and tuple(reply) == _ENVELOPE:
+            return b"".join((b'{"jsonrpc": "2.0", "id": ', dumps(id_).encode("utf-8"), b', "result": ',
+                             reply["result"].data, b"}"))
     if isinstance(reply, dict) and isinstance(reply.get("result"), Encoded):
         head = dumps({**reply, "result": None})  # "result" is the envelope's last key: its null is the last
         at = head.rindex("null")

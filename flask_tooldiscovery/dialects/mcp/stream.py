@@ -80,7 +80,10 @@ def plan(pipe: Pipeline, req: McpRequest) -> Plan | None:
     """How to stream ``req`` (``None``: answer it with one JSON body). A ``tools/call`` comes with
     its tool and approval found already (``req.tool``, ``req.gate``: the endpoint looks for them
     once, for the call too)."""
-    method, version = req.method, req.revision
+    method, version, meta = req.method, req.revision, req.meta
+    if method == "tools/call" and req.tool is None and meta.get(PROGRESS_TOKEN_META_KEY) is None \
+            and meta.get(LOG_LEVEL_META_KEY) is None:
+        return None  # a call of no tool found (tool search's; an unknown tool's) asking for no progress or log
     if method not in ("tools/call", *ASKING_READS, task_questions.METHOD) or accepts(request, "text/event-stream") <= 0:
         return None
     request_id = req.id
@@ -92,7 +95,7 @@ def plan(pipe: Pipeline, req: McpRequest) -> Plan | None:
     if method in ASKING_READS:  # a handshake-era prompt or resource reader taking a ToolContext may log or ask
         return _asking_plan(pipe, request_id, req)
     try:
-        token, level = requested(req.meta)
+        token, level = requested(meta)
     except rpc.RpcError:
         return None  # the handler answers it with a plain error
     tool, gate = req.tool, req.gate
