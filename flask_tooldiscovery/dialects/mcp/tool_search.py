@@ -108,17 +108,18 @@ class Shown(NamedTuple):
     #: Its JSON text (``json.dumps``): the answer's text content is joined from these.
     text: str
     #: The entry as the response's encoder writes it, and the text as that encoder writes it
-    #: inside a JSON string (without the quotes): the response is joined from these
+    #: inside a JSON string (without the quotes), in UTF-8: the response is joined from these
     #: (:meth:`Splice.join`); ``None`` when the encoder is not known (another JSON provider).
-    encoded: str | None = None
-    quoted: str | None = None
+    encoded: bytes | None = None
+    quoted: bytes | None = None
 
 
 def shown_as(entry: dict[str, Any], dumps: Callable[[Any], str] | None = None) -> Shown:
     """A tool's :class:`Shown`, of its ``tools/list`` entry; with ``dumps``, the response's
     encoder, also as that encoder writes it."""
     text = json.dumps(entry)
-    return Shown(entry, text) if dumps is None else Shown(entry, text, dumps(entry), dumps(text)[1:-1])
+    return Shown(entry, text) if dumps is None else \
+        Shown(entry, text, dumps(entry).encode("utf-8"), dumps(text)[1:-1].encode("utf-8"))
 
 
 class Searches:
@@ -209,11 +210,11 @@ _TEXT_AT, _TOOLS_AT = _HEAD.index('""') + 1, _HEAD.index("[]") + 1
 class Splice(NamedTuple):
     """The encoded result of a search but the texts of the tools it found: what comes before their
     texts in the text content, between those and their entries in ``structuredContent``, and
-    after the entries (:func:`_splice`)."""
+    after the entries (:func:`_splice`), in UTF-8."""
 
-    before: str
-    between: str
-    after: str
+    before: bytes
+    between: bytes
+    after: bytes
 
     def join(self, entries: list[Shown]) -> rpc.Encoded | None:
         """The encoded result of the tools ``entries`` (``None`` when one's texts were not made by
@@ -224,8 +225,7 @@ class Splice(NamedTuple):
                 return None
             tools.append(shown.encoded)
             texts.append(shown.quoted)
-        return rpc.Encoded("".join((self.before, ", ".join(texts), self.between, ", ".join(tools),
-                                    self.after)).encode("utf-8"))
+        return rpc.Encoded(b"".join((self.before, b", ".join(texts), self.between, b", ".join(tools), self.after)))
 
 
 def _splice(dumps: Callable[[Any], str], finish: Callable[[dict[str, Any]], dict[str, Any]]) -> Splice | None:
@@ -237,8 +237,8 @@ def _splice(dumps: Callable[[Any], str], finish: Callable[[dict[str, Any]], dict
                          "isError": False}))
     if not head.startswith(_HEAD):
         return None
-    return Splice(_HEAD[:_TEXT_AT] + dumps('{"tools": [')[1:-1],
-                  dumps("]}")[1:-1] + _HEAD[_TEXT_AT:_TOOLS_AT], head[_TOOLS_AT:])
+    return Splice((_HEAD[:_TEXT_AT] + dumps('{"tools": [')[1:-1]).encode("utf-8"),
+                  (dumps("]}")[1:-1] + _HEAD[_TEXT_AT:_TOOLS_AT]).encode("utf-8"), head[_TOOLS_AT:].encode("utf-8"))
 
 
 def _error(message: str) -> dict[str, Any]:
