@@ -298,8 +298,7 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         arguments = params.get("arguments")
         if arguments is not None and not isinstance(arguments, dict):
             raise rpc.RpcError(rpc.INVALID_PARAMS, "tools/call params.arguments must be an object.")
-        if searching and (searched := searches.answer(params, req.stateless, apps.shows_ui(req), current_app.json,
-                                                      req.called_as)) is not None:
+        if searching and (searched := searches.answer(req)) is not None:
             return searched
         tool = req.tool
         if tool is None:

@@ -13,6 +13,7 @@ from dataclasses import replace
 from functools import partial
 from typing import Any, NamedTuple
 
+from flask import current_app
 from flask.json.provider import DefaultJSONProvider
 
 from ...errors import BadRequest, UnknownTool
@@ -20,6 +21,7 @@ from ...serving import wire
 from ...serving.pipeline import Pipeline
 from ...tools.model import Tool
 from ...tools.registry import ToolSet
+from . import apps
 from . import jsonrpc as rpc
 from .request import McpRequest
 
@@ -140,22 +142,21 @@ class Searches:
         #: ``None`` when the finished result does not begin as expected.
         self._splices: dict[tuple[bool, bool], Splice | None] = {}
 
-    def answer(self, params: dict[str, Any], stateless: bool, ui: bool, provider: Any,
-               called_as: str | None = None) -> rpc.Result | None:
-        """The result of a ``tools/call`` of ``search_tools`` or of a ``call_tool`` that names no
-        tool (``None``: the call is another tool's). What cannot be searched or called is a tool
-        error the model can read and mend (``isError``), not a protocol error. ``stateless``,
-        ``ui``: the request's era and whether its client declared MCP Apps (each tool as
-        ``tools/list`` shows it to that client); ``provider``: the app's JSON provider; with
-        Flask's default one, the tools found are answered already encoded (:class:`.jsonrpc.Encoded`,
-        finished for the era): the bytes it would write of the result, joined from each tool's
-        texts made once instead of encoding the tools twice (the text content and
-        ``structuredContent``) on every search. ``called_as``: the request's
-        (:attr:`.McpRequest.called_as`, set by :func:`rewrite`)."""
-        name, pipe = params.get("name"), self._pipe
+    def answer(self, req: McpRequest) -> rpc.Result | None:
+        """The result of ``req``, a ``tools/call``, when it calls ``search_tools`` or is a
+        ``call_tool`` that names no tool (``None``: the call is another tool's: ``req.called_as``,
+        set by :func:`rewrite`, says whether it came through ``call_tool``). What cannot be searched
+        or called is a tool error the model can read and mend (``isError``), not a protocol error.
+        Each tool found is shown as ``tools/list`` shows it in the request's era, to its client
+        (MCP Apps declared or not); with the app's JSON provider Flask's default one, the tools
+        found are answered already encoded (:class:`.jsonrpc.Encoded`, finished for the era): the
+        bytes it would write of the result, joined from each tool's texts made once instead of
+        encoding the tools twice (the text content and ``structuredContent``) on every search."""
+        params, pipe = req.params, self._pipe
+        name = params.get("name")
         if name not in (SEARCH, CALL) or not active(pipe, toolset := pipe.tools()):
             return None
-        if called_as == CALL and toolset.get(name) is not None:
+        if req.called_as == CALL and toolset.get(name) is not None:
             return None  # call_tool of the app's own tool of that name (:func:`listed`)
         arguments = params.get("arguments")
         if name == CALL:
@@ -175,21 +176,24 @@ class Searches:
             found = pipe.search(arguments.get("query"), limit, for_model=True)
         except BadRequest as exc:
             return _error(exc.message)
-        known = type(provider) is DefaultJSONProvider  # (its encoding is wire.dumps')
-        ascii_ = bool(provider.ensure_ascii) if known else False
-        key = (self._own, stateless, ui, ascii_ if known else None)
+        stateless, ui, provider = req.stateless, apps.shows_ui(req), current_app.json
+        # Flask's default provider: its encoding is wire.dumps'
+        known = provider if isinstance(provider, DefaultJSONProvider) and type(provider) is DefaultJSONProvider \
+            else None
+        ascii_ = known is not None and bool(known.ensure_ascii)
+        key = (self._own, stateless, ui, None if known is None else ascii_)
         entries: list[Shown] = []
         for tool in found:
             derived = tool._derived  # (emptied when a shown field of the tool is assigned)
             shown: Shown | None = derived.get(key)
             if shown is None:
                 shown = derived[key] = shown_as(self._entry(tool, stateless, ui),
-                                                partial(wire.dumps, provider=provider) if known else None)
+                                                None if known is None else partial(wire.dumps, provider=known))
             entries.append(shown)
-        if known:
+        if known is not None:
             splices = self._splices
             if (stateless, ascii_) not in splices:
-                splices[(stateless, ascii_)] = _splice(partial(wire.dumps, provider=provider),
+                splices[(stateless, ascii_)] = _splice(partial(wire.dumps, provider=known),
                                                        lambda result: self._finish(result, stateless))
             splice = splices[(stateless, ascii_)]
             spliced = None if splice is None else splice.join(entries)
