@@ -1,18 +1,20 @@
 """What the re-ranking of a search reads of its candidates besides their scores: how many of the
 query's ideas each one's words cover, and how much of what its title is about the query covers.
 
-Both are kept as postings, worked out when the index is built: for each stem, the tools whose
-words (name, title, the first 40 words of the description) say it, and the tools whose title is
-about it. A search counts, for its candidates at once, the ideas and the asked stems each says by
-one ``numpy.bincount`` over the postings of those stems, in place of a set intersection per
-candidate: the counts, and so every factor and product made of them, are the same."""
+Both are kept beside the index's postings, worked out when the index is built: one byte per
+posting (a term and a tool that says it) that says whether the term is among the tool's words
+(its name, title and the first 40 words of its description: 1) and whether its title is about it
+(2). Every such word is one of the tool's indexed terms, so the postings a search sums already
+hold all it needs: it counts, for its candidates at once, the bytes of their postings (the first
+of each stem the query asks for, masked by what it asks of that stem) with one
+``numpy.bincount``, in place of a set intersection per candidate: the counts, and so every factor
+and product made of them, are the same."""
 
 from __future__ import annotations
 
-from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import accumulate, chain, pairwise
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # numpy is imported when an index is first built, not when an app starts
@@ -21,6 +23,10 @@ if TYPE_CHECKING:  # numpy is imported when an index is first built, not when an
 #: How much what a tool's title is about, covered by the query, counts: its score is multiplied
 #: by ``1 - ABOUT`` (nothing covered) to ``1 + ABOUT`` (all of it).
 ABOUT = 0.6
+#: A posting's byte: its term is among its tool's words; its tool's title is about its term.
+WORD, TITLE = 1, 2
+#: What each byte counts for: one word, and one title's stem as many times as :data:`_PER_TITLE`.
+_PER_TITLE = 256
 
 
 @lru_cache(maxsize=64)
@@ -44,50 +50,64 @@ def about_factors(most: int) -> numpy.ndarray[Any, numpy.dtype[numpy.float64]]:
         [at_least + per * m / size if m <= size else 1.0 for m in range(most + 1)] for size in range(1, most + 1)])
 
 
+@lru_cache(maxsize=1)
+def _weights() -> numpy.ndarray[Any, numpy.dtype[numpy.float64]]:
+    """What a posting's byte (masked: :meth:`Coverage.counts`) adds to its tool's count."""
+    import numpy
+
+    return numpy.array([0.0, 1.0, _PER_TITLE, _PER_TITLE + 1.0])
+
+
 @dataclass(frozen=True, eq=False)
 class Coverage:
-    """The postings of each stem of the tools' words and of what their titles are about, in one
-    array: ``docs[start:end]`` for ``spans[stem]`` are the tools' positions, the titles' offset by
-    the number of tools (so one ``bincount`` counts both); ``sizes`` how many stems each tool's
-    title is about, and ``factors`` :func:`about_factors` for the longest."""
+    """``flags``: each posting's byte (:data:`WORD`, :data:`TITLE`), in the order of the index's
+    postings; ``sizes`` how many stems each tool's title is about, and ``factors``
+    :func:`about_factors` for the longest."""
 
-    tools: int
-    words: dict[str, tuple[int, int]]
-    about: dict[str, tuple[int, int]]
-    docs: numpy.ndarray[Any, numpy.dtype[numpy.intp]]
+    flags: numpy.ndarray[Any, numpy.dtype[numpy.uint8]]
     sizes: numpy.ndarray[Any, numpy.dtype[numpy.intp]]
     factors: numpy.ndarray[Any, numpy.dtype[numpy.float64]]
 
     @classmethod
-    def of(cls, words_of: dict[str, list[int]], about_of: dict[str, list[int]], sizes: list[int]) -> Coverage:
-        """The coverage of tools whose words say the stems ``words_of`` maps to them, whose titles
-        are about the stems ``about_of`` maps to them, ``sizes[tool]`` stems each."""
+    def of(cls, terms: dict[str, int], starts: list[int], docs: numpy.ndarray[Any, numpy.dtype[numpy.int32]],
+           words_of: dict[str, list[int]], about_of: dict[str, list[int]], sizes: list[int]) -> Coverage:
+        """The coverage of the postings ``docs`` of ``terms`` (a term's are ``starts[number]`` to
+        ``starts[number + 1]``, its tools in order), of tools whose words say the stems
+        ``words_of`` maps to them, whose titles are about the stems ``about_of`` maps to them,
+        ``sizes[tool]`` stems each; every such stem is a term these tools' postings have."""
         import numpy
 
         tools = len(sizes)
-        lists = [*words_of.values(), *about_of.values()]
-        starts = [0, *accumulate(len(docs) for docs in lists)]
-        docs = numpy.fromiter(chain.from_iterable(lists), numpy.intp, starts[-1])
-        docs[starts[len(words_of)]:] += tools
-        spans = list(pairwise(starts))
-        return cls(tools, dict(zip(words_of, spans[:len(words_of)], strict=True)),
-                   dict(zip(about_of, spans[len(words_of):], strict=True)), docs,
-                   numpy.array(sizes, numpy.intp), about_factors(max(sizes, default=0)))
+        lengths = numpy.diff(numpy.array(starts))
+        # Each posting as one number, term after term and each term's tools in order (ascending):
+        # where a stem's tool is among the postings is found by one binary search.
+        keys = numpy.repeat(numpy.arange(len(lengths), dtype=numpy.int64) * tools, lengths) + docs
+        flags = numpy.zeros(len(docs), numpy.uint8)
+        for flag, said_by in ((WORD, words_of), (TITLE, about_of)):
+            counts = [len(found) for found in said_by.values()]
+            said = (numpy.repeat(numpy.array([terms[stem] for stem in said_by], numpy.int64) * tools, counts)
+                    + numpy.fromiter(chain.from_iterable(said_by.values()), numpy.int64, sum(counts)))
+            flags[keys.searchsorted(said)] |= flag
+        return cls(flags, numpy.array(sizes, numpy.intp), about_factors(max(sizes, default=0)))
 
-    def factors_of(self, found: numpy.ndarray[Any, numpy.dtype[numpy.intp]], ideas: AbstractSet[str],
-                   asked: AbstractSet[str]) -> tuple[numpy.ndarray[Any, numpy.dtype[numpy.float64]] | None,
-                                             numpy.ndarray[Any, numpy.dtype[numpy.float64]]]:
-        """For the tools at ``found``: what each one's score is multiplied by for the ``ideas`` its
-        words cover (``None`` without ideas), and for what of its title ``asked`` covers."""
+    @staticmethod
+    def counts(flags: numpy.ndarray[Any, numpy.dtype[numpy.uint8]], which: numpy.ndarray[Any, numpy.dtype[numpy.intp]],
+               tools: int) -> numpy.ndarray[Any, numpy.dtype[numpy.float64]]:
+        """For ``tools`` candidates, what the postings' bytes ``flags`` count (each masked by what
+        the query asks of the posting's term: nothing when the term was counted already), each
+        posting's candidate at ``which``: :meth:`factors_of` reads them."""
         import numpy
 
-        docs, words, about = self.docs, self.words, self.about
-        parts = [docs[span[0]:span[1]] for span in map(words.get, ideas) if span is not None]
-        parts += [docs[span[0]:span[1]] for span in map(about.get, asked) if span is not None]
-        if parts:
-            counts = numpy.bincount(numpy.concatenate(parts), minlength=2 * self.tools).reshape(2, self.tools)[:, found]
-            covered, titled = counts[0], counts[1]
-        else:
-            covered = titled = numpy.zeros(len(found), numpy.intp)
-        by_ideas = idea_factors(len(ideas))[covered] if ideas else None
-        return by_ideas, self.factors[self.sizes[found], titled]
+        return numpy.bincount(which, _weights()[flags], tools)  # type: ignore[return-value]
+
+    def factors_of(self, found: numpy.ndarray[Any, numpy.dtype[numpy.intp]],
+                   counts: numpy.ndarray[Any, numpy.dtype[numpy.float64]], ideas: int) \
+            -> tuple[numpy.ndarray[Any, numpy.dtype[numpy.float64]] | None,
+                     numpy.ndarray[Any, numpy.dtype[numpy.float64]]]:
+        """For the tools at ``found`` and their :meth:`counts`: what each one's score is multiplied
+        by for the ``ideas`` of the query its words cover (``None`` without ideas), and for what of
+        its title the query covers."""
+        import numpy
+
+        titled, covered = numpy.divmod(counts.astype(numpy.intp), _PER_TITLE)
+        return (idea_factors(ideas)[covered] if ideas else None), self.factors[self.sizes[found], titled]

@@ -35,7 +35,7 @@ from itertools import accumulate, chain
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..tools.model import Tool
-from .coverage import Coverage
+from .coverage import TITLE, WORD, Coverage
 from .query import MAX_QUERY_CHARS as MAX_QUERY_CHARS
 from .query import planned
 from .query import searchable as searchable
@@ -103,11 +103,15 @@ class _Postings:
 
 class _Found(NamedTuple):
     """What a query term finds in an index: its postings then its relatives' (:data:`_RELATIVE`),
-    as views of the index's arrays (the tools, what each adds to their scores); how many postings
-    are its own (the first) and how many in all, and its relatives."""
+    as views of the index's arrays (the tools, what each adds to their scores, their coverage
+    bytes: :class:`.coverage.Coverage`), the stem and length of each span of them; how many
+    postings are its own (the first) and how many in all, and its relatives."""
 
     docs: tuple[numpy.ndarray[Any, numpy.dtype[numpy.int32]], ...]
     impacts: tuple[numpy.ndarray[Any, numpy.dtype[numpy.float32]], ...]
+    flags: tuple[numpy.ndarray[Any, numpy.dtype[numpy.uint8]], ...]
+    stems: tuple[str, ...]
+    lengths: tuple[int, ...]
     own: int
     size: int
     relatives: tuple[str, ...]
@@ -316,7 +320,7 @@ class SearchIndex:
         if meaning is not None:
             meaning.prepare(texts)  # in the background: until then, searches answer in the lexical order
         return cls(entries, _Postings(terms, starts, docs, impacts), meaning, texts,
-                   Coverage.of(words_of, about_of, sizes))
+                   Coverage.of(terms, starts, docs, words_of, about_of, sizes))
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -338,14 +342,13 @@ class SearchIndex:
 
     @staticmethod
     def _candidates(scores: numpy.ndarray[Any, numpy.dtype[numpy.float64]],
-                    docs: numpy.ndarray[Any, numpy.dtype[numpy.int32]]) \
+                    docs: numpy.ndarray[Any, numpy.dtype[numpy.intp]]) \
             -> tuple[numpy.ndarray[Any, numpy.dtype[numpy.intp]], numpy.ndarray[Any, numpy.dtype[numpy.float64]],
-                     numpy.ndarray[Any, numpy.dtype[numpy.intp]]]:
-        """The :data:`_CANDIDATES` tools of best ``scores`` (a tool no term matched, or the mask
-        hid, has 0), their scores, and where each is first among the postings summed (``docs``:
-        the tools each term span found, in the query's order: the order a plain loop adding them
-        up meets them); between equal scores (nearly every query has some), the tool found first
-        goes first. In the order of the tools when there are no more than that, else best first."""
+                     numpy.ndarray[Any, numpy.dtype[numpy.intp]], numpy.ndarray[Any, numpy.dtype[numpy.intp]]]:
+        """The tools of the :data:`_CANDIDATES` best ``scores`` (more when equal scores tie at
+        the last; a tool no term matched, or the mask hid, has 0), in the order of the tools, and
+        their scores; and where they are among the postings summed (``docs``, ascending) and
+        which of them each of those postings is."""
         import numpy
 
         chosen = scores > 0
@@ -357,34 +360,30 @@ class SearchIndex:
             found = chosen.nonzero()[0]
             values = scores[found]
         said = chosen[docs].nonzero()[0]
-        # Where each candidate is first among the postings: within a span the tools are in order,
-        # so this orders equal scores by the first span that found them, then by the tool.
-        first = numpy.empty(len(found), numpy.intp)
-        first.fill(len(docs))
-        numpy.minimum.at(first, found.searchsorted(docs[said]), said)
-        if len(found) > _CANDIDATES:
-            best = numpy.lexsort((first, -values))[:_CANDIDATES]
-            return found[best], values[best], first[best]
-        return found, values, first
+        return found, values, said, found.searchsorted(docs[said])
 
     def _found_by(self, term: str) -> _Found:
         """What ``term`` finds (:class:`_Found`), worked out once per term and kept."""
         postings, numbers, starts = self._postings, self._postings.terms, self._postings.starts
         spans: list[tuple[int, int]] = []
-        relatives: list[str] = []
+        stems: list[str] = []
         number = numbers.get(term)
         if number is not None:
             spans.append((starts[number], starts[number + 1]))
+            stems.append(term)
         own = sum(end - start for start, end in spans)
         if len(term) >= 5:  # its relatives: a light stemmer leaves "contribut" and "contributor" apart
             for other in self._prefixes.get(term[:5], ()):
                 if other != term and (other.startswith(term) or term.startswith(other)):
-                    relatives.append(other)
+                    stems.append(other)
                     number = numbers[other]
                     spans.append((starts[number], starts[number + 1]))
+        flags = self._coverage.flags
         found = _Found(tuple(postings.docs[start:end] for start, end in spans),
                        tuple(postings.impacts[start:end] for start, end in spans),
-                       own, sum(end - start for start, end in spans), tuple(relatives))
+                       tuple(flags[start:end] for start, end in spans), tuple(stems),
+                       tuple(end - start for start, end in spans), own, sum(end - start for start, end in spans),
+                       tuple(stems[1:] if own else stems))
         if len(self._found) >= _FOUND_KEPT:
             self._found.clear()
         self._found[term] = found
@@ -404,7 +403,12 @@ class SearchIndex:
         # added term after term as a plain loop would (ties and near-ties are kept as they were).
         docs_of: list[numpy.ndarray[Any, numpy.dtype[numpy.int32]]] = []
         impacts_of: list[numpy.ndarray[Any, numpy.dtype[numpy.float32]]] = []
-        relatives: set[str] = set()
+        flags_of: list[numpy.ndarray[Any, numpy.dtype[numpy.uint8]]] = []
+        stems: list[str] = []  # each span's stem
+        lengths: list[int] = []  # and its length
+        asked = set(plan.terms)  # the stems asked for, and the action asked: "pause" covers "Disable"
+        if plan.changing is not None:
+            asked.add(plan.changing)
         related: list[tuple[int, int]] = []  # where each term's relatives' postings are in the sum
         at = 0
         known, found_by = self._found, self._found_by
@@ -412,25 +416,54 @@ class SearchIndex:
             its = known.get(term) or found_by(term)
             docs_of += its.docs
             impacts_of += its.impacts
+            flags_of += its.flags
+            stems += its.stems
+            lengths += its.lengths
             if its.relatives:
-                relatives.update(its.relatives)
+                asked.update(its.relatives)
                 related.append((at + its.own, at + its.size))
             at += its.size
         if not at:
             return []
-        docs = numpy.concatenate(docs_of) if len(docs_of) > 1 else docs_of[0]
+        ideas = plan.stems & asked
+        # What each span's coverage bytes count (:mod:`.coverage`): in the first span of a stem,
+        # what the title is about, and the words too when the stem is one of the query's ideas; in
+        # a stem's span again, nothing. The action asked, when no span is its stem's, has its own
+        # postings after the others' (counted, not summed).
+        roles: list[int] = []
+        counted: set[str] = set()
+        for stem in stems:
+            roles.append(0 if stem in counted else WORD | TITLE if stem in ideas else TITLE)
+            counted.add(stem)
+        changing = plan.changing
+        if changing is not None and changing not in counted:
+            action = known.get(changing) or found_by(changing)
+            if action.own:
+                docs_of.append(action.docs[0])
+                flags_of.append(action.flags[0])
+                lengths.append(action.own)
+                roles.append(WORD | TITLE if changing in ideas else TITLE)
+        docs = numpy.concatenate(docs_of, dtype=numpy.intp)  # (numpy indexes by int32 far slower)
         values = numpy.concatenate(impacts_of, dtype=numpy.float64)
         for start, end in related:
             values[start:end] *= _RELATIVE
         scores: numpy.ndarray[Any, numpy.dtype[numpy.float64]] = numpy.bincount(  # type: ignore[assignment]
-            docs, values, len(self._entries))
+            docs[:at], values, len(self._entries))
         if mask is not None:  # the hidden tools go before anything is ranked
             scores *= mask.shown
-        found, lexical, first = self._candidates(scores, docs)
-        asked = relatives.union(plan.terms)  # and the action asked: "pause" covers "Disable"
-        if plan.changing is not None:
-            asked.add(plan.changing)
-        ideas = plan.stems & asked
+        found, lexical, said, which = self._candidates(scores, docs)
+        # Where each candidate is first among the postings: within a span the tools are in order,
+        # so between equal scores (nearly every query has some) the tool the first span found
+        # goes first, then the first tool (as a plain loop adding the scores up meets them).
+        first = numpy.empty(len(found), numpy.intp)
+        first.fill(len(docs))
+        numpy.minimum.at(first, which, said)
+        counts = Coverage.counts(
+            (numpy.concatenate(flags_of) & numpy.frombuffer(bytes(roles), numpy.uint8).repeat(lengths))[said],
+            which, len(found))
+        if len(found) > _CANDIDATES:
+            best = numpy.lexsort((first, -lexical))[:_CANDIDATES]
+            found, lexical, first, counts = found[best], lexical[best], first[best], counts[best]
         # Each candidate's score is multiplied by what the words cannot see, in this order: the
         # action asked (x1.6 the same, x0.8 another but a neighbour's, a tool saying none x1), the
         # hints (a read-only tool for a query that changes something x0.85; a destroying one for
@@ -440,9 +473,8 @@ class SearchIndex:
         # its words cover (x0.6 to x1.4) and how much of what its title is about the query covers
         # (x0.4 to x1.6: "Create an issue" beats "Create an issue type for an organization").
         # Each factor is applied to every candidate at once (x1 where one does not apply: the
-        # same products); the ideas and the title covered are counted for all of them from the
-        # index's postings of the tools' words and titles (:mod:`.coverage`).
-        by_ideas, by_title = self._coverage.factors_of(found, ideas, asked)
+        # same products).
+        by_ideas, by_title = self._coverage.factors_of(found, counts, len(ideas))
         if plan.wanted is not None:
             by_action, by_read_only, by_destructive = _hint_factors(plan.wanted)[:, self._kinds[found]]
             hinted = lexical * by_action * by_read_only * by_destructive
