@@ -39,8 +39,9 @@ from .coverage import TITLE, WORD, Coverage
 from .query import MAX_QUERY_CHARS as MAX_QUERY_CHARS
 from .query import planned
 from .query import searchable as searchable
-from .query import stem as _stem
 from .semantic import Meaning
+from .texts import forget_analysed as forget_analysed
+from .texts import param_words, stems
 from .vocabulary import (
     ACTIONS,
     DESTROYING,
@@ -129,54 +130,6 @@ class _Entry(NamedTuple):
     destructive: bool
 
 
-#: Texts analysed so far (a parameter's description recurs across the tools of one API), and
-#: their stemmed words: bounded, cleared when full.
-_ANALYSED: dict[str, list[str]] = {}
-#: Every word stemmed so far, and its stem.
-_STEMS: dict[str, str] = {}
-_MAX_KEPT = 200_000
-
-
-def forget_analysed() -> None:
-    """Empty the caches of analysed texts and stemmed words (benchmarks measure a cold build)."""
-    _ANALYSED.clear()
-    _STEMS.clear()
-
-
-def _stems(found: list[str]) -> list[str]:
-    """``found``'s words stemmed (:func:`.query.stem`), each word through :data:`_STEMS`."""
-    known = _STEMS
-    if len(known) > _MAX_KEPT:
-        known.clear()
-    for word in set(found).difference(known):
-        known[word] = _stem(word)
-    get = known.get
-    return [get(word) or _stem(word) for word in found]
-
-
-def _analysed(text: str, identifier: bool = False) -> list[str]:
-    """The stemmed words of ``text`` (an identifier's when ``identifier``), analysed once per text."""
-    found = _ANALYSED.get(text)
-    if found is None:
-        if len(_ANALYSED) > _MAX_KEPT:
-            _ANALYSED.clear()
-        found = _ANALYSED[text] = _stems(identifier_words(text) if identifier else words(text))
-    return found
-
-
-def _param_words(schema: dict[str, Any] | None) -> list[str]:
-    """The stemmed words of a schema's parameter names and descriptions (the first 200 characters
-    of each)."""
-    if not isinstance(schema, dict):
-        return []
-    found: list[str] = []
-    for name, spec in (schema.get("properties") or {}).items():
-        found += _analysed(str(name), identifier=True)
-        if isinstance(spec, dict) and isinstance(spec.get("description"), str):
-            found += _analysed(spec["description"][:200])
-    return found
-
-
 #: Each kind of action's number (:attr:`SearchIndex._kinds`).
 _ACTION_NUMBERS = {action: number for number, action in enumerate(ACTIONS)}
 
@@ -253,9 +206,9 @@ class SearchIndex:
             undone = [UNDOING[w] for w in title_words if w in UNDOING]  # "Unstar" is about a star too
             description = words(tool.description or "")[:80]
             name_stems, title_stems, description_stems = (
-                _stems(name_words), _stems(title_words + undone), _stems(description))
-            doc_fields = (name_stems, title_stems, description_stems, _param_words(tool.input_schema)[:120],
-                          _stems(words(" ".join([*tool.tags, tool.category or "", tool.toolkit or ""]))))
+                stems(name_words), stems(title_words + undone), stems(description))
+            doc_fields = (name_stems, title_stems, description_stems, param_words(tool.input_schema)[:120],
+                          stems(words(" ".join([*tool.tags, tool.category or "", tool.toolkit or ""]))))
             fields.append(doc_fields)
             if meaning is not None:  # what it is for, in a line: "Create a pull request. pulls create"
                 texts.append(". ".join(part for part in (title, " ".join(tool.name.replace("_", " ").split())) if part))
@@ -273,7 +226,7 @@ class SearchIndex:
                     words_of[stem] = [doc]
                 else:
                     said_by.append(doc)
-            about = set(_stems([w for w in title_words or name_words if w not in STOPWORDS] + undone))
+            about = set(stems([w for w in title_words or name_words if w not in STOPWORDS] + undone))
             sizes.append(len(about))
             for stem in about:
                 said_by = about_of.get(stem)
