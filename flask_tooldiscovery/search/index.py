@@ -302,14 +302,14 @@ class SearchIndex:
         the last; a tool no term matched, or the mask hid, has 0), in the order of the tools, and
         their scores; and where they are among the postings summed (``docs``, ascending) and
         which of them each of those postings is."""
-        import numpy
 
         chosen = scores > 0
         found = chosen.nonzero()[0]
         values = scores[found]
         if len(found) > _CANDIDATES:
             at = len(values) - _CANDIDATES
-            chosen = scores >= numpy.partition(values, at)[at]
+            values.partition(at)  # (in place: they are read again below)
+            chosen = scores >= values[at]
             found = chosen.nonzero()[0]
             values = scores[found]
         said = chosen[docs].nonzero()[0]
@@ -429,7 +429,7 @@ class SearchIndex:
         # same products).
         by_ideas, by_title = self._coverage.factors_of(found, counts, len(ideas))
         if plan.wanted is not None:
-            by_action, by_read_only, by_destructive = _hint_factors(plan.wanted)[:, self._kinds[found]]
+            by_action, by_read_only, by_destructive = _hint_factors(plan.wanted).take(self._kinds[found], 1)
             hinted = lexical * by_action * by_read_only * by_destructive
         else:
             hinted = lexical
