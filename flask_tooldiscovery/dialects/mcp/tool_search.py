@@ -176,7 +176,8 @@ class Searches:
             found = pipe.search(arguments.get("query"), limit, for_model=True)
         except BadRequest as exc:
             return _error(exc.message)
-        stateless, ui, provider = req.stateless, apps.shows_ui(req), current_app.json
+        stateless, ui = req.stateless, apps.shows_ui(req)
+        provider = current_app._get_current_object().json  # type: ignore[attr-defined]  # (not the proxy's lookup)
         # Flask's default provider: its encoding is wire.dumps'
         known = provider if isinstance(provider, DefaultJSONProvider) and type(provider) is DefaultJSONProvider \
             else None
