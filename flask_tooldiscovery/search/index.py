@@ -383,11 +383,14 @@ class SearchIndex:
         # what the title is about, and the words too when the stem is one of the query's ideas; in
         # a stem's span again, nothing. The action asked, when no span is its stem's, has its own
         # postings after the others' (counted, not summed).
-        roles: list[int] = []
-        counted: set[str] = set()
-        for stem in stems:
-            roles.append(0 if stem in counted else WORD | TITLE if stem in ideas else TITLE)
-            counted.add(stem)
+        counted = set(stems)
+        if len(counted) == len(stems):
+            roles = [WORD | TITLE if stem in ideas else TITLE for stem in stems]
+        else:
+            roles, counted = [], set()
+            for stem in stems:
+                roles.append(0 if stem in counted else WORD | TITLE if stem in ideas else TITLE)
+                counted.add(stem)
         changing = plan.changing
         if changing is not None and changing not in counted:
             action = known.get(changing) or found_by(changing)
@@ -434,17 +437,18 @@ class SearchIndex:
         else:
             hinted = lexical
         final = (hinted if by_ideas is None else hinted * by_ideas) * by_title
-        every = self._meaning is not None and limit > 1
         # Best first; equal scores in the candidates' order (the better lexical score, then the
         # tool found first).
         order = numpy.lexsort((first, -lexical, -final))
-        if not every:
+        names, meaning = self._names, self._meaning
+        if meaning is None or limit == 1:
             order = order[:limit]
+            return [Hit(names[doc], score)
+                    for score, doc in zip(final[order].tolist(), found[order].tolist(), strict=True)]
         ranked = list(zip(final[order].tolist(), found[order].tolist(), strict=True))
-        if self._meaning is not None and limit > 1 and len(ranked) > 2:
-            by_meaning = self._meaning.rank(plan.meant, [self._texts[doc] for _, doc in ranked],
-                                            [score for score, _ in ranked])
+        if len(ranked) > 2:
+            by_meaning = meaning.rank(plan.meant, [self._texts[doc] for _, doc in ranked],
+                                      [score for score, _ in ranked])
             if by_meaning is not None:
                 ranked = [ranked[i] for i in by_meaning[:limit]]
-        names = self._names
         return [Hit(names[doc], score) for score, doc in ranked[:limit]]
