@@ -158,9 +158,9 @@ def main() -> None:
         wall, cpu_time = min(builds)
         print(f"{label} tools: build {wall * 1000:.0f} ms (CPU {cpu_time * 1000:.0f} ms; best of 3, cold), "
               f"{warm[0] * 1000:.0f} ms warm (CPU {warm[1] * 1000:.0f} ms); memory {size / len(chosen_tools):.0f} "
-              f"B/tool; search median {statistics.median(times) * 1000:.2f} ms, "
-              f"p95 {sorted(times)[int(len(times) * .95)] * 1000:.2f} ms (CPU {statistics.median(cpu_times) * 1000:.2f}"
-              f", {sorted(cpu_times)[int(len(cpu_times) * .95)] * 1000:.2f} ms)")
+              f"B/tool; search median {statistics.median(times) * 1000:.3f} ms, "
+              f"p95 {sorted(times)[int(len(times) * .95)] * 1000:.3f} ms (CPU {statistics.median(cpu_times) * 1000:.3f}"
+              f", {sorted(cpu_times)[int(len(cpu_times) * .95)] * 1000:.3f} ms)")
         if meaning is not None:
             _cost_by_meaning(label, chosen_tools, [task for _, task, _e in tasks], meaning)
 

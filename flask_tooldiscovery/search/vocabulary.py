@@ -277,9 +277,9 @@ def identifier_words(name: str) -> list[str]:
 def action_of(verbs: list[str]) -> str | None:
     """The kind of action the first verb of ``verbs`` that names one says, or ``None``."""
     for word in verbs:
-        for action, said in ACTIONS.items():
-            if word in said:
-                return action
+        action = _ACTION_OF.get(word)
+        if action is not None:
+            return action
         if word[:2] in ("un", "de") and word[2:] in ACTIONS["create"]:  # unregister, deregister, uninvite
             return "delete"
     return None
@@ -306,6 +306,16 @@ def _plural(found: list[str]) -> bool:
     return bool(found) and found[0].endswith("s") and not found[0].endswith("ss") and len(found[0]) > 3
 
 
+#: :data:`SAME_THING` as :func:`understood` reads it: a word's expansion, a pair's, and the words
+#: that begin a pair.
+_SAID_BY_WORD = {phrase[0]: tuple(meant.split()) for phrase, meant in SAME_THING.items() if len(phrase) == 1}
+_SAID_BY_PAIR = {(phrase[0], phrase[1]): tuple(meant.split()) for phrase, meant in SAME_THING.items()
+                 if len(phrase) == 2}
+_PAIRS_FROM = frozenset(first for first, _ in _SAID_BY_PAIR)
+#: The kind of action each verb says (the first of :data:`ACTIONS` that has it).
+_ACTION_OF = {verb: action for action, verbs in reversed(ACTIONS.items()) for verb in verbs}
+
+
 #: Words that say whose, between a verb and its object (``show me my issues``).
 _OWNERS = frozenset({"me", "my", "our", "your", "their", "his", "her", "all", "authenticated"})
 
@@ -315,22 +325,23 @@ def understood(query_words: list[str]) -> tuple[list[str], list[str]]:
     the words that say its action, a phrase's expansion before the phrase (``turn off``: disable)."""
     found: list[str] = []
     verbs: list[str] = []
-    i = 0
-    while i < len(query_words):
-        for size in (2, 1):
-            phrase = tuple(query_words[i:i + size])
-            if len(phrase) == size and phrase in SAME_THING:
-                meant = SAME_THING[phrase].split()
-                found.extend(query_words[i:i + size])
-                found.extend(meant)
-                verbs.extend(meant)
-                verbs.extend(query_words[i:i + size])
-                i += size
-                break
+    i, count = 0, len(query_words)
+    while i < count:
+        word = query_words[i]
+        size, meant = 1, _SAID_BY_WORD.get(word)
+        if word in _PAIRS_FROM and i + 1 < count:  # the longest phrase wins
+            pair = _SAID_BY_PAIR.get((word, query_words[i + 1]))
+            if pair is not None:
+                size, meant = 2, pair
+        if meant is None:
+            found.append(word)
+            verbs.append(word)
         else:
-            found.append(query_words[i])
-            verbs.append(query_words[i])
-            i += 1
+            found.extend(query_words[i:i + size])
+            found.extend(meant)
+            verbs.extend(meant)
+            verbs.extend(query_words[i:i + size])
+        i += size
     return [w for w in found if w not in STOPWORDS], verbs
 
 
