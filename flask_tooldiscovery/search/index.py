@@ -417,9 +417,6 @@ class SearchIndex:
         counts = Coverage.counts(
             (numpy.concatenate(flags_of) & numpy.frombuffer(bytes(roles), numpy.uint8).repeat(lengths))[said],
             which, len(found))
-        if len(found) > _CANDIDATES:
-            best = numpy.lexsort((first, -lexical))[:_CANDIDATES]
-            found, lexical, first, counts = found[best], lexical[best], first[best], counts[best]
         # Each candidate's score is multiplied by what the words cannot see, in this order: the
         # action asked (x1.6 the same, x0.8 another but a neighbour's, a tool saying none x1), the
         # hints (a read-only tool for a query that changes something x0.85; a destroying one for
@@ -438,8 +435,13 @@ class SearchIndex:
             hinted = lexical
         final = (hinted if by_ideas is None else hinted * by_ideas) * by_title
         # Best first; equal scores in the candidates' order (the better lexical score, then the
-        # tool found first).
-        order = numpy.lexsort((first, -lexical, -final))
+        # tool found first). More candidates than _CANDIDATES (equal scores tie at the last) are
+        # cut to the best in that order first, and those, already in it, are sorted stably.
+        if len(found) > _CANDIDATES:
+            best = numpy.lexsort((first, -lexical))[:_CANDIDATES]
+            order = best[(-final[best]).argsort(kind="stable")]
+        else:
+            order = numpy.lexsort((first, -lexical, -final))
         names, meaning = self._names, self._meaning
         if meaning is None or limit == 1:
             order = order[:limit]
