@@ -69,7 +69,7 @@ class Coverage:
     factors: numpy.ndarray[Any, numpy.dtype[numpy.float64]]
 
     @classmethod
-    def of(cls, terms: dict[str, int], starts: list[int], docs: numpy.ndarray[Any, numpy.dtype[numpy.int32]],
+    def of(cls, terms: dict[str, int], starts: list[int], docs: numpy.ndarray[Any, numpy.dtype[numpy.integer[Any]]],
            words_of: dict[str, list[int]], about_of: dict[str, list[int]], sizes: list[int]) -> Coverage:
         """The coverage of the postings ``docs`` of ``terms`` (a term's are ``starts[number]`` to
         ``starts[number + 1]``, its tools in order), of tools whose words say the stems
