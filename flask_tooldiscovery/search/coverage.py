@@ -61,10 +61,12 @@ def _weights() -> numpy.ndarray[Any, numpy.dtype[numpy.float64]]:
 @dataclass(frozen=True, eq=False)
 class Coverage:
     """``flags``: each posting's byte (:data:`WORD`, :data:`TITLE`), in the order of the index's
-    postings; ``sizes`` how many stems each tool's title is about, and ``factors``
+    postings, and ``titles`` the same with :data:`TITLE` only (what a query term that is not one
+    of its ideas counts: read from there, a search masks nothing); ``sizes`` how many stems each tool's title is about, and ``factors``
     :func:`about_factors` for the longest."""
 
     flags: numpy.ndarray[Any, numpy.dtype[numpy.uint8]]
+    titles: numpy.ndarray[Any, numpy.dtype[numpy.uint8]]
     sizes: numpy.ndarray[Any, numpy.dtype[numpy.intp]]
     factors: numpy.ndarray[Any, numpy.dtype[numpy.float64]]
 
@@ -88,14 +90,14 @@ class Coverage:
             said = (numpy.repeat(numpy.array([terms[stem] for stem in said_by], numpy.int64) * tools, counts)
                     + numpy.fromiter(chain.from_iterable(said_by.values()), numpy.int64, sum(counts)))
             flags[keys.searchsorted(said)] |= flag
-        return cls(flags, numpy.array(sizes, numpy.intp), about_factors(max(sizes, default=0)))
+        return cls(flags, flags & TITLE, numpy.array(sizes, numpy.intp), about_factors(max(sizes, default=0)))
 
     @staticmethod
     def counts(flags: numpy.ndarray[Any, numpy.dtype[numpy.uint8]], which: numpy.ndarray[Any, numpy.dtype[numpy.intp]],
                tools: int) -> numpy.ndarray[Any, numpy.dtype[numpy.float64]]:
-        """For ``tools`` candidates, what the postings' bytes ``flags`` count (each masked by what
-        the query asks of the posting's term: nothing when the term was counted already), each
-        posting's candidate at ``which``: :meth:`factors_of` reads them."""
+        """For ``tools`` candidates, what the postings' bytes ``flags`` count (each as the query
+        asks of the posting's term: from :attr:`flags` or :attr:`titles`, or nothing when the term
+        was counted already), each posting's candidate at ``which``: :meth:`factors_of` reads them."""
         import numpy
 
         return numpy.bincount(which, _weights()[flags], tools)  # type: ignore[return-value]

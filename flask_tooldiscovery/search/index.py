@@ -35,7 +35,7 @@ from itertools import accumulate, chain
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..tools.model import Tool
-from .coverage import TITLE, WORD, Coverage
+from .coverage import Coverage
 from .query import MAX_QUERY_CHARS as MAX_QUERY_CHARS
 from .query import planned
 from .query import searchable as searchable
@@ -106,14 +106,14 @@ class _Postings:
 class _Found(NamedTuple):
     """What a query term finds in an index: its postings then its relatives' (:data:`_RELATIVE`),
     as views of the index's arrays (the tools, what each adds to their scores, their coverage
-    bytes: :class:`.coverage.Coverage`), the stem and length of each span of them; how many
+    bytes and their title bytes: :class:`.coverage.Coverage`), the stem of each span of them; how many
     postings are its own (the first) and how many in all, and its relatives."""
 
     docs: tuple[numpy.ndarray[Any, numpy.dtype[numpy.integer[Any]]], ...]
     impacts: tuple[numpy.ndarray[Any, numpy.dtype[numpy.float32]], ...]
     flags: tuple[numpy.ndarray[Any, numpy.dtype[numpy.uint8]], ...]
+    titles: tuple[numpy.ndarray[Any, numpy.dtype[numpy.uint8]], ...]
     stems: tuple[str, ...]
-    lengths: tuple[int, ...]
     own: int
     size: int
     relatives: tuple[str, ...]
@@ -333,11 +333,12 @@ class SearchIndex:
                     stems.append(other)
                     number = numbers[other]
                     spans.append((starts[number], starts[number + 1]))
-        flags = self._coverage.flags
+        flags, titles = self._coverage.flags, self._coverage.titles
         found = _Found(tuple(postings.docs[start:end] for start, end in spans),
                        tuple(postings.impacts[start:end] for start, end in spans),
-                       tuple(flags[start:end] for start, end in spans), tuple(stems),
-                       tuple(end - start for start, end in spans), own, sum(end - start for start, end in spans),
+                       tuple(flags[start:end] for start, end in spans),
+                       tuple(titles[start:end] for start, end in spans), tuple(stems),
+                       own, sum(end - start for start, end in spans),
                        tuple(stems[1:] if own else stems))
         if len(self._found) >= _FOUND_KEPT:
             self._found.clear()
@@ -359,8 +360,8 @@ class SearchIndex:
         docs_of: list[numpy.ndarray[Any, numpy.dtype[numpy.integer[Any]]]] = []
         impacts_of: list[numpy.ndarray[Any, numpy.dtype[numpy.float32]]] = []
         flags_of: list[numpy.ndarray[Any, numpy.dtype[numpy.uint8]]] = []
+        titles_of: list[numpy.ndarray[Any, numpy.dtype[numpy.uint8]]] = []
         stems: list[str] = []  # each span's stem
-        lengths: list[int] = []  # and its length
         asked = set(plan.terms)  # the stems asked for, and the action asked: "pause" covers "Disable"
         if plan.changing is not None:
             asked.add(plan.changing)
@@ -372,8 +373,8 @@ class SearchIndex:
             docs_of += its.docs
             impacts_of += its.impacts
             flags_of += its.flags
+            titles_of += its.titles
             stems += its.stems
-            lengths += its.lengths
             if its.relatives:
                 asked.update(its.relatives)
                 related.append((at + its.own, at + its.size))
@@ -382,25 +383,26 @@ class SearchIndex:
             return []
         ideas = plan.stems & asked
         # What each span's coverage bytes count (:mod:`.coverage`): in the first span of a stem,
-        # what the title is about, and the words too when the stem is one of the query's ideas; in
-        # a stem's span again, nothing. The action asked, when no span is its stem's, has its own
-        # postings after the others' (counted, not summed).
+        # what the title is about, and the words too when the stem is one of the query's ideas
+        # (its bytes, else its title bytes); in a stem's span again, nothing. The action asked,
+        # when no span is its stem's, has its own postings after the others' (counted, not summed).
         counted = set(stems)
         if len(counted) == len(stems):
-            roles = [WORD | TITLE if stem in ideas else TITLE for stem in stems]
+            flags_of = [flags if stem in ideas else titles
+                        for stem, flags, titles in zip(stems, flags_of, titles_of, strict=True)]
         else:
-            roles, counted = [], set()
-            for stem in stems:
-                roles.append(0 if stem in counted else WORD | TITLE if stem in ideas else TITLE)
+            bytes_of, counted = [], set()
+            for stem, flags, titles in zip(stems, flags_of, titles_of, strict=True):
+                bytes_of.append(numpy.zeros(len(flags), numpy.uint8) if stem in counted
+                                else flags if stem in ideas else titles)
                 counted.add(stem)
+            flags_of = bytes_of
         changing = plan.changing
         if changing is not None and changing not in counted:
             action = known.get(changing) or found_by(changing)
             if action.own:
                 docs_of.append(action.docs[0])
-                flags_of.append(action.flags[0])
-                lengths.append(action.own)
-                roles.append(WORD | TITLE if changing in ideas else TITLE)
+                flags_of.append(action.flags[0] if changing in ideas else action.titles[0])
         docs = numpy.concatenate(docs_of, dtype=numpy.intp)  # (numpy indexes by int32 far slower)
         values = numpy.concatenate(impacts_of, dtype=numpy.float64)
         for start, end in related:
@@ -416,9 +418,7 @@ class SearchIndex:
         first = numpy.empty(len(found), numpy.intp)
         first.fill(len(docs))
         numpy.minimum.at(first, which, said)
-        counts = Coverage.counts(
-            (numpy.concatenate(flags_of) & numpy.frombuffer(bytes(roles), numpy.uint8).repeat(lengths))[said],
-            which, len(found))
+        counts = Coverage.counts(numpy.concatenate(flags_of)[said], which, len(found))
         # Each candidate's score is multiplied by what the words cannot see, in this order: the
         # action asked (x1.6 the same, x0.8 another but a neighbour's, a tool saying none x1), the
         # hints (a read-only tool for a query that changes something x0.85; a destroying one for
