@@ -62,8 +62,8 @@ def _weights() -> numpy.ndarray[Any, numpy.dtype[numpy.float64]]:
 class Coverage:
     """``flags``: each posting's byte (:data:`WORD`, :data:`TITLE`), in the order of the index's
     postings, and ``titles`` the same with :data:`TITLE` only (what a query term that is not one
-    of its ideas counts: read from there, a search masks nothing); ``sizes`` how many stems each tool's title is about, and ``factors``
-    :func:`about_factors` for the longest."""
+    of its ideas counts: read from there, a search masks nothing); ``sizes`` how many stems each
+    tool's title is about, and ``factors`` :func:`about_factors` for the longest."""
 
     flags: numpy.ndarray[Any, numpy.dtype[numpy.uint8]]
     titles: numpy.ndarray[Any, numpy.dtype[numpy.uint8]]
@@ -90,7 +90,8 @@ class Coverage:
             said = (numpy.repeat(numpy.array([terms[stem] for stem in said_by], numpy.int64) * tools, counts)
                     + numpy.fromiter(chain.from_iterable(said_by.values()), numpy.int64, sum(counts)))
             flags[keys.searchsorted(said)] |= flag
-        return cls(flags, flags & TITLE, numpy.array(sizes, numpy.intp), about_factors(max(sizes, default=0)))
+        return cls(flags, (flags & TITLE).astype(numpy.uint8, copy=False),
+                   numpy.array(sizes, numpy.intp), about_factors(max(sizes, default=0)))
 
     @staticmethod
     def counts(flags: numpy.ndarray[Any, numpy.dtype[numpy.uint8]], which: numpy.ndarray[Any, numpy.dtype[numpy.intp]],

@@ -269,8 +269,9 @@ class SearchIndex:
                                         for docs in docs_of.values()]),
                            numpy.diff(numpy.array(starts)))
         values = numpy.fromiter(chain.from_iterable(values_of.values()), numpy.float64, starts[-1])
-        docs = numpy.fromiter(chain.from_iterable(docs_of.values()),  # (a search reads half the bytes)
-                              numpy.uint16 if count <= 1 << 16 else numpy.int32, starts[-1])
+        docs: numpy.ndarray[Any, numpy.dtype[numpy.integer[Any]]] = numpy.fromiter(
+            chain.from_iterable(docs_of.values()),  # (a search reads half the bytes)
+            numpy.uint16 if count <= 1 << 16 else numpy.int32, starts[-1])
         impacts = (idf * values / (values + _K1)).astype(numpy.float32)
         if meaning is not None:
             meaning.prepare(texts)  # in the background: until then, searches answer in the lexical order
