@@ -298,14 +298,35 @@ class SearchIndex:
 
     @staticmethod
     def _candidates(scores: numpy.ndarray[Any, numpy.dtype[numpy.float64]],
-                    docs: numpy.ndarray[Any, numpy.dtype[numpy.intp]]) \
+                    docs: numpy.ndarray[Any, numpy.dtype[numpy.intp]], first: int) \
             -> tuple[numpy.ndarray[Any, numpy.dtype[numpy.intp]], numpy.ndarray[Any, numpy.dtype[numpy.float64]],
                      numpy.ndarray[Any, numpy.dtype[numpy.intp]], numpy.ndarray[Any, numpy.dtype[numpy.intp]]]:
         """The tools of the :data:`_CANDIDATES` best ``scores`` (more when equal scores tie at
         the last; a tool no term matched, or the mask hid, has 0), in the order of the tools, and
         their scores; and where they are among the postings summed (``docs``, ascending) and
-        which of them each of those postings is."""
+        which of them each of those postings is; the first span of the postings is ``first`` long."""
+        import numpy
 
+        if first > _CANDIDATES:
+            # The best of the first span's tools (each once) are among the tools with a score:
+            # the score of the _CANDIDATES-th of them is at most the threshold, so the candidates
+            # are among the tools scoring that much (when it is positive: the mask hid none).
+            bound = scores.take(docs[:first])
+            bound.partition(first - _CANDIDATES)
+            least = bound[first - _CANDIDATES]
+            if least > 0:
+                chosen = scores >= least
+                found = chosen.nonzero()[0]
+                values = scores[found]
+                if len(found) > _CANDIDATES:
+                    at = len(values) - _CANDIDATES
+                    threshold = numpy.partition(values, at)[at]
+                    if threshold > least:
+                        chosen = scores >= threshold
+                        found = chosen.nonzero()[0]
+                        values = scores[found]
+                said = chosen[docs].nonzero()[0]
+                return found, values, said, found.searchsorted(docs[said])
         chosen = scores > 0
         found = chosen.nonzero()[0]
         values = scores[found]
@@ -412,7 +433,7 @@ class SearchIndex:
             docs[:at], values, len(self._entries))
         if mask is not None:  # the hidden tools go before anything is ranked
             scores *= mask.shown
-        found, lexical, said, which = self._candidates(scores, docs)
+        found, lexical, said, which = self._candidates(scores, docs, len(docs_of[0]))
         # Where each candidate is first among the postings: within a span the tools are in order,
         # so between equal scores (nearly every query has some) the tool the first span found
         # goes first, then the first tool (as a plain loop adding the scores up meets them).
