@@ -23,6 +23,13 @@ from ..identity.sources import Authenticator
 from ..identity.verifiers import ApiKeyVerifier, JwksVerifier, JwtVerifier
 
 JSON_MIMETYPE = "application/json"
+#: How a JSON string is written, by ``ensure_ascii``: what ``json.dumps`` (and so Flask's default
+#: provider, :func:`dumps`) writes of a ``str``. A text already written as JSON with
+#: ``ensure_ascii=False`` (``content_blocks.json_text``) is written again verbatim inside an answer
+#: only when this would not escape it: always without ``ensure_ascii``, with it when the text is
+#: ASCII without DEL.
+QUOTE: Mapping[bool, Callable[[str], str]] = {True: json.encoder.encode_basestring_ascii,
+                                              False: json.encoder.encode_basestring}
 #: A WSGI environ.
 Environ = dict[str, Any]
 
@@ -60,7 +67,7 @@ def json_encoder(*, ensure_ascii: bool = True, default: Callable[[Any], Any] | N
     make = getattr(json.encoder, "c_make_encoder", None)  # (typeshed does not name it)
     if make is None:  # no C accelerator: the encoder as it is
         return reference.encode
-    quote = json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring
+    quote = QUOTE[bool(ensure_ascii)]
     fallback = reference.default
 
     kept: list[Callable[[Any, int], Any]] = []

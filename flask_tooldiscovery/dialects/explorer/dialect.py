@@ -13,7 +13,6 @@ as any other source's.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any
 
 from flask import Blueprint, Response, current_app, render_template, request
@@ -25,7 +24,7 @@ from ...errors import CoreError, Forbidden, MalformedBody, MethodNotAllowed, Pay
 from ...identity.sources import Authenticator
 from ...serving.openapi import arguments_body, body_required, openapi_post
 from ...serving.pipeline import Pipeline
-from ...serving.wire import JSON_MIMETYPE, WireSchema, json_response
+from ...serving.wire import JSON_MIMETYPE, QUOTE, WireSchema, json_response
 from ...settings import DialectSettings, Settings, parse_bool, setting
 from ...tools.results import Outcome, is_rich
 from .. import Dialect, Protocol
@@ -210,7 +209,7 @@ def _plain_text(value: Any, trace_id: str | None, provider: Any) -> str | None:
     text = json_text(value)
     if provider.ensure_ascii and not (text.isascii() and "\x7f" not in text):
         return None
-    quote = encode_basestring_ascii if provider.ensure_ascii else encode_basestring  # (as the provider's for a str)
+    quote = QUOTE[bool(provider.ensure_ascii)]  # (as the provider writes a str)
     end = ', "_meta": {"_trace_id": ' + quote(trace_id) + "}}" if trace_id else "}"
     return "".join(('{"content": [{"type": "text", "text": ', quote(text), '}], "structuredContent": ', text,
                     ', "isError": false', end))

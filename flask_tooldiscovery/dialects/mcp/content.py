@@ -5,7 +5,6 @@ protocol version knows, and the ``outputSchema`` a tool shows (none for rich res
 from __future__ import annotations
 
 import functools
-from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any
 
 from flask.json.provider import DefaultJSONProvider
@@ -116,7 +115,7 @@ def plain_reply(reply: Any, provider: Any) -> bytes | None:
     text, id_ = result.text, reply["id"]
     if type(provider) is DefaultJSONProvider and len(reply) == 3 and (type(id_) is str or type(id_) is int) and (
             not provider.ensure_ascii or (text.isascii() and "\x7f" not in text)):
-        quote = encode_basestring_ascii if provider.ensure_ascii else encode_basestring  # (the provider's, for a str)
+        quote = wire.QUOTE[bool(provider.ensure_ascii)]  # (as the provider writes a str)
         return "".join(('{"jsonrpc": "2.0", "id": ', quote(id_) if type(id_) is str else int.__repr__(id_),
                         ', "result": {"content": [{"type": "text", "text": ', quote(text),
                         '}], "isError": false, "structuredContent": ', text, "}}")).encode("utf-8")

@@ -179,8 +179,7 @@ class Searches:
         stateless, ui = req.stateless, apps.shows_ui(req)
         provider = current_app._get_current_object().json  # type: ignore[attr-defined]  # (not the proxy's lookup)
         # Flask's default provider: its encoding is wire.dumps'
-        known = provider if isinstance(provider, DefaultJSONProvider) and type(provider) is DefaultJSONProvider \
-            else None
+        known = provider if type(provider) is DefaultJSONProvider else None
         ascii_ = known is not None and bool(known.ensure_ascii)
         key = (self._own, stateless, ui, None if known is None else ascii_)
         entries: list[Shown] = []
