@@ -27,19 +27,9 @@ def stem(word: str) -> str:
     return word[:-1] if word.endswith("e") and len(word) >= 4 else word
 
 
-@lru_cache(maxsize=256)
-def analysed(query: str) -> tuple[list[str], list[str], list[str]]:
-    """``query``'s words, what they mean (phrases said as what they name, without stopwords) and
-    its words that say its action (:func:`understood`): worked out once for the check
-    (:func:`searchable`) and the search of one request. The lists are shared: never changed."""
-    said = query_words(query[:MAX_QUERY_CHARS])[:MAX_QUERY_WORDS]
-    meant, verbs = understood(said)
-    return said, meant, verbs
-
-
 def searchable(query: str) -> bool:
     """Whether ``query`` has a word to search for (not only punctuation and words like "the")."""
-    return bool(analysed(query)[1])
+    return bool(planned(query).terms)
 
 
 class Plan(NamedTuple):
@@ -59,8 +49,10 @@ class Plan(NamedTuple):
 
 @lru_cache(maxsize=256)
 def planned(query: str) -> Plan:
-    """What a search reads of ``query`` (:class:`Plan`), worked out once per query."""
-    said, meant, verbs = analysed(query)
+    """What a search reads of ``query`` (:class:`Plan`), worked out once per query: for the check
+    (:func:`searchable`) and the search of one request."""
+    said = query_words(query[:MAX_QUERY_CHARS])[:MAX_QUERY_WORDS]
+    meant, verbs = understood(said)
     wanted = asked_for(verbs, said)
-    return Plan(tuple(dict.fromkeys(stem(t) for t in meant)), frozenset(stem(w) for w in said), wanted,
+    return Plan(tuple(dict.fromkeys(map(stem, meant))), frozenset(map(stem, said)), wanted,
                 stem(wanted) if wanted is not None and wanted not in READING else None, " ".join(meant))

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from itertools import filterfalse, islice
 
-#: Phrases a query may say, and what tools call the same thing, by concept. Keys are lower-case
-#: word sequences (the longest phrase wins); a query's phrase adds its expansion's words to what it
+#: Phrases a query may say, and what tools call the same thing, by concept. Keys are one or two
+#: lower-case words (the longest phrase wins); a query's phrase adds its expansion's words to what it
 #: looks for (never removes any), and a verb in an expansion says the action asked.
 SAME_THING: dict[tuple[str, ...], str] = {
     # Code review: GitLab's merge requests, approving ("LGTM", "sign off"), asking for reviews.
@@ -263,10 +264,17 @@ def _value(word: str) -> str:
     return word
 
 
+#: What a word must have to quote a value (:func:`_value`): a URL, an e-mail and a file name or path
+#: have a "." or a "/" or an "@", a hash a digit.
+_QUOTING = re.compile(r"[./@0-9]")
+
+
 def query_words(query: str) -> list[str]:
     """A query's words (:func:`words`), each value it quotes said as what it is: ``src/app.py``
     is a file (not an app), ``9fceb02`` a commit."""
-    return words(" ".join(_value(word) for word in query.split()))
+    if _QUOTING.search(query) is None:  # most queries quote nothing: their words as they are
+        return words(query)
+    return words(" ".join(map(_value, query.split())))
 
 
 def identifier_words(name: str) -> list[str]:
@@ -276,13 +284,8 @@ def identifier_words(name: str) -> list[str]:
 
 def action_of(verbs: list[str]) -> str | None:
     """The kind of action the first verb of ``verbs`` that names one says, or ``None``."""
-    for word in verbs:
-        action = _ACTION_OF.get(word)
-        if action is not None:
-            return action
-        if word[:2] in ("un", "de") and word[2:] in ACTIONS["create"]:  # unregister, deregister, uninvite
-            return "delete"
-    return None
+    verb = next(filter(_ACTION_OF.__contains__, verbs), None)
+    return None if verb is None else _ACTION_OF[verb]
 
 
 def asked_for(verbs: list[str], query_words: list[str]) -> str | None:
@@ -291,13 +294,13 @@ def asked_for(verbs: list[str], query_words: list[str]) -> str | None:
     plural said without a verb (``webhooks of the organization``), asks for a list; a verb that
     undoes one that creates (``unregister``, ``deregister``) asks to delete."""
     action = action_of(verbs)
-    said = [w for w in query_words if w not in STOPWORDS and w not in _OWNERS]
     if action == "get":
-        at = next((i for i, w in enumerate(said) if w in ACTIONS["get"]), len(said))
+        said = list(filterfalse(_NOT_OBJECTS.__contains__, query_words))
+        at = next((i for i, w in enumerate(said) if w in _GETTING), len(said))
         if _plural(said[at + 1:at + 2]):
             return "list"
-    elif action is None and _plural(said[:1]):  # a plural said without a verb: "my codespaces"
-        return "list"
+    elif action is None and _plural(list(islice(filterfalse(_NOT_OBJECTS.__contains__, query_words), 1))):
+        return "list"  # a plural said without a verb: "my codespaces"
     return action
 
 
@@ -306,18 +309,28 @@ def _plural(found: list[str]) -> bool:
     return bool(found) and found[0].endswith("s") and not found[0].endswith("ss") and len(found[0]) > 3
 
 
-#: :data:`SAME_THING` as :func:`understood` reads it: a word's expansion, a pair's, and the words
-#: that begin a pair.
-_SAID_BY_WORD = {phrase[0]: tuple(meant.split()) for phrase, meant in SAME_THING.items() if len(phrase) == 1}
-_SAID_BY_PAIR = {(phrase[0], phrase[1]): tuple(meant.split()) for phrase, meant in SAME_THING.items()
-                 if len(phrase) == 2}
-_PAIRS_FROM = frozenset(first for first, _ in _SAID_BY_PAIR)
-#: The kind of action each verb says (the first of :data:`ACTIONS` that has it).
-_ACTION_OF = {verb: action for action, verbs in reversed(ACTIONS.items()) for verb in verbs}
+#: :data:`SAME_THING` as :func:`understood` reads it: by each word that begins a phrase, its own
+#: expansion (if any) and the expansions of the pairs it begins, by their second word (if any).
+_PHRASES: dict[str, tuple[tuple[str, ...] | None, dict[str, tuple[str, ...]] | None]] = {}
+for _phrase, _meant in SAME_THING.items():
+    _alone, _pairs = _PHRASES.get(_phrase[0], (None, None))
+    if len(_phrase) == 1:
+        _alone = tuple(_meant.split())
+    else:
+        _pairs = {**(_pairs or {}), _phrase[1]: tuple(_meant.split())}
+    _PHRASES[_phrase[0]] = (_alone, _pairs)
+del _phrase, _meant, _alone, _pairs
+#: The kind of action each verb says (the first of :data:`ACTIONS` that has it); a verb that undoes
+#: one that creates (unregister, deregister, uninvite) says delete.
+_ACTION_OF = {**{prefix + verb: "delete" for prefix in ("un", "de") for verb in ACTIONS["create"]},
+              **{verb: action for action, verbs in reversed(ACTIONS.items()) for verb in verbs}}
 
 
 #: Words that say whose, between a verb and its object (``show me my issues``).
 _OWNERS = frozenset({"me", "my", "our", "your", "their", "his", "her", "all", "authenticated"})
+#: Words that are not what a query is about (:func:`asked_for`).
+_NOT_OBJECTS = STOPWORDS | _OWNERS
+_GETTING = ACTIONS["get"]
 
 
 def understood(query_words: list[str]) -> tuple[list[str], list[str]]:
@@ -325,24 +338,34 @@ def understood(query_words: list[str]) -> tuple[list[str], list[str]]:
     the words that say its action, a phrase's expansion before the phrase (``turn off``: disable)."""
     found: list[str] = []
     verbs: list[str] = []
-    i, count = 0, len(query_words)
-    while i < count:
-        word = query_words[i]
-        size, meant = 1, _SAID_BY_WORD.get(word)
-        if word in _PAIRS_FROM and i + 1 < count:  # the longest phrase wins
-            pair = _SAID_BY_PAIR.get((word, query_words[i + 1]))
-            if pair is not None:
-                size, meant = 2, pair
-        if meant is None:
+    paired = False  # whether the word is the second of a pair read
+    last = len(query_words) - 1
+    for i, word in enumerate(query_words):
+        if paired:
+            paired = False
+            continue
+        phrases = _PHRASES.get(word)
+        if phrases is None:
             found.append(word)
             verbs.append(word)
-        else:
-            found.extend(query_words[i:i + size])
-            found.extend(meant)
-            verbs.extend(meant)
-            verbs.extend(query_words[i:i + size])
-        i += size
-    return [w for w in found if w not in STOPWORDS], verbs
+            continue
+        meant, pairs = phrases
+        if pairs is not None and i < last:  # the longest phrase wins
+            pair = pairs.get(query_words[i + 1])
+            if pair is not None:
+                phrase = query_words[i:i + 2]
+                found += phrase
+                found += pair
+                verbs += pair
+                verbs += phrase
+                paired = True
+                continue
+        found.append(word)
+        if meant is not None:
+            found += meant
+            verbs += meant
+        verbs.append(word)
+    return list(filterfalse(STOPWORDS.__contains__, found)), verbs
 
 
 def expand(query_words: list[str]) -> list[str]:
