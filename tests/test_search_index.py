@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from flask_tooldiscovery.search.index import MAX_QUERY_CHARS, SearchIndex, searchable
+from flask_tooldiscovery.search.query import planned
 from flask_tooldiscovery.tools.model import Tool
 from flask_tooldiscovery.tools.providers import tool_from_object
 
@@ -164,6 +165,19 @@ def test_parameters_tags_and_category_are_searched() -> None:
 def test_a_query_with_nothing_to_search_for_finds_nothing_and_says_so(query: str) -> None:
     assert not searchable(query)
     assert SearchIndex.build(WIDGETS).search(query) == []
+
+
+@pytest.mark.parametrize("query", ["Cancel the CI build", "cancel the ci build?", "cancel\tthe CI  build",
+                                   "CANCEL, the ci build now!", "cancel the ci build"])
+def test_a_query_is_read_alike_whatever_its_case_spacing_or_punctuation(query: str) -> None:
+    """Plain words are read by the quick way (split at spaces), the rest by the word pattern: the
+    same plan either way, and again when its words' stems are known (the second reading)."""
+    expected = ("cancel", "ci", "workflow", "run", "check", "build"), "cancel"
+    plan = planned(query)
+    planned.cache_clear()
+    assert planned(query) == plan
+    assert (plan.terms, plan.wanted) == expected
+    assert names(SearchIndex.build(WIDGETS), query, 1) == ["runs_cancel"]
 
 
 def test_huge_and_binary_queries_are_read_up_to_a_limit() -> None:

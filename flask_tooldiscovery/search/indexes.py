@@ -49,7 +49,7 @@ def check(query: object, limit: object) -> tuple[str, int]:
         raise BadRequest("The query must be a non-empty string.")
     if len(query) > MAX_QUERY_CHARS:
         raise BadRequest(f"The query is longer than {MAX_QUERY_CHARS} characters.")
-    if _NOT_TEXT.search(query):
+    if not (query.isascii() and query.isprintable()) and _NOT_TEXT.search(query):
         raise BadRequest("The query must be text, without control characters.")
     if not planned(query).terms:  # the search's own plan, made once (the search finds it kept)
         raise BadRequest("The query has no word to search for.")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import NamedTuple
 
-from .vocabulary import READING, asked_for, query_words, understood
+from .vocabulary import ACTIONS, READING, query_words, understood
 
 #: The longest query read, in characters and in words (the rest is ignored).
 MAX_QUERY_CHARS = 500
@@ -52,7 +52,26 @@ def planned(query: str) -> Plan:
     """What a search reads of ``query`` (:class:`Plan`), worked out once per query: for the check
     (:func:`searchable`) and the search of one request."""
     said = query_words(query[:MAX_QUERY_CHARS])[:MAX_QUERY_WORDS]
-    meant, verbs = understood(said)
-    wanted = asked_for(verbs, said)
-    return Plan(tuple(dict.fromkeys(map(stem, meant))), frozenset(map(stem, said)), wanted,
-                stem(wanted) if wanted is not None and wanted not in READING else None, " ".join(meant))
+    meant, wanted = understood(said)
+    known = _STEMMED
+    try:
+        terms = tuple(dict.fromkeys(map(known.__getitem__, meant)))
+        stems = frozenset(map(known.__getitem__, said))
+    except KeyError:  # a word not met before: its stem is kept
+        if len(known) > _STEMMED_KEPT:
+            known.clear()
+        for word in (*meant, *said):
+            known[word] = stem(word)
+        terms = tuple(dict.fromkeys(map(stem, meant)))
+        stems = frozenset(map(stem, said))
+    return _PLAN(Plan, (terms, stems, wanted, _CHANGING.get(wanted), " ".join(meant)))
+
+
+#: The stems of the words of queries met (a plain dict: cheaper than :func:`stem`'s cache), at most
+#: about :data:`_STEMMED_KEPT` (emptied when full).
+_STEMMED: dict[str, str] = {}
+_STEMMED_KEPT = 16384
+#: The stem of each kind of action that changes something (:attr:`Plan.changing`).
+_CHANGING: dict[str | None, str] = {action: stem(action) for action in ACTIONS if action not in READING}
+#: A :class:`Plan` made from its fields by tuple's own constructor (a NamedTuple's runs in Python).
+_PLAN = tuple.__new__

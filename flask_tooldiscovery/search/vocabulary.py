@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from itertools import filterfalse, islice
+from itertools import filterfalse
 
 #: Phrases a query may say, and what tools call the same thing, by concept. Keys are one or two
 #: lower-case words (the longest phrase wins); a query's phrase adds its expansion's words to what it
@@ -267,12 +267,16 @@ def _value(word: str) -> str:
 #: What a word must have to quote a value (:func:`_value`): a URL, an e-mail and a file name or path
 #: have a "." or a "/" or an "@", a hash a digit.
 _QUOTING = re.compile(r"[./@0-9]")
+#: A query of plain words, split by spaces.
+_PLAIN = re.compile(r"[A-Za-z ]*")
 
 
 def query_words(query: str) -> list[str]:
     """A query's words (:func:`words`), each value it quotes said as what it is: ``src/app.py``
     is a file (not an app), ``9fceb02`` a commit."""
-    if _QUOTING.search(query) is None:  # most queries quote nothing: their words as they are
+    if _PLAIN.fullmatch(query):  # most queries are plain words
+        return query.lower().split()
+    if _QUOTING.search(query) is None:  # and most others quote nothing: their words as they are
         return words(query)
     return words(" ".join(map(_value, query.split())))
 
@@ -288,19 +292,17 @@ def action_of(verbs: list[str]) -> str | None:
     return None if verb is None else _ACTION_OF[verb]
 
 
-def asked_for(verbs: list[str], query_words: list[str]) -> str | None:
-    """The kind of action a query asks for (``verbs``: :func:`understood`'s): :func:`action_of`,
-    but a question or a "show" about a plural (``what bugs are open``, ``show the files``), or a
-    plural said without a verb (``webhooks of the organization``), asks for a list; a verb that
-    undoes one that creates (``unregister``, ``deregister``) asks to delete."""
-    action = action_of(verbs)
+def asked_for(action: str | None, query_words: list[str]) -> str | None:
+    """The kind of action a query asks for, ``action`` being the first its words say
+    (:func:`understood`): a question or a "show" about a plural (``what bugs are open``, ``show the
+    files``), or a plural said without a verb (``webhooks of the organization``), asks for a list."""
+    said = [w for w in query_words if w not in _NOT_OBJECTS]
     if action == "get":
-        said = list(filterfalse(_NOT_OBJECTS.__contains__, query_words))
         at = next((i for i, w in enumerate(said) if w in _GETTING), len(said))
         if _plural(said[at + 1:at + 2]):
             return "list"
-    elif action is None and _plural(list(islice(filterfalse(_NOT_OBJECTS.__contains__, query_words), 1))):
-        return "list"  # a plural said without a verb: "my codespaces"
+    elif action is None and _plural(said[:1]):  # a plural said without a verb: "my codespaces"
+        return "list"
     return action
 
 
@@ -309,21 +311,25 @@ def _plural(found: list[str]) -> bool:
     return bool(found) and found[0].endswith("s") and not found[0].endswith("ss") and len(found[0]) > 3
 
 
-#: :data:`SAME_THING` as :func:`understood` reads it: by each word that begins a phrase, its own
-#: expansion (if any) and the expansions of the pairs it begins, by their second word (if any).
-_PHRASES: dict[str, tuple[tuple[str, ...] | None, dict[str, tuple[str, ...]] | None]] = {}
-for _phrase, _meant in SAME_THING.items():
-    _alone, _pairs = _PHRASES.get(_phrase[0], (None, None))
-    if len(_phrase) == 1:
-        _alone = tuple(_meant.split())
-    else:
-        _pairs = {**(_pairs or {}), _phrase[1]: tuple(_meant.split())}
-    _PHRASES[_phrase[0]] = (_alone, _pairs)
-del _phrase, _meant, _alone, _pairs
 #: The kind of action each verb says (the first of :data:`ACTIONS` that has it); a verb that undoes
 #: one that creates (unregister, deregister, uninvite) says delete.
 _ACTION_OF = {**{prefix + verb: "delete" for prefix in ("un", "de") for verb in ACTIONS["create"]},
               **{verb: action for action, verbs in reversed(ACTIONS.items()) for verb in verbs}}
+#: A phrase of :data:`SAME_THING` as :func:`understood` reads it: what it also names, and the kind
+#: of action that and the phrase say (:func:`action_of`, its expansion before the phrase).
+_Said = tuple[tuple[str, ...], str | None]
+#: By each word that begins a phrase: the phrase of that word alone (if any), and those of the pairs
+#: it begins, by their second word (if any).
+_PHRASES: dict[str, tuple[_Said | None, dict[str, _Said] | None]] = {}
+for _phrase, _meant in SAME_THING.items():
+    _alone, _pairs = _PHRASES.get(_phrase[0], (None, None))
+    _said = (tuple(_meant.split()), action_of([*_meant.split(), *_phrase]))
+    if len(_phrase) == 1:
+        _alone = _said
+    else:
+        _pairs = {**(_pairs or {}), _phrase[1]: _said}
+    _PHRASES[_phrase[0]] = (_alone, _pairs)
+del _phrase, _meant, _alone, _pairs, _said
 
 
 #: Words that say whose, between a verb and its object (``show me my issues``).
@@ -333,11 +339,12 @@ _NOT_OBJECTS = STOPWORDS | _OWNERS
 _GETTING = ACTIONS["get"]
 
 
-def understood(query_words: list[str]) -> tuple[list[str], list[str]]:
+def understood(query_words: list[str]) -> tuple[list[str], str | None]:
     """``query_words`` with what each phrase of it also names, without stopwords, in order; and
-    the words that say its action, a phrase's expansion before the phrase (``turn off``: disable)."""
+    the kind of action it asks for (:func:`asked_for`), the first its words say, a phrase's
+    expansion before the phrase (``turn off``: disable)."""
     found: list[str] = []
-    verbs: list[str] = []
+    action: str | None = None
     paired = False  # whether the word is the second of a pair read
     last = len(query_words) - 1
     for i, word in enumerate(query_words):
@@ -347,27 +354,23 @@ def understood(query_words: list[str]) -> tuple[list[str], list[str]]:
         phrases = _PHRASES.get(word)
         if phrases is None:
             found.append(word)
-            verbs.append(word)
+            action = action or _ACTION_OF.get(word)
             continue
-        meant, pairs = phrases
+        alone, pairs = phrases
         if pairs is not None and i < last:  # the longest phrase wins
             pair = pairs.get(query_words[i + 1])
             if pair is not None:
-                phrase = query_words[i:i + 2]
-                found += phrase
-                found += pair
-                verbs += pair
-                verbs += phrase
+                found += query_words[i:i + 2]
+                found += pair[0]
+                action = action or pair[1]
                 paired = True
                 continue
         found.append(word)
-        if meant is not None:
-            found += meant
-            verbs += meant
-        verbs.append(word)
-    return list(filterfalse(STOPWORDS.__contains__, found)), verbs
-
-
-def expand(query_words: list[str]) -> list[str]:
-    """``query_words`` with what each phrase of it also names, without stopwords, in order."""
-    return understood(query_words)[0]
+        if alone is None:
+            action = action or _ACTION_OF.get(word)
+        else:
+            found += alone[0]
+            action = action or alone[1]
+    if action is None or action == "get":
+        action = asked_for(action, query_words)
+    return list(filterfalse(STOPWORDS.__contains__, found)), action
