@@ -171,7 +171,7 @@ def test_a_query_with_nothing_to_search_for_finds_nothing_and_says_so(query: str
                                    "CANCEL, the ci build now!", "cancel the ci build"])
 def test_a_query_is_read_alike_whatever_its_case_spacing_or_punctuation(query: str) -> None:
     """Plain words are read by the quick way (split at spaces), the rest by the word pattern: the
-    same plan either way, and again when its words' stems are known (the second reading)."""
+    same plan either way, and again when its words were met before (the second reading)."""
     expected = ("cancel", "ci", "workflow", "run", "check", "build"), "cancel"
     plan = planned(query)
     planned.cache_clear()

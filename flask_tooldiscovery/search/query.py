@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import NamedTuple
 
-from .vocabulary import ACTIONS, READING, query_words, understood
+from .vocabulary import ACTIONS, READING, asked_for, meaning, query_words
 
 #: The longest query read, in characters and in words (the rest is ignored).
 MAX_QUERY_CHARS = 500
@@ -50,27 +50,61 @@ class Plan(NamedTuple):
 @lru_cache(maxsize=256)
 def planned(query: str) -> Plan:
     """What a search reads of ``query`` (:class:`Plan`), worked out once per query: for the check
-    (:func:`searchable`) and the search of one request."""
+    (:func:`searchable`) and the search of one request. Its words are read in order, each phrase
+    as what it also names (:func:`.vocabulary.meaning`), each word through :data:`_WORDS`."""
     said = query_words(query[:MAX_QUERY_CHARS])[:MAX_QUERY_WORDS]
-    meant, wanted = understood(said)
-    known = _STEMMED
-    try:
-        terms = tuple(dict.fromkeys(map(known.__getitem__, meant)))
-        stems = frozenset(map(known.__getitem__, said))
-    except KeyError:  # a word not met before: its stem is kept
-        if len(known) > _STEMMED_KEPT:
-            known.clear()
-        for word in (*meant, *said):
-            known[word] = stem(word)
-        terms = tuple(dict.fromkeys(map(stem, meant)))
-        stems = frozenset(map(stem, said))
-    return _PLAN(Plan, (terms, stems, wanted, _CHANGING.get(wanted), " ".join(meant)))
+    meant: list[str] = []
+    terms: list[str] = []  # the stems of what it means, in order
+    stems: list[str] = []  # the stems of its words
+    action: str | None = None  # the first kind of action its words say
+    paired = False  # whether the word is the second of a pair read
+    last = len(said) - 1
+    known = _WORDS
+    for i, word in enumerate(said):
+        if paired:
+            paired = False
+            continue
+        its_stem, its_action, its_meant, its_terms, pairs = known.get(word) or _learnt(word)
+        stems.append(its_stem)
+        if pairs is not None and i < last:
+            pair = pairs.get(said[i + 1])
+            if pair is not None:
+                meant += pair[0]
+                terms += pair[1]
+                action = action or pair[2]
+                stems.append(pair[3])
+                paired = True
+                continue
+        meant += its_meant
+        terms += its_terms
+        action = action or its_action
+    if action is None or action == "get":
+        action = asked_for(action, said)
+    return _PLAN(Plan, (tuple(dict.fromkeys(terms)), frozenset(stems), action, _CHANGING.get(action), " ".join(meant)))
 
 
-#: The stems of the words of queries met (a plain dict: cheaper than :func:`stem`'s cache), at most
-#: about :data:`_STEMMED_KEPT` (emptied when full).
-_STEMMED: dict[str, str] = {}
-_STEMMED_KEPT = 16384
+#: What a pair of words says, with stems: the words it means, their stems, the kind of action it
+#: says, the stem of its second word.
+_Pair = tuple[tuple[str, ...], tuple[str, ...], str | None, str]
+#: What a word says, with stems: its stem, the kind of action it says alone, the words it means
+#: alone and their stems, what the pairs it begins say by their second word (:func:`.vocabulary.meaning`).
+_Word = tuple[str, str | None, tuple[str, ...], tuple[str, ...], dict[str, _Pair] | None]
+#: The words of queries met, read: at most about :data:`_WORDS_KEPT` (emptied when full).
+_WORDS: dict[str, _Word] = {}
+_WORDS_KEPT = 16384
+
+
+def _learnt(word: str) -> _Word:
+    """What ``word`` says (:data:`_Word`), kept in :data:`_WORDS`."""
+    (meant, action), pairs = meaning(word)
+    read = None if pairs is None else {second: (said, tuple(map(stem, said)), its_action, stem(second))
+                                       for second, (said, its_action) in pairs.items()}
+    if len(_WORDS) >= _WORDS_KEPT:
+        _WORDS.clear()
+    found = _WORDS[word] = (stem(word), action, meant, tuple(map(stem, meant)), read)
+    return found
+
+
 #: The stem of each kind of action that changes something (:attr:`Plan.changing`).
 _CHANGING: dict[str | None, str] = {action: stem(action) for action in ACTIONS if action not in READING}
 #: A :class:`Plan` made from its fields by tuple's own constructor (a NamedTuple's runs in Python).

@@ -294,7 +294,7 @@ def action_of(verbs: list[str]) -> str | None:
 
 def asked_for(action: str | None, query_words: list[str]) -> str | None:
     """The kind of action a query asks for, ``action`` being the first its words say
-    (:func:`understood`): a question or a "show" about a plural (``what bugs are open``, ``show the
+    (:func:`meaning`): a question or a "show" about a plural (``what bugs are open``, ``show the
     files``), or a plural said without a verb (``webhooks of the organization``), asks for a list."""
     said = [w for w in query_words if w not in _NOT_OBJECTS]
     if action == "get":
@@ -315,12 +315,12 @@ def _plural(found: list[str]) -> bool:
 #: one that creates (unregister, deregister, uninvite) says delete.
 _ACTION_OF = {**{prefix + verb: "delete" for prefix in ("un", "de") for verb in ACTIONS["create"]},
               **{verb: action for action, verbs in reversed(ACTIONS.items()) for verb in verbs}}
-#: A phrase of :data:`SAME_THING` as :func:`understood` reads it: what it also names, and the kind
-#: of action that and the phrase say (:func:`action_of`, its expansion before the phrase).
-_Said = tuple[tuple[str, ...], str | None]
-#: By each word that begins a phrase: the phrase of that word alone (if any), and those of the pairs
-#: it begins, by their second word (if any).
-_PHRASES: dict[str, tuple[_Said | None, dict[str, _Said] | None]] = {}
+#: What a phrase of :data:`SAME_THING` says: what it also names, and the kind of action that and the
+#: phrase say (:func:`action_of`, its expansion before the phrase: ``turn off``, disable).
+Said = tuple[tuple[str, ...], str | None]
+#: By each word that begins a phrase: what that word alone says (if it is a phrase), and what the
+#: pairs it begins say, by their second word (if any).
+_PHRASES: dict[str, tuple[Said | None, dict[str, Said] | None]] = {}
 for _phrase, _meant in SAME_THING.items():
     _alone, _pairs = _PHRASES.get(_phrase[0], (None, None))
     _said = (tuple(_meant.split()), action_of([*_meant.split(), *_phrase]))
@@ -339,38 +339,17 @@ _NOT_OBJECTS = STOPWORDS | _OWNERS
 _GETTING = ACTIONS["get"]
 
 
-def understood(query_words: list[str]) -> tuple[list[str], str | None]:
-    """``query_words`` with what each phrase of it also names, without stopwords, in order; and
-    the kind of action it asks for (:func:`asked_for`), the first its words say, a phrase's
-    expansion before the phrase (``turn off``: disable)."""
-    found: list[str] = []
-    action: str | None = None
-    paired = False  # whether the word is the second of a pair read
-    last = len(query_words) - 1
-    for i, word in enumerate(query_words):
-        if paired:
-            paired = False
-            continue
-        phrases = _PHRASES.get(word)
-        if phrases is None:
-            found.append(word)
-            action = action or _ACTION_OF.get(word)
-            continue
-        alone, pairs = phrases
-        if pairs is not None and i < last:  # the longest phrase wins
-            pair = pairs.get(query_words[i + 1])
-            if pair is not None:
-                found += query_words[i:i + 2]
-                found += pair[0]
-                action = action or pair[1]
-                paired = True
-                continue
-        found.append(word)
-        if alone is None:
-            action = action or _ACTION_OF.get(word)
-        else:
-            found += alone[0]
-            action = action or alone[1]
-    if action is None or action == "get":
-        action = asked_for(action, query_words)
-    return list(filterfalse(STOPWORDS.__contains__, found)), action
+def meaning(word: str) -> tuple[Said, dict[str, Said] | None]:
+    """What ``word`` of a query says alone, and what each pair of words it begins says, by the
+    pair's second word (``None``: it begins none; the longest phrase wins): each the words it
+    means, without stopwords (the phrase's, then what it also names: :data:`SAME_THING`), and the
+    kind of action they say (:func:`action_of`; a phrase's expansion says it before the phrase)."""
+    alone, pairs = _PHRASES.get(word, (None, None))
+    said = ((word,), _ACTION_OF.get(word)) if alone is None else ((word, *alone[0]), alone[1])
+    return (_kept(said[0]), said[1]), None if pairs is None else {
+        second: (_kept((word, second, *meant)), action) for second, (meant, action) in pairs.items()}
+
+
+def _kept(found: tuple[str, ...]) -> tuple[str, ...]:
+    """``found`` without stopwords."""
+    return tuple(filterfalse(STOPWORDS.__contains__, found))
