@@ -307,9 +307,11 @@ class Pipeline:
         interface calls) that best match ``query``, best first, at most ``limit`` (``None``: five);
         :class:`~flask_tooldiscovery.errors.BadRequest` saying why when the query or limit cannot be searched."""
         toolset = self.tools().for_model() if for_model else self.tools()
-        limit = DEFAULT_LIMIT if limit is None else limit
-        return [tool for name in self.core.search_indexes.search(toolset, query, limit)
-                if (tool := toolset.get(name)) is not None]
+        return [tool for name in self.search_names(toolset, query, limit) if (tool := toolset.get(name)) is not None]
+
+    def search_names(self, toolset: ToolSet, query: object, limit: object = None) -> list[str]:
+        """The names of the tools :meth:`search` finds in ``toolset`` (this request's set or a view of it)."""
+        return self.core.search_indexes.search(toolset, query, DEFAULT_LIMIT if limit is None else limit)
 
     def index(self, what: str, key: Callable[[Tool], Hashable]) -> dict[Hashable, list[Tool]]:
         """Tools by a dialect's own id (``key``), every version lowest first; built once per tool set."""

@@ -20,12 +20,20 @@ INTERNAL_ERROR = -32603
 
 class Encoded:
     """A method's result already encoded as JSON text (UTF-8 bytes, by the same encoder that
-    encodes the response): :func:`encode` puts it in the response envelope without decoding it."""
+    encodes the response): :func:`encode` puts it in the response envelope without decoding it.
+    Given in pieces (``parts``: the text is their concatenation), it is joined once, with the
+    envelope (:data:`data` joins them)."""
 
-    __slots__ = ("data",)
+    __slots__ = ("parts",)
 
-    def __init__(self, data: bytes) -> None:
-        self.data = data
+    def __init__(self, *parts: bytes) -> None:
+        self.parts = parts
+
+    @property
+    def data(self) -> bytes:
+        """The text whole."""
+        parts = self.parts
+        return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 Result = dict[str, Any] | Encoded
@@ -173,7 +181,7 @@ def encode(reply: Any, dumps: Callable[[Any], str], standard: bool = False) -> b
         id_ = reply.get("id")
         if (type(id_) is str or type(id_) is int) and reply.get("jsonrpc") == "2.0" and tuple(reply) == _ENVELOPE:
             return b"".join((b'{"jsonrpc": "2.0", "id": ', dumps(id_).encode("utf-8"), b', "result": ',
-                             reply["result"].data, b"}"))
+                             *reply["result"].parts, b"}"))
     if isinstance(reply, dict) and isinstance(reply.get("result"), Encoded):
         head = dumps({**reply, "result": None})  # "result" is the envelope's last key: its null is the last
         at = head.rindex("null")

@@ -148,6 +148,8 @@ class McpRequest:
         ``initialize``, as its session id says (a request without such an id: not declared)."""
         if self.stateless:
             return sessions.declares_extension(self.capabilities, extension)
+        if self.session_header is None:  # no session id: nothing declared (the usual request)
+            return False
         declared = self.session_declares
         return declared is not None and extension in declared
 

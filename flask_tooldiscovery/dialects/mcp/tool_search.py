@@ -141,6 +141,10 @@ class Searches:
         #: By (era is stateless, ``ensure_ascii``): the answer's text around the tools, or
         #: ``None`` when the finished result does not begin as expected.
         self._splices: dict[tuple[bool, bool], Splice | None] = {}
+        #: By (era is stateless, ``ui``, ``ensure_ascii`` or ``None``): the tool set searched last and
+        #: the :class:`Shown` of its tools found, by name (a search's tools, without looking each up
+        #: in the set and its derived values).
+        self._last: dict[tuple[bool, bool, bool | None], tuple[ToolSet, dict[str, Shown]]] = {}
 
     def answer(self, req: McpRequest) -> rpc.Result | None:
         """The result of ``req``, a ``tools/call``, when it calls ``search_tools`` or is a
@@ -173,7 +177,7 @@ class Searches:
             limit = arguments.get("limit")
             if isinstance(limit, float) and limit.is_integer():
                 limit = int(limit)  # 5.0 is an integer to JSON Schema (true and "5" are not)
-            found = pipe.search(arguments.get("query"), limit, for_model=True)
+            names = pipe.search_names(searched := toolset.for_model(), arguments.get("query"), limit)
         except BadRequest as exc:
             return _error(exc.message)
         stateless, ui = req.stateless, apps.shows_ui(req)
@@ -181,14 +185,24 @@ class Searches:
         # Flask's default provider: its encoding is wire.dumps'
         known = provider if type(provider) is DefaultJSONProvider else None
         ascii_ = known is not None and bool(known.ensure_ascii)
-        key = (self._own, stateless, ui, None if known is None else ascii_)
+        variant = (stateless, ui, None if known is None else ascii_)
+        last = self._last.get(variant)
+        if last is None or last[0] is not searched:  # (a set's content never changes: a changed tool makes a new set)
+            last = self._last[variant] = (searched, {})
+        by_name = last[1]
         entries: list[Shown] = []
-        for tool in found:
-            derived = tool._derived  # (emptied when a shown field of the tool is assigned)
-            shown: Shown | None = derived.get(key)
+        for name in names:
+            shown = by_name.get(name)
             if shown is None:
-                shown = derived[key] = shown_as(self._entry(tool, stateless, ui),
-                                                None if known is None else partial(wire.dumps, provider=known))
+                tool = searched.get(name)
+                if tool is None:
+                    continue
+                derived = tool._derived  # (emptied when a shown field of the tool is assigned)
+                shown = derived.get(key := (self._own, *variant))
+                if shown is None:
+                    shown = derived[key] = shown_as(self._entry(tool, stateless, ui),
+                                                    None if known is None else partial(wire.dumps, provider=known))
+                by_name[name] = shown
             entries.append(shown)
         if known is not None:
             splices = self._splices
@@ -223,13 +237,16 @@ class Splice(NamedTuple):
     def join(self, entries: list[Shown]) -> rpc.Encoded | None:
         """The encoded result of the tools ``entries`` (``None`` when one's texts were not made by
         the encoder this splice was made by)."""
-        tools, texts = [], []
+        texts, tools = [self.before], [self.between]
         for shown in entries:
             if shown.encoded is None or shown.quoted is None:
                 return None
-            tools.append(shown.encoded)
-            texts.append(shown.quoted)
-        return rpc.Encoded(b"".join((self.before, b", ".join(texts), self.between, b", ".join(tools), self.after)))
+            texts += (shown.quoted, b", ")
+            tools += (shown.encoded, b", ")
+        if entries:  # (no comma after the last)
+            texts.pop()
+            tools.pop()
+        return rpc.Encoded(*texts, *tools, self.after)  # joined once, with the response's envelope
 
 
 def _splice(dumps: Callable[[Any], str], finish: Callable[[dict[str, Any]], dict[str, Any]]) -> Splice | None:
