@@ -239,10 +239,13 @@ class Splice(NamedTuple):
         the encoder this splice was made by)."""
         texts, tools = [self.before], [self.between]
         for shown in entries:
-            if shown.encoded is None or shown.quoted is None:
+            text, tool = shown.quoted, shown.encoded
+            if text is None or tool is None:
                 return None
-            texts += (shown.quoted, b", ")
-            tools += (shown.encoded, b", ")
+            texts.append(text)
+            texts.append(b", ")
+            tools.append(tool)
+            tools.append(b", ")
         if entries:  # (no comma after the last)
             texts.pop()
             tools.pop()
