@@ -15,10 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # numpy is imported when an index is first built, not when an app starts
-    import numpy
+import numpy  # (this module is imported when an index is first built, not when an app starts)
 
 #: How much what a tool's title is about, covered by the query, counts: its score is multiplied
 #: by ``1 - ABOUT`` (nothing covered) to ``1 + ABOUT`` (all of it).
@@ -33,8 +32,6 @@ _PER_TITLE = 256
 def idea_factors(count: int) -> numpy.ndarray[Any, numpy.dtype[numpy.float64]]:
     """What a candidate's score is multiplied by when its words cover ``k`` of a query's ``count``
     ideas, by ``k``: x0.6 (none) to x1.4 (all)."""
-    import numpy
-
     return numpy.array([0.6 + 0.8 * k / count for k in range(count + 1)])
 
 
@@ -43,19 +40,13 @@ def about_factors(most: int) -> numpy.ndarray[Any, numpy.dtype[numpy.float64]]:
     """What a candidate's score is multiplied by when the query covers ``m`` of the ``size``
     stems its title is about, at ``[size, m]`` (sizes up to ``most``): x0.4 (none) to x1.6 (all);
     x1 for a tool whose title is about nothing (size 0)."""
-    import numpy
-
     at_least, per = 1 - ABOUT, 2 * ABOUT
     return numpy.array([[1.0] * (most + 1)] + [
         [at_least + per * m / size if m <= size else 1.0 for m in range(most + 1)] for size in range(1, most + 1)])
 
 
-@lru_cache(maxsize=1)
-def _weights() -> numpy.ndarray[Any, numpy.dtype[numpy.float64]]:
-    """What a posting's byte (masked: :meth:`Coverage.counts`) adds to its tool's count."""
-    import numpy
-
-    return numpy.array([0.0, 1.0, _PER_TITLE, _PER_TITLE + 1.0])
+#: What a posting's byte (masked: :meth:`Coverage.counts`) adds to its tool's count.
+_COUNTED = numpy.array([0.0, 1.0, _PER_TITLE, _PER_TITLE + 1.0])
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,8 +68,6 @@ class Coverage:
         ``starts[number + 1]``, its tools in order), of tools whose words say the stems
         ``words_of`` maps to them, whose titles are about the stems ``about_of`` maps to them,
         ``sizes[tool]`` stems each; every such stem is a term these tools' postings have."""
-        import numpy
-
         tools = len(sizes)
         lengths = numpy.diff(numpy.array(starts))
         # Each posting as one number, term after term and each term's tools in order (ascending):
@@ -99,9 +88,7 @@ class Coverage:
         """For ``tools`` candidates, what the postings' bytes ``flags`` count (each as the query
         asks of the posting's term: from :attr:`flags` or :attr:`titles`, or nothing when the term
         was counted already), each posting's candidate at ``which``: :meth:`factors_of` reads them."""
-        import numpy
-
-        return numpy.bincount(which, _weights()[flags], tools)  # type: ignore[return-value]
+        return numpy.bincount(which, _COUNTED[flags], tools)  # type: ignore[return-value]
 
     def factors_of(self, found: numpy.ndarray[Any, numpy.dtype[numpy.intp]],
                    counts: numpy.ndarray[Any, numpy.dtype[numpy.float64]], ideas: int) \
@@ -110,7 +97,5 @@ class Coverage:
         """For the tools at ``found`` and their :meth:`counts`: what each one's score is multiplied
         by for the ``ideas`` of the query its words cover (``None`` without ideas), and for what of
         its title the query covers."""
-        import numpy
-
         titled, covered = numpy.divmod(counts.astype(numpy.intp), _PER_TITLE)
         return (idea_factors(ideas)[covered] if ideas else None), self.factors[self.sizes[found], titled]
