@@ -272,14 +272,18 @@ def make_blueprint(pipe: Pipeline) -> Blueprint:
         """A ``tools/call``'s tool and approval, looked for once, before the call runs (``req.tool``,
         ``req.gate``: the stream's plan and the call take them from there), and whether it is a plain
         call (``req.plain``, returned): a :func:`plain` tool, no approval needed, not a task, no
-        ``requestState``, progress token or log level (nothing to stream), in the handshake era."""
+        ``requestState``, progress token or log level (nothing to stream), in the handshake era.
+        ``search_tools`` asking nothing more (no ``_meta``) is answered at once too (by :func:`call_tool`)."""
         name = req.params.get("name")
         try:
             tool = pipe.tools().get(name) if isinstance(name, str) else None
         except CoreError:
             return False  # the call answers it
-        if tool is None or ("visibility" in tool.metadata and not apps.reaches(req, tool)):
-            return False  # the call answers it (an unknown tool; one only an app calls, to a client without Apps)
+        if tool is None:
+            return searching and name == tool_search.SEARCH and not req.stateless and req.meta is NO_META \
+                and "task" not in req.params and "requestState" not in req.params  # else the call answers it
+        if "visibility" in tool.metadata and not apps.reaches(req, tool):
+            return False  # the call answers it (one only an app calls, to a client without Apps)
         req.tool = tool
         req.gate = gate = pipe.approvals.gate(tool)
         params, meta = req.params, req.meta
