@@ -127,8 +127,9 @@ def shown_as(entry: dict[str, Any], dumps: Callable[[Any], str] | None = None) -
 class Searches:
     """``search_tools`` as one mount of the dialect answers it (:meth:`answer`), with what it makes
     once: each found tool's :class:`Shown` per era, interface and encoding, kept in the tool's own
-    derived values (dropped with them when a shown field of the tool is assigned), and, per era and
-    encoding, the text around the tools in the answer (:class:`Splice`).
+    derived values (dropped with them when a shown field of the tool is assigned) and, for the tool
+    set searched last, by name in a table of that set's (a changed tool makes a new set, which starts
+    a new table); and, per era and encoding, the text around the tools in the answer (:class:`Splice`).
 
     ``entry(tool, stateless, ui)``: a tool as ``tools/list`` shows it; ``finish(result, stateless)``:
     what the era adds to a result."""
