@@ -53,13 +53,14 @@ _COUNTED = numpy.array([0.0, 1.0, _PER_TITLE, _PER_TITLE + 1.0])
 class Coverage:
     """``flags``: each posting's byte (:data:`WORD`, :data:`TITLE`), in the order of the index's
     postings, and ``titles`` the same with :data:`TITLE` only (what a query term that is not one
-    of its ideas counts: read from there, a search masks nothing); ``sizes`` how many stems each
-    tool's title is about, and ``factors`` :func:`about_factors` for the longest."""
+    of its ideas counts: read from there, a search masks nothing); ``factors``
+    :func:`about_factors` for the longest title, flattened, and ``rows`` where each tool's row
+    of them is (by how many stems its title is about)."""
 
     flags: numpy.ndarray[Any, numpy.dtype[numpy.uint8]]
     titles: numpy.ndarray[Any, numpy.dtype[numpy.uint8]]
-    sizes: numpy.ndarray[Any, numpy.dtype[numpy.intp]]
     factors: numpy.ndarray[Any, numpy.dtype[numpy.float64]]
+    rows: numpy.ndarray[Any, numpy.dtype[numpy.intp]]
 
     @classmethod
     def of(cls, terms: dict[str, int], starts: list[int], docs: numpy.ndarray[Any, numpy.dtype[numpy.integer[Any]]],
@@ -68,7 +69,7 @@ class Coverage:
         ``starts[number + 1]``, its tools in order), of tools whose words say the stems
         ``words_of`` maps to them, whose titles are about the stems ``about_of`` maps to them,
         ``sizes[tool]`` stems each; every such stem is a term these tools' postings have."""
-        tools = len(sizes)
+        tools, most = len(sizes), max(sizes, default=0)
         lengths = numpy.diff(numpy.array(starts))
         # Each posting as one number, term after term and each term's tools in order (ascending):
         # where a stem's tool is among the postings is found by one binary search.
@@ -80,7 +81,7 @@ class Coverage:
                     + numpy.fromiter(chain.from_iterable(said_by.values()), numpy.int64, sum(counts)))
             flags[keys.searchsorted(said)] |= flag
         return cls(flags, (flags & TITLE).astype(numpy.uint8, copy=False),
-                   numpy.array(sizes, numpy.intp), about_factors(max(sizes, default=0)))
+                   about_factors(most).ravel(), numpy.array(sizes, numpy.intp) * (most + 1))
 
     @staticmethod
     def counts(flags: numpy.ndarray[Any, numpy.dtype[numpy.uint8]], which: numpy.ndarray[Any, numpy.dtype[numpy.intp]],
@@ -98,4 +99,4 @@ class Coverage:
         by for the ``ideas`` of the query its words cover (``None`` without ideas), and for what of
         its title the query covers."""
         titled, covered = numpy.divmod(counts.astype(numpy.intp), _PER_TITLE)
-        return (idea_factors(ideas)[covered] if ideas else None), self.factors[self.sizes[found], titled]
+        return (idea_factors(ideas)[covered] if ideas else None), self.factors.take(self.rows[found] + titled)

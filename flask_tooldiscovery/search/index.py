@@ -31,7 +31,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from itertools import accumulate, chain
+from itertools import accumulate, chain, repeat
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..tools.model import Tool
@@ -60,6 +60,10 @@ class Hit(NamedTuple):
 
     name: str
     score: float
+
+
+#: A :class:`Hit` made by tuple's own constructor (a named tuple's ``__new__`` runs in Python).
+_hit = tuple.__new__
 
 
 @dataclass(frozen=True, eq=False)
@@ -224,7 +228,7 @@ class SearchIndex:
                                             limit if meaning is None or limit == 1 else None)
         names = self._names
         if meaning is None or limit == 1:
-            return [Hit(names[doc], score) for score, doc in zip(scores, docs, strict=True)]
+            return list(map(_hit, repeat(Hit), zip(map(names.__getitem__, docs), scores, strict=True)))
         ranked = list(zip(scores, docs, strict=True))
         if len(ranked) > 2:
             by_meaning = meaning.rank(plan.meant, [self._texts[doc] for _, doc in ranked],

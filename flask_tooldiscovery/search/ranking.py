@@ -30,6 +30,9 @@ RELATIVE = 0.8
 #: Kinds of action a query may say for one another ("show" a list or one thing; "cancel" an
 #: invitation is to delete it).
 _NEIGHBOURS = ({"get", "list"}, {"cancel", "delete"})
+#: How many tools scoring at least a lower bound of the threshold are ranked again as they are
+#: (:meth:`Ranking.candidates`), not cut to the best by one more pass over every tool's score.
+_FEW = 150
 #: The most query terms a ranking keeps what they find of (:meth:`Ranking.found_by`), and the most
 #: postings it keeps packed for them, in parts of its own (12 bytes each: a quarter of the index's
 #: postings at most, of 8 bytes each).
@@ -166,11 +169,14 @@ class Ranking:
                    docs: numpy.ndarray[Any, numpy.dtype[numpy.intp]], span: tuple[int, int] | None) \
             -> tuple[numpy.ndarray[Any, numpy.dtype[numpy.intp]], numpy.ndarray[Any, numpy.dtype[numpy.float64]],
                      numpy.ndarray[Any, numpy.dtype[numpy.intp]], numpy.ndarray[Any, numpy.dtype[numpy.intp]]]:
-        """The tools of the :data:`CANDIDATES` best ``scores`` (more when equal scores tie at
-        the last; a tool no term matched, or the mask hid, has 0), in the order of the tools, and
-        their scores; and where they are among the postings summed (``docs``, ascending) and
-        which of them each of those postings is; ``span``: where the shortest span of the
-        postings longer than :data:`CANDIDATES` is, if one is."""
+        """The tools among which the :data:`CANDIDATES` best ``scores`` are (a tool no term
+        matched, or the mask hid, has 0), in the order of the tools, and their scores: those best
+        (more when equal scores tie at the last), or every tool scoring at least a lower bound of
+        the threshold when there are at most :data:`_FEW` of them (the ranking cuts them to the best
+        as it sorts); and where they are among the postings summed (``docs``, ascending) and which
+        of them each of those postings is. ``span``: where the shortest span of the postings longer
+        than :data:`CANDIDATES` is, if one is."""
+        least = 0.0  # the candidates score more than 0, and at least that much when it is more
         if span is not None:
             # A span's tools are each there once, and have a score: the score of the
             # CANDIDATES-th best of them is at most the threshold, so the candidates are among
@@ -181,28 +187,16 @@ class Ranking:
             at = end - start - CANDIDATES
             bound.partition(at)
             least = bound[at]
-            if least > 0:
-                chosen = scores >= least
-                found = chosen.nonzero()[0]
-                values = scores[found]
-                if len(found) > CANDIDATES:
-                    at = len(values) - CANDIDATES
-                    threshold = numpy.partition(values, at)[at]
-                    if threshold > least:
-                        chosen = scores >= threshold
-                        found = chosen.nonzero()[0]
-                        values = scores[found]
-                said = chosen[docs].nonzero()[0]
-                return found, values, said, found.searchsorted(docs[said])
-        chosen = scores > 0
+        chosen = scores >= least if least > 0 else scores > 0
         found = chosen.nonzero()[0]
         values = scores[found]
-        if len(found) > CANDIDATES:
+        if len(found) > _FEW:
             at = len(values) - CANDIDATES
-            values.partition(at)  # (in place: they are read again below)
-            chosen = scores >= values[at]
-            found = chosen.nonzero()[0]
-            values = scores[found]
+            threshold = numpy.partition(values, at)[at]
+            if threshold > least:
+                chosen = scores >= threshold
+                found = chosen.nonzero()[0]
+                values = scores[found]
         said = chosen[docs].nonzero()[0]
         return found, values, said, found.searchsorted(docs[said])
 
@@ -295,8 +289,9 @@ class Ranking:
             hinted = lexical
         final = (hinted if by_ideas is None else hinted * by_ideas) * by_title
         # Best first; equal scores in the candidates' order (the better lexical score, then the
-        # tool found first). More candidates than CANDIDATES (equal scores tie at the last) are
-        # cut to the best in that order first, and those, already in it, are sorted stably.
+        # tool found first). More candidates than CANDIDATES (equal scores tie at the last, or
+        # a few more were found) are cut to the best in that order first, and those, already in
+        # it, are sorted stably.
         if len(found) > CANDIDATES:
             best = numpy.lexsort((first, -lexical))[:CANDIDATES]
             order = best[(-final[best]).argsort(kind="stable")]
