@@ -198,7 +198,9 @@ class Ranking:
                 found = chosen.nonzero()[0]
                 values = scores[found]
         said = chosen[docs].nonzero()[0]
-        return found, values, said, found.searchsorted(docs[said])
+        rank = numpy.empty(len(scores), numpy.intp)  # each candidate's place (only theirs are read)
+        rank[found] = numpy.arange(len(found))
+        return found, values, said, rank.take(docs.take(said))
 
     def ranked(self, plan: Plan, shown: numpy.ndarray[Any, numpy.dtype[numpy.bool_]] | None,
                limit: int | None) -> tuple[list[float], list[int]]:
