@@ -6,8 +6,8 @@ What a query term finds (its postings, then its relatives' at :data:`RELATIVE`) 
 term and kept, bounded (at most a quarter as many postings as the index's, 12 bytes each: 120 B per
 tool at 10,000 tools; 68 B after the benchmark's 513 queries): one array per term to concatenate,
 the relatives' contributions already multiplied (in float64, the same products a search made of
-them), about 4% of a search's time at 10,000 tools. This module is imported when an index is first built
-(:meth:`.index.SearchIndex.build`), so numpy is too, and not when an app starts."""
+them), about 4% of a search's time at 10,000 tools. This module is imported when an index is
+first built (:meth:`.index.SearchIndex.build`), so numpy is too, and not when an app starts."""
 
 from __future__ import annotations
 
@@ -33,9 +33,9 @@ _NEIGHBOURS = ({"get", "list"}, {"cancel", "delete"})
 #: How many tools scoring at least a lower bound of the threshold are ranked again as they are
 #: (:meth:`Ranking.candidates`), not cut to the best by one more pass over every tool's score.
 _FEW = 150
-#: The most query terms a ranking keeps what they find of (:meth:`Ranking.found_by`), and the most
-#: postings it keeps packed for them, in parts of its own (12 bytes each: a quarter of the index's
-#: postings at most, of 8 bytes each).
+#: The most query terms a ranking keeps what they find of (:meth:`Ranking.found_by`); and the
+#: most postings it keeps packed for them (copies, 12 bytes each), as a part of the index's own
+#: postings (8 bytes each): a quarter of them.
 _FOUND_KEPT = 4096
 _PACKED_PART = 4
 #: Each kind of action's number (:func:`kind`).
