@@ -144,6 +144,29 @@ def test_the_same_tool_objects_answered_again_are_not_read_and_a_new_one_is() ->
     assert "added" in {t["name"] for t in mcp_tools(client)}
 
 
+def test_a_list_given_as_the_provider_is_read_again_only_when_changed_in_place() -> None:
+    """A list handed over as the provider is itself what it answers on every request (not copied
+    when it did not change): the same objects again are not read, and a tool replaced, dropped or
+    added in that very list shows on the next request (what was read is kept apart from it)."""
+    catalogue = [Tool(name=f"tool_{n}", description=f"Tool {n}.", input_schema={"type": "object"})
+                 for n in range(20)]
+    d = ToolDiscovery()
+    d.add_provider(catalogue)
+    client = make(d).test_client()
+    assert len(mcp_tools(client)) == 20
+    reads, before = d.registry.reads, d.registry.resolve()
+    assert len(mcp_tools(client)) == 20
+    assert d.registry.resolve() is before and d.registry.reads == reads
+    catalogue[3] = Tool(name="tool_3", description="Tool three, rewritten.", input_schema={"type": "object"})
+    assert [t["description"] for t in mcp_tools(client) if t["name"] == "tool_3"] == ["Tool three, rewritten."]
+    catalogue.pop()
+    assert "tool_19" not in {t["name"] for t in mcp_tools(client)}
+    catalogue.append(Tool(name="added", description="Added.", input_schema={"type": "object"}))
+    assert "added" in {t["name"] for t in mcp_tools(client)}
+    after = d.registry.resolve()
+    assert d.registry.resolve() is after
+
+
 def test_an_unchanged_answer_is_not_read_again_and_a_change_in_place_is() -> None:
     """The same dicts answered again are neither read nor serialised (counted by the registry), the
     tool set is the very same object (its documents and search index with it), and each kind of

@@ -117,8 +117,11 @@ def await_with(awaiter: Awaiter) -> None:
 
 
 def resolve_provider(provider: Any) -> list[Any]:
-    """F2's resolution: a list is used as is; otherwise call it, awaiting an awaitable result (a
-    :class:`ProvidedTools` answer comes back as it is, its version with it)."""
+    """F2's resolution: a list is used as is (the list itself: the registry compares it with what
+    it read last, and copies it only to read it again); otherwise call it, awaiting an awaitable
+    result (a :class:`ProvidedTools` answer comes back as it is, its version with it)."""
+    if type(provider) is list:
+        return provider
     if isinstance(provider, (list, tuple)):
         return list(provider)
     result = provider()
@@ -130,4 +133,4 @@ def resolve_provider(provider: Any) -> list[Any]:
         return []
     if not isinstance(result, Iterable) or isinstance(result, (str, bytes, Mapping)):
         raise ProviderError(f"tools provider returned {type(result).__name__}, not a list")
-    return list(result)
+    return result if type(result) is list else list(result)

@@ -333,7 +333,8 @@ class ToolRegistry:
             return last.tools
         before = last.dicts if last is not None else {}
         dicts: dict[int, tuple[dict[str, Any], bytes, Tool]] = {}
-        read = [self._read_provided(o, before, dicts) for o in answer]
+        # (a copy first: a provider's own list, changed by another thread, is read as it was)
+        read = [self._read_provided(o, before, dicts) for o in list(answer)]
         if last is not None and len(read) == len(last.read) and all(
                 a is b for a, b in zip(read, last.read, strict=True)):
             self._answers[position] = _Answer(said, dicts, last.read, last.tools)
