@@ -123,13 +123,20 @@ def test_tool_objects_from_a_provider_are_served_as_given() -> None:
     assert d.tools().get("prebuilt") is built
 
 
-def test_the_same_tool_objects_answered_again_are_not_read_and_a_new_one_is() -> None:
+@pytest.mark.parametrize("given", ["a callable answering a new list", "the list itself"])
+def test_the_same_tool_objects_answered_again_are_not_read_and_a_new_one_is(given: str) -> None:
     """A provider answering ``Tool`` objects it built once (as one over a big catalogue does) is not
     read again while it answers the very same objects: the same tool set comes back; a tool added,
-    replaced or dropped shows on the next request."""
+    replaced or dropped shows on the next request. So too for a list handed over as the provider:
+    it is what it answers on every request (not copied when it did not change), and a change made
+    in place in that very list shows (what was read is kept apart from it)."""
     built = [Tool(name=f"tool_{n}", description=f"Tool {n}.", input_schema={"type": "object"}) for n in range(50)]
     answer = list(built)
-    d = ToolDiscovery(tools=lambda: list(answer))  # a new list each time, the same objects in it
+    d = ToolDiscovery()
+    if given == "the list itself":
+        d.add_provider(answer)
+    else:
+        d.add_provider(lambda: list(answer))  # a new list each time, the same objects in it
     client = make(d).test_client()
     assert len(mcp_tools(client)) == 50
     reads, before = d.registry.reads, d.registry.resolve()
@@ -141,27 +148,6 @@ def test_the_same_tool_objects_answered_again_are_not_read_and_a_new_one_is() ->
     answer.pop()
     assert "tool_49" not in {t["name"] for t in mcp_tools(client)}
     answer.append(Tool(name="added", description="Added.", input_schema={"type": "object"}))
-    assert "added" in {t["name"] for t in mcp_tools(client)}
-
-
-def test_a_list_given_as_the_provider_is_read_again_only_when_changed_in_place() -> None:
-    """A list handed over as the provider is itself what it answers on every request (not copied
-    when it did not change): the same objects again are not read, and a tool replaced, dropped or
-    added in that very list shows on the next request (what was read is kept apart from it)."""
-    catalogue = [Tool(name=f"tool_{n}", description=f"Tool {n}.", input_schema={"type": "object"})
-                 for n in range(20)]
-    d = ToolDiscovery()
-    d.add_provider(catalogue)
-    client = make(d).test_client()
-    assert len(mcp_tools(client)) == 20
-    reads, before = d.registry.reads, d.registry.resolve()
-    assert len(mcp_tools(client)) == 20
-    assert d.registry.resolve() is before and d.registry.reads == reads
-    catalogue[3] = Tool(name="tool_3", description="Tool three, rewritten.", input_schema={"type": "object"})
-    assert [t["description"] for t in mcp_tools(client) if t["name"] == "tool_3"] == ["Tool three, rewritten."]
-    catalogue.pop()
-    assert "tool_19" not in {t["name"] for t in mcp_tools(client)}
-    catalogue.append(Tool(name="added", description="Added.", input_schema={"type": "object"}))
     assert "added" in {t["name"] for t in mcp_tools(client)}
     after = d.registry.resolve()
     assert d.registry.resolve() is after

@@ -24,7 +24,7 @@ from collections.abc import Hashable
 from ..errors import BadRequest
 from ..tools.registry import ToolSet
 from .index import MAX_QUERY_CHARS, Mask, SearchIndex
-from .query import planned
+from .query import searchable
 from .semantic import Meaning
 
 #: The most tools one search answers.
@@ -51,7 +51,7 @@ def check(query: object, limit: object) -> tuple[str, int]:
         raise BadRequest(f"The query is longer than {MAX_QUERY_CHARS} characters.")
     if not (query.isascii() and query.isprintable()) and _NOT_TEXT.search(query):
         raise BadRequest("The query must be text, without control characters.")
-    if not planned(query).terms:  # the search's own plan, made once (the search finds it kept)
+    if not searchable(query):  # (the search's own plan, made once: the search finds it kept)
         raise BadRequest("The query has no word to search for.")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise BadRequest(f"The limit must be an integer from 1 to {MAX_LIMIT}.")
