@@ -232,6 +232,30 @@ def test_an_empty_tool_set_finds_nothing() -> None:
     assert SearchIndex.build([]).search("widget") == []
 
 
+def test_what_searched_terms_find_is_kept_within_its_bound() -> None:
+    """Each term searched keeps what it finds (its postings and its relatives', packed: copies) for
+    the next search of it; the copies are bounded at a quarter of the index's postings, and the
+    count that bounds them stays true when two threads work out the same term at once (both miss,
+    both call ``found_by``): the first kept stays, counted once."""
+    index = github_index()
+    ranking = index._ranking
+    ranking._found.clear()
+    ranking._packed = 0
+
+    def packed() -> int:  # the postings the terms kept hold as copies (a view's values are the index's)
+        return sum(len(found.values) for found in ranking._found.values() if found.values.base is None)
+
+    first = ranking.found_by("contribut")  # "contributor", "contributors"... its relatives: packed
+    assert first.values.base is None and first.relatives
+    assert ranking.found_by("contribut") is first  # the second thread's, worked out again
+    assert ranking._packed == packed() == len(first.values)
+    words = sorted({w for t in catalogue() for w in (t.title or "").lower().split() if len(w) >= 5})
+    for word in words:
+        index.search(word, 5)
+        assert ranking._packed == packed() <= ranking._most_packed
+    assert 0 < ranking._most_packed < len(ranking._postings.docs)
+
+
 def catalogue() -> list[Tool]:
     if not CATALOGUE.is_file():
         if os.environ.get("CI"):

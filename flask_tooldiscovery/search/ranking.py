@@ -11,6 +11,7 @@ first built (:meth:`.index.SearchIndex.build`), so numpy is too, and not when an
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import accumulate
@@ -104,7 +105,7 @@ class Found(NamedTuple):
 class Ranking:
     """What a search of one index reads: its :class:`Postings`, their :class:`.coverage.Coverage`,
     each tool's :func:`kind`; and what each query term searched so far finds (:meth:`found_by`,
-    bounded: the only thing written after the build, safe from any thread)."""
+    bounded: the only thing written after the build, under a lock, safe from any thread)."""
 
     def __init__(self, postings: Postings, coverage: Coverage, kinds: list[int]) -> None:
         self._postings = postings
@@ -121,6 +122,8 @@ class Ranking:
         #: terms kept are cleared when more would be).
         self._packed = 0
         self._most_packed = len(postings.docs) // _PACKED_PART
+        #: Held while what is kept and its count change (reads take neither).
+        self._keeping = threading.Lock()
 
     def found_by(self, term: str) -> Found:
         """What ``term`` finds (:class:`Found`), worked out once per term and kept."""
@@ -157,11 +160,15 @@ class Ranking:
                           numpy.concatenate([titles[start:end] for start, end in spans]),
                           tuple(stems), ends, ends[-1], own, relatives, span)
             packed = len(values)
-        if len(self._found) >= _FOUND_KEPT or self._packed + packed > self._most_packed:
-            self._found.clear()
-            self._packed = 0
-        self._packed += packed
-        self._found[term] = found
+        with self._keeping:  # (two threads may have worked out the same term: the first kept stays)
+            kept = self._found.get(term)
+            if kept is not None:
+                return kept
+            if len(self._found) >= _FOUND_KEPT or self._packed + packed > self._most_packed:
+                self._found.clear()
+                self._packed = 0
+            self._packed += packed
+            self._found[term] = found
         return found
 
     @staticmethod
