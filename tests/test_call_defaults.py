@@ -23,6 +23,8 @@ from gunicorn.config import Config as GunicornConfig
 from gunicorn.workers.base import Worker as GunicornWorker
 
 from flask_tooldiscovery import ToolDiscovery
+from flask_tooldiscovery.calls.slots import Slots
+from flask_tooldiscovery.errors import Busy
 from flask_tooldiscovery.serving import worker_threads
 from flask_tooldiscovery.serving.worker_threads import UNKNOWN_SERVER_SLOTS, post_fork
 from flask_tooldiscovery.settings import SettingsError
@@ -324,6 +326,34 @@ def test_the_busy_refusal_past_the_default_slots() -> None:
         for holder in holders:
             holder.join(10)
     assert results == [200, 200]
+
+
+def test_a_limit_changed_while_slots_are_held_counts_them() -> None:
+    """The slots held when the limit changes stay counted: lowered below them, no call runs until
+    enough are freed; raised, the new room is there at once; 0 lifts the limit."""
+    slots = Slots(3, retry_after=1.0)
+    for _ in range(3):
+        slots.take()
+    with pytest.raises(Busy):
+        slots.take()
+    slots.limit = 1  # three held, one allowed
+    slots.free()
+    slots.free()
+    with pytest.raises(Busy):  # one still held: the limit is reached
+        slots.take()
+    slots.free()
+    slots.take()  # none held: one may run
+    with pytest.raises(Busy):
+        slots.take()
+    slots.limit = 3  # one held, three allowed: two more
+    slots.take()
+    slots.take()
+    with pytest.raises(Busy):
+        slots.take()
+    slots.limit = 0
+    for _ in range(10):
+        slots.take()
+    assert slots.limit == 0
 
 
 @pytest.mark.slow
