@@ -27,6 +27,7 @@ def test_threads_never_draw_the_same_id() -> None:
     def draw(into: list[str]) -> None:
         for _ in range(500):
             into.append(new_trace_id())
+            into.append(new_call_id())
 
     threads = [threading.Thread(target=draw, args=(into,)) for into in drawn]
     for t in threads:
@@ -34,25 +35,27 @@ def test_threads_never_draw_the_same_id() -> None:
     for t in threads:
         t.join()
     every = [i for into in drawn for i in into]
-    assert len(set(every)) == len(every) == 4000
+    assert len(set(every)) == len(every) == 8000
 
 
 @pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "darwin", reason="fork")
 def test_forked_children_draw_ids_of_their_own() -> None:
-    new_trace_id()  # the parent drew one: whatever it keeps for the next ones is its own
+    new_trace_id()  # the parent drew one of each: whatever it keeps for the next ones is its own
+    new_call_id()
     children = []
     for _ in range(2):
         read, write = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child: its next ids, to the parent
             try:
-                os.write(write, " ".join(new_trace_id() for _ in range(3)).encode())
+                os.write(write, " ".join([*(new_trace_id() for _ in range(3)),
+                                          *(new_call_id() for _ in range(3))]).encode())
             finally:
                 os._exit(0)
         os.close(write)
         with os.fdopen(read) as pipe:
             children.append(pipe.read().split())
         os.waitpid(pid, 0)
-    parent = [new_trace_id() for _ in range(3)]
+    parent = [*(new_trace_id() for _ in range(3)), *(new_call_id() for _ in range(3))]
     every = parent + children[0] + children[1]
-    assert len(set(every)) == 9, (parent, children)
+    assert len(set(every)) == 18, (parent, children)

@@ -43,7 +43,17 @@ def random_hex() -> str:
         return _POOL.pop()
 
 
-os.register_at_fork(after_in_child=_POOL.clear)
+#: Call ids (:func:`new_call_id`), written from the OS's generator :data:`_POOL_SIZE` at a time as
+#: the texts above are: one ``list.pop`` a call instead of a text taken and then cut and formatted.
+_CALL_IDS: list[str] = []
+
+
+def _clear_pools() -> None:
+    _POOL.clear()
+    _CALL_IDS.clear()
+
+
+os.register_at_fork(after_in_child=_clear_pools)
 
 
 def new_trace_id() -> str:
@@ -59,10 +69,12 @@ def new_call_id() -> str:
     """A new call id: a random (version 4) UUID in its usual text form (122 random bits: the
     version digit is ``4``, the variant digit one of ``89ab``)."""
     try:
-        h = _POOL.pop()  # (random_hex(), without a call while the pool holds some)
+        return _CALL_IDS.pop()
     except IndexError:
-        h = random_hex()
-    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:]}"
+        digits = os.urandom(16 * _POOL_SIZE).hex()
+        _CALL_IDS.extend([f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:]}"
+                          for h in (digits[i:i + 32] for i in range(0, len(digits), 32))])
+        return _CALL_IDS.pop()
 
 
 def issued_call_id(value: object) -> bool:
