@@ -111,7 +111,14 @@ def paired(runners: dict[str, Callable[[], None]], pairs: int, batch: int = 25) 
     ``batch`` requests of the case and one of the bare view right after (or before: the order
     alternates), and the ratio of the two; garbage collection off while timing, run between
     pairs. Two batches a few milliseconds apart meet the same machine, so the ratios hold still
-    where each time alone moves with the load: read their median."""
+    where each time alone moves with the load: read their median.
+
+    After each collection every case runs once untimed: a full collection walks the whole heap
+    and leaves the caches cold for whatever runs next, and on a core with a small L2 (1 MB) that
+    made the first case's batch after it about 14% slower. With the bare view and the first case
+    taking turns to run first, that case's ratios split in two (Opal's, first in the usual list:
+    x1.16 with the bare view first, x1.45 with Opal first, in alternate pairs), and their median
+    fell anywhere in the gap between the halves."""
     bare_one = runners["bare"]
     ratios: dict[str, list[float]] = {name: [] for name in runners if name != "bare"}
     clock = time.perf_counter
@@ -128,6 +135,8 @@ def paired(runners: dict[str, Callable[[], None]], pairs: int, batch: int = 25) 
             gc.enable()
             ratio.append(took[name] / took["bare"])
         gc.collect()
+        for one in runners.values():
+            one()
     return ratios
 
 
