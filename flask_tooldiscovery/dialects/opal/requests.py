@@ -19,7 +19,6 @@ when it carries an error) when the tool returned one; a failed call is a 500, ba
 from __future__ import annotations
 
 import functools
-import re
 from typing import Any
 
 from flask import Response, request
@@ -101,34 +100,19 @@ def auth_credentials(body: dict[str, Any]) -> list[dict[str, Any]] | None:
 
 def opal_headers(environ: dict[str, Any]) -> dict[str, str]:
     """The request's ``X-Opal-*`` headers (thread, workflow and agent execution ids), names in
-    lower case as sent on the wire. The environ's keys are looked through as one text (one C
-    call), not one call per key: a few dozen keys, on every call; which of them are such headers
-    is worked out once per text (a client sends the same headers call after call)."""
-    try:
-        keys = "\n".join(environ)
-    except TypeError:  # a key that is not text (PEP 3333 says they are): one at a time
-        keys = "\n".join(key for key in environ if isinstance(key, str))
-    found = _opal_keys(keys)
-    return {name: environ[key] for key, name in found if key in environ} if found else {}
+    lower case as sent on the wire. Which of the environ's keys are such headers, and each one's
+    name, is worked out once per tuple of keys (a client sends the same headers call after call):
+    the tuple is made and hashed in C from the keys' own hashes, kept since the environ took them."""
+    found = _opal_keys(tuple(environ))
+    return {name: environ[key] for key, name in found} if found else {}
 
 
 @functools.lru_cache(maxsize=64)
-def _opal_keys(keys: str) -> tuple[tuple[str, str], ...]:
-    """The ``X-Opal-*`` headers' environ keys in ``keys`` (an environ's keys joined by newlines),
-    each with its header's name in lower case."""
-    if "HTTP_X_OPAL_" not in keys:
-        return ()
-    found = _OPAL_KEYS.findall(keys)  # every such key but a first one
-    if keys.startswith("HTTP_X_OPAL_"):
-        found.insert(0, keys.partition("\n")[0])
-    return tuple((key, key[5:].lower().replace("_", "-")) for key in found)
-
-
-#: An ``X-Opal-*`` header's environ key after a newline, in the environ's keys joined by newlines
-#: (a key holding a newline is no header's: one found inside it is looked up and not there). It
-#: begins with a literal text, which the regular expression engine looks for as a whole; a
-#: multi-line ``^`` would have it try every position of the text.
-_OPAL_KEYS = re.compile(r"\n(HTTP_X_OPAL_[^\n]*)")
+def _opal_keys(keys: tuple[Any, ...]) -> tuple[tuple[str, str], ...]:
+    """The ``X-Opal-*`` headers' environ keys among ``keys`` (an environ's), each with its header's
+    name in lower case."""
+    return tuple((key, key[5:].lower().replace("_", "-")) for key in keys
+                 if isinstance(key, str) and key.startswith("HTTP_X_OPAL_"))
 
 
 def context_of(pipe: Pipeline, body: dict[str, Any], **extra: Any) -> ToolContext:
