@@ -125,7 +125,7 @@ def walk_of_one_call(dialect: str) -> tuple[collections.Counter[str], int]:
             modules[frame.f_code.co_filename[len(package):]] += 1
 
     walks = []
-    for _ in range(2):  # the fewer of two: ids come from a pool refilled once per 64 (two calls more then)
+    for _ in range(2):  # the fewer of two: ids come from pools refilled once per 128 calls (calls more then)
         modules = collections.Counter()
         sys.setprofile(count)
         threading.setprofile(count)  # type: ignore[arg-type]

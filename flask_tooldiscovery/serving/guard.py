@@ -25,12 +25,20 @@ _TRACE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 _CALL_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 
 
-#: Random hex texts of 16 bytes each, drawn from the OS's generator (``os.urandom``) many at a time:
-#: two ids a call, one system call per :data:`_POOL_SIZE` of them instead of one each. ``list.pop``
-#: and ``list.extend`` are atomic, so threads never share one; a forked child starts empty (its
-#: parent's texts are its parent's).
+#: Random hex texts of 16 bytes each (trace ids), and call ids (:func:`new_call_id`), each pool
+#: filled from the OS's generator (``os.urandom``) :data:`_POOL_SIZE` at a time (:func:`_hex_texts`):
+#: one system call per :data:`_POOL_SIZE` ids instead of one each, and a call id formatted with the
+#: others, not per call. ``list.pop`` and ``list.extend`` are atomic, so threads never share one; a
+#: forked child starts empty (its parent's ids are its parent's).
 _POOL: list[str] = []
+_CALL_IDS: list[str] = []
 _POOL_SIZE = 128
+
+
+def _hex_texts() -> list[str]:
+    """:data:`_POOL_SIZE` texts of 32 random lower-case hex digits, from one ``os.urandom`` call."""
+    digits = os.urandom(16 * _POOL_SIZE).hex()
+    return [digits[i:i + 32] for i in range(0, len(digits), 32)]
 
 
 def random_hex() -> str:
@@ -38,14 +46,8 @@ def random_hex() -> str:
     try:
         return _POOL.pop()
     except IndexError:
-        digits = os.urandom(16 * _POOL_SIZE).hex()
-        _POOL.extend([digits[i:i + 32] for i in range(0, len(digits), 32)])
+        _POOL.extend(_hex_texts())
         return _POOL.pop()
-
-
-#: Call ids (:func:`new_call_id`), written from the OS's generator :data:`_POOL_SIZE` at a time as
-#: the texts above are: one ``list.pop`` a call instead of a text taken and then cut and formatted.
-_CALL_IDS: list[str] = []
 
 
 def _clear_pools() -> None:
@@ -71,9 +73,8 @@ def new_call_id() -> str:
     try:
         return _CALL_IDS.pop()
     except IndexError:
-        digits = os.urandom(16 * _POOL_SIZE).hex()
         _CALL_IDS.extend([f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:]}"
-                          for h in (digits[i:i + 32] for i in range(0, len(digits), 32))])
+                          for h in _hex_texts()])
         return _CALL_IDS.pop()
 
 
